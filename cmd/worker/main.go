@@ -1,0 +1,11 @@
+// Command worker turns SQS's at-least-once delivery into exactly-once effects.
+// See README.md; `worker --help` lists the subcommands.
+package main
+
+import (
+	"os"
+
+	"github.com/exactlyonce/exactly/worker"
+)
+
+func main() { os.Exit(worker.Main(os.Args[1:])) }

@@ -1,0 +1,60 @@
+// Package effect defines what the worker runs exactly once per logical message:
+// the Effect interface, the typed errors that steer a message after a failure,
+// and the registry through which users add their own effects in code.
+package effect
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Message is one SQS message as an effect sees it.
+type Message struct {
+	QueueURL       string
+	QueueName      string
+	ID             string // SQS MessageId
+	Body           string
+	Group          string // MessageGroupId; empty on standard queues
+	DedupID        string // MessageDeduplicationId; empty on standard queues
+	SequenceNumber string // FIFO SequenceNumber; empty on standard queues
+	ReceiveCount   int    // ApproximateReceiveCount
+	SentAt         time.Time
+	// Attributes holds the message attributes of type String and Number.
+	Attributes map[string]string
+}
+
+// Input is what an effect is given for one message.
+type Input struct {
+	Message Message
+	// Key is the scoped dedup key of the message. An effect with outside side
+	// effects passes it downstream as its idempotency key.
+	Key string
+}
+
+// Output is what a successful effect returns.
+type Output struct {
+	// Result is stored with the dedup record and replayed for duplicates.
+	// It is bounded by dedup.MaxResultBytes; a larger result is an error.
+	Result []byte
+	// Writes, when not empty, are committed in one DynamoDB TransactWriteItems
+	// together with the COMPLETED dedup record, conditioned on the claim's
+	// fencing token (transactional mode). An effect that returns Writes must
+	// not have done anything else observable: the writes are the effect.
+	Writes []types.TransactWriteItem
+}
+
+// Effect is the side effect run once per logical message.
+//
+// Apply returns nil error on success. To steer a failure, return an error made
+// with Permanent or RetryAfter; any other error is retryable with backoff.
+type Effect interface {
+	Apply(ctx context.Context, in Input) (Output, error)
+}
+
+// Func adapts a function to Effect.
+type Func func(ctx context.Context, in Input) (Output, error)
+
+// Apply calls f.
+func (f Func) Apply(ctx context.Context, in Input) (Output, error) { return f(ctx, in) }

@@ -1,0 +1,97 @@
+package effect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// HTTPResultBodyLimit bounds the response body kept as the stored result.
+const HTTPResultBodyLimit = 4 << 10
+
+// HTTP posts each message body to URL: an exactly-once queue-to-HTTP bridge.
+// The dedup key travels as the Idempotency-Key header, so a downstream that
+// honours it stays exactly-once even if a stalled worker's lease is taken
+// over. 2xx succeeds and its status and (bounded) body are stored and
+// replayed for duplicates; 408, 429, 5xx and transport errors are retryable
+// (Retry-After honoured); any other status is permanent.
+type HTTP struct {
+	URL    string
+	Client *http.Client
+}
+
+// HTTPResult is the stored result of the http effect.
+type HTTPResult struct {
+	Status int    `json:"status"`
+	Body   string `json:"body,omitempty"`
+}
+
+func init() {
+	Register("http", func(env Env) (Effect, error) {
+		if env.HTTPURL == "" {
+			return nil, errors.New("--http-url (WORKER_HTTP_URL) is required by the http effect")
+		}
+		u, err := url.Parse(env.HTTPURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--http-url (WORKER_HTTP_URL) %q: want an http:// or https:// URL", env.HTTPURL)
+		}
+		c := env.HTTPClient
+		if c == nil {
+			c = &http.Client{Timeout: 30 * time.Second}
+		}
+		return &HTTP{URL: env.HTTPURL, Client: c}, nil
+	})
+}
+
+// Apply posts the message.
+func (h *HTTP) Apply(ctx context.Context, in Input) (Output, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewBufferString(in.Message.Body))
+	if err != nil {
+		return Output{}, Permanent(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", in.Key)
+	req.Header.Set("X-Message-Id", in.Message.ID)
+	if in.Message.Group != "" {
+		req.Header.Set("X-Message-Group-Id", in.Message.Group)
+	}
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		return Output{}, fmt.Errorf("POST %s: %w", h.URL, err) // retryable: transport or timeout
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, HTTPResultBodyLimit))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		res, _ := json.Marshal(HTTPResult{Status: code, Body: string(body)})
+		return Output{Result: res}, nil
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+		return Output{}, RetryAfter(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("POST %s: %s", h.URL, resp.Status))
+	default:
+		return Output{}, Permanent(fmt.Errorf("POST %s: %s", h.URL, resp.Status))
+	}
+}
+
+// retryAfter parses a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+

@@ -1,0 +1,68 @@
+provider "aws" {
+  region = var.region
+
+  default_tags {
+    tags = {
+      Project = "exactly"
+    }
+  }
+}
+
+module "queue" {
+  source = "../../modules/queue"
+
+  name                       = var.name
+  visibility_timeout_seconds = 30
+  max_receive_count          = 5
+}
+
+module "dedup_table" {
+  source = "../../modules/dedup-table"
+
+  create_ledger_table         = true
+  deletion_protection_enabled = var.deletion_protection
+}
+
+resource "aws_ecs_cluster" "this" {
+  name = var.name
+
+  # Backlog-per-task autoscaling reads RunningTaskCount from Container Insights.
+  setting {
+    name  = "containerInsights"
+    value = "enabled"
+  }
+}
+
+module "worker" {
+  source = "../../modules/worker-ecs"
+
+  name               = "${var.name}-worker"
+  cluster_arn        = aws_ecs_cluster.this.arn
+  container_image    = var.container_image
+  subnet_ids         = var.subnet_ids
+  security_group_ids = var.security_group_ids
+
+  queues = {
+    demo = module.queue.worker_queue
+  }
+
+  dedup_table_name  = module.dedup_table.table_name
+  dedup_table_arn   = module.dedup_table.table_arn
+  effect            = "ledger"
+  ledger_table_name = module.dedup_table.ledger_table_name
+  ledger_table_arn  = module.dedup_table.ledger_table_arn
+
+  shutdown_timeout_seconds = 90
+  stop_timeout             = 120
+
+  autoscaling_min_capacity = 1
+  autoscaling_max_capacity = 4
+}
+
+module "alarms" {
+  source = "../../modules/alarms"
+
+  queue_name    = module.queue.queue_name
+  dlq_name      = module.queue.dlq_name
+  alarm_actions = var.alarm_actions
+}

@@ -1,0 +1,38 @@
+variable "region" {
+  description = "AWS region."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "name" {
+  description = "Base name of the queue (exactly-demo.fifo), its DLQ, the cluster and the service."
+  type        = string
+  default     = "exactly-demo"
+}
+
+variable "container_image" {
+  description = "Image of the worker (entrypoint: the worker binary), built for ARM64."
+  type        = string
+}
+
+variable "subnet_ids" {
+  description = "Private subnets with a route to SQS, DynamoDB, CloudWatch Logs and the image registry."
+  type        = list(string)
+}
+
+variable "security_group_ids" {
+  description = "Security groups of the tasks (outbound HTTPS)."
+  type        = list(string)
+}
+
+variable "alarm_actions" {
+  description = "ARNs (SNS topics) notified by the alarms."
+  type        = list(string)
+  default     = []
+}
+
+variable "deletion_protection" {
+  description = "Deletion protection of the tables. Set false for a stack you will destroy."
+  type        = bool
+  default     = true
+}

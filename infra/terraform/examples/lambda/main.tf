@@ -1,0 +1,59 @@
+provider "aws" {
+  region = var.region
+
+  default_tags {
+    tags = {
+      Project = "exactly"
+    }
+  }
+}
+
+locals {
+  zip_arch     = var.architecture == "arm64" ? "arm64" : "amd64"
+  package_path = coalesce(var.package_path, "${path.module}/../../../../dist/worker-lambda-${local.zip_arch}.zip")
+}
+
+module "queue" {
+  source = "../../modules/queue"
+
+  name = var.name
+  # AWS's guidance for SQS event sources; the worker-lambda module checks it.
+  visibility_timeout_seconds = 6 * var.function_timeout
+  max_receive_count          = 5
+}
+
+module "dedup_table" {
+  source = "../../modules/dedup-table"
+
+  create_ledger_table         = true
+  deletion_protection_enabled = var.deletion_protection
+}
+
+module "worker" {
+  source = "../../modules/worker-lambda"
+
+  function_name = "${var.name}-worker"
+  package_path  = local.package_path
+  architecture  = var.architecture
+  timeout       = var.function_timeout
+
+  queues = {
+    demo = module.queue.worker_queue
+  }
+  batch_size          = 10
+  maximum_concurrency = 5
+
+  dedup_table_name  = module.dedup_table.table_name
+  dedup_table_arn   = module.dedup_table.table_arn
+  effect            = "ledger"
+  ledger_table_name = module.dedup_table.ledger_table_name
+  ledger_table_arn  = module.dedup_table.ledger_table_arn
+}
+
+module "alarms" {
+  source = "../../modules/alarms"
+
+  queue_name    = module.queue.queue_name
+  dlq_name      = module.queue.dlq_name
+  alarm_actions = var.alarm_actions
+}

@@ -1,0 +1,24 @@
+output "queue_url" {
+  description = "Send to this queue: worker send --queue <url>, or any SQS client."
+  value       = module.queue.queue_url
+}
+
+output "dlq_url" {
+  description = "The DLQ of the queue."
+  value       = module.queue.dlq_url
+}
+
+output "dedup_table_name" {
+  description = "The dedup table."
+  value       = module.dedup_table.table_name
+}
+
+output "ledger_table_name" {
+  description = "The ledger table the demo effect writes."
+  value       = module.dedup_table.ledger_table_name
+}
+
+output "function_name" {
+  description = "The Lambda function running the worker."
+  value       = module.worker.function_name
+}

@@ -1,0 +1,319 @@
+variable "name" {
+  description = "Name of the service, task family, roles and log group."
+  type        = string
+  default     = "exactly-worker"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,48}$", var.name))
+    error_message = "The name must be 1-48 characters of letters, digits, '-' and '_' (it prefixes IAM role names)."
+  }
+}
+
+variable "cluster_arn" {
+  description = "ARN of the ECS cluster. Backlog-per-task autoscaling reads RunningTaskCount from Container Insights, so enable containerInsights on it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^arn:[^:]+:ecs:[^:]+:[0-9]{12}:cluster/.+$", var.cluster_arn))
+    error_message = "cluster_arn must be an ECS cluster ARN (arn:<partition>:ecs:<region>:<account>:cluster/<name>)."
+  }
+}
+
+variable "container_image" {
+  description = "Image of the worker. Its entrypoint must be the worker binary; container_command is appended."
+  type        = string
+}
+
+variable "container_command" {
+  description = "Arguments after the entrypoint."
+  type        = list(string)
+  default     = ["run"]
+}
+
+variable "cpu" {
+  description = "Task CPU units (256, 512, 1024, 2048, 4096, 8192 or 16384)."
+  type        = number
+  default     = 256
+
+  validation {
+    condition     = contains([256, 512, 1024, 2048, 4096, 8192, 16384], var.cpu)
+    error_message = "cpu must be a Fargate size: 256, 512, 1024, 2048, 4096, 8192 or 16384."
+  }
+}
+
+variable "memory" {
+  description = "Task memory in MiB; it must fit the CPU size (Fargate's table)."
+  type        = number
+  default     = 512
+}
+
+variable "cpu_architecture" {
+  description = "ARM64 or X86_64; the image must match."
+  type        = string
+  default     = "ARM64"
+
+  validation {
+    condition     = contains(["ARM64", "X86_64"], var.cpu_architecture)
+    error_message = "cpu_architecture must be ARM64 or X86_64."
+  }
+}
+
+variable "subnet_ids" {
+  description = "Subnets of the tasks. They need a route to SQS, DynamoDB, CloudWatch Logs and the image registry (NAT or VPC endpoints)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.subnet_ids) > 0
+    error_message = "Give at least one subnet."
+  }
+}
+
+variable "security_group_ids" {
+  description = "Security groups of the tasks. The worker only makes outbound HTTPS calls; port metrics_port serves /metrics, /healthz and /readyz."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.security_group_ids) > 0
+    error_message = "Give at least one security group."
+  }
+}
+
+variable "assign_public_ip" {
+  description = "Give tasks a public IP (only for public subnets without NAT)."
+  type        = bool
+  default     = false
+}
+
+variable "desired_count" {
+  description = "Number of tasks at creation. Afterwards autoscaling owns the count (the service ignores later changes to it)."
+  type        = number
+  default     = 1
+}
+
+variable "queues" {
+  description = "Queues the worker consumes, keyed by a static name. arn and url are required; dlq_arn lets the worker move a permanently failing message to the DLQ (sqs:SendMessage on that ARN only). The queue module's worker_queue output has this shape."
+  type = map(object({
+    arn                        = string
+    url                        = string
+    visibility_timeout_seconds = optional(number)
+    dlq_arn                    = optional(string)
+  }))
+
+  validation {
+    condition     = length(var.queues) > 0
+    error_message = "Give at least one queue."
+  }
+}
+
+variable "dedup_table_name" {
+  description = "Dedup table name (WORKER_DEDUP_TABLE)."
+  type        = string
+  default     = "exactly-dedup"
+}
+
+variable "dedup_table_arn" {
+  description = "Dedup table ARN; the task role may use only this table for dedup records."
+  type        = string
+}
+
+variable "ledger_table_name" {
+  description = "Ledger table name (WORKER_LEDGER_TABLE), for effect = \"ledger\"."
+  type        = string
+  default     = null
+}
+
+variable "ledger_table_arn" {
+  description = "Ledger table ARN, for effect = \"ledger\"."
+  type        = string
+  default     = null
+}
+
+variable "effect" {
+  description = "WORKER_EFFECT: ledger (DynamoDB writes committed in one transaction with the dedup record), http (POST to http_url with the dedup key as idempotency key) or noop."
+  type        = string
+
+  validation {
+    condition     = contains(["ledger", "http", "noop"], var.effect)
+    error_message = "effect must be ledger, http or noop."
+  }
+}
+
+variable "http_url" {
+  description = "WORKER_HTTP_URL, for effect = \"http\"."
+  type        = string
+  default     = null
+}
+
+variable "dedup_key" {
+  description = "WORKER_DEDUP_KEY: auto, body, attr:NAME or json:/pointer."
+  type        = string
+  default     = "auto"
+
+  validation {
+    condition     = can(regex("^(auto|body|attr:.+|json:/.*)$", var.dedup_key))
+    error_message = "dedup_key must be auto, body, attr:NAME or json:/pointer."
+  }
+}
+
+variable "dedup_ttl" {
+  description = "WORKER_DEDUP_TTL, a Go duration: how long a completed record blocks duplicates."
+  type        = string
+  default     = "24h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$", var.dedup_ttl))
+    error_message = "dedup_ttl must be a Go duration such as 24h or 72h30m."
+  }
+}
+
+variable "namespace" {
+  description = "WORKER_NAMESPACE, the first part of every dedup key."
+  type        = string
+  default     = "exactly"
+}
+
+variable "concurrency" {
+  description = "WORKER_CONCURRENCY, the bound on messages in flight per task. Null keeps the worker's default."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.concurrency == null || coalesce(var.concurrency, 1) >= 1
+    error_message = "concurrency must be at least 1."
+  }
+}
+
+variable "shutdown_timeout_seconds" {
+  description = "WORKER_SHUTDOWN_TIMEOUT in seconds: how long running handlers may finish after SIGTERM. Must be below stop_timeout."
+  type        = number
+  default     = 90
+
+  validation {
+    condition     = var.shutdown_timeout_seconds >= 1 && floor(var.shutdown_timeout_seconds) == var.shutdown_timeout_seconds
+    error_message = "shutdown_timeout_seconds must be a whole number of at least 1."
+  }
+}
+
+variable "stop_timeout" {
+  description = "Container stopTimeout in seconds: ECS sends SIGKILL this long after SIGTERM. Fargate allows at most 120."
+  type        = number
+  default     = 120
+
+  validation {
+    condition     = var.stop_timeout >= 2 && var.stop_timeout <= 120
+    error_message = "stop_timeout must be from 2 to 120 seconds (Fargate's maximum)."
+  }
+}
+
+variable "metrics_port" {
+  description = "Port of /metrics, /healthz and /readyz (WORKER_METRICS_ADDR=:port)."
+  type        = number
+  default     = 9090
+
+  validation {
+    condition     = var.metrics_port >= 1 && var.metrics_port <= 65535
+    error_message = "metrics_port must be a TCP port."
+  }
+}
+
+variable "log_format" {
+  description = "WORKER_LOG_FORMAT: json or text."
+  type        = string
+  default     = "json"
+
+  validation {
+    condition     = contains(["json", "text"], var.log_format)
+    error_message = "log_format must be json or text."
+  }
+}
+
+variable "environment" {
+  description = "Extra environment variables for the container. The settings this module manages (WORKER_* and AWS_REGION) cannot be set here."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition = alltrue([for k in keys(var.environment) : !contains([
+      "AWS_REGION", "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
+      "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
+      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_NAMESPACE",
+    ], k)])
+    error_message = "Set WORKER_* settings and AWS_REGION through this module's variables, not environment."
+  }
+}
+
+variable "kms_key_arns" {
+  description = "Customer managed KMS keys of the queues (SSE-KMS): the task role gets kms:Decrypt and kms:GenerateDataKey on these only."
+  type        = list(string)
+  default     = []
+}
+
+variable "log_retention_in_days" {
+  description = "Retention of the log group, in days."
+  type        = number
+  default     = 30
+}
+
+variable "log_kms_key_id" {
+  description = "KMS key ARN for the log group. Null uses CloudWatch Logs' own encryption."
+  type        = string
+  default     = null
+}
+
+variable "enable_execute_command" {
+  description = "Allow ECS Exec into the tasks."
+  type        = bool
+  default     = false
+}
+
+variable "autoscaling_enabled" {
+  description = "Scale the service on backlog per task: the sum of ApproximateNumberOfMessagesVisible over the queues divided by RunningTaskCount (Container Insights)."
+  type        = bool
+  default     = true
+}
+
+variable "autoscaling_min_capacity" {
+  description = "Fewest tasks. At least 1: backlog per task has no value at zero tasks, so target tracking could never scale out from zero."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.autoscaling_min_capacity >= 1
+    error_message = "autoscaling_min_capacity must be at least 1."
+  }
+}
+
+variable "autoscaling_max_capacity" {
+  description = "Most tasks. With FIFO queues more tasks than active message groups do not add throughput."
+  type        = number
+  default     = 10
+}
+
+variable "autoscaling_target_backlog_per_task" {
+  description = "Target of visible messages per task: the latency you accept divided by the mean processing time of a message, times the task's concurrency."
+  type        = number
+  default     = 100
+
+  validation {
+    condition     = var.autoscaling_target_backlog_per_task > 0
+    error_message = "autoscaling_target_backlog_per_task must be positive."
+  }
+}
+
+variable "autoscaling_scale_in_cooldown" {
+  description = "Seconds after a scale-in before another scale-in."
+  type        = number
+  default     = 300
+}
+
+variable "autoscaling_scale_out_cooldown" {
+  description = "Seconds after a scale-out before another scale-out."
+  type        = number
+  default     = 60
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,195 @@
+locals {
+  queue_list = [for k in sort(keys(var.queues)) : var.queues[k]]
+  queue_arns = [for q in local.queue_list : q.arn]
+  dlq_arns   = distinct(compact([for q in local.queue_list : q.dlq_arn]))
+
+  # Lambda sets AWS_REGION itself (it is reserved); the worker sees
+  # AWS_LAMBDA_RUNTIME_API and serves SQS events instead of polling.
+  worker_settings = {
+    WORKER_QUEUES       = join(",", [for q in local.queue_list : q.url])
+    WORKER_DEDUP_TABLE  = var.dedup_table_name
+    WORKER_EFFECT       = var.effect
+    WORKER_LEDGER_TABLE = var.ledger_table_name
+    WORKER_HTTP_URL     = var.http_url
+    WORKER_DEDUP_KEY    = var.dedup_key
+    WORKER_DEDUP_TTL    = var.dedup_ttl
+    WORKER_NAMESPACE    = var.namespace
+    WORKER_CONCURRENCY  = var.concurrency == null ? null : tostring(var.concurrency)
+    WORKER_LOG_FORMAT   = var.log_format
+  }
+  environment = merge(var.environment, { for k, v in local.worker_settings : k => v if v != null })
+}
+
+resource "aws_cloudwatch_log_group" "this" {
+  name              = "/aws/lambda/${var.function_name}"
+  retention_in_days = var.log_retention_in_days
+  kms_key_id        = var.log_kms_key_id
+  tags              = var.tags
+}
+
+data "aws_iam_policy_document" "assume" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "this" {
+  name               = "${var.function_name}-lambda"
+  assume_role_policy = data.aws_iam_policy_document.assume.json
+  tags               = var.tags
+}
+
+# The event source mapping polls, deletes and changes visibility with this role;
+# the worker itself reads queue attributes, may move a message to the DLQ and
+# writes the tables.
+data "aws_iam_policy_document" "this" {
+  statement {
+    sid = "Consume"
+    actions = [
+      "sqs:ChangeMessageVisibility",
+      "sqs:DeleteMessage",
+      "sqs:GetQueueAttributes",
+      "sqs:GetQueueUrl",
+      "sqs:ReceiveMessage",
+    ]
+    resources = local.queue_arns
+  }
+
+  dynamic "statement" {
+    for_each = length(local.dlq_arns) > 0 ? [local.dlq_arns] : []
+
+    content {
+      sid = "DeadLetter"
+      actions = [
+        "sqs:GetQueueUrl",
+        "sqs:SendMessage",
+      ]
+      resources = statement.value
+    }
+  }
+
+  statement {
+    sid = "DedupTable"
+    actions = [
+      "dynamodb:ConditionCheckItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:DescribeTable",
+      "dynamodb:DescribeTimeToLive",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [var.dedup_table_arn]
+  }
+
+  dynamic "statement" {
+    for_each = var.ledger_table_arn == null ? [] : [var.ledger_table_arn]
+
+    content {
+      sid = "LedgerTable"
+      actions = [
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:DescribeTable",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+      ]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.kms_key_arns) > 0 ? [var.kms_key_arns] : []
+
+    content {
+      sid = "QueueKeys"
+      actions = [
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+      ]
+      resources = statement.value
+    }
+  }
+
+  statement {
+    sid = "Logs"
+    actions = [
+      "logs:CreateLogStream",
+      "logs:PutLogEvents",
+    ]
+    # Streams of this one log group: Lambda names them at run time, so the
+    # stream part cannot be narrower than a wildcard.
+    #tfsec:ignore:aws-iam-no-policy-wildcards
+    resources = ["${aws_cloudwatch_log_group.this.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "this" {
+  name   = "worker"
+  role   = aws_iam_role.this.id
+  policy = data.aws_iam_policy_document.this.json
+}
+
+resource "aws_lambda_function" "this" {
+  function_name    = var.function_name
+  role             = aws_iam_role.this.arn
+  runtime          = "provided.al2023"
+  handler          = "bootstrap"
+  architectures    = [var.architecture]
+  filename         = var.package_path
+  source_code_hash = filebase64sha256(var.package_path)
+  memory_size      = var.memory_size
+  timeout          = var.timeout
+
+  reserved_concurrent_executions = var.reserved_concurrent_executions
+
+  environment {
+    variables = local.environment
+  }
+
+  tags = var.tags
+
+  # The log group must exist first, or Lambda creates one without retention.
+  depends_on = [aws_cloudwatch_log_group.this, aws_iam_role_policy.this]
+
+  lifecycle {
+    precondition {
+      condition     = var.effect != "ledger" || (var.ledger_table_name != null && var.ledger_table_arn != null)
+      error_message = "effect = \"ledger\" needs ledger_table_name and ledger_table_arn."
+    }
+
+    precondition {
+      condition     = var.effect != "http" || var.http_url != null
+      error_message = "effect = \"http\" needs http_url."
+    }
+  }
+}
+
+resource "aws_lambda_event_source_mapping" "this" {
+  for_each = var.queues
+
+  event_source_arn = each.value.arn
+  function_name    = aws_lambda_function.this.arn
+  enabled          = true
+
+  # FIFO: at most 10 per batch and no batching window. The handler reports the
+  # failed message and every later one of its group.
+  batch_size              = var.batch_size
+  function_response_types = ["ReportBatchItemFailures"]
+
+  scaling_config {
+    maximum_concurrency = var.maximum_concurrency
+  }
+
+  lifecycle {
+    precondition {
+      condition     = each.value.visibility_timeout_seconds >= 6 * var.timeout
+      error_message = "The queue's visibility timeout must be at least 6 x the function timeout (AWS's guidance for SQS event sources), or a message becomes visible again while a retried invocation still runs."
+    }
+  }
+}

@@ -1,0 +1,219 @@
+variable "function_name" {
+  description = "Name of the function, its role and its log group."
+  type        = string
+  default     = "exactly-worker"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,56}$", var.function_name))
+    error_message = "function_name must be 1-56 characters of letters, digits, '-' and '_' (it prefixes the role name)."
+  }
+}
+
+variable "package_path" {
+  description = "Path of the zip that `make build` writes (dist/worker-lambda-arm64.zip or dist/worker-lambda-amd64.zip); it holds the bootstrap binary."
+  type        = string
+}
+
+variable "architecture" {
+  description = "arm64 (dist/worker-lambda-arm64.zip) or x86_64 (dist/worker-lambda-amd64.zip)."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
+variable "memory_size" {
+  description = "Memory of the function in MB (128 to 10240)."
+  type        = number
+  default     = 256
+
+  validation {
+    condition     = var.memory_size >= 128 && var.memory_size <= 10240
+    error_message = "memory_size must be from 128 to 10240 MB."
+  }
+}
+
+variable "timeout" {
+  description = "Function timeout in seconds (1 to 900). Every queue's visibility timeout must be at least 6 x this."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.timeout >= 1 && var.timeout <= 900 && floor(var.timeout) == var.timeout
+    error_message = "timeout must be a whole number of seconds from 1 to 900."
+  }
+}
+
+variable "queues" {
+  description = "Queues that trigger the function, keyed by a static name; one event source mapping each. visibility_timeout_seconds is the queue's and must be at least 6 x timeout. The queue module's worker_queue output has this shape."
+  type = map(object({
+    arn                        = string
+    url                        = string
+    visibility_timeout_seconds = number
+    dlq_arn                    = optional(string)
+  }))
+
+  validation {
+    condition     = length(var.queues) > 0
+    error_message = "Give at least one queue."
+  }
+}
+
+variable "batch_size" {
+  description = "Messages per invocation. FIFO event source mappings take at most 10."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.batch_size >= 1 && var.batch_size <= 10
+    error_message = "batch_size must be from 1 to 10 (the FIFO limit)."
+  }
+}
+
+variable "maximum_concurrency" {
+  description = "Most concurrent invocations each event source mapping starts (2 to 1000)."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.maximum_concurrency >= 2 && var.maximum_concurrency <= 1000
+    error_message = "maximum_concurrency must be from 2 to 1000."
+  }
+}
+
+variable "reserved_concurrent_executions" {
+  description = "Reserved concurrency of the function; -1 leaves it unreserved."
+  type        = number
+  default     = -1
+}
+
+variable "dedup_table_name" {
+  description = "Dedup table name (WORKER_DEDUP_TABLE)."
+  type        = string
+  default     = "exactly-dedup"
+}
+
+variable "dedup_table_arn" {
+  description = "Dedup table ARN; the role may use only this table for dedup records."
+  type        = string
+}
+
+variable "ledger_table_name" {
+  description = "Ledger table name (WORKER_LEDGER_TABLE), for effect = \"ledger\"."
+  type        = string
+  default     = null
+}
+
+variable "ledger_table_arn" {
+  description = "Ledger table ARN, for effect = \"ledger\"."
+  type        = string
+  default     = null
+}
+
+variable "effect" {
+  description = "WORKER_EFFECT: ledger, http or noop."
+  type        = string
+
+  validation {
+    condition     = contains(["ledger", "http", "noop"], var.effect)
+    error_message = "effect must be ledger, http or noop."
+  }
+}
+
+variable "http_url" {
+  description = "WORKER_HTTP_URL, for effect = \"http\"."
+  type        = string
+  default     = null
+}
+
+variable "dedup_key" {
+  description = "WORKER_DEDUP_KEY: auto, body, attr:NAME or json:/pointer."
+  type        = string
+  default     = "auto"
+
+  validation {
+    condition     = can(regex("^(auto|body|attr:.+|json:/.*)$", var.dedup_key))
+    error_message = "dedup_key must be auto, body, attr:NAME or json:/pointer."
+  }
+}
+
+variable "dedup_ttl" {
+  description = "WORKER_DEDUP_TTL, a Go duration: how long a completed record blocks duplicates."
+  type        = string
+  default     = "24h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$", var.dedup_ttl))
+    error_message = "dedup_ttl must be a Go duration such as 24h or 72h30m."
+  }
+}
+
+variable "namespace" {
+  description = "WORKER_NAMESPACE, the first part of every dedup key."
+  type        = string
+  default     = "exactly"
+}
+
+variable "concurrency" {
+  description = "WORKER_CONCURRENCY: message groups of one batch handled in parallel. Null keeps the worker's default."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.concurrency == null || coalesce(var.concurrency, 1) >= 1
+    error_message = "concurrency must be at least 1."
+  }
+}
+
+variable "log_format" {
+  description = "WORKER_LOG_FORMAT: json or text."
+  type        = string
+  default     = "json"
+
+  validation {
+    condition     = contains(["json", "text"], var.log_format)
+    error_message = "log_format must be json or text."
+  }
+}
+
+variable "environment" {
+  description = "Extra environment variables. The WORKER_* settings this module manages cannot be set here."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition = alltrue([for k in keys(var.environment) : !contains([
+      "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
+      "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_HTTP_URL",
+      "WORKER_LOG_FORMAT", "WORKER_NAMESPACE",
+    ], k)])
+    error_message = "Set WORKER_* settings through this module's variables, not environment."
+  }
+}
+
+variable "kms_key_arns" {
+  description = "Customer managed KMS keys of the queues (SSE-KMS): the role gets kms:Decrypt and kms:GenerateDataKey on these only."
+  type        = list(string)
+  default     = []
+}
+
+variable "log_retention_in_days" {
+  description = "Retention of the function's log group, in days."
+  type        = number
+  default     = 30
+}
+
+variable "log_kms_key_id" {
+  description = "KMS key ARN for the log group. Null uses CloudWatch Logs' own encryption."
+  type        = string
+  default     = null
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+}

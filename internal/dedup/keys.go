@@ -1,0 +1,174 @@
+package dedup
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/exactlyonce/exactly/effect"
+)
+
+// IdempotencyKeyAttribute is the message attribute the auto key source reads
+// first: what a producer sets so that a retry after SQS's five-minute window
+// is still recognised as the same logical message.
+const IdempotencyKeyAttribute = "idempotency-key"
+
+// maxKeyPart bounds the key part of a scoped key. DynamoDB allows 2048 bytes
+// for a partition key; a longer key part is replaced by its SHA-256, never
+// truncated (truncation would make distinct keys collide).
+const maxKeyPart = 512
+
+// KeySource says where a message's dedup key comes from.
+type KeySource struct {
+	kind string // auto, attr, json, body
+	arg  string // attribute name or JSON pointer
+}
+
+// ParseKeySource parses auto, attr:NAME, json:/pointer or body.
+func ParseKeySource(s string) (KeySource, error) {
+	switch {
+	case s == "" || s == "auto":
+		return KeySource{kind: "auto"}, nil
+	case s == "body":
+		return KeySource{kind: "body"}, nil
+	case strings.HasPrefix(s, "attr:") && len(s) > len("attr:"):
+		return KeySource{kind: "attr", arg: s[len("attr:"):]}, nil
+	case strings.HasPrefix(s, "json:/"):
+		return KeySource{kind: "json", arg: s[len("json:"):]}, nil
+	}
+	return KeySource{}, fmt.Errorf("dedup key source %q: want auto, attr:NAME, json:/pointer or body", s)
+}
+
+func (k KeySource) String() string {
+	if k.arg == "" {
+		if k.kind == "" {
+			return "auto"
+		}
+		return k.kind
+	}
+	return k.kind + ":" + k.arg
+}
+
+// Extract returns the message's dedup key. auto takes the idempotency-key
+// attribute, else the MessageDeduplicationId, else the MessageId. An explicit
+// source that finds no usable key is a permanent error: such a message must
+// not pass through undeduplicated.
+func (k KeySource) Extract(m effect.Message) (string, error) {
+	switch k.kind {
+	case "", "auto":
+		if v := m.Attributes[IdempotencyKeyAttribute]; v != "" {
+			return v, nil
+		}
+		if m.DedupID != "" {
+			return m.DedupID, nil
+		}
+		if m.ID != "" {
+			return m.ID, nil
+		}
+		return "", effect.Permanent(errors.New("message has no idempotency-key attribute, deduplication id or message id"))
+	case "attr":
+		if v := m.Attributes[k.arg]; v != "" {
+			return v, nil
+		}
+		return "", effect.Permanent(fmt.Errorf("message has no %q attribute (dedup key source %s)", k.arg, k))
+	case "body":
+		return PayloadHash(m.Body), nil
+	case "json":
+		v, err := jsonPointer(m.Body, k.arg)
+		if err != nil {
+			return "", effect.Permanent(fmt.Errorf("dedup key source %s: %w", k, err))
+		}
+		return v, nil
+	}
+	return "", fmt.Errorf("dedup: unknown key source %q", k.kind)
+}
+
+// jsonPointer resolves an RFC 6901 pointer in body to a string or number.
+func jsonPointer(body, ptr string) (string, error) {
+	var doc any
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return "", fmt.Errorf("body is not JSON: %v", err)
+	}
+	cur := doc
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch v := cur.(type) {
+		case map[string]any:
+			next, ok := v[tok]
+			if !ok {
+				return "", fmt.Errorf("body has no %s", ptr)
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(v) {
+				return "", fmt.Errorf("body has no %s", ptr)
+			}
+			cur = v[i]
+		default:
+			return "", fmt.Errorf("body has no %s", ptr)
+		}
+	}
+	switch v := cur.(type) {
+	case string:
+		if v == "" {
+			return "", fmt.Errorf("%s is empty", ptr)
+		}
+		return v, nil
+	case json.Number:
+		return v.String(), nil
+	}
+	return "", fmt.Errorf("%s is not a string or number", ptr)
+}
+
+// Scope builds scoped keys: <namespace>#<queue>[#<group>]#<key>.
+type Scope struct {
+	Namespace string
+	Queue     string // queue name, not URL
+	// PerGroup is true when the queue's DeduplicationScope is messageGroup:
+	// the same key in two groups is then two distinct messages.
+	PerGroup bool
+}
+
+// Key returns the scoped key for a message of group with dedup key key.
+// '%' and '#' in the group and key are escaped so that no two (group, key)
+// pairs share a scoped key; a key part longer than maxKeyPart bytes is
+// replaced by "%H" and its SHA-256 (a form escaping never produces).
+func (s Scope) Key(group, key string) string {
+	var b strings.Builder
+	b.WriteString(s.Namespace)
+	b.WriteByte('#')
+	b.WriteString(s.Queue)
+	if s.PerGroup {
+		b.WriteByte('#')
+		b.WriteString(escape(group))
+	}
+	b.WriteByte('#')
+	if k := escape(key); len(k) <= maxKeyPart {
+		b.WriteString(k)
+	} else {
+		sum := sha256.Sum256([]byte(key))
+		b.WriteString("%H")
+		b.WriteString(hex.EncodeToString(sum[:]))
+	}
+	return b.String()
+}
+
+func escape(s string) string {
+	if !strings.ContainsAny(s, "%#") {
+		return s
+	}
+	return strings.NewReplacer("%", "%25", "#", "%23").Replace(s)
+}
+
+// PayloadHash is the hex SHA-256 of a body, stored as payload_sha256.
+func PayloadHash(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:])
+}

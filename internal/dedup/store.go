@@ -1,0 +1,352 @@
+package dedup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// API is the part of the DynamoDB client the ledger uses. *dynamodb.Client
+// satisfies it, and so does the in-memory implementation used by fast tests.
+type API interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Store is the dedup ledger in one DynamoDB table.
+type Store struct {
+	db    API
+	table string
+	now   func() time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock the conditions are evaluated against (tests).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// NewStore returns a ledger on table.
+func NewStore(db API, table string, opts ...Option) *Store {
+	s := &Store{db: db, table: table, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Table returns the table name.
+func (s *Store) Table() string { return s.table }
+
+// ClaimRequest describes one claim.
+type ClaimRequest struct {
+	Key           string        // scoped key (see Scope.Key)
+	PayloadSHA256 string        // hex SHA-256 of the message body
+	MessageID     string        // for operators
+	Group         string        // for operators
+	Attempts      int           // the message's receive count, for operators
+	Lease         time.Duration // how long the claim is exclusive unless extended
+	TTL           time.Duration // how long the record suppresses duplicates
+}
+
+// Claim is the result of a claim attempt.
+type Claim struct {
+	Outcome    Outcome
+	Key        string
+	Token      string    // fencing token; set when Outcome is Won
+	LeaseUntil time.Time // set when Outcome is Won
+	// Record is the record that blocked the claim (Duplicate, Conflict, Busy).
+	Record *Record
+	// Remaining is the rest of the other worker's lease (Busy).
+	Remaining time.Duration
+}
+
+const claimCondition = "attribute_not_exists(#pk) OR #exp < :now_s OR (#st = :inprog AND #lu < :now_ms)"
+
+// Claim tries to take the record for req.Key with one conditional PutItem.
+// The condition treats an expired record (TTL not yet swept) as absent and an
+// IN_PROGRESS record whose lease ended as free to take over.
+func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
+	if req.Key == "" {
+		return Claim{}, errors.New("dedup: empty key")
+	}
+	if req.Lease <= 0 || req.TTL <= 0 {
+		return Claim{}, fmt.Errorf("dedup: lease (%s) and ttl (%s) must be positive", req.Lease, req.TTL)
+	}
+	now := s.now()
+	token, err := newToken()
+	if err != nil {
+		return Claim{}, err
+	}
+	leaseUntil := now.Add(req.Lease)
+	item := map[string]types.AttributeValue{
+		AttrPK:            str(req.Key),
+		AttrStatus:        str(StatusInProgress),
+		AttrToken:         str(token),
+		AttrLeaseUntil:    num(leaseUntil.UnixMilli()),
+		AttrExpiresAt:     num(now.Add(req.TTL).Unix()),
+		AttrPayloadSHA256: str(req.PayloadSHA256),
+		AttrAttempts:      num(int64(req.Attempts)),
+		AttrCreatedAt:     num(now.UnixMilli()),
+	}
+	if req.MessageID != "" {
+		item[AttrMessageID] = str(req.MessageID)
+	}
+	if req.Group != "" {
+		item[AttrGroup] = str(req.Group)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           &s.table,
+		Item:                item,
+		ConditionExpression: aws.String(claimCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": AttrPK, "#exp": AttrExpiresAt, "#st": AttrStatus, "#lu": AttrLeaseUntil,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now_s":  num(now.Unix()),
+			":now_ms": num(now.UnixMilli()),
+			":inprog": str(StatusInProgress),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: leaseUntil}, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return Claim{}, fmt.Errorf("dedup: cannot claim %q: %w", req.Key, err)
+	}
+	if len(ccf.Item) == 0 {
+		// The condition can only fail on an existing item; without it we
+		// cannot tell duplicate from busy, so this is an error, never "won".
+		return Claim{}, fmt.Errorf("dedup: claim of %q failed its condition but returned no item", req.Key)
+	}
+	rec, err := decodeRecord(ccf.Item)
+	if err != nil {
+		return Claim{}, err
+	}
+	c := Claim{Key: req.Key, Record: rec}
+	switch {
+	case rec.Status == StatusCompleted && rec.PayloadSHA256 == req.PayloadSHA256:
+		c.Outcome = Duplicate
+	case rec.Status == StatusCompleted:
+		c.Outcome = Conflict
+	default:
+		c.Outcome = Busy
+		c.Remaining = max(rec.LeaseUntil.Sub(now), 0)
+	}
+	return c, nil
+}
+
+// Complete marks the claim COMPLETED, storing result for duplicates, and
+// restarts the record's TTL. It is conditioned on the claim's token only, so a
+// retry after a lost response succeeds again instead of reporting a lost lease.
+func (s *Store) Complete(ctx context.Context, c Claim, result []byte, ttl time.Duration) error {
+	in, err := s.completeUpdate(c, result, ttl, "#tok = :tok")
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.UpdateItem(ctx, in); err != nil {
+		if isConditionFailed(err) {
+			return ErrLeaseLost
+		}
+		return fmt.Errorf("dedup: cannot complete %q: %w", c.Key, err)
+	}
+	return nil
+}
+
+// CompleteTx commits the effect's writes and the COMPLETED record in one
+// TransactWriteItems conditioned on the claim's token and IN_PROGRESS status:
+// if the lease was lost, nothing is applied (ErrLeaseLost). If one of the
+// effect's writes fails its own condition, nothing is applied and an
+// *EffectConditionError says which. A retry after a lost response is
+// recognised (the record is COMPLETED under this token) and reported as done.
+func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time.Duration, writes []types.TransactWriteItem) error {
+	if len(writes) > 99 {
+		return fmt.Errorf("dedup: %d effect writes; a transaction holds at most 99 plus the record", len(writes))
+	}
+	up, err := s.completeUpdate(c, result, ttl, "#tok = :tok AND #st = :inprog")
+	if err != nil {
+		return err
+	}
+	up.ExpressionAttributeValues[":inprog"] = str(StatusInProgress)
+	items := make([]types.TransactWriteItem, 0, len(writes)+1)
+	items = append(items, types.TransactWriteItem{Update: &types.Update{
+		TableName:                           up.TableName,
+		Key:                                 up.Key,
+		UpdateExpression:                    up.UpdateExpression,
+		ConditionExpression:                 up.ConditionExpression,
+		ExpressionAttributeNames:            up.ExpressionAttributeNames,
+		ExpressionAttributeValues:           up.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	items = append(items, writes...)
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return fmt.Errorf("dedup: cannot commit %q: %w", c.Key, err)
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+		if rec, derr := decodeRecord(reasons[0].Item); derr == nil &&
+			rec.Status == StatusCompleted && rec.Token == c.Token {
+			return nil // our own commit, whose response was lost
+		}
+		return ErrLeaseLost
+	}
+	for i := 1; i < len(reasons); i++ {
+		code := aws.ToString(reasons[i].Code)
+		if code != "" && code != "None" {
+			return &EffectConditionError{Index: i - 1, Code: code, Reason: aws.ToString(reasons[i].Message)}
+		}
+	}
+	return fmt.Errorf("dedup: cannot commit %q: %w", c.Key, err)
+}
+
+func (s *Store) completeUpdate(c Claim, result []byte, ttl time.Duration, cond string) (*dynamodb.UpdateItemInput, error) {
+	if len(result) > MaxResultBytes {
+		return nil, ErrResultTooLarge
+	}
+	if c.Token == "" {
+		return nil, errors.New("dedup: complete without a won claim")
+	}
+	now := s.now()
+	expr := "SET #st = :done, #ca = :now_ms, #exp = :exp"
+	names := map[string]string{"#st": AttrStatus, "#ca": AttrCompletedAt, "#exp": AttrExpiresAt, "#tok": AttrToken}
+	values := map[string]types.AttributeValue{
+		":done":   str(StatusCompleted),
+		":now_ms": num(now.UnixMilli()),
+		":exp":    num(now.Add(ttl).Unix()),
+		":tok":    str(c.Token),
+	}
+	if len(result) > 0 {
+		expr += ", #res = :res"
+		names["#res"] = AttrResult
+		values[":res"] = &types.AttributeValueMemberB{Value: result}
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       keyOf(c.Key),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}, nil
+}
+
+// Extend moves the claim's lease to now+lease (the heartbeat).
+func (s *Store) Extend(ctx context.Context, c *Claim, lease time.Duration) error {
+	until := s.now().Add(lease)
+	if err := s.fenced(ctx, *c, "SET #lu = :lu", num(until.UnixMilli())); err != nil {
+		return err
+	}
+	c.LeaseUntil = until
+	return nil
+}
+
+// Release gives the claim up so the next delivery can claim at once (after a
+// retryable failure). The record stays, IN_PROGRESS with an ended lease.
+func (s *Store) Release(ctx context.Context, c Claim) error {
+	return s.fenced(ctx, c, "SET #lu = :lu", num(0))
+}
+
+func (s *Store) fenced(ctx context.Context, c Claim, expr string, lu types.AttributeValue) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &s.table,
+		Key:                      keyOf(c.Key),
+		UpdateExpression:         aws.String(expr),
+		ConditionExpression:      aws.String("#tok = :tok AND #st = :inprog"),
+		ExpressionAttributeNames: map[string]string{"#lu": AttrLeaseUntil, "#tok": AttrToken, "#st": AttrStatus},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":lu": lu, ":tok": str(c.Token), ":inprog": str(StatusInProgress),
+		},
+	})
+	if err != nil {
+		if isConditionFailed(err) {
+			return ErrLeaseLost
+		}
+		return fmt.Errorf("dedup: cannot update lease of %q: %w", c.Key, err)
+	}
+	return nil
+}
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("dedup: cannot make a token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func keyOf(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrPK: str(k)}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
+	if len(item) == 0 {
+		return nil, errors.New("dedup: empty record")
+	}
+	r := &Record{
+		Key:           getS(item, AttrPK),
+		Status:        getS(item, AttrStatus),
+		Token:         getS(item, AttrToken),
+		PayloadSHA256: getS(item, AttrPayloadSHA256),
+		MessageID:     getS(item, AttrMessageID),
+		Group:         getS(item, AttrGroup),
+		Attempts:      int(getN(item, AttrAttempts)),
+		LeaseUntil:    time.UnixMilli(getN(item, AttrLeaseUntil)),
+		ExpiresAt:     time.Unix(getN(item, AttrExpiresAt), 0),
+		CreatedAt:     time.UnixMilli(getN(item, AttrCreatedAt)),
+	}
+	if ms := getN(item, AttrCompletedAt); ms > 0 {
+		r.CompletedAt = time.UnixMilli(ms)
+	}
+	if b, ok := item[AttrResult].(*types.AttributeValueMemberB); ok {
+		r.Result = b.Value
+	}
+	if r.Status != StatusInProgress && r.Status != StatusCompleted {
+		return nil, fmt.Errorf("dedup: record %q has unknown status %q", r.Key, r.Status)
+	}
+	return r, nil
+}
+
+func getS(item map[string]types.AttributeValue, k string) string {
+	if v, ok := item[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(item map[string]types.AttributeValue, k string) int64 {
+	if v, ok := item[k].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,182 @@
+package pool
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// maxBatch is SQS's limit of entries per batch request.
+const maxBatch = 10
+
+// batchOp is one entry for a batcher: a delete (visibility < 0) or a
+// visibility change.
+type batchOp struct {
+	receipt    string
+	visibility int32 // seconds; -1 means delete
+}
+
+// batcher groups deletes and visibility changes of one queue into batch
+// requests, flushed at 10 entries or after a short delay. It is owned by the
+// pool: started by run, ended by close, which flushes what is pending.
+type batcher struct {
+	client  SQS
+	url     string
+	delay   time.Duration
+	timeout time.Duration
+	onFail  func(op string, n int, err error)
+
+	mu      sync.Mutex
+	deletes []batchOp
+	changes []batchOp
+	kick    chan struct{}
+	closed  chan struct{}
+	done    chan struct{}
+}
+
+func newBatcher(client SQS, url string, delay time.Duration, onFail func(op string, n int, err error)) *batcher {
+	return &batcher{
+		client: client, url: url, delay: delay, timeout: 30 * time.Second, onFail: onFail,
+		kick: make(chan struct{}, 1), closed: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+func (b *batcher) delete(receipt string) { b.add(batchOp{receipt: receipt, visibility: -1}) }
+
+func (b *batcher) changeVisibility(receipt string, d time.Duration) {
+	b.add(batchOp{receipt: receipt, visibility: visibilitySeconds(d)})
+}
+
+func (b *batcher) add(op batchOp) {
+	b.mu.Lock()
+	var n int
+	if op.visibility < 0 {
+		b.deletes = append(b.deletes, op)
+		n = len(b.deletes)
+	} else {
+		b.changes = append(b.changes, op)
+		n = len(b.changes)
+	}
+	b.mu.Unlock()
+	if n == 1 || n >= maxBatch {
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run flushes until close is called, then flushes what is left.
+func (b *batcher) run() {
+	defer close(b.done)
+	for {
+		select {
+		case <-b.kick:
+		case <-b.closed:
+			for b.flush(true) {
+			}
+			return
+		}
+		// Wait the delay unless a full batch is already there.
+		if !b.full() {
+			t := time.NewTimer(b.delay)
+			select {
+			case <-t.C:
+			case <-b.closed:
+				t.Stop()
+			}
+		}
+		for b.flush(false) {
+		}
+	}
+}
+
+func (b *batcher) full() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.deletes) >= maxBatch || len(b.changes) >= maxBatch
+}
+
+// flush sends one batch of each kind; it reports whether more is pending
+// (a full batch remains, or anything remains when all is set).
+func (b *batcher) flush(all bool) bool {
+	b.mu.Lock()
+	dels := take(&b.deletes)
+	chs := take(&b.changes)
+	more := len(b.deletes) >= maxBatch || len(b.changes) >= maxBatch ||
+		(all && (len(b.deletes) > 0 || len(b.changes) > 0))
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	if len(dels) > 0 {
+		b.sendDeletes(ctx, dels)
+	}
+	if len(chs) > 0 {
+		b.sendChanges(ctx, chs)
+	}
+	return more
+}
+
+func take(q *[]batchOp) []batchOp {
+	n := min(len(*q), maxBatch)
+	out := make([]batchOp, n)
+	copy(out, *q)
+	*q = append((*q)[:0], (*q)[n:]...)
+	return out
+}
+
+func (b *batcher) sendDeletes(ctx context.Context, ops []batchOp) {
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(ops))
+	for i, op := range ops {
+		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(op.receipt)}
+	}
+	out, err := b.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &b.url, Entries: entries})
+	switch {
+	case err != nil:
+		b.onFail("delete", len(ops), err)
+	case len(out.Failed) > 0:
+		b.onFail("delete", len(out.Failed), batchErr(out.Failed))
+	}
+}
+
+func (b *batcher) sendChanges(ctx context.Context, ops []batchOp) {
+	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(ops))
+	for i, op := range ops {
+		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(op.receipt), VisibilityTimeout: op.visibility,
+		}
+	}
+	out, err := b.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &b.url, Entries: entries})
+	switch {
+	case err != nil:
+		b.onFail("change_visibility", len(ops), err)
+	case len(out.Failed) > 0:
+		b.onFail("change_visibility", len(out.Failed), batchErr(out.Failed))
+	}
+}
+
+func (b *batcher) close() {
+	close(b.closed)
+	<-b.done
+}
+
+type batchError struct{ code, msg string }
+
+func (e batchError) Error() string { return e.code + ": " + e.msg }
+
+func batchErr(f []types.BatchResultErrorEntry) error {
+	return batchError{code: aws.ToString(f[0].Code), msg: aws.ToString(f[0].Message)}
+}
+
+// maxVisibility is SQS's ceiling for a message's visibility timeout.
+const maxVisibility = 12 * time.Hour
+
+func visibilitySeconds(d time.Duration) int32 {
+	d = min(max(d, 0), maxVisibility)
+	return int32((d + time.Second - 1) / time.Second)
+}

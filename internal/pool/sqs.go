@@ -1,0 +1,79 @@
+package pool
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/effect"
+)
+
+// SQS is the part of the SQS client the pool uses. *sqs.Client satisfies it,
+// and so does the in-memory queue used by fast tests. The adapter is dumb: no
+// retries or policy here; the SDK's retryer and the pool own those.
+type SQS interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ SQS = (*sqs.Client)(nil)
+
+// QueueName returns the last path element of a queue URL.
+func QueueName(url string) string {
+	if i := strings.LastIndexByte(url, '/'); i >= 0 {
+		return url[i+1:]
+	}
+	return url
+}
+
+// IsFIFO reports whether a queue name or URL is a FIFO queue's.
+func IsFIFO(nameOrURL string) bool { return strings.HasSuffix(nameOrURL, ".fifo") }
+
+// ToMessage converts an SQS message into the effect's view of it.
+func ToMessage(queueURL string, m types.Message) effect.Message {
+	out := effect.Message{
+		QueueURL:  queueURL,
+		QueueName: QueueName(queueURL),
+		ID:        deref(m.MessageId),
+		Body:      deref(m.Body),
+	}
+	sa := m.Attributes
+	out.Group = sa[string(types.MessageSystemAttributeNameMessageGroupId)]
+	out.DedupID = sa[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
+	out.SequenceNumber = sa[string(types.MessageSystemAttributeNameSequenceNumber)]
+	out.ReceiveCount, _ = strconv.Atoi(sa[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	if ms, err := strconv.ParseInt(sa[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+		out.SentAt = time.UnixMilli(ms)
+	}
+	if len(m.MessageAttributes) > 0 {
+		out.Attributes = make(map[string]string, len(m.MessageAttributes))
+		for k, v := range m.MessageAttributes {
+			if v.StringValue != nil {
+				out.Attributes[k] = *v.StringValue
+			}
+		}
+	}
+	return out
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// seqLess orders FIFO sequence numbers (decimal strings of up to 20+ digits).
+func seqLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}

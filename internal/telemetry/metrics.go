@@ -1,0 +1,135 @@
+// Package telemetry holds what operators see: Prometheus metrics, the health
+// endpoints and the logger.
+package telemetry
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/process"
+)
+
+// Metrics implements pool.Observer with Prometheus collectors, and keeps
+// totals for the progress log line.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	received      *prometheus.CounterVec
+	applied       *prometheus.CounterVec
+	duplicates    *prometheus.CounterVec
+	conflicts     *prometheus.CounterVec
+	busy          *prometheus.CounterVec
+	retries       *prometheus.CounterVec
+	permanent     *prometheus.CounterVec
+	leasesLost    *prometheus.CounterVec
+	receiveErrors *prometheus.CounterVec
+	batchFailures *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	inflight      prometheus.Gauge
+
+	totals Totals
+}
+
+// Totals are running counts for the progress line.
+type Totals struct {
+	Received, Applied, Duplicates, Conflicts, Busy, Retries, Permanent, LeasesLost atomic.Int64
+	InFlight                                                                       atomic.Int64
+}
+
+// NewMetrics registers the worker's collectors on a new registry.
+func NewMetrics() *Metrics {
+	r := prometheus.NewRegistry()
+	counter := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "exactly", Name: name, Help: help}, []string{"queue"})
+		r.MustRegister(c)
+		return c
+	}
+	m := &Metrics{
+		Registry:      r,
+		received:      counter("messages_received_total", "Messages received from SQS."),
+		applied:       counter("effects_applied_total", "Effects run and committed."),
+		duplicates:    counter("duplicates_total", "Duplicates absorbed: deleted without running the effect."),
+		conflicts:     counter("conflicts_total", "Keys completed for a different payload: never run, never acknowledged."),
+		busy:          counter("busy_total", "Messages whose key another worker held under a live lease."),
+		retries:       counter("retries_total", "Messages handed back for a retry after a retryable failure."),
+		permanent:     counter("permanent_failures_total", "Permanent failures, left to the redrive policy or moved to the DLQ."),
+		leasesLost:    counter("leases_lost_total", "Claims taken over by another worker while the effect ran."),
+		receiveErrors: counter("receive_errors_total", "Failed ReceiveMessage calls."),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "exactly", Name: "handler_duration_seconds", Help: "Time from the start of processing a message to its decision.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"queue", "outcome"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "exactly", Name: "messages_in_flight", Help: "Messages received and not yet finished."}),
+	}
+	m.batchFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "exactly", Name: "batch_entries_failed_total",
+		Help: "Delete and visibility-change entries that failed (harmless after a commit: the redelivery is a duplicate).",
+	}, []string{"queue", "op"})
+	r.MustRegister(m.latency, m.inflight, m.batchFailures)
+	r.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Totals returns the running counts.
+func (m *Metrics) Totals() *Totals { return &m.totals }
+
+// Received implements pool.Observer.
+func (m *Metrics) Received(queue string, n int) {
+	m.received.WithLabelValues(queue).Add(float64(n))
+	m.totals.Received.Add(int64(n))
+}
+
+// Done implements pool.Observer.
+func (m *Metrics) Done(queue string, r process.Result, took time.Duration) {
+	label := r.Action.String()
+	switch {
+	case r.Applied:
+		m.applied.WithLabelValues(queue).Inc()
+		m.totals.Applied.Add(1)
+		label = "applied"
+	case r.Outcome == dedup.Duplicate:
+		m.duplicates.WithLabelValues(queue).Inc()
+		m.totals.Duplicates.Add(1)
+		label = "duplicate"
+	case r.Outcome == dedup.Conflict:
+		m.conflicts.WithLabelValues(queue).Inc()
+		m.totals.Conflicts.Add(1)
+		label = "conflict"
+	case r.Outcome == dedup.Busy:
+		m.busy.WithLabelValues(queue).Inc()
+		m.totals.Busy.Add(1)
+		label = "busy"
+	}
+	if r.LeaseLost {
+		m.leasesLost.WithLabelValues(queue).Inc()
+		m.totals.LeasesLost.Add(1)
+	}
+	switch r.Action {
+	case process.Retry:
+		if r.Outcome != dedup.Busy {
+			m.retries.WithLabelValues(queue).Inc()
+			m.totals.Retries.Add(1)
+		}
+	case process.Fail:
+		m.permanent.WithLabelValues(queue).Inc()
+		m.totals.Permanent.Add(1)
+	}
+	m.latency.WithLabelValues(queue, label).Observe(took.Seconds())
+}
+
+// ReceiveError implements pool.Observer.
+func (m *Metrics) ReceiveError(queue string, _ error) { m.receiveErrors.WithLabelValues(queue).Inc() }
+
+// BatchFailed implements pool.Observer.
+func (m *Metrics) BatchFailed(queue, op string, n int) {
+	m.batchFailures.WithLabelValues(queue, op).Add(float64(n))
+}
+
+// InFlight implements pool.Observer.
+func (m *Metrics) InFlight(delta int) {
+	m.inflight.Add(float64(delta))
+	m.totals.InFlight.Add(int64(delta))
+}

@@ -1,0 +1,127 @@
+// Package worker is the worker's command line: run (ECS and any long-running
+// host), lambda, setup, send and version. Users who add their own effects
+// register them with effect.Register and call Main from their own main.
+package worker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/exactlyonce/exactly/internal/config"
+)
+
+// Version is set at build time with -ldflags "-X github.com/exactlyonce/exactly/worker.Version=...".
+var Version = "dev"
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitError  = 1
+	ExitConfig = 2 // bad configuration: fix the named setting
+)
+
+const usage = `worker: exactly-once effects on SQS
+
+usage: worker <command> [flags]
+
+commands:
+  run       long-poll queues and apply effects exactly once (ECS, any host)
+  setup     create queues and tables that are missing (local stacks, first tries)
+  send      send messages to a queue
+  ledger    print the balances of the ledger demo effect
+  version   print the build version
+
+Run 'worker <command> --help' for the command's flags. Every flag has a
+WORKER_* environment twin; a flag on the command line wins.
+`
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string) int {
+	return run(args, os.Stdout, os.Stderr, os.LookupEnv)
+}
+
+func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitConfig
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "run":
+		err = withSignals(func(ctx context.Context, force <-chan struct{}) error {
+			return runCommand(ctx, force, rest, stderr, lookup)
+		})
+	case "setup":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return setupCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "send":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return sendCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "ledger":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return ledgerCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "worker", Version)
+		return ExitOK
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	default:
+		fmt.Fprintf(stderr, "worker: unknown command %q\n\n%s", cmd, usage)
+		return ExitConfig
+	}
+	return exitCode(err, stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	var cerr *config.Error
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.As(err, &cerr):
+		fmt.Fprintln(stderr, "worker: "+cerr.Msg)
+		return ExitConfig
+	default:
+		fmt.Fprintln(stderr, "worker: "+err.Error())
+		return ExitError
+	}
+}
+
+// withSignals runs f with a context cancelled by the first SIGINT/SIGTERM and
+// a channel closed by the second.
+func withSignals(f func(ctx context.Context, force <-chan struct{}) error) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	force := make(chan struct{})
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			close(force)
+		case <-done:
+		}
+	}()
+	return f(ctx, force)
+}

@@ -1,0 +1,179 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/internal/config"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/pool"
+)
+
+// setupCommand creates what is missing, idempotently: for local stacks and
+// first tries. Terraform (infra/terraform) is the production path.
+func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	var (
+		queue, dlq, table, ledger string
+		maxReceive                int
+		visibility                time.Duration
+		contentDedup, perGroup    bool
+	)
+	fs := config.NewSet("worker setup", stderr, lookup)
+	fs.String(&queue, "queue", "", "", "queue name to create (.fifo makes a FIFO queue)")
+	fs.String(&dlq, "dlq", "", "", "dead-letter queue name (FIFO if the queue is)")
+	fs.Int(&maxReceive, "max-receive", "", 5, "receives before a message moves to the dead-letter queue")
+	fs.Duration(&visibility, "visibility", "", 30*time.Second, "queue visibility timeout")
+	fs.Bool(&contentDedup, "content-based-dedup", "", false, "FIFO: derive the deduplication id from the body")
+	fs.Bool(&perGroup, "high-throughput", "", false, "FIFO: DeduplicationScope=messageGroup, FifoThroughputLimit=perMessageGroupId")
+	fs.String(&table, "table", "", "", "dedup table name to create (key pk, TTL on expires_at)")
+	fs.String(&ledger, "ledger-table", "", "", "ledger table name to create (key pk)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if queue == "" && table == "" && ledger == "" {
+		return config.Errorf("worker setup: nothing to do: give --queue, --table and/or --ledger-table")
+	}
+	if dlq != "" && pool.IsFIFO(dlq) != pool.IsFIFO(queue) {
+		return config.Errorf("--dlq %s: a FIFO queue needs a FIFO dead-letter queue and a standard one a standard one", dlq)
+	}
+	if maxReceive < 1 || maxReceive > 1000 {
+		return config.Errorf("--max-receive must be between 1 and 1000")
+	}
+	if visibility < 0 || visibility > 12*time.Hour {
+		return config.Errorf("--visibility must be between 0 and 12h")
+	}
+	cl, err := newClients(ctx, lookup)
+	if err != nil {
+		return err
+	}
+	if queue != "" {
+		attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
+		if pool.IsFIFO(queue) {
+			attrs["FifoQueue"] = "true"
+			attrs["ContentBasedDeduplication"] = strconv.FormatBool(contentDedup)
+			if perGroup {
+				attrs["DeduplicationScope"] = "messageGroup"
+				attrs["FifoThroughputLimit"] = "perMessageGroupId"
+			}
+		}
+		if dlq != "" {
+			dlqAttrs := map[string]string{}
+			if pool.IsFIFO(dlq) {
+				dlqAttrs["FifoQueue"] = "true"
+			}
+			dlqURL, err := ensureQueue(ctx, cl.sqs, dlq, dlqAttrs)
+			if err != nil {
+				return err
+			}
+			arn, err := queueARN(ctx, cl.sqs, dlqURL)
+			if err != nil {
+				return err
+			}
+			attrs["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, arn, maxReceive)
+			fmt.Fprintf(stdout, "dlq %s\n", dlqURL)
+		}
+		url, err := ensureQueue(ctx, cl.sqs, queue, attrs)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "queue %s\n", url)
+	}
+	if table != "" {
+		if err := ensureTable(ctx, cl.dynamo, table, true); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "table %s\n", table)
+	}
+	if ledger != "" {
+		if err := ensureTable(ctx, cl.dynamo, ledger, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "ledger-table %s\n", ledger)
+	}
+	return nil
+}
+
+// ensureQueue creates the queue, or brings an existing one's attributes in line.
+func ensureQueue(ctx context.Context, client *sqs.Client, name string, attrs map[string]string) (string, error) {
+	got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name})
+	if err == nil {
+		url := aws.ToString(got.QueueUrl)
+		settable := map[string]string{}
+		for k, v := range attrs {
+			if k != "FifoQueue" { // fixed at creation
+				settable[k] = v
+			}
+		}
+		if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: settable}); err != nil {
+			return "", fmt.Errorf("cannot update queue %s: %w", name, err)
+		}
+		return url, nil
+	}
+	var nf *sqstypes.QueueDoesNotExist
+	if !errors.As(err, &nf) {
+		return "", fmt.Errorf("cannot look up queue %s: %w", name, err)
+	}
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &name, Attributes: attrs})
+	if err != nil {
+		return "", fmt.Errorf("cannot create queue %s: %w", name, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+func queueARN(ctx context.Context, client *sqs.Client, url string) (string, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", fmt.Errorf("cannot read the ARN of %s: %w", url, err)
+	}
+	return out.Attributes["QueueArn"], nil
+}
+
+// ensureTable creates an on-demand table keyed by pk (S); with ttl, TTL is
+// enabled on expires_at.
+func ensureTable(ctx context.Context, db *dynamodb.Client, name string, ttl bool) error {
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            &name,
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String(dedup.AttrPK), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(dedup.AttrPK), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+	})
+	var inUse *ddbtypes.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("cannot create table %s: %w", name, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(db)
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, 2*time.Minute); err != nil {
+		return fmt.Errorf("table %s did not become active: %w", name, err)
+	}
+	if !ttl {
+		return nil
+	}
+	d, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil {
+		return fmt.Errorf("cannot describe TTL of %s: %w", name, err)
+	}
+	if t := d.TimeToLiveDescription; t != nil && aws.ToString(t.AttributeName) == dedup.AttrExpiresAt &&
+		(t.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabled || t.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabling) {
+		return nil
+	}
+	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               &name,
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(dedup.AttrExpiresAt), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("cannot enable TTL on %s.%s: %w", name, dedup.AttrExpiresAt, err)
+	}
+	return nil
+}

@@ -94,4 +94,3 @@ func retryAfter(v string) time.Duration {
 	}
 	return 0
 }
-

@@ -161,4 +161,3 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, what stri
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-

@@ -1,0 +1,41 @@
+# exactly: exactly-once effects on SQS. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/exactlyonce/exactly/worker.Version=$(VERSION)
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: run
+run: ## start the local AWS stack, send a demo burst with duplicates, run the worker (Ctrl-C stops all)
+	@scripts/with-stack scripts/demo
+
+.PHONY: test
+test: ## run every unit and integration test with the race detector (starts the local stack if needed)
+	@EXACTLY_REQUIRE_INTEGRATION=1 scripts/with-stack $(GO) test -race -count=1 -timeout 20m ./...
+
+.PHONY: test-short
+test-short: ## unit tests only, no emulators
+	$(GO) test -race -short ./...
+
+.PHONY: build
+build: ## build the worker for this machine into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worker ./cmd/worker
+
+.PHONY: stack-up stack-down
+stack-up: ## start the local AWS stack in the background (scripts/stack up)
+	@scripts/stack up
+stack-down: ## stop the local AWS stack that stack-up started
+	@scripts/stack down
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+
+-include mk/*.mk

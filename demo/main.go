@@ -1,0 +1,196 @@
+// Command demo supports `make run`: `burst` writes the demo messages (with
+// duplicates of both kinds) as NDJSON for `worker send`, and `report` waits
+// until the queue is drained, then prints the ledger's balances next to what
+// was sent once.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/worker"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: demo burst|report [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "burst":
+		err = burst(os.Args[2:])
+	case "report":
+		err = report(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+type line struct {
+	Group   string `json:"group"`
+	DedupID string `json:"dedup_id"`
+	Key     string `json:"key,omitempty"`
+	Body    string `json:"body"`
+}
+
+// burst writes deposits for a few accounts (one message group each, seq
+// 1..n), then duplicates: exact resends (same MessageDeduplicationId, which
+// SQS drops inside its five-minute window) and producer retries after the
+// window (same idempotency-key, new MessageDeduplicationId, which only the
+// ledger catches); and one poison message that ends in the DLQ.
+func burst(args []string) error {
+	fs := flag.NewFlagSet("burst", flag.ExitOnError)
+	run := fs.String("run", strconv.FormatInt(time.Now().Unix(), 10), "run id, prefixed to accounts")
+	accounts := fs.Int("accounts", 5, "accounts (one message group each)")
+	per := fs.Int("per-account", 8, "deposits per account")
+	out := fs.String("out", "burst.ndjson", "messages file")
+	expect := fs.String("expect", "expected.txt", "expected balances file")
+	_ = fs.Parse(args)
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var msgs, dups []line
+	expected := map[string]int64{}
+	for a := 1; a <= *accounts; a++ {
+		acct := fmt.Sprintf("r%s-acct%d", *run, a)
+		for seq := 1; seq <= *per; seq++ {
+			amt := int64(100 * (1 + rng.IntN(50)))
+			body := fmt.Sprintf(`{"account":%q,"amount_cents":%d,"seq":%d}`, acct, amt, seq)
+			id := fmt.Sprintf("%s-dep%d", acct, seq)
+			m := line{Group: acct, DedupID: id, Key: id, Body: body}
+			msgs = append(msgs, m)
+			expected[acct] += amt
+			switch seq % 4 {
+			case 1: // an exact resend: same dedup id, dropped by SQS
+				dups = append(dups, m)
+			case 2: // a producer retry after the window: same key, new dedup id
+				r := m
+				r.DedupID = id + "-retry"
+				dups = append(dups, r)
+			}
+		}
+	}
+	msgs = append(msgs, dups...)
+	msgs = append(msgs, line{Group: "r" + *run + "-poison", DedupID: "r" + *run + "-poison", Body: `{"account": 42}`})
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, m := range msgs {
+		if err := enc.Encode(m); err != nil {
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for a := 1; a <= *accounts; a++ {
+		acct := fmt.Sprintf("r%s-acct%d", *run, a)
+		fmt.Fprintf(&b, "%s %d %d\n", acct, expected[acct], *per)
+	}
+	fmt.Printf("%d messages: %d deposits over %d accounts, %d duplicates (half exact resends, half retries with a new dedup id), 1 poison message\n",
+		len(msgs), *accounts**per, *accounts, len(dups))
+	return os.WriteFile(*expect, []byte(b.String()), 0o644)
+}
+
+func report(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	queue := fs.String("queue", "", "queue URL")
+	ledger := fs.String("ledger-table", "exactly-ledger", "ledger table")
+	expect := fs.String("expect", "expected.txt", "expected balances file")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the queue to drain")
+	_ = fs.Parse(args)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	if err := waitDrained(ctx, sqs.NewFromConfig(cfg), *queue); err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(*expect)
+	if err != nil {
+		return err
+	}
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
+	got, err := worker.ReadBalances(ctx, db, *ledger)
+	if err != nil {
+		return err
+	}
+	byAcct := map[string]worker.Balance{}
+	for _, b := range got {
+		byAcct[b.Account] = b
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "account\tsent once\tbalance\tapplied\t")
+	ok := true
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var acct string
+		var want, n int64
+		if _, err := fmt.Sscan(l, &acct, &want, &n); err != nil {
+			return fmt.Errorf("expected file: %v", err)
+		}
+		b := byAcct[acct]
+		mark := "ok"
+		if b.BalanceCents != want || b.Applied != n {
+			mark, ok = "MISMATCH", false
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d\t%s\n", acct, cents(want), cents(b.BalanceCents), b.Applied, n, mark)
+	}
+	_ = tw.Flush()
+	if !ok {
+		return fmt.Errorf("balances differ from what was sent once")
+	}
+	fmt.Println("every balance equals the sum of the deposits sent once: duplicates were absorbed")
+	return nil
+}
+
+func cents(c int64) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
+
+// waitDrained polls the queue until no message is visible or in flight twice in a row.
+func waitDrained(ctx context.Context, client *sqs.Client, url string) error {
+	quiet := 0
+	for quiet < 2 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("queue not drained: %w", ctx.Err())
+		case <-time.After(time.Second):
+		}
+		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{
+				sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			},
+		})
+		if err != nil {
+			return err
+		}
+		if out.Attributes["ApproximateNumberOfMessages"] == "0" && out.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0" {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return nil
+}

@@ -57,6 +57,12 @@ type settings struct {
 	keys dedup.KeySource
 }
 
+func newRunSet(s *settings, lookup func(string) (string, bool)) *config.Set {
+	fs := config.NewSet("worker run", nil, lookup)
+	s.define(fs, false)
+	return fs
+}
+
 // define declares the settings on fs; forLambda drops what Lambda has no use for.
 func (s *settings) define(fs *config.Set, forLambda bool) {
 	if !forLambda {
@@ -141,8 +147,8 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 
 func runCommand(ctx context.Context, force <-chan struct{}, args []string, stderr io.Writer, lookup func(string) (string, bool)) error {
 	var s settings
-	fs := config.NewSet("worker run", stderr, lookup)
-	s.define(fs, false)
+	fs := newRunSet(&s, lookup)
+	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

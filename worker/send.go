@@ -48,7 +48,7 @@ func sendCommand(ctx context.Context, args []string, stdout, stderr io.Writer, l
 	fs := config.NewSet("worker send", stderr, lookup)
 	fs.String(&queue, "queue", "", "", "queue URL (required)")
 	fs.String(&one.Group, "group", "", "", "MessageGroupId (required for FIFO queues)")
-	fs.String(&one.DedupID, "dedup-id", "", "", "MessageDeduplicationId (FIFO; default: content-based if the queue has it, else a hash of the body)")
+	fs.String(&one.DedupID, "dedup-id", "", "", "MessageDeduplicationId (FIFO; default: the SHA-256 of the body)")
 	fs.String(&one.Key, "key", "", "", "idempotency-key message attribute (survives SQS's five-minute window)")
 	fs.String(&body, "body", "", "", "message body")
 	fs.String(&ndjson, "ndjson", "", "", "file of messages, one JSON object a line: group, dedup_id, key, body ('-' for stdin)")

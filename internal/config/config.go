@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -17,6 +17,7 @@ import (
 // Set is a flag set whose every flag has an environment twin.
 type Set struct {
 	fs     *flag.FlagSet
+	out    io.Writer
 	envs   map[string]string // flag name -> env name
 	lookup func(string) (string, bool)
 }
@@ -28,9 +29,12 @@ func NewSet(name string, usage io.Writer, lookup func(string) (string, bool)) *S
 		lookup = os.LookupEnv
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(usage)
-	return &Set{fs: fs, envs: map[string]string{}, lookup: lookup}
+	fs.SetOutput(io.Discard) // errors are reported as one line by Parse
+	return &Set{fs: fs, out: usage, envs: map[string]string{}, lookup: lookup}
 }
+
+// SetOutput sets where --help prints the usage.
+func (s *Set) SetOutput(w io.Writer) { s.out = w }
 
 // FlagSet exposes the underlying set (for Usage).
 func (s *Set) FlagSet() *flag.FlagSet { return s.fs }
@@ -101,9 +105,15 @@ func Errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(f
 func (s *Set) Parse(args []string) error {
 	if err := s.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			s.fs.SetOutput(s.out)
+			fmt.Fprintf(s.out, "Usage of %s:\n", s.fs.Name())
+			s.fs.PrintDefaults()
 			return err
 		}
-		return &Error{Msg: err.Error()}
+		if m := badValue.FindStringSubmatch(err.Error()); m != nil {
+			return Errorf("invalid value %s for %s: %s", m[1], s.Name(m[2]), want(s.fs.Lookup(m[2]).Value, errors.New(m[3])))
+		}
+		return Errorf("%v (see --help)", err)
 	}
 	if s.fs.NArg() > 0 {
 		return Errorf("unexpected argument %q (flags start with --)", s.fs.Arg(0))
@@ -121,7 +131,7 @@ func (s *Set) Parse(args []string) error {
 			return
 		}
 		if serr := f.Value.Set(v); serr != nil {
-			err = Errorf("invalid %s=%q: %v", env, v, cleanSetErr(serr))
+			err = Errorf("invalid %s=%q: %s", env, v, want(f.Value, serr))
 		}
 	})
 	return err
@@ -135,10 +145,20 @@ func (s *Set) Name(flagName string) string {
 	return "--" + flagName
 }
 
-func cleanSetErr(err error) string {
-	var ne *strconv.NumError
-	if errors.As(err, &ne) {
-		return "not a number"
+// badValue matches the flag package's error for a value that does not parse.
+var badValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for flag -([^:]+): (.*)$`)
+
+// want says what a flag's value must look like.
+func want(v flag.Value, err error) string {
+	if g, ok := v.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case int:
+			return "want a whole number"
+		case bool:
+			return "want true or false"
+		case time.Duration:
+			return "want a duration such as 30s, 5m or 24h"
+		}
 	}
 	return err.Error()
 }

@@ -1,0 +1,78 @@
+package worker
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// TestBadConfigFailsWithOneLine: bad configuration exits 2 with one line that
+// names the setting (flag and env twin) and the fix, before touching AWS.
+func TestBadConfigFailsWithOneLine(t *testing.T) {
+	t.Parallel()
+	const q = "http://127.0.0.1:1/000000000000/q.fifo"
+	cases := []struct {
+		name string
+		args []string
+		env  func(string) (string, bool)
+		want string
+	}{
+		{"no queue", []string{"run", "--effect", "noop"}, env(), "--queue (WORKER_QUEUES) is required"},
+		{"queue not a URL", []string{"run", "--effect", "noop", "--queue", "orders.fifo"}, env(), "is not a queue URL"},
+		{"no effect", []string{"run", "--queue", q}, env(), "--effect (WORKER_EFFECT) is required: one of http, ledger, noop"},
+		{"unknown effect", []string{"run", "--queue", q}, env("WORKER_EFFECT", "ledgr"), `"ledgr" is unknown`},
+		{"bad env number", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_CONCURRENCY", "lots"), `invalid WORKER_CONCURRENCY="lots": want a whole number`},
+		{"bad flag duration", []string{"run", "--queue", q, "--effect", "noop", "--dedup-ttl", "7"}, env(), "--dedup-ttl (WORKER_DEDUP_TTL): want a duration"},
+		{"ttl too short", []string{"run", "--queue", q, "--effect", "noop", "--dedup-ttl", "30s"}, env(), "--dedup-ttl (WORKER_DEDUP_TTL) 30s is too short"},
+		{"bad dedup key", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_DEDUP_KEY", "header:x"), "--dedup-key (WORKER_DEDUP_KEY)"},
+		{"namespace with #", []string{"run", "--queue", q, "--effect", "noop", "--namespace", "a#b"}, env(), "--namespace (WORKER_NAMESPACE)"},
+		{"zero concurrency", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_CONCURRENCY", "0"), "--concurrency (WORKER_CONCURRENCY) must be at least 1"},
+		{"unknown flag", []string{"run", "--concurency", "3"}, env(), "-concurency"},
+		{"stray argument", []string{"run", "--effect", "noop", "extra"}, env(), `unexpected argument "extra"`},
+		{"unknown command", []string{"sprint"}, env(), `unknown command "sprint"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(c.args, &stdout, &stderr, c.env)
+			require.Equal(t, ExitConfig, code, "stderr: %s", stderr.String())
+			msg := stderr.String()
+			if c.name != "unknown command" {
+				require.Equal(t, 1, strings.Count(msg, "\n"), "one line: %q", msg)
+			}
+			require.Contains(t, msg, c.want)
+		})
+	}
+}
+
+func TestFlagWinsOverEnv(t *testing.T) {
+	t.Parallel()
+	var s settings
+	fs := newRunSet(&s, env("WORKER_CONCURRENCY", "7", "WORKER_QUEUES", "http://a/1,http://a/2", "WORKER_DEDUP_TTL", "48h"))
+	require.NoError(t, fs.Parse([]string{"--concurrency", "3"}))
+	require.Equal(t, 3, s.concurrency)
+	require.Equal(t, []string{"http://a/1", "http://a/2"}, s.queues)
+	require.Equal(t, "48h0m0s", s.dedupTTL.String())
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, ExitOK, run([]string{"version"}, &stdout, &stderr, env()))
+	require.Equal(t, "worker "+Version+"\n", stdout.String())
+	stdout.Reset()
+	require.Equal(t, ExitOK, run([]string{"run", "--help"}, &stdout, &stderr, env()))
+	require.Contains(t, stderr.String(), "WORKER_SHUTDOWN_TIMEOUT")
+	require.Contains(t, stderr.String(), "(default 1m30s)")
+	require.Equal(t, ExitConfig, run(nil, &stdout, &stderr, env()))
+}

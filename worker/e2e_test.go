@@ -174,7 +174,7 @@ func TestEndToEnd(t *testing.T) {
 			amt := int64(100*a + seq)
 			id := fmt.Sprintf("%s-%d", acct, seq)
 			body := fmt.Sprintf(`{"account":%q,"amount_cents":%d,"seq":%d}`, acct, amt, seq)
-			lines = append(lines, fmt.Sprintf(`{"group":%q,"dedup_id":%q,"key":%q,"body":%q}`, acct, id, id, body))           // exact resend
+			lines = append(lines, fmt.Sprintf(`{"group":%q,"dedup_id":%q,"key":%q,"body":%q}`, acct, id, id, body))          // exact resend
 			lines = append(lines, fmt.Sprintf(`{"group":%q,"dedup_id":%q,"key":%q,"body":%q}`, acct, id+"-retry", id, body)) // retry after the window
 		}
 	}

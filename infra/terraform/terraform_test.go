@@ -1,0 +1,1054 @@
+// Package terraform_test checks the Terraform under infra/terraform offline.
+//
+// terraform validate needs the AWS provider, which cannot be downloaded where
+// CI runs, so these tests parse the .tf files with hcl/v2 instead. They check
+// that every reference resolves and every module call fits the called module,
+// and they evaluate the expressions the worker depends on (names, TTL
+// attribute, FIFO settings, IAM actions, timeouts) with go-cty, the same
+// evaluator Terraform uses.
+package terraform_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// What the worker expects of the infrastructure (DESIGN.md and the worker's
+// CLI contract). A change on either side must change both.
+const (
+	workerHashKey      = "pk"
+	workerTTLAttribute = "expires_at"
+	workerDedupTable   = "exactly-dedup"
+	workerLedgerTable  = "exactly-ledger"
+	workerShutdownSecs = 90
+	fargateMaxStopSecs = 120
+	fifoMaxBatchSize   = 10
+)
+
+// workerSettings are the environment variables the worker reads.
+var workerSettings = []string{
+	"WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
+	"WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
+	"WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_NAMESPACE",
+}
+
+// The AWS calls the worker makes, by IAM policy statement. The event source
+// mapping of the Lambda module needs ReceiveMessage, DeleteMessage,
+// GetQueueAttributes and ChangeMessageVisibility, which Consume already has.
+var workerActions = map[string][]string{
+	"Consume": {
+		"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+		"sqs:GetQueueUrl", "sqs:ReceiveMessage",
+	},
+	"DeadLetter": {"sqs:GetQueueUrl", "sqs:SendMessage"},
+	"DedupTable": {
+		"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:DescribeTable",
+		"dynamodb:DescribeTimeToLive", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+	},
+	"LedgerTable": {
+		"dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:GetItem",
+		"dynamodb:PutItem", "dynamodb:UpdateItem",
+	},
+	"QueueKeys": {"kms:Decrypt", "kms:GenerateDataKey"},
+}
+
+// ---------------------------------------------------------------------------
+// Loading modules
+
+type module struct {
+	dir       string
+	src       map[string][]byte // file name -> bytes
+	variables map[string]*hclsyntax.Block
+	locals    map[string]*hclsyntax.Attribute
+	resources map[string]*hclsyntax.Block // "type.name"
+	data      map[string]*hclsyntax.Block // "type.name"
+	calls     map[string]*hclsyntax.Block // module "name"
+	outputs   map[string]*hclsyntax.Block
+	providers []*hclsyntax.Block
+	bodies    []*hclsyntax.Body
+}
+
+var moduleCache = map[string]*module{}
+
+func load(t *testing.T, dir string) *module {
+	t.Helper()
+	dir = filepath.Clean(dir)
+	if m, ok := moduleCache[dir]; ok {
+		return m
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no .tf files in %s", dir)
+
+	m := &module{
+		dir:       dir,
+		src:       map[string][]byte{},
+		variables: map[string]*hclsyntax.Block{},
+		locals:    map[string]*hclsyntax.Attribute{},
+		resources: map[string]*hclsyntax.Block{},
+		data:      map[string]*hclsyntax.Block{},
+		calls:     map[string]*hclsyntax.Block{},
+		outputs:   map[string]*hclsyntax.Block{},
+	}
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		require.NoError(t, err)
+		f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
+		require.False(t, diags.HasErrors(), "cannot parse %s: %s", file, diags.Error())
+		m.src[file] = src
+		body := f.Body.(*hclsyntax.Body)
+		m.bodies = append(m.bodies, body)
+		require.Empty(t, body.Attributes, "%s: top-level attributes are not Terraform", file)
+
+		for _, b := range body.Blocks {
+			declare := func(into map[string]*hclsyntax.Block, key string) {
+				_, dup := into[key]
+				require.False(t, dup, "%s: %s %q declared twice", file, b.Type, key)
+				into[key] = b
+			}
+			switch b.Type {
+			case "variable":
+				declare(m.variables, b.Labels[0])
+			case "resource":
+				declare(m.resources, b.Labels[0]+"."+b.Labels[1])
+			case "data":
+				declare(m.data, b.Labels[0]+"."+b.Labels[1])
+			case "module":
+				declare(m.calls, b.Labels[0])
+			case "output":
+				declare(m.outputs, b.Labels[0])
+			case "locals":
+				for name, a := range b.Body.Attributes {
+					_, dup := m.locals[name]
+					require.False(t, dup, "%s: local %q declared twice", file, name)
+					m.locals[name] = a
+				}
+			case "provider":
+				m.providers = append(m.providers, b)
+			case "terraform":
+			default:
+				t.Fatalf("%s: unexpected top-level block %q", file, b.Type)
+			}
+		}
+	}
+	moduleCache[dir] = m
+	return m
+}
+
+func moduleDirs(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	for _, pattern := range []string{"modules/*", "examples/*"} {
+		found, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		dirs = append(dirs, found...)
+	}
+	require.NotEmpty(t, dirs)
+	sort.Strings(dirs)
+	return dirs
+}
+
+func (m *module) resource(t *testing.T, key string) *hclsyntax.Block {
+	t.Helper()
+	b, ok := m.resources[key]
+	require.True(t, ok, "%s: resource %s is missing", m.dir, key)
+	return b
+}
+
+func (m *module) dataSource(t *testing.T, key string) *hclsyntax.Block {
+	t.Helper()
+	b, ok := m.data[key]
+	require.True(t, ok, "%s: data %s is missing", m.dir, key)
+	return b
+}
+
+func (m *module) call(t *testing.T, name string) *hclsyntax.Block {
+	t.Helper()
+	b, ok := m.calls[name]
+	require.True(t, ok, "%s: module %s is missing", m.dir, name)
+	return b
+}
+
+// text is the source text of a node, for comparing references.
+func (m *module) text(n hclsyntax.Node) string {
+	r := n.Range()
+	return string(m.src[r.Filename][r.Start.Byte:r.End.Byte])
+}
+
+// attr finds an attribute, following nested blocks by type.
+func attr(t *testing.T, body *hclsyntax.Body, path ...string) *hclsyntax.Attribute {
+	t.Helper()
+	for _, blockType := range path[:len(path)-1] {
+		body = nestedBlock(t, body, blockType).Body
+	}
+	a, ok := body.Attributes[path[len(path)-1]]
+	require.True(t, ok, "attribute %s is missing", strings.Join(path, "."))
+	return a
+}
+
+func nestedBlock(t *testing.T, body *hclsyntax.Body, blockType string) *hclsyntax.Block {
+	t.Helper()
+	var found []*hclsyntax.Block
+	for _, b := range body.Blocks {
+		if b.Type == blockType {
+			found = append(found, b)
+		}
+	}
+	require.Len(t, found, 1, "want exactly one %s block", blockType)
+	return found[0]
+}
+
+// ---------------------------------------------------------------------------
+// Evaluating expressions
+
+var functions = map[string]function.Function{
+	"alltrue":    allTrueFunc,
+	"can":        tryfunc.CanFunc,
+	"coalesce":   stdlib.CoalesceFunc,
+	"compact":    stdlib.CompactFunc,
+	"contains":   stdlib.ContainsFunc,
+	"distinct":   stdlib.DistinctFunc,
+	"floor":      stdlib.FloorFunc,
+	"join":       stdlib.JoinFunc,
+	"jsonencode": stdlib.JSONEncodeFunc,
+	"keys":       stdlib.KeysFunc,
+	"length":     stdlib.LengthFunc,
+	"merge":      stdlib.MergeFunc,
+	"range":      stdlib.RangeFunc,
+	"regex":      stdlib.RegexFunc,
+	"sort":       stdlib.SortFunc,
+	"split":      stdlib.SplitFunc,
+	"tostring":   stdlib.MakeToFunc(cty.String),
+	"trimsuffix": stdlib.TrimSuffixFunc,
+}
+
+var allTrueFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
+	Type:   function.StaticReturnType(cty.Bool),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		for it := args[0].ElementIterator(); it.Next(); {
+			if _, v := it.Element(); v.IsNull() || v.False() {
+				return cty.False, nil
+			}
+		}
+		return cty.True, nil
+	},
+})
+
+// scope holds the names an expression is evaluated with.
+type scope map[string]map[string]cty.Value
+
+func (s scope) ctx() *hcl.EvalContext {
+	vars := map[string]cty.Value{}
+	for root, values := range s {
+		vars[root] = cty.ObjectVal(values)
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: functions}
+}
+
+func eval(t *testing.T, expr hclsyntax.Expression, s scope) cty.Value {
+	t.Helper()
+	v, diags := expr.Value(s.ctx())
+	require.False(t, diags.HasErrors(), "cannot evaluate: %s", diags.Error())
+	return v
+}
+
+// defaults are the variables' default values.
+func (m *module) defaults(t *testing.T) map[string]cty.Value {
+	t.Helper()
+	out := map[string]cty.Value{}
+	for name, b := range m.variables {
+		if a, ok := b.Body.Attributes["default"]; ok {
+			out[name] = eval(t, a.Expr, nil)
+		}
+	}
+	return out
+}
+
+// withVars returns the defaults overridden by vars.
+func (m *module) withVars(t *testing.T, vars map[string]cty.Value) map[string]cty.Value {
+	t.Helper()
+	out := m.defaults(t)
+	for k, v := range vars {
+		_, ok := m.variables[k]
+		require.True(t, ok, "%s has no variable %s", m.dir, k)
+		out[k] = v
+	}
+	return out
+}
+
+// evalLocals evaluates every local that depends only on variables and other
+// such locals; locals that reference resources stay out.
+func (m *module) evalLocals(vars map[string]cty.Value) map[string]cty.Value {
+	done := map[string]cty.Value{}
+	for progress := true; progress; {
+		progress = false
+		for name, a := range m.locals {
+			if _, ok := done[name]; ok {
+				continue
+			}
+			s := scope{"var": vars, "local": done, "path": {"module": str(m.dir), "root": str(m.dir)}}
+			v, diags := a.Expr.Value(s.ctx())
+			if !diags.HasErrors() {
+				done[name] = v
+				progress = true
+			}
+		}
+	}
+	return done
+}
+
+// valid reports whether value passes every validation block of a variable.
+func (m *module) valid(t *testing.T, name string, value cty.Value) bool {
+	t.Helper()
+	b, ok := m.variables[name]
+	require.True(t, ok, "%s has no variable %s", m.dir, name)
+	ok = true
+	for _, v := range b.Body.Blocks {
+		if v.Type != "validation" {
+			continue
+		}
+		res := eval(t, attr(t, v.Body, "condition").Expr, scope{"var": {name: value}})
+		ok = ok && res.True()
+	}
+	return ok
+}
+
+// preconditions evaluates every precondition of a block; it returns false if any fails.
+func preconditions(t *testing.T, b *hclsyntax.Block, s scope) bool {
+	t.Helper()
+	lc := nestedBlock(t, b.Body, "lifecycle")
+	ok := true
+	n := 0
+	for _, p := range lc.Body.Blocks {
+		if p.Type != "precondition" {
+			continue
+		}
+		n++
+		ok = ok && eval(t, attr(t, p.Body, "condition").Expr, s).True()
+	}
+	require.NotZero(t, n, "no precondition")
+	return ok
+}
+
+// literal evaluates an expression that must not reference anything.
+func literal(t *testing.T, expr hclsyntax.Expression) cty.Value {
+	t.Helper()
+	require.Empty(t, expr.Variables(), "want a literal, found references")
+	return eval(t, expr, nil)
+}
+
+func stringList(t *testing.T, v cty.Value) []string {
+	t.Helper()
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		require.Equal(t, cty.String, e.Type())
+		out = append(out, e.AsString())
+	}
+	return out
+}
+
+func num(n int64) cty.Value   { return cty.NumberIntVal(n) }
+func str(s string) cty.Value  { return cty.StringVal(s) }
+func nullString() cty.Value   { return cty.NullVal(cty.String) }
+func asInt(v cty.Value) int64 { i, _ := v.AsBigFloat().Int64(); return i }
+
+// objectKeys maps the keys of an object constructor to their value expressions.
+func objectKeys(t *testing.T, expr hclsyntax.Expression) map[string]hclsyntax.Expression {
+	t.Helper()
+	obj, ok := expr.(*hclsyntax.ObjectConsExpr)
+	require.True(t, ok, "want an object constructor, got %T", expr)
+	out := map[string]hclsyntax.Expression{}
+	for _, item := range obj.Items {
+		key := hcl.ExprAsKeyword(item.KeyExpr)
+		if key == "" {
+			k, diags := item.KeyExpr.Value(nil)
+			require.False(t, diags.HasErrors(), diags.Error())
+			key = k.AsString()
+		}
+		out[key] = item.ValueExpr
+	}
+	return out
+}
+
+// jsonencodeArg returns the argument of jsonencode(...).
+func jsonencodeArg(t *testing.T, expr hclsyntax.Expression) hclsyntax.Expression {
+	t.Helper()
+	call, ok := expr.(*hclsyntax.FunctionCallExpr)
+	require.True(t, ok, "want jsonencode(...), got %T", expr)
+	require.Equal(t, "jsonencode", call.Name)
+	require.Len(t, call.Args, 1)
+	return call.Args[0]
+}
+
+// ---------------------------------------------------------------------------
+// References
+
+// metaArguments of a module call that are not input variables.
+var metaArguments = []string{"source", "version", "count", "for_each", "providers", "depends_on"}
+
+// builtinRoots may start any reference; "each", "count" and "self" are checked where they appear.
+var builtinRoots = []string{"var", "local", "module", "data", "path", "terraform"}
+
+func TestEveryReferenceIsDeclared(t *testing.T) {
+	for _, dir := range moduleDirs(t) {
+		t.Run(dir, func(t *testing.T) {
+			m := load(t, dir)
+			for _, body := range m.bodies {
+				for _, b := range body.Blocks {
+					checkTopBlock(t, m, b)
+				}
+			}
+		})
+	}
+}
+
+func checkTopBlock(t *testing.T, m *module, b *hclsyntax.Block) {
+	t.Helper()
+	where := b.Type + " " + strings.Join(b.Labels, ".")
+	allowed := map[string]bool{}
+	if _, ok := b.Body.Attributes["for_each"]; ok {
+		allowed["each"] = true
+	}
+	if _, ok := b.Body.Attributes["count"]; ok {
+		allowed["count"] = true
+	}
+
+	switch b.Type {
+	case "terraform":
+		return
+	case "variable":
+		// A validation may reference only its own variable before Terraform 1.9,
+		// and required_version admits 1.5.
+		for _, v := range b.Body.Blocks {
+			if v.Type != "validation" {
+				continue
+			}
+			for _, a := range v.Body.Attributes {
+				for _, tr := range a.Expr.Variables() {
+					require.Equal(t, "var."+b.Labels[0], traversalName(tr, 2),
+						"%s: %s: a validation may only reference its own variable", m.dir, where)
+				}
+			}
+		}
+		if a, ok := b.Body.Attributes["default"]; ok {
+			require.Empty(t, a.Expr.Variables(), "%s: %s: a default must be a literal", m.dir, where)
+		}
+		return
+	case "module":
+		checkModuleCall(t, m, b)
+	}
+	checkBody(t, m, where, b.Body, allowed)
+}
+
+func checkBody(t *testing.T, m *module, where string, body *hclsyntax.Body, allowed map[string]bool) {
+	t.Helper()
+	for name, a := range body.Attributes {
+		if name == "ignore_changes" || name == "provider" || name == "source" {
+			continue // attribute names, a provider address, a path
+		}
+		checkExpr(t, m, where+"."+name, a.Expr, allowed)
+	}
+	for _, b := range body.Blocks {
+		inner := allowed
+		switch b.Type {
+		case "dynamic":
+			iterator := b.Labels[0]
+			if it, ok := b.Body.Attributes["iterator"]; ok {
+				iterator = hcl.ExprAsKeyword(it.Expr)
+			}
+			checkExpr(t, m, where+".dynamic."+b.Labels[0]+".for_each", attr(t, b.Body, "for_each").Expr, allowed)
+			inner = with(allowed, iterator)
+			content := nestedBlock(t, b.Body, "content")
+			checkBody(t, m, where+".dynamic."+b.Labels[0], content.Body, inner)
+			continue
+		case "postcondition":
+			inner = with(allowed, "self")
+		}
+		checkBody(t, m, where+"."+b.Type, b.Body, inner)
+	}
+}
+
+func with(allowed map[string]bool, name string) map[string]bool {
+	out := map[string]bool{name: true}
+	for k, v := range allowed {
+		out[k] = v
+	}
+	return out
+}
+
+func traversalName(tr hcl.Traversal, parts int) string {
+	names := []string{tr.RootName()}
+	for _, step := range tr[1:] {
+		if len(names) == parts {
+			break
+		}
+		a, ok := step.(hcl.TraverseAttr)
+		if !ok {
+			break
+		}
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ".")
+}
+
+func checkExpr(t *testing.T, m *module, where string, expr hclsyntax.Expression, allowed map[string]bool) {
+	t.Helper()
+	for _, tr := range expr.Variables() {
+		root := tr.RootName()
+		ref := traversalName(tr, 3)
+		switch {
+		case allowed[root]:
+		case root == "each" || root == "count" || root == "self":
+			t.Errorf("%s: %s: %q is not available here", m.dir, where, ref)
+		case root == "var":
+			if _, ok := m.variables[nameAt(tr, 1)]; !ok {
+				t.Errorf("%s: %s: undeclared variable %s", m.dir, where, ref)
+			}
+		case root == "local":
+			if _, ok := m.locals[nameAt(tr, 1)]; !ok {
+				t.Errorf("%s: %s: undeclared local %s", m.dir, where, ref)
+			}
+		case root == "data":
+			if _, ok := m.data[nameAt(tr, 1)+"."+nameAt(tr, 2)]; !ok {
+				t.Errorf("%s: %s: undeclared data source %s", m.dir, where, ref)
+			}
+		case root == "module":
+			call, ok := m.calls[nameAt(tr, 1)]
+			if !ok {
+				t.Errorf("%s: %s: undeclared module %s", m.dir, where, ref)
+				continue
+			}
+			if out := nameAt(tr, 2); out != "" {
+				callee := load(t, calleeDir(t, m, call))
+				if _, ok := callee.outputs[out]; !ok {
+					t.Errorf("%s: %s: module %s has no output %s", m.dir, where, nameAt(tr, 1), out)
+				}
+			}
+		case slices.Contains(builtinRoots, root):
+		default:
+			if _, ok := m.resources[root+"."+nameAt(tr, 1)]; !ok {
+				t.Errorf("%s: %s: undeclared resource %s", m.dir, where, traversalName(tr, 2))
+			}
+		}
+	}
+}
+
+func nameAt(tr hcl.Traversal, i int) string {
+	if i == 0 {
+		return tr.RootName()
+	}
+	if i >= len(tr) {
+		return ""
+	}
+	if a, ok := tr[i].(hcl.TraverseAttr); ok {
+		return a.Name
+	}
+	return ""
+}
+
+func calleeDir(t *testing.T, m *module, call *hclsyntax.Block) string {
+	t.Helper()
+	src := literal(t, attr(t, call.Body, "source").Expr).AsString()
+	require.True(t, strings.HasPrefix(src, "./") || strings.HasPrefix(src, "../"),
+		"%s: module %s: only local modules here, got %q", m.dir, call.Labels[0], src)
+	return filepath.Join(m.dir, src)
+}
+
+// checkModuleCall: every argument is a variable of the called module, and
+// every variable without a default is set.
+func checkModuleCall(t *testing.T, m *module, call *hclsyntax.Block) {
+	t.Helper()
+	callee := load(t, calleeDir(t, m, call))
+	for name := range call.Body.Attributes {
+		if slices.Contains(metaArguments, name) {
+			continue
+		}
+		if _, ok := callee.variables[name]; !ok {
+			t.Errorf("%s: module %s: %s has no variable %q", m.dir, call.Labels[0], callee.dir, name)
+		}
+	}
+	for name, v := range callee.variables {
+		if _, hasDefault := v.Body.Attributes["default"]; hasDefault {
+			continue
+		}
+		if _, set := call.Body.Attributes[name]; !set {
+			t.Errorf("%s: module %s: required variable %q of %s is not set", m.dir, call.Labels[0], name, callee.dir)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// modules/queue
+
+func TestQueueIsFIFOWithFIFODeadLetterQueue(t *testing.T) {
+	m := load(t, "modules/queue")
+	queue := m.resource(t, "aws_sqs_queue.this")
+	dlq := m.resource(t, "aws_sqs_queue.dlq")
+
+	// A FIFO queue can only redrive to a FIFO DLQ: both follow the same switch.
+	for _, key := range []string{"fifo_queue", "deduplication_scope", "fifo_throughput_limit", "content_based_deduplication"} {
+		require.Equal(t, m.text(attr(t, queue.Body, key).Expr), m.text(attr(t, dlq.Body, key).Expr),
+			"queue and DLQ differ in %s", key)
+	}
+	require.Equal(t, "var.fifo_queue", m.text(attr(t, queue.Body, "fifo_queue").Expr))
+	require.True(t, m.defaults(t)["fifo_queue"].True(), "FIFO is the default")
+
+	// Names: the demo stack's exactly-demo.fifo and exactly-demo-dlq.fifo.
+	l := m.evalLocals(m.withVars(t, map[string]cty.Value{"name": str("exactly-demo")}))
+	require.Equal(t, "exactly-demo.fifo", l["queue_name"].AsString())
+	require.Equal(t, "exactly-demo-dlq.fifo", l["dlq_name"].AsString())
+	require.Equal(t, "local.queue_name", m.text(attr(t, queue.Body, "name").Expr))
+	require.Equal(t, "local.dlq_name", m.text(attr(t, dlq.Body, "name").Expr))
+	require.False(t, m.valid(t, "name", str("exactly-demo.fifo")), "the module adds .fifo itself")
+
+	// High-throughput FIFO switch.
+	for _, tc := range []struct {
+		fifo, high   bool
+		scope, limit string // "" means null
+	}{
+		{true, true, "messageGroup", "perMessageGroupId"},
+		{true, false, "queue", "perQueue"},
+		{false, true, "", ""},
+	} {
+		l := m.evalLocals(m.withVars(t, map[string]cty.Value{
+			"name": str("q"), "fifo_queue": cty.BoolVal(tc.fifo), "high_throughput_fifo": cty.BoolVal(tc.high),
+		}))
+		for key, want := range map[string]string{"deduplication_scope": tc.scope, "fifo_throughput_limit": tc.limit} {
+			got := l[key]
+			if want == "" {
+				require.True(t, got.IsNull(), "%s with fifo=%v high=%v", key, tc.fifo, tc.high)
+			} else {
+				require.Equal(t, want, got.AsString(), "%s with fifo=%v high=%v", key, tc.fifo, tc.high)
+			}
+		}
+	}
+	require.Equal(t, "local.deduplication_scope", m.text(attr(t, queue.Body, "deduplication_scope").Expr))
+	require.Equal(t, "local.fifo_throughput_limit", m.text(attr(t, queue.Body, "fifo_throughput_limit").Expr))
+}
+
+func TestQueueRedrive(t *testing.T) {
+	m := load(t, "modules/queue")
+
+	redrive := objectKeys(t, jsonencodeArg(t, attr(t, m.resource(t, "aws_sqs_queue_redrive_policy.this").Body, "redrive_policy").Expr))
+	require.Equal(t, "aws_sqs_queue.dlq[0].arn", m.text(redrive["deadLetterTargetArn"]))
+	require.Equal(t, "var.max_receive_count", m.text(redrive["maxReceiveCount"]))
+	require.Equal(t, "aws_sqs_queue.this.id", m.text(attr(t, m.resource(t, "aws_sqs_queue_redrive_policy.this").Body, "queue_url").Expr))
+	require.EqualValues(t, 5, asInt(m.defaults(t)["max_receive_count"]))
+	require.False(t, m.valid(t, "max_receive_count", num(0)))
+
+	allow := m.resource(t, "aws_sqs_queue_redrive_allow_policy.dlq")
+	require.Equal(t, "aws_sqs_queue.dlq[0].id", m.text(attr(t, allow.Body, "queue_url").Expr))
+	policy := objectKeys(t, jsonencodeArg(t, attr(t, allow.Body, "redrive_allow_policy").Expr))
+	require.Equal(t, "byQueue", literal(t, policy["redrivePermission"]).AsString())
+	require.Equal(t, "[aws_sqs_queue.this.arn]", m.text(policy["sourceQueueArns"]))
+
+	// The DLQ must keep a moved message at least as long as the queue would.
+	dlq := m.resource(t, "aws_sqs_queue.dlq")
+	vars := func(q, d int64) scope {
+		return scope{"var": {"message_retention_seconds": num(q), "dlq_message_retention_seconds": num(d)}}
+	}
+	require.True(t, preconditions(t, dlq, vars(345600, 1209600)))
+	require.False(t, preconditions(t, dlq, vars(345600, 345599)))
+}
+
+func TestQueueIsEncrypted(t *testing.T) {
+	m := load(t, "modules/queue")
+	for _, key := range []string{"aws_sqs_queue.this", "aws_sqs_queue.dlq"} {
+		q := m.resource(t, key)
+		require.Equal(t, "local.sqs_managed_sse_enabled", m.text(attr(t, q.Body, "sqs_managed_sse_enabled").Expr), key)
+		require.Equal(t, "var.kms_master_key_id", m.text(attr(t, q.Body, "kms_master_key_id").Expr), key)
+	}
+	sse := m.evalLocals(m.withVars(t, map[string]cty.Value{"name": str("q")}))["sqs_managed_sse_enabled"]
+	require.True(t, sse.True(), "SSE-SQS without a KMS key")
+	sse = m.evalLocals(m.withVars(t, map[string]cty.Value{"name": str("q"), "kms_master_key_id": str("alias/k")}))["sqs_managed_sse_enabled"]
+	require.True(t, sse.IsNull(), "SSE-KMS replaces SSE-SQS")
+}
+
+// ---------------------------------------------------------------------------
+// modules/dedup-table
+
+func TestDedupTableMatchesTheWorker(t *testing.T) {
+	m := load(t, "modules/dedup-table")
+	d := m.defaults(t)
+	require.Equal(t, workerDedupTable, d["name"].AsString())
+	require.Equal(t, workerLedgerTable, d["ledger_table_name"].AsString())
+	require.Equal(t, workerTTLAttribute, d["ttl_attribute_name"].AsString())
+	require.False(t, m.valid(t, "ttl_attribute_name", str("ttl")), "only the worker's TTL attribute is accepted")
+	require.Equal(t, workerHashKey, m.evalLocals(d)["hash_key"].AsString())
+
+	for _, key := range []string{"aws_dynamodb_table.this", "aws_dynamodb_table.ledger"} {
+		tbl := m.resource(t, key)
+		require.Equal(t, "PAY_PER_REQUEST", literal(t, attr(t, tbl.Body, "billing_mode").Expr).AsString(), key)
+		require.Equal(t, "local.hash_key", m.text(attr(t, tbl.Body, "hash_key").Expr), key)
+		require.Equal(t, "local.hash_key", m.text(attr(t, tbl.Body, "attribute", "name").Expr), key)
+		require.Equal(t, "S", literal(t, attr(t, tbl.Body, "attribute", "type").Expr).AsString(), key)
+		require.True(t, literal(t, attr(t, tbl.Body, "server_side_encryption", "enabled").Expr).True(), key)
+		require.Equal(t, "var.point_in_time_recovery_enabled", m.text(attr(t, tbl.Body, "point_in_time_recovery", "enabled").Expr), key)
+		require.Equal(t, "var.deletion_protection_enabled", m.text(attr(t, tbl.Body, "deletion_protection_enabled").Expr), key)
+	}
+	require.True(t, d["point_in_time_recovery_enabled"].True())
+	require.True(t, d["deletion_protection_enabled"].True())
+
+	dedup := m.resource(t, "aws_dynamodb_table.this")
+	require.True(t, literal(t, attr(t, dedup.Body, "ttl", "enabled").Expr).True())
+	require.Equal(t, "var.ttl_attribute_name", m.text(attr(t, dedup.Body, "ttl", "attribute_name").Expr))
+	require.Equal(t, "var.name", m.text(attr(t, dedup.Body, "name").Expr))
+	require.Equal(t, "var.ledger_table_name", m.text(attr(t, m.resource(t, "aws_dynamodb_table.ledger").Body, "name").Expr))
+}
+
+// ---------------------------------------------------------------------------
+// IAM
+
+// statements returns the actions of each statement of a policy document, by sid.
+func statements(t *testing.T, m *module, doc *hclsyntax.Block) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	add := func(body *hclsyntax.Body) {
+		sid := literal(t, attr(t, body, "sid").Expr).AsString()
+		actions := stringList(t, literal(t, attr(t, body, "actions").Expr))
+		for _, a := range actions {
+			require.NotContains(t, a, "*", "%s: statement %s: wildcard action", m.dir, sid)
+		}
+		if _, ok := body.Attributes["not_actions"]; ok {
+			t.Fatalf("%s: statement %s: not_actions grants everything else", m.dir, sid)
+		}
+		if e, ok := body.Attributes["effect"]; ok {
+			require.Equal(t, "Allow", literal(t, e.Expr).AsString())
+		}
+		res := m.text(attr(t, body, "resources").Expr)
+		require.NotContains(t, res, `"*"`, "%s: statement %s: all resources", m.dir, sid)
+		out[sid] = actions
+	}
+	for _, b := range doc.Body.Blocks {
+		switch {
+		case b.Type == "statement":
+			add(b.Body)
+		case b.Type == "dynamic" && b.Labels[0] == "statement":
+			add(nestedBlock(t, b.Body, "content").Body)
+		}
+	}
+	return out
+}
+
+func TestWorkerECSTaskRoleIsLeastPrivilege(t *testing.T) {
+	m := load(t, "modules/worker-ecs")
+	require.Equal(t, workerActions, statements(t, m, m.dataSource(t, "aws_iam_policy_document.task")))
+	require.Equal(t, "data.aws_iam_policy_document.task.json", m.text(attr(t, m.resource(t, "aws_iam_role_policy.task").Body, "policy").Expr))
+	require.Equal(t, "aws_iam_role.task.id", m.text(attr(t, m.resource(t, "aws_iam_role_policy.task").Body, "role").Expr))
+	require.Equal(t, "aws_iam_role.task.arn", m.text(attr(t, m.resource(t, "aws_ecs_task_definition.this").Body, "task_role_arn").Expr))
+	// Only policies this module writes: no managed policy on the task role.
+	for key, r := range m.resources {
+		if strings.HasPrefix(key, "aws_iam_role_policy_attachment.") {
+			require.NotContains(t, m.text(attr(t, r.Body, "role").Expr), "aws_iam_role.task", key)
+		}
+	}
+}
+
+func TestWorkerLambdaRoleIsLeastPrivilege(t *testing.T) {
+	m := load(t, "modules/worker-lambda")
+	want := map[string][]string{"Logs": {"logs:CreateLogStream", "logs:PutLogEvents"}}
+	for k, v := range workerActions {
+		want[k] = v
+	}
+	require.Equal(t, want, statements(t, m, m.dataSource(t, "aws_iam_policy_document.this")))
+	require.Equal(t, "data.aws_iam_policy_document.this.json", m.text(attr(t, m.resource(t, "aws_iam_role_policy.this").Body, "policy").Expr))
+	require.Equal(t, "aws_iam_role.this.arn", m.text(attr(t, m.resource(t, "aws_lambda_function.this").Body, "role").Expr))
+	for key := range m.resources {
+		require.False(t, strings.HasPrefix(key, "aws_iam_role_policy_attachment."), "%s: managed policies grant more than the worker calls", key)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// modules/worker-ecs
+
+func TestWorkerECSSettings(t *testing.T) {
+	m := load(t, "modules/worker-ecs")
+	var managed, passed []string
+	for name := range objectKeys(t, m.locals["worker_settings"].Expr) {
+		managed = append(managed, name)
+		if name != "AWS_REGION" {
+			passed = append(passed, name)
+		}
+	}
+	require.ElementsMatch(t, workerSettings, passed, "every worker setting, and only those, is passed")
+
+	vars := m.withVars(t, map[string]cty.Value{
+		"cluster_arn": str("arn:aws:ecs:eu-west-1:123456789012:cluster/c"), "container_image": str("img"),
+		"subnet_ids": cty.ListVal([]cty.Value{str("s")}), "security_group_ids": cty.ListVal([]cty.Value{str("g")}),
+		"dedup_table_arn": str("arn:aws:dynamodb:eu-west-1:123456789012:table/exactly-dedup"), "effect": str("noop"),
+		"queues": cty.MapVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{
+			"arn": str("arn:aws:sqs:eu-west-1:123456789012:exactly-demo.fifo"), "url": str("https://q/exactly-demo.fifo"),
+			"visibility_timeout_seconds": cty.NullVal(cty.Number), "dlq_arn": nullString(),
+		})}),
+	})
+	l := m.evalLocals(vars)
+	env := l["environment"].AsValueMap()
+	require.Equal(t, "90s", env["WORKER_SHUTDOWN_TIMEOUT"].AsString())
+	require.Equal(t, ":9090", env["WORKER_METRICS_ADDR"].AsString())
+	require.Equal(t, "https://q/exactly-demo.fifo", env["WORKER_QUEUES"].AsString())
+	require.Equal(t, workerDedupTable, env["WORKER_DEDUP_TABLE"].AsString())
+	require.Equal(t, "eu-west-1", env["AWS_REGION"].AsString())
+	require.NotContains(t, env, "WORKER_LEDGER_TABLE", "unset settings stay with the worker's defaults")
+	require.Equal(t, []string{"exactly-demo.fifo"}, stringList(t, l["queue_names"]))
+	require.Equal(t, "c", l["cluster_name"].AsString())
+
+	// The extra environment cannot override a managed setting.
+	for _, name := range managed {
+		require.False(t, m.valid(t, "environment", cty.MapVal(map[string]cty.Value{name: str("x")})), name)
+	}
+	require.True(t, m.valid(t, "environment", cty.MapVal(map[string]cty.Value{"OTHER": str("x")})))
+}
+
+func TestWorkerECSStopsGracefully(t *testing.T) {
+	m := load(t, "modules/worker-ecs")
+	td := m.resource(t, "aws_ecs_task_definition.this")
+	containers, ok := jsonencodeArg(t, attr(t, td.Body, "container_definitions").Expr).(*hclsyntax.TupleConsExpr)
+	require.True(t, ok)
+	require.Len(t, containers.Exprs, 1)
+	c := objectKeys(t, containers.Exprs[0])
+	require.Equal(t, "var.stop_timeout", m.text(c["stopTimeout"]))
+	require.Contains(t, m.text(c["environment"]), "local.environment")
+	require.Equal(t, "awslogs", literal(t, objectKeys(t, c["logConfiguration"])["logDriver"]).AsString())
+	require.Equal(t, []string{"FARGATE"}, stringList(t, literal(t, attr(t, td.Body, "requires_compatibilities").Expr)))
+
+	d := m.defaults(t)
+	require.EqualValues(t, workerShutdownSecs, asInt(d["shutdown_timeout_seconds"]))
+	require.EqualValues(t, fargateMaxStopSecs, asInt(d["stop_timeout"]))
+	require.False(t, m.valid(t, "stop_timeout", num(fargateMaxStopSecs+1)), "Fargate caps stopTimeout at 120 s")
+	require.True(t, m.valid(t, "stop_timeout", num(fargateMaxStopSecs)))
+
+	check := func(shutdown, stop int64) bool {
+		return preconditions(t, td, scope{"var": {
+			"shutdown_timeout_seconds": num(shutdown), "stop_timeout": num(stop),
+			"effect": str("noop"), "ledger_table_name": nullString(), "ledger_table_arn": nullString(), "http_url": nullString(),
+		}})
+	}
+	require.True(t, check(workerShutdownSecs, fargateMaxStopSecs))
+	require.True(t, check(119, 120))
+	require.False(t, check(120, 120), "the worker needs time after its shutdown timeout to flush")
+	require.False(t, check(121, 120))
+
+	svc := m.resource(t, "aws_ecs_service.this")
+	require.Equal(t, "FARGATE", literal(t, attr(t, svc.Body, "launch_type").Expr).AsString())
+	require.Equal(t, "aws_ecs_task_definition.this.arn", m.text(attr(t, svc.Body, "task_definition").Expr))
+}
+
+func TestWorkerECSScalesOnBacklogPerTask(t *testing.T) {
+	m := load(t, "modules/worker-ecs")
+	p := m.resource(t, "aws_appautoscaling_policy.backlog")
+	require.Equal(t, "TargetTrackingScaling", literal(t, attr(t, p.Body, "policy_type").Expr).AsString())
+	spec := nestedBlock(t, nestedBlock(t, p.Body, "target_tracking_scaling_policy_configuration").Body, "customized_metric_specification")
+	text := m.text(spec.Body)
+	require.Contains(t, text, `"ApproximateNumberOfMessagesVisible"`)
+	require.Contains(t, text, `"RunningTaskCount"`)
+	require.Contains(t, text, "/ tasks")
+	require.Equal(t, "var.autoscaling_target_backlog_per_task",
+		m.text(attr(t, p.Body, "target_tracking_scaling_policy_configuration", "target_value").Expr))
+	require.False(t, m.valid(t, "autoscaling_min_capacity", num(0)), "backlog per task is undefined at zero tasks")
+}
+
+// ---------------------------------------------------------------------------
+// modules/worker-lambda
+
+func TestWorkerLambdaEventSourceMapping(t *testing.T) {
+	m := load(t, "modules/worker-lambda")
+	esm := m.resource(t, "aws_lambda_event_source_mapping.this")
+	require.Equal(t, []string{"ReportBatchItemFailures"}, stringList(t, literal(t, attr(t, esm.Body, "function_response_types").Expr)))
+	require.Equal(t, "var.batch_size", m.text(attr(t, esm.Body, "batch_size").Expr))
+	require.Equal(t, "var.maximum_concurrency", m.text(attr(t, esm.Body, "scaling_config", "maximum_concurrency").Expr))
+	require.Equal(t, "each.value.arn", m.text(attr(t, esm.Body, "event_source_arn").Expr))
+	require.NotContains(t, esm.Body.Attributes, "maximum_batching_window_in_seconds", "FIFO event sources take no batching window")
+
+	require.LessOrEqual(t, asInt(m.defaults(t)["batch_size"]), int64(fifoMaxBatchSize))
+	require.True(t, m.valid(t, "batch_size", num(fifoMaxBatchSize)))
+	require.False(t, m.valid(t, "batch_size", num(fifoMaxBatchSize+1)), "FIFO batches hold at most 10")
+	require.False(t, m.valid(t, "maximum_concurrency", num(1)), "ESM maximum concurrency is at least 2")
+
+	fn := m.resource(t, "aws_lambda_function.this")
+	require.Equal(t, "provided.al2023", literal(t, attr(t, fn.Body, "runtime").Expr).AsString())
+	require.Equal(t, "bootstrap", literal(t, attr(t, fn.Body, "handler").Expr).AsString())
+	require.Equal(t, "[var.architecture]", m.text(attr(t, fn.Body, "architectures").Expr))
+	require.Equal(t, "arm64", m.defaults(t)["architecture"].AsString())
+	require.Equal(t, "local.environment", m.text(attr(t, fn.Body, "environment", "variables").Expr))
+	for name := range objectKeys(t, m.locals["worker_settings"].Expr) {
+		require.Contains(t, workerSettings, name, "the worker has no setting %s", name)
+	}
+}
+
+func TestWorkerLambdaVisibilityPrecondition(t *testing.T) {
+	m := load(t, "modules/worker-lambda")
+	esm := m.resource(t, "aws_lambda_event_source_mapping.this")
+	check := func(visibility, timeout int64) bool {
+		return preconditions(t, esm, scope{
+			"var":  {"timeout": num(timeout)},
+			"each": {"key": str("q"), "value": cty.ObjectVal(map[string]cty.Value{"visibility_timeout_seconds": num(visibility)})},
+		})
+	}
+	require.True(t, check(180, 30))
+	require.False(t, check(179, 30), "visibility must be at least 6 x the function timeout")
+	require.True(t, check(30, 5))
+	require.False(t, check(30, 30))
+	require.False(t, check(5399, 900))
+}
+
+// ---------------------------------------------------------------------------
+// modules/alarms
+
+func TestAlarms(t *testing.T) {
+	m := load(t, "modules/alarms")
+	dlq := m.resource(t, "aws_cloudwatch_metric_alarm.dlq_not_empty")
+	require.Equal(t, "ApproximateNumberOfMessagesVisible", literal(t, attr(t, dlq.Body, "metric_name").Expr).AsString())
+	require.Equal(t, "GreaterThanThreshold", literal(t, attr(t, dlq.Body, "comparison_operator").Expr).AsString())
+	require.EqualValues(t, 0, asInt(literal(t, attr(t, dlq.Body, "threshold").Expr)))
+	require.Equal(t, "var.dlq_name", m.text(objectKeys(t, attr(t, dlq.Body, "dimensions").Expr)["QueueName"]))
+
+	age := m.resource(t, "aws_cloudwatch_metric_alarm.oldest_message_age")
+	require.Equal(t, "ApproximateAgeOfOldestMessage", literal(t, attr(t, age.Body, "metric_name").Expr).AsString())
+	require.Equal(t, "var.queue_name", m.text(objectKeys(t, attr(t, age.Body, "dimensions").Expr)["QueueName"]))
+	require.Equal(t, "var.oldest_message_age_threshold_seconds", m.text(attr(t, age.Body, "threshold").Expr))
+}
+
+// ---------------------------------------------------------------------------
+// examples
+
+func TestExampleLambdaMeetsTheVisibilityRule(t *testing.T) {
+	m := load(t, "examples/lambda")
+	vars := m.defaults(t)
+	s := scope{"var": vars}
+	visibility := eval(t, attr(t, m.call(t, "queue").Body, "visibility_timeout_seconds").Expr, s)
+	timeout := eval(t, attr(t, m.call(t, "worker").Body, "timeout").Expr, s)
+	require.GreaterOrEqual(t, asInt(visibility), 6*asInt(timeout))
+	require.LessOrEqual(t, asInt(eval(t, attr(t, m.call(t, "worker").Body, "batch_size").Expr, s)), int64(fifoMaxBatchSize))
+
+	l := m.evalLocals(vars)
+	require.Equal(t, "dist/worker-lambda-arm64.zip", strings.TrimPrefix(filepath.ToSlash(filepath.Clean(l["package_path"].AsString())), "../../"))
+}
+
+func TestExamplesUseTheDemoNames(t *testing.T) {
+	for _, dir := range []string{"examples/ecs", "examples/lambda"} {
+		m := load(t, dir)
+		name := eval(t, attr(t, m.call(t, "queue").Body, "name").Expr, scope{"var": m.defaults(t)})
+		require.Equal(t, "exactly-demo", name.AsString(), dir)
+		require.EqualValues(t, 5, asInt(literal(t, attr(t, m.call(t, "queue").Body, "max_receive_count").Expr)), dir)
+		require.Equal(t, "module.queue.worker_queue", m.text(objectKeys(t, attr(t, m.call(t, "worker").Body, "queues").Expr)["demo"]), dir)
+		require.Equal(t, "module.dedup_table.table_arn", m.text(attr(t, m.call(t, "worker").Body, "dedup_table_arn").Expr), dir)
+		require.Equal(t, "ledger", literal(t, attr(t, m.call(t, "worker").Body, "effect").Expr).AsString(), dir)
+		require.True(t, literal(t, attr(t, m.call(t, "dedup_table").Body, "create_ledger_table").Expr).True(), dir)
+		require.Len(t, m.providers, 1, dir)
+	}
+	m := load(t, "examples/ecs")
+	require.EqualValues(t, 30, asInt(literal(t, attr(t, m.call(t, "queue").Body, "visibility_timeout_seconds").Expr)))
+	cluster := m.resource(t, "aws_ecs_cluster.this")
+	require.Equal(t, "enabled", literal(t, attr(t, cluster.Body, "setting", "value").Expr).AsString(),
+		"backlog-per-task autoscaling needs Container Insights")
+}
+
+// ---------------------------------------------------------------------------
+// localstack/terraform/localstack_override.tf
+
+// endpointFor maps resource type prefixes to the provider's endpoint names.
+// The longest matching prefix wins.
+var endpointFor = map[string]string{
+	"aws_appautoscaling_":         "appautoscaling",
+	"aws_cloudwatch_log_":         "logs",
+	"aws_cloudwatch_metric_alarm": "cloudwatch",
+	"aws_dynamodb_":               "dynamodb",
+	"aws_ecs_":                    "ecs",
+	"aws_iam_":                    "iam",
+	"aws_iam_policy_document":     "", // rendered by the provider, no API call
+	"aws_lambda_":                 "lambda",
+	"aws_sqs_":                    "sqs",
+}
+
+func TestLocalStackOverrideCoversEveryService(t *testing.T) {
+	const path = "../../localstack/terraform/localstack_override.tf"
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	require.False(t, diags.HasErrors(), diags.Error())
+	body := f.Body.(*hclsyntax.Body)
+	require.Len(t, body.Blocks, 1)
+	provider := body.Blocks[0]
+	require.Equal(t, []string{"aws"}, provider.Labels)
+	for _, skip := range []string{"skip_credentials_validation", "skip_requesting_account_id", "skip_metadata_api_check"} {
+		require.True(t, literal(t, attr(t, provider.Body, skip).Expr).True(), skip)
+	}
+
+	// The override sits in each example's directory; it must not depend on it.
+	var walk func(b *hclsyntax.Body)
+	walk = func(b *hclsyntax.Body) {
+		for name, a := range b.Attributes {
+			require.Empty(t, a.Expr.Variables(), "%s: %s: the override takes literals only", path, name)
+		}
+		for _, nb := range b.Blocks {
+			walk(nb.Body)
+		}
+	}
+	walk(provider.Body)
+
+	endpoints := map[string]string{}
+	for name, a := range nestedBlock(t, provider.Body, "endpoints").Body.Attributes {
+		endpoints[name] = literal(t, a.Expr).AsString()
+		require.Equal(t, "http://127.0.0.1:4566", endpoints[name], name)
+	}
+	require.Contains(t, endpoints, "sts", "the provider calls STS")
+
+	for _, dir := range moduleDirs(t) {
+		m := load(t, dir)
+		types := map[string]bool{}
+		for key := range m.resources {
+			types[strings.Split(key, ".")[0]] = true
+		}
+		for key := range m.data {
+			types[strings.Split(key, ".")[0]] = true
+		}
+		for typ := range types {
+			var service string
+			var found bool
+			best := ""
+			for prefix, s := range endpointFor {
+				if strings.HasPrefix(typ, prefix) && len(prefix) > len(best) {
+					best, service, found = prefix, s, true
+				}
+			}
+			require.True(t, found, "%s: no endpoint known for %s; add it to endpointFor and the override", dir, typ)
+			if service != "" {
+				require.Contains(t, endpoints, service, "%s uses %s", dir, typ)
+			}
+		}
+	}
+}
+
+// TestRequiredVersionAdmitsTheCheckedTerraform: fmt runs with Terraform 1.5.7.
+func TestRequiredVersionAdmitsTheCheckedTerraform(t *testing.T) {
+	for _, dir := range moduleDirs(t) {
+		m := load(t, dir)
+		var found bool
+		for _, body := range m.bodies {
+			for _, b := range body.Blocks {
+				if b.Type != "terraform" {
+					continue
+				}
+				found = true
+				require.Equal(t, ">= 1.5.0", literal(t, attr(t, b.Body, "required_version").Expr).AsString(), dir)
+				aws := objectKeys(t, attr(t, b.Body, "required_providers", "aws").Expr)
+				require.Equal(t, "hashicorp/aws", literal(t, aws["source"]).AsString(), dir)
+			}
+		}
+		require.True(t, found, "%s: no terraform block", dir)
+	}
+}

@@ -1,0 +1,139 @@
+# Terraform and LocalStack targets. The top-level Makefile includes this file;
+# it also runs alone: make -f mk/terraform.mk tf-check
+#
+# tf-check runs offline. The AWS provider cannot be downloaded where CI runs,
+# so terraform init/validate/plan are out of reach; instead it runs terraform
+# fmt, tflint with its bundled rules, tfsec, Go tests that parse the .tf files
+# (infra/terraform/terraform_test.go) and the LocalStack static checks. The
+# tools are pinned and built once from the Go module proxy into .tools/bin; a
+# version bump builds the new one. See infra/terraform/README.md.
+
+EXACTLY_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
+
+SHELL := /bin/bash
+GO ?= go
+
+# Pinned tools. terraform v1.5.7 is the last MPL-licensed release.
+TERRAFORM_VERSION  := v1.5.7
+TFLINT_VERSION     := v0.64.0
+TFSEC_VERSION      := v1.26.0
+COMPOSE_GO_VERSION := v2.16.2
+
+EXACTLY_TOOLS_BIN := $(EXACTLY_ROOT)/.tools/bin
+TERRAFORM         := $(EXACTLY_TOOLS_BIN)/terraform-$(TERRAFORM_VERSION)
+TFLINT            := $(EXACTLY_TOOLS_BIN)/tflint-$(TFLINT_VERSION)
+TFSEC             := $(EXACTLY_TOOLS_BIN)/tfsec-$(TFSEC_VERSION)
+COMPOSE_SPEC      := $(EXACTLY_TOOLS_BIN)/compose-spec-$(COMPOSE_GO_VERSION)
+SHELLCHECK        ?= shellcheck
+
+TF_DIR        := $(EXACTLY_ROOT)/infra/terraform
+LOCALSTACK    := $(EXACTLY_ROOT)/localstack
+TF_OVERRIDE   := $(LOCALSTACK)/terraform/localstack_override.tf
+TF_STAGE      := $(EXACTLY_ROOT)/.tools/tf-localstack
+INIT_SCRIPTS   = $(wildcard $(LOCALSTACK)/init/ready.d/*.sh)
+
+# No CLI config and no version check: terraform fmt needs neither.
+TERRAFORM_ENV := TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1
+
+.PHONY: tf-check
+tf-check: tf-fmt tf-lint tf-sec tf-test localstack-check ## offline checks of infra/terraform and localstack/: fmt, tflint, tfsec, hcl and compose tests, shellcheck (CI)
+
+.PHONY: tf-tools
+tf-tools: $(TERRAFORM) $(TFLINT) $(TFSEC) $(COMPOSE_SPEC) ## build the pinned terraform, tflint, tfsec and compose-spec into .tools/bin (once)
+
+# $(call exactly-go-install,OUTPUT,PACKAGE@VERSION,BINARY): a failed build
+# fails the target; nothing is skipped.
+define exactly-go-install
+	@echo ">> building $(notdir $(1)) from the Go module proxy (once; cached in .tools/bin)"
+	@rm -rf $(1).build && mkdir -p $(1).build
+	@GOBIN=$(1).build GOFLAGS= CGO_ENABLED=0 $(GO) install $(2) || { \
+		rm -rf $(1).build; echo "mk/terraform.mk: cannot build $(2) (errors above); tf-check cannot run without it" >&2; exit 1; }
+	@mv $(1).build/$(3) $(1) && rm -rf $(1).build
+endef
+
+$(TERRAFORM):
+	$(call exactly-go-install,$@,github.com/hashicorp/terraform@$(TERRAFORM_VERSION),terraform)
+
+$(TFLINT):
+	$(call exactly-go-install,$@,github.com/terraform-linters/tflint@$(TFLINT_VERSION),tflint)
+
+$(TFSEC):
+	$(call exactly-go-install,$@,github.com/aquasecurity/tfsec/cmd/tfsec@$(TFSEC_VERSION),tfsec)
+
+# The loader and schema validation that Docker Compose v2 itself uses.
+$(COMPOSE_SPEC):
+	$(call exactly-go-install,$@,github.com/compose-spec/compose-go/v2/cmd@$(COMPOSE_GO_VERSION),cmd)
+
+.PHONY: tf-fmt
+tf-fmt: $(TERRAFORM)
+	@echo ">> terraform fmt -check ($(TERRAFORM_VERSION))"
+	@$(TERRAFORM_ENV) $(TERRAFORM) fmt -check -recursive -diff $(TF_DIR)
+	@$(TERRAFORM_ENV) $(TERRAFORM) fmt -check -recursive -diff $(LOCALSTACK)/terraform
+
+# The examples are linted twice: as they are, and with the LocalStack provider
+# override merged in (staged under .tools, since the override must sit beside them).
+.PHONY: tf-lint
+tf-lint: $(TFLINT)
+	@echo ">> tflint $(TFLINT_VERSION) (bundled terraform ruleset, preset all)"
+	@cd $(TF_DIR) && $(TFLINT) --recursive --config=$(TF_DIR)/.tflint.hcl --format=compact
+	@echo ">> tflint on the examples with localstack_override.tf"
+	@rm -rf $(TF_STAGE) && mkdir -p $(TF_STAGE) && cp -R $(TF_DIR)/modules $(TF_DIR)/examples $(TF_STAGE)/
+	@set -e; for ex in $(TF_STAGE)/examples/*/; do \
+		cp $(TF_OVERRIDE) $$ex; \
+		(cd $$ex && $(TFLINT) --config=$(TF_DIR)/.tflint.hcl --format=compact); \
+	done
+
+.PHONY: tf-sec
+tf-sec: $(TFSEC)
+	@echo ">> tfsec $(TFSEC_VERSION), MEDIUM and above"
+	@$(TFSEC) $(TF_DIR) --minimum-severity MEDIUM --no-module-downloads --no-color --concise-output
+	@$(TFSEC) $(LOCALSTACK)/terraform --minimum-severity MEDIUM --no-module-downloads --no-color --concise-output
+
+.PHONY: tf-test
+tf-test:
+	@echo ">> go test ./infra/terraform (references, module calls, the settings the worker relies on)"
+	@cd $(EXACTLY_ROOT) && $(GO) test -count=1 ./infra/terraform/
+
+.PHONY: localstack-check
+localstack-check: $(COMPOSE_SPEC) shellcheck-installed ## offline checks of localstack/: compose file, init scripts (bash -n, shellcheck, a run against a fake awslocal)
+	@echo ">> compose-spec $(COMPOSE_GO_VERSION): localstack/docker-compose.yml"
+	@cd $(LOCALSTACK) && env -u LOCALSTACK_SERVICES $(COMPOSE_SPEC) docker-compose.yml >/dev/null
+	@echo ">> bash -n and shellcheck: localstack/init/ready.d"
+	@for s in $(INIT_SCRIPTS); do bash -n $$s || exit 1; done
+	@$(SHELLCHECK) --severity=style $(INIT_SCRIPTS)
+	@echo ">> go test ./localstack"
+	@cd $(EXACTLY_ROOT) && $(GO) test -count=1 ./localstack/
+
+# shellcheck comes from Debian packages (no Go build of it exists).
+.PHONY: shellcheck-installed
+shellcheck-installed:
+	@command -v $(SHELLCHECK) >/dev/null 2>&1 || { \
+		echo ">> installing shellcheck (Debian package)"; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; \
+	}
+	@$(SHELLCHECK) --version | sed -n 2p
+
+# --- For people with Docker: LocalStack on 127.0.0.1:4566 -------------------
+# Not run here or in CI (no Docker engine); see localstack/README.md.
+
+DOCKER_COMPOSE     ?= docker compose
+LOCALSTACK_COMPOSE  = $(DOCKER_COMPOSE) -f $(LOCALSTACK)/docker-compose.yml
+LOCALSTACK_URL     := http://127.0.0.1:4566
+
+.PHONY: localstack-up
+localstack-up: ## start LocalStack 4.14.0 (SQS, DynamoDB) in Docker; returns once the demo queue and tables exist
+	$(LOCALSTACK_COMPOSE) up --detach --wait
+
+.PHONY: localstack-down
+localstack-down: ## stop LocalStack and drop its state
+	$(LOCALSTACK_COMPOSE) down --volumes --remove-orphans
+
+.PHONY: localstack-test
+localstack-test: ## go test -race ./... against LocalStack on 127.0.0.1:4566 (after make localstack-up)
+	@curl -fsS --max-time 5 $(LOCALSTACK_URL)/_localstack/health >/dev/null || { \
+		echo "LocalStack does not answer on $(LOCALSTACK_URL): run make localstack-up" >&2; exit 1; }
+	cd $(EXACTLY_ROOT) && env -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_PROFILE \
+		AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_REGION=us-east-1 \
+		AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+		EXACTLY_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 20m ./...

@@ -2,15 +2,36 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 
 	"github.com/exactlyonce/exactly/internal/config"
+	"github.com/exactlyonce/exactly/internal/telemetry"
 )
+
+// denied turns a credential or permission error from a start-up call into a
+// configuration error naming the action and resource; other errors pass.
+func denied(err error, action, resource string) error {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch code := ae.ErrorCode(); {
+	case strings.Contains(code, "AccessDenied"):
+		return config.Errorf("permission denied: the worker's role needs %s on %s (%s)", action, resource, ae.ErrorMessage())
+	case code == "UnrecognizedClientException", code == "InvalidClientTokenId", code == "ExpiredToken",
+		code == "ExpiredTokenException", code == "InvalidSignatureException", code == "SignatureDoesNotMatch":
+		return config.Errorf("AWS credentials rejected calling %s on %s: %s (%s)", action, resource, code, ae.ErrorMessage())
+	}
+	return err
+}
 
 // clients are the AWS clients of one process. Endpoints, region and
 // credentials come only from the SDK's standard sources (AWS_ENDPOINT_URL*,
@@ -21,10 +42,14 @@ type clients struct {
 	dynamo *dynamodb.Client
 }
 
-func newClients(ctx context.Context, lookup func(string) (string, bool), opts ...func(*awsconfig.LoadOptions) error) (*clients, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+// newClients loads the SDK configuration; reqs, when set, counts every request.
+func newClients(ctx context.Context, lookup func(string) (string, bool), reqs *telemetry.Requests) (*clients, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load AWS configuration: %w", err)
+	}
+	if reqs != nil {
+		cfg.APIOptions = append(cfg.APIOptions, reqs.APIOption)
 	}
 	if cfg.Region == "" {
 		return nil, config.Errorf("no AWS region: set AWS_REGION (for example AWS_REGION=us-east-1)")

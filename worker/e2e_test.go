@@ -240,6 +240,8 @@ func TestEndToEnd(t *testing.T) {
 	metrics := httpGet(t, "http://"+addr.(string)+"/metrics")
 	require.Contains(t, metrics, `exactly_duplicates_total{queue="`+queue+`"} 8`)
 	require.Contains(t, metrics, `exactly_effects_applied_total{queue="`+queue+`"} 24`)
+	require.Contains(t, metrics, `exactly_aws_requests_total{operation="TransactWriteItems",service="DynamoDB"} 24`)
+	require.Contains(t, metrics, `exactly_aws_requests_total{operation="ReceiveMessage",service="SQS"}`)
 	require.Contains(t, httpGet(t, "http://"+addr.(string)+"/readyz"), "ready")
 
 	// SIGTERM: graceful stop, exit 0, promptly.

@@ -72,7 +72,7 @@ func ledgerCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, err := newClients(ctx, lookup)
+	cl, err := newClients(ctx, lookup, nil)
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,15 @@ package worker
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/internal/config"
 )
 
 func env(kv ...string) func(string) (string, bool) {
@@ -75,4 +80,20 @@ func TestVersionAndHelp(t *testing.T) {
 	require.Contains(t, stderr.String(), "WORKER_SHUTDOWN_TIMEOUT")
 	require.Contains(t, stderr.String(), "(default 1m30s)")
 	require.Equal(t, ExitConfig, run(nil, &stdout, &stderr, env()))
+}
+
+func TestDeniedNamesActionAndResource(t *testing.T) {
+	t.Parallel()
+	err := denied(fmt.Errorf("wrapped: %w", &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized"}),
+		"dynamodb:DescribeTable", "table exactly-dedup")
+	var cerr *config.Error
+	require.ErrorAs(t, err, &cerr)
+	require.Equal(t, "permission denied: the worker's role needs dynamodb:DescribeTable on table exactly-dedup (not authorized)", cerr.Msg)
+
+	err = denied(&smithy.GenericAPIError{Code: "InvalidClientTokenId", Message: "bad token"}, "sqs:GetQueueAttributes", "q")
+	require.ErrorAs(t, err, &cerr)
+	require.Contains(t, cerr.Msg, "AWS credentials rejected")
+
+	other := errors.New("connection refused")
+	require.Same(t, other, denied(other, "x", "y"))
 }

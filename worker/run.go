@@ -159,7 +159,8 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	if err != nil {
 		return config.Errorf("%s", err)
 	}
-	cl, err := newClients(ctx, lookup)
+	metrics := telemetry.NewMetrics()
+	cl, err := newClients(ctx, lookup, telemetry.NewRequests(metrics.Registry))
 	if err != nil {
 		return err
 	}
@@ -169,6 +170,9 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	}
 	store := dedup.NewStore(cl.dynamo, s.table)
 	if err := store.Check(ctx); err != nil {
+		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.table); d != err {
+			return d
+		}
 		return config.Errorf("%s: %v", fs.Name("table"), err)
 	}
 	eff, err := buildEffect(s, cl, log, lookup)
@@ -180,7 +184,6 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 		Lease: 30 * time.Second,
 		Scope: func(m effect.Message) dedup.Scope { return scopes[m.QueueURL] },
 	}
-	metrics := telemetry.NewMetrics()
 	p, err := pool.New(pool.Config{
 		Client: cl.sqs, Queues: queues, Processor: proc,
 		Concurrency: s.concurrency, MaxInFlight: s.maxInFlight, ShutdownTimeout: s.shutdownTimeout,
@@ -241,7 +244,7 @@ func describeQueues(ctx context.Context, client *sqs.Client, s settings) ([]pool
 			if errors.As(err, &nf) {
 				return nil, nil, config.Errorf("--queue (WORKER_QUEUES): queue %s does not exist: create it with `worker setup --queue %s` or the infra/terraform/modules/queue module", url, pool.QueueName(url))
 			}
-			return nil, nil, fmt.Errorf("cannot read attributes of queue %s: %w", url, err)
+			return nil, nil, denied(fmt.Errorf("cannot read attributes of queue %s: %w", url, err), "sqs:GetQueueAttributes", url)
 		}
 		a := out.Attributes
 		q := pool.Queue{URL: url, FIFO: a["FifoQueue"] == "true", Receivers: s.receivers, Lease: s.lease}

@@ -79,7 +79,7 @@ func sendCommand(ctx context.Context, args []string, stdout, stderr io.Writer, l
 			return config.Errorf("message %d: a FIFO queue needs a group (--group)", i+1)
 		}
 	}
-	cl, err := newClients(ctx, lookup)
+	cl, err := newClients(ctx, lookup, nil)
 	if err != nil {
 		return err
 	}

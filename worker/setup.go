@@ -52,7 +52,7 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if visibility < 0 || visibility > 12*time.Hour {
 		return config.Errorf("--visibility must be between 0 and 12h")
 	}
-	cl, err := newClients(ctx, lookup)
+	cl, err := newClients(ctx, lookup, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,140 @@
+package effect_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/effect"
+)
+
+func TestLedgerRejectsBadBodiesAsPermanent(t *testing.T) {
+	t.Parallel()
+	l := &effect.Ledger{Table: "ledger"}
+	for _, body := range []string{
+		``, `not json`, `[]`, `{"amount_cents":5}`, `{"account":"a"}`, `{"account":7,"amount_cents":5}`,
+		`{"account":"a","amount_cents":2.5}`, `{"account":"a","amount_cents":"5"}`, `{"account":"a","amount_cents":5,"seq":-1}`,
+	} {
+		_, err := l.Apply(context.Background(), effect.Input{Message: effect.Message{Body: body}, Key: "k"})
+		require.Error(t, err, body)
+		require.True(t, effect.IsPermanent(err), "%q: %v", body, err)
+	}
+}
+
+func TestLedgerWrites(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_000_123)
+	l := &effect.Ledger{Table: "ledger", Now: func() time.Time { return now }}
+	out, err := l.Apply(context.Background(), effect.Input{
+		Message: effect.Message{Body: `{"account":"a1","amount_cents":250,"seq":7}`, ID: "m1", Group: "g"}, Key: "ns#q#k",
+	})
+	require.NoError(t, err)
+	require.Len(t, out.Writes, 2)
+	up := out.Writes[0].Update
+	require.Equal(t, "ADD balance_cents :amt, applied :one SET last_seq = :seq", *up.UpdateExpression)
+	require.Equal(t, "attribute_not_exists(last_seq) OR last_seq < :seq", *up.ConditionExpression)
+	require.Equal(t, "acct#a1", up.Key["pk"].(*types.AttributeValueMemberS).Value)
+	put := out.Writes[1].Put
+	require.Equal(t, "entry#ns#q#k", put.Item["pk"].(*types.AttributeValueMemberS).Value)
+	require.Equal(t, "1700000000123", put.Item["applied_at"].(*types.AttributeValueMemberN).Value)
+	require.Equal(t, "7", put.Item["seq"].(*types.AttributeValueMemberN).Value)
+
+	// Without seq there is no order condition.
+	out, err = l.Apply(context.Background(), effect.Input{Message: effect.Message{Body: `{"account":"a1","amount_cents":-5}`}, Key: "k2"})
+	require.NoError(t, err)
+	require.Nil(t, out.Writes[0].Update.ConditionExpression)
+}
+
+func newHTTP(t *testing.T, h http.HandlerFunc) *effect.HTTP {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	f, ok := effect.Lookup("http")
+	require.True(t, ok)
+	e, err := f(effect.Env{HTTPURL: srv.URL, HTTPClient: &http.Client{Timeout: 500 * time.Millisecond}})
+	require.NoError(t, err)
+	return e.(*effect.HTTP)
+}
+
+func TestHTTPSendsKeyAndStoresResult(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	var body string
+	h := newHTTP(t, func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		b, _ := io.ReadAll(r.Body)
+		body = string(b)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"pay_1"}`))
+	})
+	out, err := h.Apply(context.Background(), effect.Input{Message: effect.Message{Body: `{"x":1}`, ID: "m1", Group: "g1"}, Key: "ns#q#k1"})
+	require.NoError(t, err)
+	require.Equal(t, `{"x":1}`, body)
+	require.Equal(t, "ns#q#k1", got.Get("Idempotency-Key"))
+	require.Equal(t, "g1", got.Get("X-Message-Group-Id"))
+	require.Equal(t, "m1", got.Get("X-Message-Id"))
+	require.JSONEq(t, `{"status":201,"body":"{\"id\":\"pay_1\"}"}`, string(out.Result))
+}
+
+func TestHTTPClassifiesFailures(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status     int
+		retryAfter string
+		permanent  bool
+		after      time.Duration
+	}{
+		{400, "", true, 0}, {404, "", true, 0}, {422, "", true, 0},
+		{408, "", false, 0}, {429, "7", false, 7 * time.Second}, {500, "", false, 0}, {503, "2", false, 2 * time.Second},
+	}
+	for _, c := range cases {
+		h := newHTTP(t, func(w http.ResponseWriter, r *http.Request) {
+			if c.retryAfter != "" {
+				w.Header().Set("Retry-After", c.retryAfter)
+			}
+			w.WriteHeader(c.status)
+		})
+		_, err := h.Apply(context.Background(), effect.Input{Message: effect.Message{Body: "{}"}, Key: "k"})
+		require.Error(t, err)
+		require.Equal(t, c.permanent, effect.IsPermanent(err), "status %d", c.status)
+		require.Equal(t, c.after, effect.RetryDelay(err), "status %d", c.status)
+	}
+	// A timeout is retryable.
+	h := newHTTP(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(time.Second) })
+	_, err := h.Apply(context.Background(), effect.Input{Message: effect.Message{Body: "{}"}, Key: "k"})
+	require.Error(t, err)
+	require.False(t, effect.IsPermanent(err))
+}
+
+func TestHTTPFactoryValidatesURL(t *testing.T) {
+	t.Parallel()
+	f, _ := effect.Lookup("http")
+	for _, u := range []string{"", "ftp://x", "localhost:8080", "http://"} {
+		_, err := f(effect.Env{HTTPURL: u})
+		require.Error(t, err, u)
+		require.Contains(t, err.Error(), "WORKER_HTTP_URL")
+	}
+}
+
+func TestErrorsUnwrap(t *testing.T) {
+	t.Parallel()
+	base := errors.New("boom")
+	require.ErrorIs(t, effect.Permanent(base), base)
+	require.ErrorIs(t, effect.RetryAfter(time.Second, base), base)
+	require.Nil(t, effect.Permanent(nil))
+	require.False(t, effect.IsPermanent(base))
+	require.Zero(t, effect.RetryDelay(base))
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	t.Parallel()
+	require.Panics(t, func() { effect.Register("noop", nil) })
+	require.Contains(t, effect.Names(), "ledger")
+}

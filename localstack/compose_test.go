@@ -19,6 +19,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/worker"
 )
 
 const image = "localstack/localstack:4.14.0" // the last tag that starts without an auth token
@@ -223,14 +226,14 @@ func TestInitScriptsCreateWhatTheWorkerExpects(t *testing.T) {
 	require.Equal(t, []string{"arn:aws:sqs:us-east-1:000000000000:exactly-demo.fifo"}, allowPolicy.SourceQueueArns)
 
 	require.Len(t, tables, 2)
-	for _, name := range []string{"exactly-dedup", "exactly-ledger"} {
+	for _, name := range []string{worker.DedupTableDefault, worker.LedgerTableDefault} {
 		c, ok := tables[name]
 		require.True(t, ok, "table %s is not created", name)
-		require.Equal(t, "AttributeName=pk,AttributeType=S", c.arg(t, "--attribute-definitions"), name)
-		require.Equal(t, "AttributeName=pk,KeyType=HASH", c.arg(t, "--key-schema"), name)
+		require.Equal(t, "AttributeName="+dedup.AttrPK+",AttributeType=S", c.arg(t, "--attribute-definitions"), name)
+		require.Equal(t, "AttributeName="+dedup.AttrPK+",KeyType=HASH", c.arg(t, "--key-schema"), name)
 		require.Equal(t, "PAY_PER_REQUEST", c.arg(t, "--billing-mode"), name)
 	}
 	require.NotNil(t, ttl, "TTL is not enabled")
-	require.Equal(t, "exactly-dedup", ttl.arg(t, "--table-name"))
-	require.Equal(t, "Enabled=true,AttributeName=expires_at", ttl.arg(t, "--time-to-live-specification"))
+	require.Equal(t, worker.DedupTableDefault, ttl.arg(t, "--table-name"))
+	require.Equal(t, "Enabled=true,AttributeName="+dedup.AttrExpiresAt, ttl.arg(t, "--time-to-live-specification"))
 }

@@ -11,10 +11,12 @@ package terraform_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
@@ -23,25 +25,65 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/worker"
 )
 
-// What the worker expects of the infrastructure (DESIGN.md and the worker's
-// CLI contract). A change on either side must change both.
+// What the worker expects of the infrastructure, from the worker's own
+// constants: a change on either side that breaks the other fails here.
+var (
+	workerHashKey      = dedup.AttrPK
+	workerTTLAttribute = dedup.AttrExpiresAt
+	workerDedupTable   = worker.DedupTableDefault
+	workerLedgerTable  = worker.LedgerTableDefault
+	workerShutdownSecs = int64(pool.ShutdownTimeoutDefault / time.Second)
+)
+
 const (
-	workerHashKey      = "pk"
-	workerTTLAttribute = "expires_at"
-	workerDedupTable   = "exactly-dedup"
-	workerLedgerTable  = "exactly-ledger"
-	workerShutdownSecs = 90
 	fargateMaxStopSecs = 120
 	fifoMaxBatchSize   = 10
 )
 
-// workerSettings are the environment variables the worker reads.
-var workerSettings = []string{
+// managedSettings are the worker settings the worker modules set from their
+// variables; the others (WORKER_LEASE, ...) can go through var.environment.
+var managedSettings = []string{
 	"WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
 	"WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
-	"WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_NAMESPACE",
+	"WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL",
+	"WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE",
+}
+
+// knownSettings are the WORKER_* variables the worker's source reads.
+func knownSettings(t *testing.T) []string {
+	t.Helper()
+	var found []string
+	for _, pattern := range []string{"../../worker/*.go", "../../effect/*.go", "../../internal/*/*.go"} {
+		files, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			require.NoError(t, err)
+			for _, m := range regexp.MustCompile(`"(WORKER_[A-Z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
+				if !slices.Contains(found, m[1]) {
+					found = append(found, m[1])
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, found, "no WORKER_* setting found in the worker's source")
+	return found
+}
+
+func TestManagedSettingsExistInTheWorker(t *testing.T) {
+	known := knownSettings(t)
+	for _, name := range managedSettings {
+		require.Contains(t, known, name, "the worker reads no %s", name)
+	}
 }
 
 // The AWS calls the worker makes, by IAM policy statement. The event source
@@ -232,6 +274,7 @@ var functions = map[string]function.Function{
 	"split":      stdlib.SplitFunc,
 	"tostring":   stdlib.MakeToFunc(cty.String),
 	"trimsuffix": stdlib.TrimSuffixFunc,
+	"values":     stdlib.ValuesFunc,
 }
 
 var allTrueFunc = function.New(&function.Spec{
@@ -784,7 +827,7 @@ func TestWorkerECSSettings(t *testing.T) {
 			passed = append(passed, name)
 		}
 	}
-	require.ElementsMatch(t, workerSettings, passed, "every worker setting, and only those, is passed")
+	require.ElementsMatch(t, managedSettings, passed, "the settings this module manages")
 
 	vars := m.withVars(t, map[string]cty.Value{
 		"cluster_arn": str("arn:aws:ecs:eu-west-1:123456789012:cluster/c"), "container_image": str("img"),
@@ -797,8 +840,15 @@ func TestWorkerECSSettings(t *testing.T) {
 	})
 	l := m.evalLocals(vars)
 	env := l["environment"].AsValueMap()
-	require.Equal(t, "90s", env["WORKER_SHUTDOWN_TIMEOUT"].AsString())
-	require.Equal(t, ":9090", env["WORKER_METRICS_ADDR"].AsString())
+	shutdown, err := time.ParseDuration(env["WORKER_SHUTDOWN_TIMEOUT"].AsString())
+	require.NoError(t, err)
+	require.Equal(t, pool.ShutdownTimeoutDefault, shutdown)
+	require.Equal(t, worker.MetricsAddrDefault, env["WORKER_METRICS_ADDR"].AsString())
+	ttl, err := time.ParseDuration(env["WORKER_DEDUP_TTL"].AsString())
+	require.NoError(t, err)
+	require.Equal(t, worker.DedupTTLDefault, ttl)
+	require.Equal(t, worker.NamespaceDefault, env["WORKER_NAMESPACE"].AsString())
+	require.NotContains(t, env, "WORKER_MOVE_TO_DLQ")
 	require.Equal(t, "https://q/exactly-demo.fifo", env["WORKER_QUEUES"].AsString())
 	require.Equal(t, workerDedupTable, env["WORKER_DEDUP_TABLE"].AsString())
 	require.Equal(t, "eu-west-1", env["AWS_REGION"].AsString())
@@ -810,7 +860,7 @@ func TestWorkerECSSettings(t *testing.T) {
 	for _, name := range managed {
 		require.False(t, m.valid(t, "environment", cty.MapVal(map[string]cty.Value{name: str("x")})), name)
 	}
-	require.True(t, m.valid(t, "environment", cty.MapVal(map[string]cty.Value{"OTHER": str("x")})))
+	require.True(t, m.valid(t, "environment", cty.MapVal(map[string]cty.Value{"WORKER_LEASE": str("1m")})))
 }
 
 func TestWorkerECSStopsGracefully(t *testing.T) {
@@ -835,6 +885,7 @@ func TestWorkerECSStopsGracefully(t *testing.T) {
 		return preconditions(t, td, scope{"var": {
 			"shutdown_timeout_seconds": num(shutdown), "stop_timeout": num(stop),
 			"effect": str("noop"), "ledger_table_name": nullString(), "ledger_table_arn": nullString(), "http_url": nullString(),
+			"move_to_dlq": cty.False, "queues": cty.EmptyObjectVal,
 		}})
 	}
 	require.True(t, check(workerShutdownSecs, fargateMaxStopSecs))
@@ -884,9 +935,14 @@ func TestWorkerLambdaEventSourceMapping(t *testing.T) {
 	require.Equal(t, "[var.architecture]", m.text(attr(t, fn.Body, "architectures").Expr))
 	require.Equal(t, "arm64", m.defaults(t)["architecture"].AsString())
 	require.Equal(t, "local.environment", m.text(attr(t, fn.Body, "environment", "variables").Expr))
+	var passed []string
 	for name := range objectKeys(t, m.locals["worker_settings"].Expr) {
-		require.Contains(t, workerSettings, name, "the worker has no setting %s", name)
+		passed = append(passed, name)
 	}
+	// No shutdown timeout or metrics server in Lambda.
+	require.ElementsMatch(t, slices.DeleteFunc(slices.Clone(managedSettings), func(s string) bool {
+		return s == "WORKER_SHUTDOWN_TIMEOUT" || s == "WORKER_METRICS_ADDR"
+	}), passed)
 }
 
 func TestWorkerLambdaVisibilityPrecondition(t *testing.T) {
@@ -1050,5 +1106,54 @@ func TestRequiredVersionAdmitsTheCheckedTerraform(t *testing.T) {
 			}
 		}
 		require.True(t, found, "%s: no terraform block", dir)
+	}
+}
+
+// TestDeadLetterSendOnlyWithMoveToDLQ: sqs:SendMessage is granted only when
+// the worker is told to move messages to the DLQ, and only if every queue has one.
+func TestDeadLetterSendOnlyWithMoveToDLQ(t *testing.T) {
+	for _, tc := range []struct{ dir, doc, guarded string }{
+		{"modules/worker-ecs", "aws_iam_policy_document.task", "aws_ecs_task_definition.this"},
+		{"modules/worker-lambda", "aws_iam_policy_document.this", "aws_lambda_function.this"},
+	} {
+		m := load(t, tc.dir)
+		var forEach string
+		for _, b := range m.dataSource(t, tc.doc).Body.Blocks {
+			if b.Type == "dynamic" && m.text(attr(t, nestedBlock(t, b.Body, "content").Body, "sid").Expr) == `"DeadLetter"` {
+				forEach = m.text(attr(t, b.Body, "for_each").Expr)
+			}
+		}
+		require.Equal(t, "var.move_to_dlq ? [local.dlq_arns] : []", forEach, tc.dir)
+
+		queue := func(dlq cty.Value) cty.Value {
+			return cty.ObjectVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{"dlq_arn": dlq})})
+		}
+		check := func(move bool, queues cty.Value) bool {
+			return preconditions(t, m.resource(t, tc.guarded), scope{"var": {
+				"move_to_dlq": cty.BoolVal(move), "queues": queues, "effect": str("noop"),
+				"ledger_table_name": nullString(), "ledger_table_arn": nullString(), "http_url": nullString(),
+				"shutdown_timeout_seconds": num(workerShutdownSecs), "stop_timeout": num(fargateMaxStopSecs),
+			}})
+		}
+		require.True(t, check(false, queue(nullString())), tc.dir)
+		require.True(t, check(true, queue(str("arn:aws:sqs:us-east-1:123456789012:q-dlq.fifo"))), tc.dir)
+		require.False(t, check(true, queue(nullString())), "%s: move_to_dlq without a DLQ", tc.dir)
+	}
+}
+
+// TestModuleREADMEsDocumentEveryVariableAndOutput keeps the READMEs' tables in step.
+func TestModuleREADMEsDocumentEveryVariableAndOutput(t *testing.T) {
+	dirs, err := filepath.Glob("modules/*")
+	require.NoError(t, err)
+	for _, dir := range dirs {
+		readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+		require.NoError(t, err, "%s has no README.md", dir)
+		m := load(t, dir)
+		for name := range m.variables {
+			require.True(t, strings.Contains(string(readme), "| `"+name+"` |"), "%s/README.md does not list variable %s", dir, name)
+		}
+		for name := range m.outputs {
+			require.True(t, strings.Contains(string(readme), "| `"+name+"` |"), "%s/README.md does not list output %s", dir, name)
+		}
 	}
 }

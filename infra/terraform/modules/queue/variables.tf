@@ -72,13 +72,13 @@ variable "delay_seconds" {
 }
 
 variable "max_message_size" {
-  description = "Largest message SQS accepts, in bytes (1024 to 262144)."
+  description = "Largest message SQS accepts, in bytes (1024 to 1048576). Above 262144 needs an AWS provider that knows the 1 MiB limit (v6)."
   type        = number
   default     = 262144
 
   validation {
-    condition     = var.max_message_size >= 1024 && var.max_message_size <= 262144
-    error_message = "The maximum message size must be from 1024 to 262144 bytes."
+    condition     = var.max_message_size >= 1024 && var.max_message_size <= 1048576
+    error_message = "The maximum message size must be from 1024 to 1048576 bytes."
   }
 }
 

@@ -25,6 +25,8 @@ locals {
     WORKER_SHUTDOWN_TIMEOUT = "${var.shutdown_timeout_seconds}s"
     WORKER_METRICS_ADDR     = ":${var.metrics_port}"
     WORKER_LOG_FORMAT       = var.log_format
+    WORKER_LOG_LEVEL        = var.log_level
+    WORKER_MOVE_TO_DLQ      = var.move_to_dlq ? "true" : null
   }
   environment = merge(var.environment, { for k, v in local.worker_settings : k => v if v != null })
 }
@@ -80,7 +82,7 @@ data "aws_iam_policy_document" "task" {
   }
 
   dynamic "statement" {
-    for_each = length(local.dlq_arns) > 0 ? [local.dlq_arns] : []
+    for_each = var.move_to_dlq ? [local.dlq_arns] : []
 
     content {
       sid = "DeadLetter"
@@ -196,6 +198,11 @@ resource "aws_ecs_task_definition" "this" {
     precondition {
       condition     = var.effect != "http" || var.http_url != null
       error_message = "effect = \"http\" needs http_url."
+    }
+
+    precondition {
+      condition     = !var.move_to_dlq || alltrue([for q in values(var.queues) : q.dlq_arn != null])
+      error_message = "move_to_dlq needs a dlq_arn for every queue: the role may send to those only."
     }
   }
 }

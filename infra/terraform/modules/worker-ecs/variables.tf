@@ -91,7 +91,7 @@ variable "desired_count" {
 }
 
 variable "queues" {
-  description = "Queues the worker consumes, keyed by a static name. arn and url are required; dlq_arn lets the worker move a permanently failing message to the DLQ (sqs:SendMessage on that ARN only). The queue module's worker_queue output has this shape."
+  description = "Queues the worker consumes, keyed by a static name. arn and url are required; dlq_arn is the queue's DLQ, needed with move_to_dlq. The queue module's worker_queue output has this shape."
   type = map(object({
     arn                        = string
     url                        = string
@@ -217,14 +217,31 @@ variable "metrics_port" {
 }
 
 variable "log_format" {
-  description = "WORKER_LOG_FORMAT: json or text."
+  description = "WORKER_LOG_FORMAT: json, text or auto (text on a terminal)."
   type        = string
   default     = "json"
 
   validation {
-    condition     = contains(["json", "text"], var.log_format)
-    error_message = "log_format must be json or text."
+    condition     = contains(["json", "text", "auto"], var.log_format)
+    error_message = "log_format must be json, text or auto."
   }
+}
+
+variable "log_level" {
+  description = "WORKER_LOG_LEVEL: debug, info, warn or error."
+  type        = string
+  default     = "info"
+
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.log_level)
+    error_message = "log_level must be debug, info, warn or error."
+  }
+}
+
+variable "move_to_dlq" {
+  description = "WORKER_MOVE_TO_DLQ: send a permanently failing message straight to its queue's DLQ instead of waiting for the redrive policy. Only then does the role get sqs:SendMessage (and sqs:GetQueueUrl) on the dlq_arns; every queue needs one."
+  type        = bool
+  default     = false
 }
 
 variable "environment" {
@@ -236,7 +253,7 @@ variable "environment" {
     condition = alltrue([for k in keys(var.environment) : !contains([
       "AWS_REGION", "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
       "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
-      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_NAMESPACE",
+      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE",
     ], k)])
     error_message = "Set WORKER_* settings and AWS_REGION through this module's variables, not environment."
   }

@@ -16,6 +16,8 @@ locals {
     WORKER_NAMESPACE    = var.namespace
     WORKER_CONCURRENCY  = var.concurrency == null ? null : tostring(var.concurrency)
     WORKER_LOG_FORMAT   = var.log_format
+    WORKER_LOG_LEVEL    = var.log_level
+    WORKER_MOVE_TO_DLQ  = var.move_to_dlq ? "true" : null
   }
   environment = merge(var.environment, { for k, v in local.worker_settings : k => v if v != null })
 }
@@ -61,7 +63,7 @@ data "aws_iam_policy_document" "this" {
   }
 
   dynamic "statement" {
-    for_each = length(local.dlq_arns) > 0 ? [local.dlq_arns] : []
+    for_each = var.move_to_dlq ? [local.dlq_arns] : []
 
     content {
       sid = "DeadLetter"
@@ -166,6 +168,11 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = var.effect != "http" || var.http_url != null
       error_message = "effect = \"http\" needs http_url."
+    }
+
+    precondition {
+      condition     = !var.move_to_dlq || alltrue([for q in values(var.queues) : q.dlq_arn != null])
+      error_message = "move_to_dlq needs a dlq_arn for every queue: the role may send to those only."
     }
   }
 }

@@ -1,0 +1,382 @@
+// Package lambda runs SQS events from a Lambda event source mapping through
+// the same exactly-once path as the ECS pool (internal/process) and answers
+// with the batchItemFailures that tell the mapping which messages to keep.
+//
+// It is pure: a context and an events.SQSEvent in, an events.SQSEventResponse
+// out. The event source mapping deletes the messages not reported; failed
+// ones come back after the queue's visibility timeout, and the queue's
+// redrive policy moves a message that keeps failing to its dead-letter queue.
+//
+// In a FIFO queue a failed message and every later message of its group in
+// the batch are reported, and a group runs strictly in order; different
+// groups run in parallel. With FailRestBatch, the batch runs in order, one
+// message at a time, and the first failure reports everything after it, as
+// AWS's own guidance for FIFO queues says. In a standard queue every message
+// stands alone. A duplicate (its record COMPLETED for the same payload) is a
+// success.
+//
+// The dedup lease of a message never outlives the invocation: it ends
+// LeaseMargin before the context's deadline, and the effect's context is
+// cancelled at the same moment, so the margin is left for the commit. There
+// is no heartbeat: Lambda stops the function at its deadline anyway.
+package lambda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/process"
+)
+
+// Defaults.
+const (
+	// ConcurrencyDefault bounds the message groups (or standard-queue
+	// messages) of one batch that run at once. A FIFO batch holds at most 10.
+	ConcurrencyDefault = 10
+	// LeaseMarginDefault is left between the end of a lease and the
+	// invocation's deadline, for the commit.
+	LeaseMarginDefault = 2 * time.Second
+	// MinLeaseDefault: a message is not started with less lease than this
+	// left before the margin; it is reported as failed and comes back.
+	MinLeaseDefault = time.Second
+)
+
+// noHeartbeat keeps the processor from extending the lease: a Lambda lease
+// must end before the invocation's deadline, not move past it.
+const noHeartbeat = time.Duration(math.MaxInt64)
+
+// FailRest says which messages a failure in a FIFO queue takes with it.
+type FailRest int
+
+const (
+	// FailRestGroup (default): the failed message and every later message of
+	// its message group in the batch. Other groups go on.
+	FailRestGroup FailRest = iota
+	// FailRestBatch: the failed message and every later message of the batch,
+	// whatever its group. The batch runs one message at a time, in order.
+	FailRestBatch
+)
+
+func (f FailRest) String() string {
+	if f == FailRestBatch {
+		return "batch"
+	}
+	return "group"
+}
+
+// ParseFailRest parses group or batch.
+func ParseFailRest(s string) (FailRest, error) {
+	switch s {
+	case "group", "":
+		return FailRestGroup, nil
+	case "batch":
+		return FailRestBatch, nil
+	}
+	return 0, fmt.Errorf("%q: want group (the rest of the failed message's group) or batch (the rest of the whole batch)", s)
+}
+
+// Config configures a Handler.
+type Config struct {
+	// Processor runs one message exactly once. Required. Its Scope gets the
+	// message with QueueName set from the event source ARN.
+	Processor *process.Processor
+	// FailRest applies to FIFO queues. Default FailRestGroup.
+	FailRest FailRest
+	// Concurrency bounds the groups run at once. Default ConcurrencyDefault.
+	Concurrency int
+	// LeaseMargin is left between a lease's end and the deadline. Default
+	// LeaseMarginDefault.
+	LeaseMargin time.Duration
+	// MinLease: less than this before the margin, a message is not started.
+	// Default MinLeaseDefault.
+	MinLease time.Duration
+	// QueueURL returns the URL of the queue with the given ARN, for effects.
+	// Nil, or an empty answer: the AWS URL built from the ARN.
+	QueueURL func(arn string) string
+	// Log receives one line per failed message and one per batch.
+	Log *slog.Logger
+}
+
+// Handler handles SQS events. It is safe for concurrent use.
+type Handler struct {
+	cfg Config
+}
+
+// New validates cfg and returns a Handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Processor == nil {
+		return nil, errors.New("lambda: Config.Processor is required")
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = ConcurrencyDefault
+	}
+	if cfg.Concurrency < 0 {
+		return nil, fmt.Errorf("lambda: Config.Concurrency %d must be positive", cfg.Concurrency)
+	}
+	if cfg.LeaseMargin == 0 {
+		cfg.LeaseMargin = LeaseMarginDefault
+	}
+	if cfg.MinLease == 0 {
+		cfg.MinLease = MinLeaseDefault
+	}
+	if cfg.LeaseMargin < 0 || cfg.MinLease < 0 {
+		return nil, errors.New("lambda: Config.LeaseMargin and MinLease must not be negative")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{cfg: cfg}, nil
+}
+
+// tally counts a batch's outcomes for its summary line.
+type tally struct {
+	mu                                                 sync.Mutex
+	applied, duplicates, retried, permanent, conflicts int
+	busy, notStarted, leasesLost                       int
+}
+
+// Handle processes one batch and reports the messages to keep in the queue.
+// It never returns an error: a batch-level error would make Lambda retry the
+// whole batch, including the messages that already succeeded.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	start := time.Now()
+	done := make([]bool, len(ev.Records)) // may be deleted: committed, or a duplicate
+	var t tally
+	lanes := h.lanes(ev.Records)
+
+	sem := make(chan struct{}, h.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			for i, idx := range lane {
+				if h.one(ctx, ev.Records[idx], &t) {
+					done[idx] = true
+					continue
+				}
+				// The rest of the lane stays not done: reported with it.
+				if n := len(lane) - i - 1; n > 0 {
+					t.mu.Lock()
+					t.notStarted += n
+					t.mu.Unlock()
+					h.cfg.Log.Info("later messages not started: an earlier message failed",
+						"queue", queueName(ev.Records[idx].EventSourceARN), "group", ev.Records[idx].Attributes[attrGroup],
+						"failed_message_id", ev.Records[idx].MessageId, "not_started", n, "fail_rest", h.cfg.FailRest.String())
+				}
+				return
+			}
+		})
+	}
+	wg.Wait()
+
+	var resp events.SQSEventResponse
+	for i, r := range ev.Records {
+		if !done[i] {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+	}
+	attrs := []any{
+		"messages", len(ev.Records), "applied", t.applied, "duplicates", t.duplicates,
+		"batch_item_failures", len(resp.BatchItemFailures), "retried", t.retried, "permanent_failures", t.permanent,
+		"conflicts", t.conflicts, "busy", t.busy, "not_started", t.notStarted, "leases_lost", t.leasesLost,
+		"duration_ms", time.Since(start).Milliseconds(),
+	}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		attrs = append(attrs, "aws_request_id", lc.AwsRequestID)
+	}
+	h.cfg.Log.Info("batch done", attrs...)
+	return resp, nil
+}
+
+// System attribute names in Lambda's SQS event (the same as SQS's).
+const (
+	attrGroup        = "MessageGroupId"
+	attrDedupID      = "MessageDeduplicationId"
+	attrSequence     = "SequenceNumber"
+	attrReceiveCount = "ApproximateReceiveCount"
+	attrSentAt       = "SentTimestamp"
+)
+
+// lanes splits the batch into runs that go strictly in order: per message
+// group in a FIFO queue (or one for the whole batch with FailRestBatch), one
+// message each in a standard queue. Record order is the batch's order.
+func (h *Handler) lanes(recs []events.SQSMessage) [][]int {
+	var lanes [][]int
+	index := map[string]int{}
+	for i, r := range recs {
+		if !isFIFO(r.EventSourceARN) {
+			lanes = append(lanes, []int{i})
+			continue
+		}
+		key := r.EventSourceARN
+		if h.cfg.FailRest == FailRestGroup {
+			key += "\x00" + r.Attributes[attrGroup]
+		}
+		if l, ok := index[key]; ok {
+			lanes[l] = append(lanes[l], i)
+			continue
+		}
+		index[key] = len(lanes)
+		lanes = append(lanes, []int{i})
+	}
+	return lanes
+}
+
+// one processes one record and reports whether it may be deleted.
+func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) bool {
+	log := h.cfg.Log.With("queue", queueName(r.EventSourceARN), "message_id", r.MessageId, "group", r.Attributes[attrGroup])
+	m, err := h.message(r)
+	if err != nil {
+		t.count(func() { t.permanent++ })
+		log.Error("permanent failure: left to the queue's redrive policy", "err", err)
+		return false
+	}
+	hooks := process.Hooks{}
+	wctx := ctx
+	if deadline, has := ctx.Deadline(); has {
+		end := deadline.Add(-h.cfg.LeaseMargin)
+		lease := time.Until(end)
+		if lease < h.cfg.MinLease || ctx.Err() != nil {
+			t.count(func() { t.notStarted++ })
+			log.Warn("not started: too little time left before the invocation's deadline",
+				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin", h.cfg.LeaseMargin)
+			return false
+		}
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
+		hooks = process.Hooks{Lease: lease, HeartbeatEvery: noHeartbeat}
+	}
+	start := time.Now()
+	res := h.cfg.Processor.Process(wctx, m, hooks)
+	log = log.With("dedup_key", res.Key, "action", res.Action.String(), "duration_ms", time.Since(start).Milliseconds())
+	if res.Outcome != 0 {
+		log = log.With("outcome", res.Outcome.String())
+	}
+	if res.LeaseLost {
+		t.count(func() { t.leasesLost++ })
+	}
+	switch res.Action {
+	case process.Delete:
+		if res.Outcome == dedup.Duplicate {
+			t.count(func() { t.duplicates++ })
+		} else {
+			t.count(func() { t.applied++ })
+		}
+		log.Debug("done")
+		return true
+	case process.Retry:
+		if res.Outcome == dedup.Busy {
+			t.count(func() { t.busy++ })
+		} else {
+			t.count(func() { t.retried++ })
+		}
+		log.Info("retry: reported as a batch item failure", "err", res.Err)
+	default:
+		if res.Outcome == dedup.Conflict {
+			t.count(func() { t.conflicts++ })
+		}
+		t.count(func() { t.permanent++ })
+		log.Error("permanent failure: left to the queue's redrive policy", "receive_count", m.ReceiveCount, "err", res.Err)
+	}
+	return false
+}
+
+func (t *tally) count(f func()) {
+	t.mu.Lock()
+	f()
+	t.mu.Unlock()
+}
+
+// message converts a record into the effect's view of it.
+func (h *Handler) message(r events.SQSMessage) (effect.Message, error) {
+	name := queueName(r.EventSourceARN)
+	if name == "" {
+		return effect.Message{}, fmt.Errorf("event source ARN %q is not an SQS queue's", r.EventSourceARN)
+	}
+	if r.MessageId == "" {
+		return effect.Message{}, errors.New("record has no messageId")
+	}
+	url := ""
+	if h.cfg.QueueURL != nil {
+		url = h.cfg.QueueURL(r.EventSourceARN)
+	}
+	if url == "" {
+		url = urlFromARN(r.EventSourceARN)
+	}
+	a := r.Attributes
+	m := effect.Message{
+		QueueURL:       url,
+		QueueName:      name,
+		ID:             r.MessageId,
+		Body:           r.Body,
+		Group:          a[attrGroup],
+		DedupID:        a[attrDedupID],
+		SequenceNumber: a[attrSequence],
+	}
+	m.ReceiveCount, _ = strconv.Atoi(a[attrReceiveCount])
+	if ms, err := strconv.ParseInt(a[attrSentAt], 10, 64); err == nil {
+		m.SentAt = time.UnixMilli(ms)
+	}
+	for k, v := range r.MessageAttributes {
+		if v.StringValue == nil {
+			continue
+		}
+		if m.Attributes == nil {
+			m.Attributes = make(map[string]string, len(r.MessageAttributes))
+		}
+		m.Attributes[k] = *v.StringValue
+	}
+	return m, nil
+}
+
+// arnParts splits arn:partition:sqs:region:account:name.
+func arnParts(arn string) (region, account, name string, ok bool) {
+	p := strings.Split(arn, ":")
+	if len(p) != 6 || p[0] != "arn" || p[2] != "sqs" || p[5] == "" {
+		return "", "", "", false
+	}
+	return p[3], p[4], p[5], true
+}
+
+// queueName returns the queue name of an SQS ARN, or "". It equals the last
+// path element of the queue's URL, so ECS and Lambda workers of one queue
+// build the same dedup keys.
+func queueName(arn string) string {
+	_, _, name, _ := arnParts(arn)
+	return name
+}
+
+// QueueName returns the queue name in an SQS queue ARN, or "" when arn is not one.
+func QueueName(arn string) string { return queueName(arn) }
+
+func isFIFO(arn string) bool { return strings.HasSuffix(queueName(arn), ".fifo") }
+
+// IsFIFO reports whether the queue ARN names a FIFO queue (its name ends in .fifo).
+func IsFIFO(arn string) bool { return isFIFO(arn) }
+
+// urlFromARN builds the queue URL that AWS uses for arn.
+func urlFromARN(arn string) string {
+	region, account, name, ok := arnParts(arn)
+	if !ok {
+		return ""
+	}
+	host := "sqs." + region + ".amazonaws.com"
+	if strings.HasPrefix(region, "cn-") {
+		host += ".cn"
+	}
+	return "https://" + host + "/" + account + "/" + name
+}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/exactlyonce/exactly/effect"
 )
@@ -17,10 +19,15 @@ import (
 // is still recognised as the same logical message.
 const IdempotencyKeyAttribute = "idempotency-key"
 
-// maxKeyPart bounds the key part of a scoped key. DynamoDB allows 2048 bytes
-// for a partition key; a longer key part is replaced by its SHA-256, never
-// truncated (truncation would make distinct keys collide).
-const maxKeyPart = 512
+// MaxKeyPart bounds each part of a scoped key (namespace, queue, group, key)
+// after escaping. A longer part is replaced by "%H" and the hex SHA-256 of
+// the part, never truncated (truncation would make distinct keys collide).
+// Four parts and three separators stay within DynamoDB's 2048-byte limit on
+// a partition key: 4×500+3 = 2003.
+const MaxKeyPart = 500
+
+// MaxKeyBytes is DynamoDB's limit on a partition key value.
+const MaxKeyBytes = 2048
 
 // KeySource says where a message's dedup key comes from.
 type KeySource struct {
@@ -95,6 +102,9 @@ func jsonPointer(body, ptr string) (string, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return "", fmt.Errorf("body is not JSON: %v", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", errors.New("body is not one JSON value: it has data after the first")
+	}
 	cur := doc
 	for _, tok := range strings.Split(ptr[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
@@ -107,7 +117,7 @@ func jsonPointer(body, ptr string) (string, error) {
 			cur = next
 		case []any:
 			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(v) {
+			if err != nil || i < 0 || i >= len(v) || tok != strconv.Itoa(i) {
 				return "", fmt.Errorf("body has no %s", ptr)
 			}
 			cur = v[i]
@@ -136,35 +146,46 @@ type Scope struct {
 	PerGroup bool
 }
 
-// Key returns the scoped key for a message of group with dedup key key.
-// '%' and '#' in the group and key are escaped so that no two (group, key)
-// pairs share a scoped key; a key part longer than maxKeyPart bytes is
-// replaced by "%H" and its SHA-256 (a form escaping never produces).
+// Key returns the scoped key for a message of group with dedup key key:
+// <namespace>#<queue>[#<group>]#<key>, the group part exactly when PerGroup.
+//
+// Distinct (namespace, queue, group, key) tuples never share a scoped key:
+// '%' and '#' in every part are escaped (%25, %23), and a part that is longer
+// than MaxKeyPart bytes after escaping, or is not valid UTF-8 (which the SDK
+// would alter in transit), is replaced by "%H" and its hex SHA-256, a form
+// escaping never produces. The result is at most MaxKeyBytes long.
 func (s Scope) Key(group, key string) string {
 	var b strings.Builder
-	b.WriteString(s.Namespace)
+	b.Grow(len(s.Namespace) + len(s.Queue) + len(group) + len(key) + 3)
+	writePart(&b, s.Namespace)
 	b.WriteByte('#')
-	b.WriteString(s.Queue)
+	writePart(&b, s.Queue)
 	if s.PerGroup {
 		b.WriteByte('#')
-		b.WriteString(escape(group))
+		writePart(&b, group)
 	}
 	b.WriteByte('#')
-	if k := escape(key); len(k) <= maxKeyPart {
-		b.WriteString(k)
-	} else {
-		sum := sha256.Sum256([]byte(key))
-		b.WriteString("%H")
-		b.WriteString(hex.EncodeToString(sum[:]))
-	}
+	writePart(&b, key)
 	return b.String()
 }
+
+func writePart(b *strings.Builder, part string) {
+	if e := escape(part); len(e) <= MaxKeyPart && utf8.ValidString(part) {
+		b.WriteString(e)
+		return
+	}
+	sum := sha256.Sum256([]byte(part))
+	b.WriteString("%H")
+	b.WriteString(hex.EncodeToString(sum[:]))
+}
+
+var escaper = strings.NewReplacer("%", "%25", "#", "%23")
 
 func escape(s string) string {
 	if !strings.ContainsAny(s, "%#") {
 		return s
 	}
-	return strings.NewReplacer("%", "%25", "#", "%23").Replace(s)
+	return escaper.Replace(s)
 }
 
 // PayloadHash is the hex SHA-256 of a body, stored as payload_sha256.

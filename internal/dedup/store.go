@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -68,6 +69,10 @@ type Claim struct {
 	Key        string
 	Token      string    // fencing token; set when Outcome is Won
 	LeaseUntil time.Time // set when Outcome is Won
+	// ExpiresAt is the record's expires_at while the claim holds it (Won).
+	// It never falls before LeaseUntil: a record that expired while its
+	// lease was live would be treated as absent and could be claimed twice.
+	ExpiresAt time.Time
 	// Record is the record that blocked the claim (Duplicate, Conflict, Busy).
 	Record *Record
 	// Remaining is the rest of the other worker's lease (Busy).
@@ -86,18 +91,22 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if req.Lease <= 0 || req.TTL <= 0 {
 		return Claim{}, fmt.Errorf("dedup: lease (%s) and ttl (%s) must be positive", req.Lease, req.TTL)
 	}
+	if req.PayloadSHA256 == "" {
+		return Claim{}, errors.New("dedup: claim without a payload hash (conflicts could not be told from duplicates)")
+	}
 	now := s.now()
 	token, err := newToken()
 	if err != nil {
 		return Claim{}, err
 	}
 	leaseUntil := now.Add(req.Lease)
+	expiresAt := expiry(now.Add(req.TTL), leaseUntil)
 	item := map[string]types.AttributeValue{
 		AttrPK:            str(req.Key),
 		AttrStatus:        str(StatusInProgress),
 		AttrToken:         str(token),
 		AttrLeaseUntil:    num(leaseUntil.UnixMilli()),
-		AttrExpiresAt:     num(now.Add(req.TTL).Unix()),
+		AttrExpiresAt:     num(expiresAt.Unix()),
 		AttrPayloadSHA256: str(req.PayloadSHA256),
 		AttrAttempts:      num(int64(req.Attempts)),
 		AttrCreatedAt:     num(now.UnixMilli()),
@@ -122,8 +131,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	won := Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: leaseUntil, ExpiresAt: expiresAt}
 	if err == nil {
-		return Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: leaseUntil}, nil
+		return won, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
@@ -140,6 +150,13 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	}
 	c := Claim{Key: req.Key, Record: rec}
 	switch {
+	case rec.Token == token:
+		// Our own put succeeded, its response was lost and the SDK retried:
+		// the record is ours. (Tokens are random per claim.)
+		if rec.Status != StatusInProgress {
+			return Claim{}, fmt.Errorf("dedup: claim of %q: record under this claim's token is %s", req.Key, rec.Status)
+		}
+		return won, nil
 	case rec.Status == StatusCompleted && rec.PayloadSHA256 == req.PayloadSHA256:
 		c.Outcome = Duplicate
 	case rec.Status == StatusCompleted:
@@ -203,7 +220,12 @@ func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time
 		return fmt.Errorf("dedup: cannot commit %q: %w", c.Key, err)
 	}
 	reasons := tce.CancellationReasons
-	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+	if len(reasons) != len(items) {
+		return fmt.Errorf("dedup: cannot commit %q: %d cancellation reasons for %d items: %w", c.Key, len(reasons), len(items), err)
+	}
+	// The record's own condition first: when the lease is lost, whatever
+	// the effect's writes say is moot.
+	if aws.ToString(reasons[0].Code) == conditionFailedCode {
 		if rec, derr := decodeRecord(reasons[0].Item); derr == nil &&
 			rec.Status == StatusCompleted && rec.Token == c.Token {
 			return nil // our own commit, whose response was lost
@@ -211,12 +233,25 @@ func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time
 		return ErrLeaseLost
 	}
 	for i := 1; i < len(reasons); i++ {
-		code := aws.ToString(reasons[i].Code)
-		if code != "" && code != "None" {
+		if code := aws.ToString(reasons[i].Code); code == conditionFailedCode {
 			return &EffectConditionError{Index: i - 1, Code: code, Reason: aws.ToString(reasons[i].Message)}
 		}
 	}
-	return fmt.Errorf("dedup: cannot commit %q: %w", c.Key, err)
+	// Anything else (TransactionConflict with a concurrent write, throttling,
+	// a validation error) is not a verdict on the claim or the effect: the
+	// caller retries.
+	return fmt.Errorf("dedup: cannot commit %q (cancellation reasons %s): %w", c.Key, reasonCodes(reasons), err)
+}
+
+// conditionFailedCode is the cancellation reason of a failed condition.
+const conditionFailedCode = "ConditionalCheckFailed"
+
+func reasonCodes(rs []types.CancellationReason) string {
+	codes := make([]string, len(rs))
+	for i, r := range rs {
+		codes[i] = aws.ToString(r.Code)
+	}
+	return "[" + strings.Join(codes, ", ") + "]"
 }
 
 func (s *Store) completeUpdate(c Claim, result []byte, ttl time.Duration, cond string) (*dynamodb.UpdateItemInput, error) {
@@ -225,6 +260,9 @@ func (s *Store) completeUpdate(c Claim, result []byte, ttl time.Duration, cond s
 	}
 	if c.Token == "" {
 		return nil, errors.New("dedup: complete without a won claim")
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("dedup: ttl (%s) must be positive", ttl)
 	}
 	now := s.now()
 	expr := "SET #st = :done, #ca = :now_ms, #exp = :exp"
@@ -250,32 +288,60 @@ func (s *Store) completeUpdate(c Claim, result []byte, ttl time.Duration, cond s
 	}, nil
 }
 
-// Extend moves the claim's lease to now+lease (the heartbeat).
+// Extend moves the claim's lease to now+lease (the heartbeat), and the
+// record's expiry with it if the lease would outlive it. It succeeds while
+// the token still owns the IN_PROGRESS record, even if the lease had ended
+// meanwhile (nobody took it over); otherwise it returns ErrLeaseLost.
 func (s *Store) Extend(ctx context.Context, c *Claim, lease time.Duration) error {
+	if lease <= 0 {
+		return fmt.Errorf("dedup: lease (%s) must be positive", lease)
+	}
 	until := s.now().Add(lease)
-	if err := s.fenced(ctx, *c, "SET #lu = :lu", num(until.UnixMilli())); err != nil {
+	var exp *time.Time
+	if !c.ExpiresAt.IsZero() && until.After(c.ExpiresAt) {
+		e := expiry(c.ExpiresAt, until)
+		exp = &e
+	}
+	if err := s.fenced(ctx, *c, until, exp); err != nil {
 		return err
 	}
 	c.LeaseUntil = until
+	if exp != nil {
+		c.ExpiresAt = *exp
+	}
 	return nil
 }
 
 // Release gives the claim up so the next delivery can claim at once (after a
 // retryable failure). The record stays, IN_PROGRESS with an ended lease.
+// A completed record is never released (ErrLeaseLost).
 func (s *Store) Release(ctx context.Context, c Claim) error {
-	return s.fenced(ctx, c, "SET #lu = :lu", num(0))
+	return s.fenced(ctx, c, time.UnixMilli(0), nil)
 }
 
-func (s *Store) fenced(ctx context.Context, c Claim, expr string, lu types.AttributeValue) error {
+// fenced sets lease_until (and expires_at when exp is set) on the record if
+// the claim's token still owns it IN_PROGRESS.
+func (s *Store) fenced(ctx context.Context, c Claim, lu time.Time, exp *time.Time) error {
+	if c.Token == "" {
+		return errors.New("dedup: lease update without a won claim")
+	}
+	expr := "SET #lu = :lu"
+	names := map[string]string{"#lu": AttrLeaseUntil, "#tok": AttrToken, "#st": AttrStatus}
+	values := map[string]types.AttributeValue{
+		":lu": num(lu.UnixMilli()), ":tok": str(c.Token), ":inprog": str(StatusInProgress),
+	}
+	if exp != nil {
+		expr += ", #exp = :exp"
+		names["#exp"] = AttrExpiresAt
+		values[":exp"] = num(exp.Unix())
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                &s.table,
-		Key:                      keyOf(c.Key),
-		UpdateExpression:         aws.String(expr),
-		ConditionExpression:      aws.String("#tok = :tok AND #st = :inprog"),
-		ExpressionAttributeNames: map[string]string{"#lu": AttrLeaseUntil, "#tok": AttrToken, "#st": AttrStatus},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":lu": lu, ":tok": str(c.Token), ":inprog": str(StatusInProgress),
-		},
+		TableName:                 &s.table,
+		Key:                       keyOf(c.Key),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("#tok = :tok AND #st = :inprog"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	if err != nil {
 		if isConditionFailed(err) {
@@ -284,6 +350,19 @@ func (s *Store) fenced(ctx context.Context, c Claim, expr string, lu types.Attri
 		return fmt.Errorf("dedup: cannot update lease of %q: %w", c.Key, err)
 	}
 	return nil
+}
+
+// expiry returns the later of ttlEnd and leaseEnd, in whole seconds rounded
+// up: expires_at must not fall before the end of a live lease.
+func expiry(ttlEnd, leaseEnd time.Time) time.Time {
+	t := ttlEnd
+	if leaseEnd.After(t) {
+		t = leaseEnd
+	}
+	if r := t.Truncate(time.Second); r.Before(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 func isConditionFailed(err error) bool {

@@ -52,23 +52,44 @@ func (b *batcher) changeVisibility(receipt string, d time.Duration) {
 	b.add(batchOp{receipt: receipt, visibility: visibilitySeconds(d)})
 }
 
+// add queues op. Operations on one receipt handle coalesce: a later
+// visibility change replaces a pending one (a heartbeat's extension must not
+// be sent after the final hand-back), and a delete drops pending changes.
 func (b *batcher) add(op batchOp) {
 	b.mu.Lock()
 	var n int
 	if op.visibility < 0 {
+		b.changes = dropReceipt(b.changes, op.receipt)
 		b.deletes = append(b.deletes, op)
 		n = len(b.deletes)
 	} else {
+		for i := range b.changes {
+			if b.changes[i].receipt == op.receipt {
+				b.changes[i].visibility = op.visibility
+				b.mu.Unlock()
+				return
+			}
+		}
 		b.changes = append(b.changes, op)
 		n = len(b.changes)
 	}
 	b.mu.Unlock()
+	// A list that was empty needs a flush scheduled; a full one needs it now.
 	if n == 1 || n >= maxBatch {
 		select {
 		case b.kick <- struct{}{}:
 		default:
 		}
 	}
+}
+
+func dropReceipt(ops []batchOp, receipt string) []batchOp {
+	for i := range ops {
+		if ops[i].receipt == receipt {
+			return append(ops[:i], ops[i+1:]...)
+		}
+	}
+	return ops
 }
 
 // run flushes until close is called, then flushes what is left.
@@ -78,8 +99,7 @@ func (b *batcher) run() {
 		select {
 		case <-b.kick:
 		case <-b.closed:
-			for b.flush(true) {
-			}
+			b.flushAll()
 			return
 		}
 		// Wait the delay unless a full batch is already there.
@@ -91,8 +111,10 @@ func (b *batcher) run() {
 				t.Stop()
 			}
 		}
-		for b.flush(false) {
-		}
+		// Everything pending has waited long enough (or is part of a full
+		// batch): send it all. Leaving a partial batch behind would strand
+		// it until the next add.
+		b.flushAll()
 	}
 }
 
@@ -102,15 +124,21 @@ func (b *batcher) full() bool {
 	return len(b.deletes) >= maxBatch || len(b.changes) >= maxBatch
 }
 
-// flush sends one batch of each kind; it reports whether more is pending
-// (a full batch remains, or anything remains when all is set).
-func (b *batcher) flush(all bool) bool {
+// flushAll sends batches until nothing is pending.
+func (b *batcher) flushAll() {
+	for b.flush() {
+	}
+}
+
+// flush sends one batch of each kind; it reports whether anything was sent.
+func (b *batcher) flush() bool {
 	b.mu.Lock()
 	dels := take(&b.deletes)
 	chs := take(&b.changes)
-	more := len(b.deletes) >= maxBatch || len(b.changes) >= maxBatch ||
-		(all && (len(b.deletes) > 0 || len(b.changes) > 0))
 	b.mu.Unlock()
+	if len(dels) == 0 && len(chs) == 0 {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
 	if len(dels) > 0 {
@@ -119,7 +147,7 @@ func (b *batcher) flush(all bool) bool {
 	if len(chs) > 0 {
 		b.sendChanges(ctx, chs)
 	}
-	return more
+	return true
 }
 
 func take(q *[]batchOp) []batchOp {
@@ -176,6 +204,8 @@ func batchErr(f []types.BatchResultErrorEntry) error {
 // maxVisibility is SQS's ceiling for a message's visibility timeout.
 const maxVisibility = 12 * time.Hour
 
+// visibilitySeconds rounds d up to whole seconds ("no sooner than d"),
+// within SQS's limits.
 func visibilitySeconds(d time.Duration) int32 {
 	d = min(max(d, 0), maxVisibility)
 	return int32((d + time.Second - 1) / time.Second)

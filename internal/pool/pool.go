@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math"
 	mrand "math/rand/v2"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -86,6 +87,7 @@ type Pool struct {
 	obs      Observer
 	inflight chan struct{} // counting semaphore of received, unfinished messages
 	slots    chan struct{} // counting semaphore of running handlers
+	queues   map[string]*queueState
 
 	mu       sync.Mutex
 	lanes    map[laneKey]*lane
@@ -93,25 +95,40 @@ type Pool struct {
 	stopCh   chan struct{} // closed when shutdown begins
 	lanesWG  sync.WaitGroup
 
+	workMu     sync.Mutex
 	workCtx    context.Context
 	cancelWork context.CancelFunc
-	batchers   map[string]*batcher
-	queues     map[string]*Queue
+	forced     bool
+}
+
+// queueState is the pool's view of one queue: its batcher and the messages
+// it holds (received, not yet deleted or handed back), whose visibility the
+// keeper extends while they wait for their turn or run.
+type queueState struct {
+	q   *Queue
+	b   *batcher
+	vis int32 // visibility timeout asked for at receive, in seconds
+
+	mu   sync.Mutex
+	held map[*delivery]struct{}
 }
 
 type laneKey struct{ queue, group string }
 
 type lane struct {
 	key     laneKey
-	queue   *Queue
+	qs      *queueState
 	pending []*delivery
 }
 
 type delivery struct {
 	msg        effect.Message
 	receipt    string
-	receivedAt time.Time
+	receivedAt time.Time // conservative estimate of when SQS handed it out
 	raw        types.Message
+	// visibleUntil is when the message becomes visible again unless it is
+	// extended; a lower bound of SQS's view. Guarded by queueState.mu.
+	visibleUntil time.Time
 }
 
 // New validates cfg and returns a pool.
@@ -125,14 +142,23 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = ConcurrencyDefault
 	}
+	cfg.Queues = append([]Queue(nil), cfg.Queues...)
 	receivers := 0
+	seen := map[string]bool{}
 	for i := range cfg.Queues {
 		q := &cfg.Queues[i]
+		if seen[q.URL] {
+			return nil, fmt.Errorf("pool: queue %s is listed twice", q.URL)
+		}
+		seen[q.URL] = true
 		if q.Receivers <= 0 {
 			q.Receivers = ReceiversDefault
 		}
 		if q.Visibility <= 0 {
 			return nil, fmt.Errorf("pool: queue %s: visibility timeout must be positive", q.URL)
+		}
+		if q.Visibility > maxVisibility {
+			return nil, fmt.Errorf("pool: queue %s: visibility timeout %s is over SQS's 12 hours", q.URL, q.Visibility)
 		}
 		if q.Lease <= 0 {
 			q.Lease = q.Visibility
@@ -159,12 +185,16 @@ func New(cfg Config) (*Pool, error) {
 		slots:    make(chan struct{}, cfg.Concurrency),
 		lanes:    make(map[laneKey]*lane),
 		stopCh:   make(chan struct{}),
-		batchers: make(map[string]*batcher),
-		queues:   make(map[string]*Queue),
+		queues:   make(map[string]*queueState),
 	}
-	for i := range cfg.Queues {
+	for i := range p.cfg.Queues {
 		q := &p.cfg.Queues[i]
-		p.queues[q.URL] = q
+		url := q.URL
+		b := newBatcher(cfg.Client, url, cfg.AckDelay, func(op string, n int, err error) {
+			p.obs.BatchFailed(QueueName(url), op, n)
+			p.log.Warn("batch request failed", "queue", QueueName(url), "op", op, "entries", n, "err", err)
+		})
+		p.queues[url] = &queueState{q: q, b: b, vis: visibilitySeconds(q.Visibility), held: map[*delivery]struct{}{}}
 	}
 	return p, nil
 }
@@ -180,23 +210,28 @@ func orDefault(d, def time.Duration) time.Duration {
 // stops at once, running handlers get ShutdownTimeout before their context is
 // cancelled, received-but-unstarted messages are handed back with visibility
 // 0, and pending acknowledgements are flushed. Run returns when all of that
-// is done. Call Force to cut the grace period short.
+// is done. Call Force to cut the grace period short. A Pool runs once.
 func (p *Pool) Run(ctx context.Context) error {
+	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
+	if p.forced {
+		p.cancelWork()
+	}
+	p.workMu.Unlock()
 	defer p.cancelWork()
-	for url := range p.queues {
-		b := newBatcher(p.cfg.Client, url, p.cfg.AckDelay, func(op string, n int, err error) {
-			p.obs.BatchFailed(QueueName(url), op, n)
-			p.log.Warn("batch request failed", "queue", QueueName(url), "op", op, "entries", n, "err", err)
-		})
-		p.batchers[url] = b
-		go b.run()
+	for _, qs := range p.queues {
+		go qs.b.run()
+	}
+	keepCtx, stopKeepers := context.WithCancel(context.Background())
+	var keepers sync.WaitGroup
+	for _, qs := range p.queues {
+		keepers.Go(func() { p.keep(keepCtx, qs) })
 	}
 
 	var receivers sync.WaitGroup
-	for _, q := range p.queues {
-		for range q.Receivers {
-			receivers.Go(func() { p.receive(ctx, q) })
+	for _, qs := range p.queues {
+		for range qs.q.Receivers {
+			receivers.Go(func() { p.receive(ctx, qs) })
 		}
 	}
 	<-ctx.Done()
@@ -213,22 +248,29 @@ func (p *Pool) Run(ctx context.Context) error {
 	})
 	p.lanesWG.Wait()
 	grace.Stop()
-	for _, b := range p.batchers {
-		b.close()
+	stopKeepers()
+	keepers.Wait()
+	for _, qs := range p.queues {
+		qs.b.close()
 	}
 	p.log.Info("shutdown complete")
 	return nil
 }
 
-// Force cancels running handlers at once (a second signal).
+// Force cancels running handlers at once (a second signal). It is safe to
+// call at any time, also before Run.
 func (p *Pool) Force() {
+	p.workMu.Lock()
+	defer p.workMu.Unlock()
+	p.forced = true
 	if p.cancelWork != nil {
 		p.cancelWork()
 	}
 }
 
-// receive long-polls q until ctx is cancelled.
-func (p *Pool) receive(ctx context.Context, q *Queue) {
+// receive long-polls a queue until ctx is cancelled.
+func (p *Pool) receive(ctx context.Context, qs *queueState) {
+	q := qs.q
 	name := QueueName(q.URL)
 	failures := 0
 	var lastLog time.Time
@@ -238,9 +280,12 @@ func (p *Pool) receive(ctx context.Context, q *Queue) {
 			return
 		}
 		in := &sqs.ReceiveMessageInput{
-			QueueUrl:                    &q.URL,
-			MaxNumberOfMessages:         int32(n),
-			WaitTimeSeconds:             int32(p.cfg.WaitTime / time.Second),
+			QueueUrl:            &q.URL,
+			MaxNumberOfMessages: int32(n),
+			WaitTimeSeconds:     int32(p.cfg.WaitTime / time.Second),
+			// Ask for the visibility the keeper works with, whatever the
+			// queue's own setting is.
+			VisibilityTimeout:           qs.vis,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		}
@@ -248,6 +293,7 @@ func (p *Pool) receive(ctx context.Context, q *Queue) {
 			// One id per logical receive; the SDK's retries of this call reuse it.
 			in.ReceiveRequestAttemptId = aws.String(newAttemptID())
 		}
+		start := time.Now()
 		out, err := p.cfg.Client.ReceiveMessage(ctx, in)
 		if err != nil {
 			p.releaseInflight(n)
@@ -270,12 +316,20 @@ func (p *Pool) receive(ctx context.Context, q *Queue) {
 		}
 		p.obs.Received(name, len(out.Messages))
 		p.obs.InFlight(len(out.Messages))
+		// SQS handed the messages out at some point of the call; a long poll
+		// that waited did so near its end.
 		now := time.Now()
+		at := now.Add(-min(now.Sub(start), time.Second))
+		until := at.Add(time.Duration(qs.vis) * time.Second)
 		ds := make([]*delivery, len(out.Messages))
+		qs.mu.Lock()
 		for i, m := range out.Messages {
-			ds[i] = &delivery{msg: ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: now, raw: m}
+			d := &delivery{msg: ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: at, raw: m, visibleUntil: until}
+			qs.held[d] = struct{}{}
+			ds[i] = d
 		}
-		p.dispatch(q, ds)
+		qs.mu.Unlock()
+		p.dispatch(qs, ds)
 	}
 }
 
@@ -305,38 +359,125 @@ func (p *Pool) releaseInflight(n int) {
 	}
 }
 
-// dispatch appends deliveries to their lanes, starting a runner for a lane
-// that has none. In a FIFO queue a lane is a message group; in a standard
-// queue every message is its own lane.
-func (p *Pool) dispatch(q *Queue, ds []*delivery) {
+// keep extends the visibility of every message the pool holds for a queue,
+// running or waiting for its turn, at about half the visibility timeout, so
+// that SQS never hands it to another consumer meanwhile.
+func (p *Pool) keep(ctx context.Context, qs *queueState) {
+	vis := time.Duration(qs.vis) * time.Second
+	t := time.NewTicker(max(vis/4, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		qs.extend(time.Now())
+	}
+}
+
+func (qs *queueState) extend(now time.Time) {
+	vis := time.Duration(qs.vis) * time.Second
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	for d := range qs.held {
+		if d.visibleUntil.Sub(now) >= vis/2 {
+			continue
+		}
+		// SQS caps a message's visibility at 12 hours from its receipt.
+		secs := min(qs.vis, int32((maxVisibility-now.Sub(d.receivedAt))/time.Second))
+		until := now.Add(time.Duration(secs) * time.Second)
+		if secs <= 0 || !until.After(d.visibleUntil) {
+			continue
+		}
+		qs.b.changeVisibility(d.receipt, time.Duration(secs)*time.Second)
+		d.visibleUntil = until
+	}
+}
+
+// settle ends the pool's hold on d with a delete (del) or a visibility
+// change. Under qs.mu, so that no extension can be queued after it.
+func (qs *queueState) settle(d *delivery, del bool, vis time.Duration) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	delete(qs.held, d)
+	if del {
+		qs.b.delete(d.receipt)
+	} else {
+		qs.b.changeVisibility(d.receipt, vis)
+	}
+}
+
+// release ends the hold on d without telling SQS (its receipt is stale).
+func (qs *queueState) release(d *delivery) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	delete(qs.held, d)
+}
+
+func (qs *queueState) expired(d *delivery, now time.Time) bool {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	return !now.Before(d.visibleUntil)
+}
+
+// dispatch adds deliveries to their lanes, starting a runner for a lane that
+// has none. In a FIFO queue a lane is a message group; in a standard queue
+// every message is its own lane.
+func (p *Pool) dispatch(qs *queueState, ds []*delivery) {
+	q := qs.q
 	if q.FIFO {
 		sort.SliceStable(ds, func(i, j int) bool { return seqLess(ds[i].msg.SequenceNumber, ds[j].msg.SequenceNumber) })
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, d := range ds {
+		if p.stopping {
+			p.handBack(qs, d)
+			continue
+		}
 		k := laneKey{queue: q.URL, group: d.msg.Group}
 		if !q.FIFO {
 			k.group = d.msg.ID
 		}
-		if p.stopping {
-			p.handBack(q, d)
-			continue
-		}
 		l, ok := p.lanes[k]
 		if !ok {
-			l = &lane{key: k, queue: q}
+			l = &lane{key: k, qs: qs}
 			p.lanes[k] = l
 			p.lanesWG.Add(1)
 			go p.runLane(l)
 		}
-		l.pending = append(l.pending, d)
+		if old := l.add(d); old != nil {
+			qs.release(old)
+			p.finish()
+		}
 	}
+}
+
+// add puts d into the lane in sequence order. A message that is already
+// pending was received again (its visibility lapsed): the new receipt
+// replaces the stale one, which add returns.
+func (l *lane) add(d *delivery) (stale *delivery) {
+	i := len(l.pending)
+	for i > 0 && seqLess(d.msg.SequenceNumber, l.pending[i-1].msg.SequenceNumber) {
+		i--
+	}
+	for j := range l.pending {
+		if l.pending[j].msg.ID == d.msg.ID {
+			stale, l.pending[j] = l.pending[j], d
+			return stale
+		}
+	}
+	l.pending = append(l.pending, nil)
+	copy(l.pending[i+1:], l.pending[i:])
+	l.pending[i] = d
+	return nil
 }
 
 // runLane runs a lane's deliveries one after another until it is empty.
 func (p *Pool) runLane(l *lane) {
 	defer p.lanesWG.Done()
+	fifo := l.qs.q.FIFO
 	for {
 		p.mu.Lock()
 		if len(l.pending) == 0 {
@@ -350,7 +491,7 @@ func (p *Pool) runLane(l *lane) {
 			delete(p.lanes, l.key)
 			p.mu.Unlock()
 			for _, d := range rest {
-				p.handBack(l.queue, d)
+				p.handBack(l.qs, d)
 			}
 			return
 		}
@@ -366,34 +507,35 @@ func (p *Pool) runLane(l *lane) {
 			p.mu.Unlock()
 			continue
 		}
-		r := p.run(l.queue, d)
+		var r process.Result
+		if l.qs.expired(d, time.Now()) {
+			// SQS may have handed it to someone else already: leave it to them.
+			p.log.Warn("visibility timeout passed before the message could run; leaving it to SQS",
+				"queue", d.msg.QueueName, "message_id", d.msg.ID, "group", d.msg.Group)
+			l.qs.release(d)
+			p.finish()
+		} else {
+			r = p.run(l.qs, d)
+		}
 		<-p.slots
-		if r.Action != process.Delete && l.queue.FIFO {
+		if r.Action != process.Delete && fifo {
 			// Order: the rest of this group must wait for this message.
 			p.mu.Lock()
 			rest := l.pending
 			l.pending = nil
 			p.mu.Unlock()
 			for _, d := range rest {
-				p.handBack(l.queue, d)
+				p.handBack(l.qs, d)
 			}
 		}
 	}
 }
 
 // run processes one delivery and carries out the processor's decision.
-func (p *Pool) run(q *Queue, d *delivery) process.Result {
+func (p *Pool) run(qs *queueState, d *delivery) process.Result {
+	q := qs.q
 	start := time.Now()
-	b := p.batchers[q.URL]
-	hb := func(ctx context.Context) error {
-		// SQS caps a message's visibility at 12 hours from its receipt.
-		left := maxVisibility - time.Since(d.receivedAt)
-		b.changeVisibility(d.receipt, min(q.Visibility, left))
-		return nil
-	}
-	r := p.cfg.Processor.Process(p.workCtx, d.msg, process.Hooks{
-		Heartbeat: hb, HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease,
-	})
+	r := p.process(q, d)
 	took := time.Since(start)
 	log := p.log.With("queue", d.msg.QueueName, "message_id", d.msg.ID, "group", d.msg.Group,
 		"dedup_key", r.Key, "action", r.Action.String(), "duration_ms", took.Milliseconds())
@@ -402,25 +544,41 @@ func (p *Pool) run(q *Queue, d *delivery) process.Result {
 	}
 	switch r.Action {
 	case process.Delete:
-		b.delete(d.receipt)
+		qs.settle(d, true, 0)
 		log.Debug("done")
-	case process.Retry:
+	case process.Fail:
+		p.fail(qs, d, r, log)
+	default: // Retry, or a processor that returned no action
 		after := r.After
 		if after <= 0 {
 			after = backoff(d.msg.ReceiveCount, p.cfg.RetryBase, p.cfg.RetryMax)
 		}
-		b.changeVisibility(d.receipt, after)
+		qs.settle(d, false, after)
 		log.Info("retry", "after", after, "err", r.Err)
-	case process.Fail:
-		p.fail(q, d, r, log)
 	}
 	p.finish()
 	p.obs.Done(d.msg.QueueName, r, took)
 	return r
 }
 
-func (p *Pool) fail(q *Queue, d *delivery, r process.Result, log *slog.Logger) {
-	b := p.batchers[q.URL]
+// process calls the processor; a panic is recovered and retried.
+func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("processor panicked", "queue", d.msg.QueueName, "message_id", d.msg.ID,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			r = process.Result{Action: process.Retry, Err: fmt.Errorf("processor panicked: %v", v)}
+		}
+	}()
+	// The keeper extends the message's visibility; the processor extends
+	// the dedup lease at the same pace.
+	return p.cfg.Processor.Process(p.workCtx, d.msg, process.Hooks{
+		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease,
+	})
+}
+
+func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger) {
+	q := qs.q
 	if q.DLQURL != "" {
 		in := &sqs.SendMessageInput{
 			QueueUrl: &q.DLQURL, MessageBody: d.raw.Body, MessageAttributes: d.raw.MessageAttributes,
@@ -433,20 +591,20 @@ func (p *Pool) fail(q *Queue, d *delivery, r process.Result, log *slog.Logger) {
 		_, err := p.cfg.Client.SendMessage(ctx, in)
 		cancel()
 		if err == nil {
-			b.delete(d.receipt)
+			qs.settle(d, true, 0)
 			log.Error("permanent failure: moved to the dead-letter queue", "dlq", QueueName(q.DLQURL), "err", r.Err)
 			return
 		}
 		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "err", err)
 	}
 	// Visible again at once: the redrive policy moves it after maxReceiveCount.
-	b.changeVisibility(d.receipt, 0)
+	qs.settle(d, false, 0)
 	log.Error("permanent failure: left to the queue's redrive policy", "receive_count", d.msg.ReceiveCount, "err", r.Err)
 }
 
 // handBack makes an unstarted delivery visible again at once.
-func (p *Pool) handBack(q *Queue, d *delivery) {
-	p.batchers[q.URL].changeVisibility(d.receipt, 0)
+func (p *Pool) handBack(qs *queueState, d *delivery) {
+	qs.settle(d, false, 0)
 	p.finish()
 }
 

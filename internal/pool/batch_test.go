@@ -1,0 +1,144 @@
+package pool
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+)
+
+// batchSQS records batch requests; the first DeleteMessageBatch can be held.
+type batchSQS struct {
+	SQS
+	hold    chan struct{} // when set, the first delete waits for it
+	holding chan struct{} // closed when the first delete is held
+
+	mu      sync.Mutex
+	calls   int
+	deletes []string
+	changes map[string]int32
+	order   []string // "delete:<r>" and "change:<r>" in request order
+}
+
+func (s *batchSQS) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	for _, e := range in.Entries {
+		s.deletes = append(s.deletes, aws.ToString(e.ReceiptHandle))
+		s.order = append(s.order, "delete:"+aws.ToString(e.ReceiptHandle))
+	}
+	s.mu.Unlock()
+	if first && s.hold != nil {
+		close(s.holding)
+		<-s.hold
+	}
+	return &sqs.DeleteMessageBatchOutput{}, nil
+}
+
+func (s *batchSQS) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range in.Entries {
+		s.changes[aws.ToString(e.ReceiptHandle)] = e.VisibilityTimeout
+		s.order = append(s.order, "change:"+aws.ToString(e.ReceiptHandle))
+	}
+	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
+}
+
+func (s *batchSQS) deleted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.deletes)
+}
+
+// Before the fix, a flush that found more than a batch sent one batch and
+// left the remainder (fewer than 10) pending until the next add: at the
+// tail of a load those deletes waited for shutdown.
+func TestBatcherFlushesWhatArrivedDuringAFlush(t *testing.T) {
+	t.Parallel()
+	c := &batchSQS{hold: make(chan struct{}), holding: make(chan struct{}), changes: map[string]int32{}}
+	b := newBatcher(c, "q", time.Millisecond, func(string, int, error) { t.Error("no failures expected") })
+	go b.run()
+	defer b.close()
+
+	b.delete("r0")
+	waitFor(t, c.holding, 5*time.Second, "the first flush")
+	for i := 1; i <= 12; i++ {
+		b.delete("r" + strconv.Itoa(i))
+	}
+	close(c.hold)
+	eventually(t, 5*time.Second, func() bool { return c.deleted() == 13 }, "all 13 deletes without a further add")
+}
+
+func TestBatcherSendsFullBatchesAtOnce(t *testing.T) {
+	t.Parallel()
+	c := &batchSQS{changes: map[string]int32{}}
+	b := newBatcher(c, "q", time.Hour, func(string, int, error) {})
+	go b.run()
+	defer b.close()
+	for i := range 10 {
+		b.delete("r" + strconv.Itoa(i))
+	}
+	eventually(t, 5*time.Second, func() bool { return c.deleted() == 10 }, "a full batch, long before the delay")
+}
+
+func TestBatcherCoalescesByReceipt(t *testing.T) {
+	t.Parallel()
+	c := &batchSQS{changes: map[string]int32{}}
+	b := newBatcher(c, "q", time.Hour, func(string, int, error) {})
+	go b.run()
+	b.changeVisibility("a", 30*time.Second) // a heartbeat's extension...
+	b.changeVisibility("a", 0)              // ...then the hand-back: the last word wins
+	b.changeVisibility("b", 30*time.Second)
+	b.delete("b") // a delete makes a pending change moot
+	b.close()     // flushes
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Equal(t, map[string]int32{"a": 0}, c.changes)
+	require.Equal(t, []string{"b"}, c.deletes)
+	require.Equal(t, []string{"delete:b", "change:a"}, c.order)
+}
+
+func TestBatcherReportsPerEntryFailures(t *testing.T) {
+	t.Parallel()
+	c := &failingSQS{}
+	var mu sync.Mutex
+	var got []string
+	b := newBatcher(c, "q", time.Hour, func(op string, n int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, op+":"+strconv.Itoa(n)+":"+err.Error())
+	})
+	go b.run()
+	b.delete("x")
+	b.delete("y")
+	b.close()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"delete:1:ReceiptHandleIsInvalid: nope"}, got)
+}
+
+type failingSQS struct{ SQS }
+
+func (failingSQS) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	return &sqs.DeleteMessageBatchOutput{
+		Successful: []types.DeleteMessageBatchResultEntry{{Id: in.Entries[0].Id}},
+		Failed:     []types.BatchResultErrorEntry{{Id: in.Entries[1].Id, Code: aws.String("ReceiptHandleIsInvalid"), Message: aws.String("nope"), SenderFault: true}},
+	}, nil
+}
+
+func TestVisibilitySeconds(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, int32(0), visibilitySeconds(0))
+	require.Equal(t, int32(1), visibilitySeconds(time.Nanosecond), "no sooner than asked")
+	require.Equal(t, int32(2), visibilitySeconds(1500*time.Millisecond))
+	require.Equal(t, int32(43200), visibilitySeconds(13*time.Hour), "SQS's ceiling")
+}

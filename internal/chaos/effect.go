@@ -1,0 +1,49 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/exactlyonce/exactly/effect"
+)
+
+// EffectName is the effect the chaos worker registers (cmd/chaos/worker).
+const EffectName = "chaos-ledger"
+
+// SleepyLedger is the ledger effect, slowed down on request: a body with
+// "sleep_ms" sleeps that long before the ledger's writes are made, so that a
+// handler can outlive the visibility timeout and the lease unless heartbeats
+// keep them. It exists only in the chaos harness's own worker build, the way
+// users add effects; the ledger ignores the extra field.
+type SleepyLedger struct {
+	Ledger effect.Effect
+}
+
+// NewSleepyLedger is the effect.Factory of EffectName.
+func NewSleepyLedger(env effect.Env) (effect.Effect, error) {
+	if env.LedgerTable == "" {
+		return nil, fmt.Errorf("--ledger-table (WORKER_LEDGER_TABLE) is required by the %s effect", EffectName)
+	}
+	return &SleepyLedger{Ledger: &effect.Ledger{Table: env.LedgerTable}}, nil
+}
+
+// Apply sleeps as the body asks (returning early, retryable, if ctx ends),
+// then applies the ledger effect.
+func (s *SleepyLedger) Apply(ctx context.Context, in effect.Input) (effect.Output, error) {
+	var b struct {
+		SleepMS int64 `json:"sleep_ms"`
+	}
+	// A body that is not JSON is the ledger's to reject.
+	if json.Unmarshal([]byte(in.Message.Body), &b) == nil && b.SleepMS > 0 {
+		t := time.NewTimer(time.Duration(b.SleepMS) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return effect.Output{}, fmt.Errorf("chaos: sleep of %d ms cut short: %w", b.SleepMS, context.Cause(ctx))
+		}
+	}
+	return s.Ledger.Apply(ctx, in)
+}

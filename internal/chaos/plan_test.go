@@ -119,4 +119,3 @@ func TestSleepyLedger(t *testing.T) {
 	_, err = NewSleepyLedger(effect.Env{})
 	require.Error(t, err)
 }
-

@@ -252,4 +252,3 @@ func TestOperation(t *testing.T) {
 	require.Equal(t, "other", operation(""))
 	require.Equal(t, "Plain", operation("Plain"))
 }
-

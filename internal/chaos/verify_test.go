@@ -205,8 +205,10 @@ func TestVerifyCatchesEachViolation(t *testing.T) {
 			failing: []string{MetricLastSeq},
 		},
 		{
-			name:    "SIGTERM exit code",
-			mutate:  func(o *Observed) { o.Stops = append(o.Stops, Stop{Worker: "w2", ExitCode: 1, Took: time.Second, Limit: 10 * time.Second}) },
+			name: "SIGTERM exit code",
+			mutate: func(o *Observed) {
+				o.Stops = append(o.Stops, Stop{Worker: "w2", ExitCode: 1, Took: time.Second, Limit: 10 * time.Second})
+			},
 			failing: []string{MetricGraceful},
 			problem: "graceful stop: w2: exit code 1",
 		},

@@ -702,3 +702,24 @@ func TestUnsupported(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 2, db.Calls()["PutItem"], "calls are counted, failed ones too, but not those refused for a done context")
 }
+
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, db DB) {
+		ctx := context.Background()
+		table := newTable(t, db)
+		long := "attribute_exists(pk)" + strings.Repeat(" AND attribute_exists(pk)", 200)
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: V{"pk": S("x")}, ConditionExpression: aws.String(long)})
+		require.Equal(t, "validation", outcome(err), "an expression over 4 KB")
+
+		// 20 items of 300 KB: over the 4 MB a transaction may carry.
+		big := strings.Repeat("x", 300*1024)
+		var items []types.TransactWriteItem
+		for i := 0; i < 20; i++ {
+			items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &table, Item: V{"pk": S(fmt.Sprint("big", i)), "b": S(big)}}})
+		}
+		_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		require.Equal(t, "validation", outcome(err), "a transaction over 4 MB")
+		require.Nil(t, get(t, db, table, "big0"))
+	})
+}

@@ -2,6 +2,7 @@ package memdynamo
 
 import (
 	"bytes"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
+
+// maxExpressionBytes is DynamoDB's limit on the length of one expression.
+const maxExpressionBytes = 4096
 
 // exprSpec is one expression of a request, nil when absent.
 type exprSpec struct {
@@ -37,6 +41,9 @@ func prepare(names map[string]string, values map[string]types.AttributeValue, sp
 			continue
 		}
 		present = true
+		if len(*s.text) > maxExpressionBytes {
+			return nil, validation("Invalid %s: Expression size has exceeded the maximum allowed size; expression size: %d", s.kind.label(), len(*s.text))
+		}
 		p := parseExpr(s.kind, *s.text)
 		if p.err != nil {
 			return nil, p.err
@@ -80,6 +87,9 @@ func prepare(names map[string]string, values map[string]types.AttributeValue, sp
 	}
 	vals, err := cleanItem(values)
 	if err != nil {
+		if errors.Is(err, ErrUnsupported) {
+			return nil, err
+		}
 		return nil, validation("ExpressionAttributeValues contains invalid value: %s", errMessage(err))
 	}
 	r.values = vals

@@ -11,6 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
+// maxTransactionBytes is DynamoDB's limit on a transaction's aggregate size.
+const maxTransactionBytes = 4 * 1024 * 1024
+
 type writeKind int
 
 const (
@@ -378,6 +381,13 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 		}
 		seen[id] = true
 		writes[i] = w
+	}
+	total := 0
+	for _, w := range writes {
+		total += len(w.key) + itemSize(w.put) + itemSize(w.req.values)
+	}
+	if total > maxTransactionBytes {
+		return nil, validation("Transaction request size has exceeded the maximum allowed size of 4 MB")
 	}
 	reasons := make([]types.CancellationReason, n)
 	nexts := make([]item, n)

@@ -32,6 +32,8 @@ usage: worker <command> [flags]
 
 commands:
   run       long-poll queues and apply effects exactly once (ECS, any host)
+  lambda    serve SQS events from a Lambda event source mapping (the default
+            when AWS_LAMBDA_RUNTIME_API is set and no command is given)
   setup     create queues and tables that are missing (local stacks, first tries)
   send      send messages to a queue
   ledger    print the balances of the ledger demo effect
@@ -48,8 +50,13 @@ func Main(args []string) int {
 
 func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return ExitConfig
+		// On Lambda, the binary is the bootstrap: it starts with no arguments.
+		if api, _ := lookup("AWS_LAMBDA_RUNTIME_API"); api != "" {
+			args = []string{"lambda"}
+		} else {
+			fmt.Fprint(stderr, usage)
+			return ExitConfig
+		}
 	}
 	cmd, rest := args[0], args[1:]
 	var err error
@@ -57,6 +64,10 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 	case "run":
 		err = withSignals(func(ctx context.Context, force <-chan struct{}) error {
 			return runCommand(ctx, force, rest, stderr, lookup)
+		})
+	case "lambda":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return lambdaCommand(ctx, rest, stderr, lookup)
 		})
 	case "setup":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {

@@ -53,6 +53,8 @@ type settings struct {
 	logFormat       string
 	logLevel        string
 	progress        time.Duration
+	fifoFailRest    string // lambda only
+	dedupScope      string // lambda only
 
 	keys dedup.KeySource
 }
@@ -63,9 +65,12 @@ func newRunSet(s *settings, lookup func(string) (string, bool)) *config.Set {
 	return fs
 }
 
-// define declares the settings on fs; forLambda drops what Lambda has no use for.
+// define declares the settings on fs; forLambda drops what Lambda has no use
+// for and adds its own (see lambda.go).
 func (s *settings) define(fs *config.Set, forLambda bool) {
-	if !forLambda {
+	if forLambda {
+		fs.List(&s.queues, "queue", "WORKER_QUEUES", "URL of a queue the function consumes, optional: its attributes are read once at cold start and its DeduplicationScope scopes the dedup keys")
+	} else {
 		fs.List(&s.queues, "queue", "WORKER_QUEUES", "SQS queue URL to consume")
 	}
 	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
@@ -78,6 +83,9 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
 	if forLambda {
+		fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", LambdaConcurrencyDefault, "message groups of one batch handled at once")
+		fs.String(&s.fifoFailRest, "fifo-fail-rest", "WORKER_FIFO_FAIL_REST", "group", "FIFO: what a failed message takes with it into batchItemFailures: group (the later messages of its group; other groups go on) or batch (every later message of the batch; the batch then runs one message at a time)")
+		fs.String(&s.dedupScope, "dedup-scope", "WORKER_DEDUP_SCOPE", "", "queue or group: scope of dedup keys, as the queue's DeduplicationScope (queue or messageGroup); default: read from --queue, else queue")
 		return
 	}
 	fs.Duration(&s.lease, "lease", "WORKER_LEASE", 0, "dedup lease per claim, extended by heartbeats (0: the queue's visibility timeout)")
@@ -121,11 +129,11 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	if s.dedupTTL < time.Minute {
 		return config.Errorf("%s %s is too short: want at least 1m (SQS alone deduplicates for 5m; hours or days is the point)", fs.Name("dedup-ttl"), s.dedupTTL)
 	}
-	if forLambda {
-		return nil
-	}
 	if s.concurrency < 1 {
 		return config.Errorf("%s must be at least 1", fs.Name("concurrency"))
+	}
+	if forLambda {
+		return s.validateLambda(fs)
 	}
 	if s.receivers < 1 {
 		return config.Errorf("%s must be at least 1", fs.Name("receivers"))

@@ -1,0 +1,45 @@
+# Release artefacts of the worker. The top-level Makefile includes this file;
+# it also runs alone: make -f mk/build.mk dist
+#
+#   dist/worker-linux-amd64, dist/worker-linux-arm64   static binaries (ECS, any Linux host)
+#   dist/worker-lambda-amd64.zip, ...-arm64.zip        Lambda packages: the same binary as
+#                                                      bootstrap, for the provided.al2023 runtime
+#
+# The binaries are static (CGO_ENABLED=0), built with -trimpath and without
+# VCS stamping, so that the same commit gives the same bytes; the zips are
+# written by scripts/lambdazip with a fixed time stamp and mode 0755.
+# lambda.norpc drops aws-lambda-go's RPC mode, which only the retired go1.x
+# runtime used. DIST=dir builds elsewhere (the end-to-end test does).
+
+DIST_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
+
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git -C $(DIST_ROOT) describe --tags --always --dirty 2>/dev/null || echo dev)
+DIST ?= $(DIST_ROOT)/dist
+DIST_ARCHES := amd64 arm64
+DIST_TAGS := lambda.norpc
+DIST_LDFLAGS = -s -w -X github.com/exactlyonce/exactly/worker.Version=$(VERSION)
+
+DIST_BINARIES := $(foreach a,$(DIST_ARCHES),$(DIST)/worker-linux-$(a))
+DIST_ZIPS := $(foreach a,$(DIST_ARCHES),$(DIST)/worker-lambda-$(a).zip)
+
+.PHONY: dist
+dist: $(DIST_BINARIES) $(DIST_ZIPS) ## static linux/amd64 and linux/arm64 binaries and Lambda zips (bootstrap, provided.al2023) in dist/
+	@cd $(DIST) && sha256sum $(notdir $^)
+
+# Always handed to go build, whose cache knows whether anything changed; it
+# leaves an up-to-date binary untouched, so the zip is rebuilt only when the
+# binary is.
+.PHONY: dist-force
+$(DIST)/worker-linux-%: dist-force
+	@mkdir -p $(DIST)
+	cd $(DIST_ROOT) && CGO_ENABLED=0 GOOS=linux GOARCH=$* GOFLAGS= $(GO) build -trimpath -buildvcs=false \
+		-tags $(DIST_TAGS) -ldflags '$(DIST_LDFLAGS)' -o $@ ./cmd/worker
+
+$(DIST)/worker-lambda-%.zip: $(DIST)/worker-linux-%
+	cd $(DIST_ROOT) && $(GO) run ./scripts/lambdazip -o $@ -name bootstrap $<
+
+.PHONY: dist-clean
+dist-clean: ## remove dist/
+	rm -rf $(DIST)

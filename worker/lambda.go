@@ -1,0 +1,224 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	awslambda "github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/config"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	sqslambda "github.com/exactlyonce/exactly/internal/lambda"
+	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/telemetry"
+)
+
+// LambdaConcurrencyDefault bounds the message groups of one batch handled at
+// once on Lambda (a FIFO batch holds at most 10 messages).
+const LambdaConcurrencyDefault = sqslambda.ConcurrencyDefault
+
+// runtimeAPIEnv is set by Lambda for the function's process.
+const runtimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"
+
+// lambdaLease is the claim lease when an invocation has no deadline, which
+// Lambda always sets; with one, the lease ends before the deadline.
+const lambdaLease = 30 * time.Second
+
+func newLambdaSet(s *settings, lookup func(string) (string, bool)) *config.Set {
+	fs := config.NewSet("worker lambda", nil, lookup)
+	s.define(fs, true)
+	return fs
+}
+
+// validateLambda checks the settings only Lambda has.
+func (s *settings) validateLambda(fs *config.Set) error {
+	if _, err := sqslambda.ParseFailRest(s.fifoFailRest); err != nil {
+		return config.Errorf("%s %v", fs.Name("fifo-fail-rest"), err)
+	}
+	switch s.dedupScope {
+	case "", "queue", "group":
+	default:
+		return config.Errorf("%s %q: want queue (one key per queue, the queue's DeduplicationScope=queue) or group (per message group, DeduplicationScope=messageGroup)", fs.Name("dedup-scope"), s.dedupScope)
+	}
+	return nil
+}
+
+// startLambda hands the handler to aws-lambda-go's runtime loop, which talks
+// to the Runtime API at AWS_LAMBDA_RUNTIME_API and never returns. Tests of
+// the init path replace it.
+var startLambda = func(ctx context.Context, handler any) {
+	awslambda.StartWithOptions(handler, awslambda.WithContext(ctx))
+}
+
+// lambdaCommand is the function's init: everything that can be wrong with
+// the configuration fails here, once per cold start, with one line (and an
+// init error posted to the Runtime API, which Lambda shows as the cause).
+func lambdaCommand(ctx context.Context, args []string, stderr io.Writer, lookup func(string) (string, bool)) error {
+	h, err := initLambda(ctx, args, stderr, lookup)
+	if err != nil {
+		if api, _ := lookup(runtimeAPIEnv); api != "" && !errors.Is(err, flag.ErrHelp) {
+			reportInitError(ctx, api, err)
+		}
+		return err
+	}
+	startLambda(ctx, h.Handle)
+	return nil
+}
+
+func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup func(string) (string, bool)) (*sqslambda.Handler, error) {
+	var s settings
+	fs := newLambdaSet(&s, lookup)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := s.validate(fs, true); err != nil {
+		return nil, err
+	}
+	if api, _ := lookup(runtimeAPIEnv); api == "" {
+		return nil, config.Errorf("worker lambda serves AWS Lambda's Runtime API, but %s is not set: deploy the binary as a Lambda function's bootstrap (on ECS or any host, use worker run)", runtimeAPIEnv)
+	}
+	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
+	log, err := telemetry.NewLogger(stderr, s.logFormat, s.logLevel)
+	if err != nil {
+		return nil, config.Errorf("%s", err)
+	}
+	cl, err := newClients(ctx, lookup, nil)
+	if err != nil {
+		return nil, err
+	}
+	queues, err := lambdaQueues(ctx, cl.sqs, fs, s)
+	if err != nil {
+		return nil, err
+	}
+	store := dedup.NewStore(cl.dynamo, s.table)
+	if err := store.Check(ctx); err != nil {
+		return nil, config.Errorf("%s: %v", fs.Name("table"), err)
+	}
+	// The event source mapping receives, deletes and hands messages back;
+	// the function itself only writes DynamoDB.
+	if err := preflight(ctx, log, cl.sqs, cl.dynamo, nil, s.table); err != nil {
+		return nil, err
+	}
+	eff, err := buildEffect(s, cl, log, lookup)
+	if err != nil {
+		return nil, err
+	}
+	defaultPerGroup := s.dedupScope == "group"
+	proc := &process.Processor{
+		Store: store, Effect: eff, Keys: s.keys, TTL: s.dedupTTL, Log: log, Lease: lambdaLease,
+		Scope: func(m effect.Message) dedup.Scope {
+			perGroup := defaultPerGroup
+			if q, ok := queues.byName[m.QueueName]; ok {
+				perGroup = q.perGroup
+			}
+			return dedup.Scope{Namespace: s.namespace, Queue: m.QueueName, PerGroup: perGroup}
+		},
+	}
+	h, err := sqslambda.New(sqslambda.Config{
+		Processor: proc, FailRest: failRest, Concurrency: s.concurrency, Log: log,
+		QueueURL: func(arn string) string { return queues.byName[sqslambda.QueueName(arn)].url },
+	})
+	if err != nil {
+		return nil, err
+	}
+	scope := s.dedupScope
+	if scope == "" {
+		scope = "queue"
+	}
+	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
+		"queues", strings.Join(queues.names, ","), "dedup_scope_default", scope, "fifo_fail_rest", failRest.String(),
+		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL)
+	return h, nil
+}
+
+type lambdaQueue struct {
+	url      string
+	perGroup bool // DeduplicationScope=messageGroup
+}
+
+type lambdaQueueSet struct {
+	byName map[string]lambdaQueue
+	names  []string
+}
+
+// lambdaQueues reads the attributes of the queues named by --queue, once at
+// cold start: an event carries its queue's ARN but not its
+// DeduplicationScope, and reading it per invocation would cost a call each
+// time. A queue that says messageGroup scopes its keys per group whatever
+// --dedup-scope says; a --dedup-scope given explicitly that contradicts a
+// listed queue is a configuration error.
+func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s settings) (lambdaQueueSet, error) {
+	set := lambdaQueueSet{byName: map[string]lambdaQueue{}}
+	for _, url := range s.queues {
+		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+			QueueUrl:       aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameDeduplicationScope},
+		})
+		if err != nil {
+			var nf *sqstypes.QueueDoesNotExist
+			if errors.As(err, &nf) {
+				return set, config.Errorf("%s: queue %s does not exist", fs.Name("queue"), url)
+			}
+			if d := denied(err, "sqs:GetQueueAttributes", url); d != err {
+				return set, d
+			}
+			return set, fmt.Errorf("cannot read attributes of queue %s: %w", url, err)
+		}
+		name := pool.QueueName(url)
+		perGroup := out.Attributes[string(sqstypes.QueueAttributeNameDeduplicationScope)] == "messageGroup"
+		if s.dedupScope != "" && (s.dedupScope == "group") != perGroup {
+			return set, config.Errorf("%s %s contradicts queue %s, whose DeduplicationScope is %s: keys must be scoped as the queue deduplicates (leave %s unset to follow the queue)",
+				fs.Name("dedup-scope"), s.dedupScope, name, orQueue(out.Attributes[string(sqstypes.QueueAttributeNameDeduplicationScope)]), fs.Name("dedup-scope"))
+		}
+		set.byName[name] = lambdaQueue{url: url, perGroup: perGroup}
+		set.names = append(set.names, name)
+	}
+	return set, nil
+}
+
+func orQueue(scope string) string {
+	if scope == "" {
+		return "queue (standard queue)"
+	}
+	return scope
+}
+
+// reportInitError tells the Runtime API why init failed; Lambda then reports
+// it as the invocation's error. Best effort: the process exits non-zero anyway.
+func reportInitError(ctx context.Context, api string, err error) {
+	kind, errType := "Runtime.InitError", "InitError"
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		kind, errType = "Runtime.ConfigInvalid", "ConfigError"
+	}
+	body, _ := json.Marshal(map[string]any{"errorMessage": "worker: " + err.Error(), "errorType": errType, "stackTrace": []string{}})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	req, rerr := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+api+"/2018-06-01/runtime/init/error", bytes.NewReader(body))
+	if rerr != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Lambda-Runtime-Function-Error-Type", kind)
+	// The Runtime API is local to the sandbox: never through a proxy.
+	resp, rerr := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if rerr != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}

@@ -202,39 +202,56 @@ func (api *runtimeAPI) invoke(t *testing.T, ev events.SQSEvent, timeout time.Dur
 	return events.SQSEventResponse{}
 }
 
-var (
-	bootstrapOnce sync.Once
-	bootstrapPath string
-	bootstrapErr  error
-)
-
 const lambdaTestVersion = "lambda-e2e"
 
-// lambdaBootstrap builds this machine's Lambda zip with `make dist`'s own
-// recipe (mk/build.mk), unpacks it as Lambda does into a task root and
-// returns the path of its bootstrap.
+// lambdaArch is the architecture of the package under test: this machine's,
+// or EXACTLY_LAMBDA_ARCH (amd64 or arm64) run through qemu-user, for a
+// by-hand check of the other package:
+//
+//	EXACTLY_LAMBDA_ARCH=arm64 make test   # needs qemu-aarch64-static (Debian qemu-user-static)
+func lambdaArch(t *testing.T) (arch string, emulator []string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skipf("the Lambda packages are Linux executables; this is %s", runtime.GOOS)
+	}
+	arch = os.Getenv("EXACTLY_LAMBDA_ARCH")
+	if arch == "" || arch == runtime.GOARCH {
+		if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+			t.Skipf("no Lambda package for %s; set EXACTLY_LAMBDA_ARCH=amd64 or arm64 (with qemu-user)", runtime.GOARCH)
+		}
+		return runtime.GOARCH, nil
+	}
+	cpu := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[arch]
+	require.NotEmpty(t, cpu, "EXACTLY_LAMBDA_ARCH=%q: want amd64 or arm64", arch)
+	qemu, err := exec.LookPath("qemu-" + cpu + "-static")
+	require.NoError(t, err, "EXACTLY_LAMBDA_ARCH=%s needs qemu-%s-static (Debian package qemu-user-static)", arch, cpu)
+	return arch, []string{qemu}
+}
+
+// bootstrapCommand runs the bootstrap (under qemu-user for another architecture).
+func bootstrapCommand(t *testing.T, bootstrap string, args ...string) *exec.Cmd {
+	_, emulator := lambdaArch(t)
+	if len(emulator) > 0 {
+		return exec.Command(emulator[0], append(append(emulator[1:], bootstrap), args...)...)
+	}
+	return exec.Command(bootstrap, args...)
+}
+
+// lambdaBootstrap builds the Lambda zip with `make dist`'s own recipe
+// (mk/build.mk), unpacks it as Lambda does into a task root and returns the
+// path of its bootstrap. Go's build cache makes the second build a link.
 func lambdaBootstrap(t *testing.T) string {
 	t.Helper()
-	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
-		t.Skipf("the Lambda zip is for linux/amd64 and linux/arm64, not %s/%s", runtime.GOOS, runtime.GOARCH)
-	}
-	bootstrapOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "worker-lambda-e2e")
-		if err != nil {
-			bootstrapErr = err
-			return
-		}
-		zipPath := filepath.Join(dir, "worker-lambda-"+runtime.GOARCH+".zip")
-		cmd := exec.Command("make", "-s", "-f", "mk/build.mk", "DIST="+dir, "VERSION="+lambdaTestVersion, zipPath)
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			bootstrapErr = fmt.Errorf("make %s: %v\n%s", zipPath, err, out)
-			return
-		}
-		bootstrapPath, bootstrapErr = unzipBootstrap(zipPath, filepath.Join(dir, "task"))
-	})
-	require.NoError(t, bootstrapErr)
-	return bootstrapPath
+	arch, _ := lambdaArch(t)
+	dir := t.TempDir()
+	zipPath := filepath.Join(dir, "worker-lambda-"+arch+".zip")
+	cmd := exec.Command("make", "-s", "-f", "mk/build.mk", "DIST="+dir, "VERSION="+lambdaTestVersion, zipPath)
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "make %s:\n%s", zipPath, out)
+	bootstrap, err := unzipBootstrap(zipPath, filepath.Join(dir, "task"))
+	require.NoError(t, err)
+	return bootstrap
 }
 
 // unzipBootstrap checks the package's layout and unpacks it.
@@ -284,7 +301,8 @@ func requireStatic(t *testing.T, path string) {
 	libs, err := f.ImportedLibraries()
 	require.NoError(t, err)
 	require.Empty(t, libs, "%s links shared libraries", path)
-	require.Equal(t, map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[runtime.GOARCH], f.Machine)
+	arch, _ := lambdaArch(t)
+	require.Equal(t, map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch], f.Machine)
 }
 
 // startBootstrap runs the bootstrap as Lambda does: no arguments, the task
@@ -293,7 +311,7 @@ func requireStatic(t *testing.T, path string) {
 // are left out.
 func startBootstrap(t *testing.T, bootstrap string, api *runtimeAPI, settings ...string) *lambdaProc {
 	t.Helper()
-	cmd := exec.Command(bootstrap)
+	cmd := bootstrapCommand(t, bootstrap)
 	cmd.Dir = filepath.Dir(bootstrap)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "WORKER_") && !strings.HasPrefix(kv, "AWS_LAMBDA_") {
@@ -454,7 +472,7 @@ func TestLambdaBootstrap(t *testing.T) {
 	db := testenv.DynamoDB(t)
 	bootstrap := lambdaBootstrap(t)
 	requireStatic(t, bootstrap)
-	out, err := exec.Command(bootstrap, "version").Output()
+	out, err := bootstrapCommand(t, bootstrap, "version").Output()
 	require.NoError(t, err)
 	require.Equal(t, "worker "+lambdaTestVersion+"\n", string(out), "version from -ldflags")
 

@@ -13,6 +13,8 @@
 //
 // A Server is safe for concurrent use. Long polls park on a notification
 // channel and a timer for the next visibility or delay expiry; they never spin.
+// Like SQS, it keeps serving a long poll whose caller cancelled it: messages
+// that poll takes are in flight for nobody until their visibility timeout.
 package memsqs
 
 import (
@@ -800,17 +802,30 @@ func (s *Server) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput
 		wait = q.wait
 	}
 	deadline := s.clock.Now().Add(time.Duration(wait) * time.Second)
+	s.mu.Unlock()
+	ms, err := s.poll(ctx, q, deadline, int(maxN), in)
+	if err != nil {
+		return nil, opErr(op, err)
+	}
+	return &sqs.ReceiveMessageOutput{Messages: ms}, nil
+}
+
+// poll receives from q until it gets messages or deadline passes. When ctx
+// ends first, the caller gets its error at once but the poll goes on, as it
+// does on SQS: messages it takes then stay in flight for nobody until their
+// visibility timeout (aws/aws-sdk-go-v2#2068).
+func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN int, in *sqs.ReceiveMessageInput) ([]types.Message, error) {
+	s.mu.Lock()
 	for {
 		now := s.clock.Now()
 		if q.deleted {
 			s.mu.Unlock()
-			return nil, opErr(op, noQueue())
+			return nil, noQueue()
 		}
-		ms := s.receive(q, now, int(maxN), in)
+		ms := s.receive(q, now, maxN, in)
 		if len(ms) > 0 || !now.Before(deadline) {
-			out := &sqs.ReceiveMessageOutput{Messages: ms}
 			s.mu.Unlock()
-			return out, nil
+			return ms, nil
 		}
 		changed := q.changed
 		until := deadline
@@ -824,7 +839,8 @@ func (s *Server) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput
 		case <-timer:
 		case <-ctx.Done():
 			stop()
-			return nil, opErr(op, ctx.Err())
+			go s.poll(context.Background(), q, deadline, maxN, in) //nolint:errcheck // nobody hears the answer
+			return nil, ctx.Err()
 		}
 		stop()
 		s.mu.Lock()

@@ -89,16 +89,18 @@ type Pool struct {
 	slots    chan struct{} // counting semaphore of running handlers
 	queues   map[string]*queueState
 
-	mu       sync.Mutex
-	lanes    map[laneKey]*lane
-	stopping bool
-	stopCh   chan struct{} // closed when shutdown begins
-	lanesWG  sync.WaitGroup
+	mu        sync.Mutex
+	lanes     map[laneKey]*lane
+	stopping  bool
+	stopCh    chan struct{} // closed when shutdown begins
+	pollsDone chan struct{} // closed when no receive is under way any more
+	lanesWG   sync.WaitGroup
 
-	workMu     sync.Mutex
-	workCtx    context.Context
-	cancelWork context.CancelFunc
-	forced     bool
+	workMu      sync.Mutex
+	workCtx     context.Context
+	cancelWork  context.CancelFunc
+	cancelPolls context.CancelFunc
+	forced      bool
 }
 
 // queueState is the pool's view of one queue: its batcher and the messages
@@ -184,8 +186,9 @@ func New(cfg Config) (*Pool, error) {
 		inflight: make(chan struct{}, cfg.MaxInFlight),
 		slots:    make(chan struct{}, cfg.Concurrency),
 		lanes:    make(map[laneKey]*lane),
-		stopCh:   make(chan struct{}),
-		queues:   make(map[string]*queueState),
+		stopCh:    make(chan struct{}),
+		pollsDone: make(chan struct{}),
+		queues:    make(map[string]*queueState),
 	}
 	for i := range p.cfg.Queues {
 		q := &p.cfg.Queues[i]
@@ -206,19 +209,30 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Run consumes until ctx is cancelled, then shuts down gracefully: receiving
-// stops at once, running handlers get ShutdownTimeout before their context is
-// cancelled, received-but-unstarted messages are handed back with visibility
-// 0, and pending acknowledgements are flushed. Run returns when all of that
-// is done. Call Force to cut the grace period short. A Pool runs once.
+// Run consumes until ctx is cancelled, then shuts down gracefully: no receive
+// starts any more, running handlers get ShutdownTimeout before their context
+// is cancelled, received-but-unstarted messages are handed back with
+// visibility 0, and pending acknowledgements are flushed. Run returns when all
+// of that is done, within ShutdownTimeout plus the final flush. Call Force to
+// cut the grace period short. A Pool runs once.
+//
+// Long polls already under way are not cancelled but left to return (within
+// WaitTime), and what they bring is handed back too: SQS keeps serving a poll
+// its client gave up on, and the messages it takes, the handed-back ones
+// included, would stay in flight for nobody until their visibility timeout
+// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them.
 func (p *Pool) Run(ctx context.Context) error {
 	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
+	var pollCtx context.Context
+	pollCtx, p.cancelPolls = context.WithCancel(context.WithoutCancel(ctx))
 	if p.forced {
 		p.cancelWork()
+		p.cancelPolls()
 	}
 	p.workMu.Unlock()
 	defer p.cancelWork()
+	defer p.cancelPolls()
 	for _, qs := range p.queues {
 		go qs.b.run()
 	}
@@ -231,7 +245,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	var receivers sync.WaitGroup
 	for _, qs := range p.queues {
 		for range qs.q.Receivers {
-			receivers.Go(func() { p.receive(ctx, qs) })
+			receivers.Go(func() { p.receive(ctx, pollCtx, qs) })
 		}
 	}
 	<-ctx.Done()
@@ -240,12 +254,12 @@ func (p *Pool) Run(ctx context.Context) error {
 	p.stopping = true
 	close(p.stopCh)
 	p.mu.Unlock()
-	receivers.Wait()
-
 	grace := time.AfterFunc(p.cfg.ShutdownTimeout, func() {
 		p.log.Warn("shutdown timeout reached: cancelling running handlers")
-		p.cancelWork()
+		p.Force()
 	})
+	receivers.Wait()
+	close(p.pollsDone)
 	p.lanesWG.Wait()
 	grace.Stop()
 	stopKeepers()
@@ -265,11 +279,13 @@ func (p *Pool) Force() {
 	p.forced = true
 	if p.cancelWork != nil {
 		p.cancelWork()
+		p.cancelPolls()
 	}
 }
 
-// receive long-polls a queue until ctx is cancelled.
-func (p *Pool) receive(ctx context.Context, qs *queueState) {
+// receive long-polls a queue until ctx is cancelled; a poll under way then
+// goes on until it returns or pollCtx is cancelled.
+func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 	q := qs.q
 	name := QueueName(q.URL)
 	failures := 0
@@ -294,10 +310,10 @@ func (p *Pool) receive(ctx context.Context, qs *queueState) {
 			in.ReceiveRequestAttemptId = aws.String(newAttemptID())
 		}
 		start := time.Now()
-		out, err := p.cfg.Client.ReceiveMessage(ctx, in)
+		out, err := p.cfg.Client.ReceiveMessage(pollCtx, in)
 		if err != nil {
 			p.releaseInflight(n)
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || pollCtx.Err() != nil {
 				return
 			}
 			failures++
@@ -432,10 +448,7 @@ func (p *Pool) dispatch(qs *queueState, ds []*delivery) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, d := range ds {
-		if p.stopping {
-			p.handBack(qs, d)
-			continue
-		}
+		// While stopping, the lane hands it back once no poll is open.
 		k := laneKey{queue: q.URL, group: d.msg.Group}
 		if !q.FIFO {
 			k.group = d.msg.ID
@@ -486,6 +499,11 @@ func (p *Pool) runLane(l *lane) {
 			return
 		}
 		if p.stopping {
+			// Hand back only when no poll of ours is open: it would take
+			// them and, cancelled, strand them.
+			p.mu.Unlock()
+			<-p.pollsDone
+			p.mu.Lock()
 			rest := l.pending
 			l.pending = nil
 			delete(p.lanes, l.key)

@@ -486,9 +486,14 @@ func TestReceiveAsksForWhatThePoolNeeds(t *testing.T) {
 	require.Equal(t, []string{"All"}, in.MessageAttributeNames)
 }
 
-func TestRunReturnsPromptlyWhenIdle(t *testing.T) {
+// TestIdleShutdownStrandsNothing: a long poll that is open at shutdown is
+// left to return, not cancelled, because SQS would go on serving it: a
+// message arriving meanwhile would be stranded in flight until its
+// visibility timeout. The pool takes it and hands it back instead.
+func TestIdleShutdownStrandsNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{fifo: true, config: func(c *Config) { c.WaitTime = 20 * time.Second }})
+	const wait = 2 * time.Second
+	b := setup(t, options{fifo: true, config: func(c *Config) { c.WaitTime = wait }})
 	polling := make(chan struct{}, 8)
 	b.rec.onReceive = func() {
 		select {
@@ -496,11 +501,20 @@ func TestRunReturnsPromptlyWhenIdle(t *testing.T) {
 		default:
 		}
 	}
+	b.proc.ProcessFunc = func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
+		t.Errorf("%s must not start during shutdown", m.Body)
+		return deleted()
+	}
 	b.start(t)
 	waitFor(t, polling, 5*time.Second, "a long poll")
 	at := time.Now()
+	b.cancel()
+	b.sendFIFO(t, "A", "late")
 	b.stop(t)
-	require.Less(t, time.Since(at), 2*time.Second, "the long poll is cancelled")
+	require.Less(t, time.Since(at), wait+time.Second, "Run returns once the open polls have")
+	got := b.receiveNow(t, b.url)
+	require.Len(t, got, 1, "the late message is visible again, not stranded")
+	require.Equal(t, "late", aws.ToString(got[0].Body))
 }
 
 func TestDeletesAreBatched(t *testing.T) {

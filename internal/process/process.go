@@ -57,9 +57,10 @@ type Result struct {
 
 // Hooks lets the caller take part while the effect runs.
 type Hooks struct {
-	// Heartbeat, when set, is called every HeartbeatEvery while the effect runs
-	// (the pool extends the message's visibility there). The dedup lease is
-	// extended by the processor itself at the same time.
+	// Heartbeat, when set, is called every HeartbeatEvery while the effect
+	// runs. The dedup lease is extended by the processor itself at the same
+	// time. (The pool leaves it nil: it extends the visibility of every
+	// message it holds itself, also of those waiting for their turn.)
 	Heartbeat      func(ctx context.Context) error
 	HeartbeatEvery time.Duration
 	// Lease overrides the processor's lease for this message (Lambda: until

@@ -93,6 +93,7 @@ func Run(t *testing.T, target Target) {
 		{"LongPoll/WakesOnSend", c.longPollWakes},
 		{"LongPoll/HonoursWaitTime", c.longPollWaitTime},
 		{"LongPoll/HonoursContext", c.longPollContext},
+		{"LongPoll/CancelledPollStillTakesMessages", c.longPollOrphans},
 		{"Receive/MaxNumberOfMessages", c.maxNumber},
 		{"Errors/QueueDoesNotExist", c.noQueue},
 	}
@@ -630,6 +631,29 @@ func (c *suite) longPollContext(t *testing.T) {
 	require.Error(t, err, "a cancelled long poll returns an error")
 	require.True(t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled), "error wraps the context's: %v", err)
 	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+// longPollOrphans pins a trap: cancelling a long poll ends the call on the
+// client, but the service keeps the poll until its wait ends and hands it
+// messages that then nobody gets; they reappear only after their visibility
+// timeout (aws/aws-sdk-go-v2#2068, aws/aws-sdk-java-v2#1395).
+func (c *suite) longPollOrphans(t *testing.T) {
+	url, _ := c.NewQueue(t, false, nil, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := c.Client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, WaitTimeSeconds: 5})
+	require.Error(t, err)
+	c.send(t, url, "orphan", "", "")
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		a := c.attrs(t, url)
+		if a["ApproximateNumberOfMessagesNotVisible"] == "1" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the cancelled poll took the message: %v", a)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Empty(t, c.recv(t, url, 10, 0), "it is in flight for nobody")
 }
 
 func (c *suite) maxNumber(t *testing.T) {

@@ -68,6 +68,15 @@ func RandomFaults(seed uint64, resetPct, dropPct float64) Decider {
 // worker's largest responses (ReceiveMessage of 10 messages) are far below.
 const maxBody = 16 << 20
 
+// Exchange is one request the proxy handled, for an observer.
+type Exchange struct {
+	Op       string
+	Fault    Fault
+	Request  []byte // body
+	Response []byte // body; nil for Reset
+	Status   int    // 0 for Reset
+}
+
 // Proxy is a TCP proxy for one HTTP/1.1 upstream on a loopback port. It
 // parses request and response boundaries (keep-alive connections carry many
 // requests) so that it can fault single requests. Each client connection gets
@@ -76,6 +85,7 @@ type Proxy struct {
 	name     string
 	upstream string
 	decide   Decider
+	observe  func(Exchange)
 	ln       net.Listener
 
 	mu     sync.Mutex
@@ -91,8 +101,10 @@ type statKey struct {
 }
 
 // NewProxy listens on 127.0.0.1 (a random port) and forwards to upstream
-// (host:port). name labels its statistics.
-func NewProxy(name, upstream string, decide Decider) (*Proxy, error) {
+// (host:port). name labels its statistics; decide (nil: no faults) picks each
+// request's fault; observe, when set, is called after each request, from the
+// connection's goroutine.
+func NewProxy(name, upstream string, decide Decider, observe func(Exchange)) (*Proxy, error) {
 	if decide == nil {
 		decide = func(string) Fault { return Pass }
 	}
@@ -101,7 +113,7 @@ func NewProxy(name, upstream string, decide Decider) (*Proxy, error) {
 		return nil, fmt.Errorf("cannot listen for the %s proxy: %w", name, err)
 	}
 	p := &Proxy{
-		name: name, upstream: upstream, decide: decide, ln: ln,
+		name: name, upstream: upstream, decide: decide, observe: observe, ln: ln,
 		conns: map[net.Conn]struct{}{}, stats: map[statKey]int64{},
 	}
 	p.wg.Go(p.accept)
@@ -196,6 +208,7 @@ func (p *Proxy) serve(client net.Conn) {
 		p.count(op, fault)
 		if fault == Reset {
 			resetConn(client)
+			p.notify(Exchange{Op: op, Fault: fault, Request: body})
 			return
 		}
 		if up == nil {
@@ -228,6 +241,7 @@ func (p *Proxy) serve(client net.Conn) {
 			resetConn(client)
 			return
 		}
+		p.notify(Exchange{Op: op, Fault: fault, Request: body, Response: rbody, Status: resp.StatusCode})
 		if fault == LostAck {
 			resetConn(client)
 			return
@@ -242,6 +256,12 @@ func (p *Proxy) serve(client net.Conn) {
 		if resp.Close || req.Close {
 			return
 		}
+	}
+}
+
+func (p *Proxy) notify(e Exchange) {
+	if p.observe != nil {
+		p.observe(e)
 	}
 }
 

@@ -76,8 +76,13 @@ func reverse(s string) string {
 
 func setupProxy(t *testing.T, decide Decider) (*Proxy, *upstream, *http.Client) {
 	t.Helper()
+	return setupObservedProxy(t, decide, nil)
+}
+
+func setupObservedProxy(t *testing.T, decide Decider, observe func(Exchange)) (*Proxy, *upstream, *http.Client) {
+	t.Helper()
 	u := newUpstream(t)
-	p, err := NewProxy("test", strings.TrimPrefix(u.srv.URL, "http://"), decide)
+	p, err := NewProxy("test", strings.TrimPrefix(u.srv.URL, "http://"), decide, observe)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
 	require.True(t, strings.HasPrefix(p.Addr(), "127.0.0.1:"), p.Addr())
@@ -154,11 +159,17 @@ func TestProxyResetNeverReachesUpstream(t *testing.T) {
 
 func TestProxyLostAckReachesUpstreamButNotTheClient(t *testing.T) {
 	t.Parallel()
-	p, u, c := setupProxy(t, func(op string) Fault {
+	var mu sync.Mutex
+	var seen []Exchange
+	p, u, c := setupObservedProxy(t, func(op string) Fault {
 		if op == "Put" {
 			return LostAck
 		}
 		return Pass
+	}, func(e Exchange) {
+		mu.Lock()
+		seen = append(seen, e)
+		mu.Unlock()
 	})
 	for range 3 {
 		_, err := call(c, p.URL(), "Put", "item")
@@ -171,6 +182,12 @@ func TestProxyLostAckReachesUpstreamButNotTheClient(t *testing.T) {
 	got, err := call(c, p.URL(), "Echo", "ok")
 	require.NoError(t, err)
 	require.Equal(t, "ko", got)
+	// The observer sees the lost responses too.
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, seen, 4)
+	require.Equal(t, Exchange{Op: "Put", Fault: LostAck, Request: []byte("item"), Response: []byte("meti"), Status: 200}, seen[0])
+	require.Equal(t, Exchange{Op: "Echo", Fault: Pass, Request: []byte("ok"), Response: []byte("ko"), Status: 200}, seen[3])
 }
 
 func TestProxyCloseEndsLongRequests(t *testing.T) {

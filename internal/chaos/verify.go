@@ -47,6 +47,12 @@ type QueueCounts struct {
 // Total is every message still in the queue.
 func (q QueueCounts) Total() int64 { return q.Visible + q.InFlight + q.Delayed }
 
+// Record is what the run needs of a dedup record.
+type Record struct {
+	Status   string // IN_PROGRESS or COMPLETED
+	Attempts int    // the message's receive count at the last claim
+}
+
 // Stop is one graceful stop (SIGTERM) of a worker.
 type Stop struct {
 	Worker   string
@@ -59,7 +65,7 @@ type Stop struct {
 type Observed struct {
 	Accounts    []Account
 	Entries     []Entry
-	Records     map[string]string // raw dedup key -> status (IN_PROGRESS, COMPLETED)
+	Records     map[string]Record // by raw dedup key
 	Queue       QueueCounts
 	DLQ         QueueCounts // before the messages were read
 	DLQMessages []DLQMessage
@@ -78,6 +84,7 @@ type Row struct {
 type Report struct {
 	Rows     []Row
 	Problems []string
+	Keys     []string // dedup keys of the deposits involved in violations, first seen first
 }
 
 // OK reports whether every row holds.
@@ -123,6 +130,18 @@ const (
 type problems struct {
 	out   []string
 	kinds map[string]int
+	keys  []string
+	seen  map[string]bool
+}
+
+func (p *problems) key(k string) {
+	if p.seen == nil {
+		p.seen = map[string]bool{}
+	}
+	if !p.seen[k] {
+		p.seen[k] = true
+		p.keys = append(p.keys, k)
+	}
 }
 
 func (p *problems) add(kind, format string, args ...any) {
@@ -256,9 +275,11 @@ func Verify(p Plan, o Observed) Report {
 				where = "it is in the DLQ"
 			}
 			pr.add("lost", "group %s seq %d (key %s) was never applied; %s", d.Group, d.Seq, d.Key, where)
+			pr.key(d.Key)
 		default:
 			doubled += n - 1
 			pr.add("doubled", "group %s seq %d (key %s) applied %d times", d.Group, d.Seq, d.Key, n)
+			pr.key(d.Key)
 		}
 	}
 	row(MetricOnce, len(p.Deposits), once, once == len(p.Deposits))
@@ -284,6 +305,8 @@ func Verify(p Plan, o Observed) Report {
 				ordered = false
 				pr.add("order", "group %s: seq %d applied at %d, after seq %d applied at %d",
 					g, es[i].Seq, es[i].AppliedAt, es[i-1].Seq, es[i-1].AppliedAt)
+				pr.key(es[i-1].Key)
+				pr.key(es[i].Key)
 				break
 			}
 		}
@@ -300,18 +323,20 @@ func Verify(p Plan, o Observed) Report {
 	// Dedup records: every deposit's COMPLETED; no poison message's.
 	done := 0
 	for _, d := range p.Deposits {
-		st := o.Records[d.Key]
+		st := o.Records[d.Key].Status
 		if st == "COMPLETED" {
 			done++
 		} else {
 			pr.add("dedup record", "key %s: status %q, want COMPLETED", d.Key, st)
+			pr.key(d.Key)
 		}
 	}
 	poisonDone := 0
 	for _, s := range p.Poison {
-		if o.Records[s.Key] == "COMPLETED" {
+		if o.Records[s.Key].Status == "COMPLETED" {
 			poisonDone++
 			pr.add("dedup record", "poison key %s is COMPLETED: a rejected message was acknowledged", s.Key)
+			pr.key(s.Key)
 		}
 	}
 	row(MetricRecords, len(p.Deposits), done, done == len(p.Deposits) && poisonDone == 0)
@@ -336,6 +361,7 @@ func Verify(p Plan, o Observed) Report {
 		what := "not a poison message"
 		if i, ok := byKey[depositKeyOfBody(p, m.Body)]; ok {
 			what = fmt.Sprintf("deposit group %s seq %d", p.Deposits[i].Group, p.Deposits[i].Seq)
+			pr.key(p.Deposits[i].Key)
 		}
 		pr.add("unexpected in DLQ", "message %s group %s dedup id %s: %s", m.MessageID, m.Group, m.DedupID, what)
 	}
@@ -344,6 +370,7 @@ func Verify(p Plan, o Observed) Report {
 			wantDLQ[s.Group+"\x00"+s.Body]--
 			dlqOK = false
 			pr.add("poison not in DLQ", "group %s (dedup id %s)", s.Group, s.DedupID)
+			pr.key(s.Key)
 		}
 	}
 	if o.DLQ.Total() > int64(len(o.DLQMessages)) {
@@ -364,7 +391,7 @@ func Verify(p Plan, o Observed) Report {
 		}
 		row(MetricGraceful, len(o.Stops), good, good == len(o.Stops))
 	}
-	return Report{Rows: rows, Problems: pr.list()}
+	return Report{Rows: rows, Problems: pr.list(), Keys: pr.keys}
 }
 
 func allSeen(groups []string, seen map[string]bool) bool {

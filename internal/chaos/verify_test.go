@@ -16,7 +16,7 @@ func testPlan() Plan {
 
 // perfect is what a flawless run leaves behind for p.
 func perfect(p Plan) Observed {
-	o := Observed{Records: map[string]string{}}
+	o := Observed{Records: map[string]Record{}}
 	sums := map[string]*Account{}
 	for _, g := range p.Groups {
 		sums[g] = &Account{Name: g}
@@ -30,13 +30,13 @@ func perfect(p Plan) Observed {
 			PK: "entry#exactly#q.fifo#" + d.Key, Key: d.Key, Account: d.Group, Group: d.Group,
 			Seq: d.Seq, Amount: d.Amount, AppliedAt: 1_000_000 + int64(i)*7, MessageID: fmt.Sprintf("m%d", i),
 		})
-		o.Records[d.Key] = "COMPLETED"
+		o.Records[d.Key] = Record{Status: "COMPLETED", Attempts: 1}
 	}
 	for _, g := range p.Groups {
 		o.Accounts = append(o.Accounts, *sums[g])
 	}
 	for i, s := range p.Poison {
-		o.Records[s.Key] = "IN_PROGRESS"
+		o.Records[s.Key] = Record{Status: "IN_PROGRESS", Attempts: 3}
 		o.DLQMessages = append(o.DLQMessages, DLQMessage{MessageID: fmt.Sprintf("p%d", i), Group: s.Group, DedupID: s.DedupID, Body: s.Body})
 	}
 	o.DLQ = QueueCounts{Visible: int64(len(p.Poison))}
@@ -139,7 +139,7 @@ func TestVerifyCatchesEachViolation(t *testing.T) {
 			mutate: func(o *Observed) {
 				d := p.Deposits[b]
 				o.Entries = append(o.Entries[:b], o.Entries[b+1:]...)
-				o.Records[d.Key] = "IN_PROGRESS"
+				o.Records[d.Key] = Record{Status: "IN_PROGRESS", Attempts: 3}
 				o.DLQMessages = append(o.DLQMessages, DLQMessage{MessageID: "x", Group: d.Group, DedupID: d.DedupID, Body: d.Body})
 			},
 			failing: []string{MetricOnce, MetricLost, MetricComplete, MetricRecords, MetricDLQ},
@@ -166,7 +166,7 @@ func TestVerifyCatchesEachViolation(t *testing.T) {
 		},
 		{
 			name:    "poison acknowledged",
-			mutate:  func(o *Observed) { o.Records[p.Poison[1].Key] = "COMPLETED" },
+			mutate:  func(o *Observed) { o.Records[p.Poison[1].Key] = Record{Status: "COMPLETED"} },
 			failing: []string{MetricRecords},
 			problem: "is COMPLETED",
 		},

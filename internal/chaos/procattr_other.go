@@ -1,0 +1,11 @@
+//go:build !linux
+
+package chaos
+
+import "syscall"
+
+// procAttr puts a worker in its own process group: a Ctrl-C meant for the
+// harness does not reach it; the harness stops it.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

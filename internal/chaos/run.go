@@ -1,0 +1,704 @@
+// Package chaos is the harness behind `make chaos`: it tries hard to make the
+// worker double an effect, lose a message or break a group's order, and
+// shows that it does not.
+//
+// A run creates a FIFO queue with a DLQ and the two tables, starts several
+// worker processes (cmd/chaos/worker: the real worker plus an effect that can
+// sleep past the visibility timeout) behind a TCP fault proxy per emulator,
+// and sends N ledger deposits over many groups with duplicates of both kinds
+// and a few poison messages. Meanwhile it kills workers with SIGKILL, freezes
+// them with SIGSTOP past their lease, stops one with SIGTERM, and restarts
+// them; the proxies reset connections and drop responses after the request
+// went through. When the queue has drained it stops the workers and verifies
+// the ledger, the dedup records and both queues (see Verify).
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Defaults of a run, sized for CI: a couple of minutes on a small machine.
+const (
+	NDefault           = 1000
+	ExactPctDefault    = 5
+	RetryPctDefault    = 5
+	PoisonDefault      = 3
+	WorkersDefault     = 3
+	ConcurrencyDefault = 8
+	VisibilityDefault  = 6 * time.Second
+	LeaseDefault       = 6 * time.Second
+	// MaxReceiveDefault leaves room for the receives chaos costs a message
+	// that never fails: a worker killed while holding it (and, as the lease
+	// still runs a few ms longer than the visibility, a busy claim right
+	// after), a hand-back behind a failure of its group, a lost
+	// ReceiveMessage response (fauxqs ignores ReceiveRequestAttemptId).
+	// Runs at this chaos level took innocent messages to 7 receives.
+	MaxReceiveDefault      = 10
+	ShutdownTimeoutDefault = 4 * time.Second
+	ResetPctDefault        = 2
+	DropPctDefault         = 2
+	SendRateDefault        = 25               // messages a second, for the default -send-for
+	SendForMinDefault      = 40 * time.Second // chaos needs time to happen
+	ChaosEveryDefault      = 4 * time.Second
+	KillPctDefault         = 55
+	TermsDefault           = 1
+	TimeoutDefault         = 5 * time.Minute
+)
+
+// Config of a run. Main fills it from flags; zero values take the defaults.
+type Config struct {
+	N        int     // logical deposits (each must be applied exactly once)
+	Groups   int     // deposit groups, one ledger account each; 0: N/25, at least 4
+	ExactPct float64 // percent of deposits resent with their dedup id (SQS drops them)
+	RetryPct float64 // percent of deposits resent with a new dedup id and the same idempotency-key
+	Poison   int     // poison messages, each in its own group
+	Sleepers int     // deposits whose effect sleeps past the visibility timeout; 0: N/250, at least 2
+	SleepFor time.Duration
+
+	Workers         int
+	Concurrency     int
+	Visibility      time.Duration // the queue's visibility timeout, and --visibility
+	Lease           time.Duration // --lease
+	MaxReceive      int           // the redrive policy's maxReceiveCount
+	ShutdownTimeout time.Duration // --shutdown-timeout
+
+	ResetPct float64 // percent of requests whose connection is reset before forwarding
+	DropPct  float64 // percent of requests forwarded whose response is dropped
+
+	SendFor    time.Duration // the producer spreads its sends over this long; 0: N/25 s, at least 40 s
+	ChaosEvery time.Duration // mean time between chaos actions
+	Stall      time.Duration // how long SIGSTOP freezes a worker; 0: lease + visibility
+	KillPct    float64       // share of SIGKILL among kills and stalls
+	Terms      int           // graceful stops (SIGTERM) during the run
+	Timeout    time.Duration // after sending, how long the queue may take to drain
+
+	LogLevel  string // the workers' --log-level; debug logs every message's outcome
+	Seed      uint64 // 0: random; printed so that a run's plan and faults can be replayed
+	Dir       string // logs and report; "" makes a temporary directory
+	WorkerBin string // a prebuilt cmd/chaos/worker; "" builds it
+	Keep      bool   // keep the queues and tables
+}
+
+func (c *Config) defaults() {
+	c.N = orInt(c.N, NDefault)
+	c.Groups = orInt(c.Groups, max(4, c.N/25))
+	c.Sleepers = orInt(c.Sleepers, max(2, c.N/250))
+	c.Workers = orInt(c.Workers, WorkersDefault)
+	c.Concurrency = orInt(c.Concurrency, ConcurrencyDefault)
+	c.Visibility = orDur(c.Visibility, VisibilityDefault)
+	c.Lease = orDur(c.Lease, LeaseDefault)
+	c.SleepFor = orDur(c.SleepFor, c.Visibility*3/2)
+	c.MaxReceive = orInt(c.MaxReceive, MaxReceiveDefault)
+	c.ShutdownTimeout = orDur(c.ShutdownTimeout, ShutdownTimeoutDefault)
+	c.SendFor = orDur(c.SendFor, max(SendForMinDefault, time.Duration(c.N)*time.Second/SendRateDefault))
+	c.ChaosEvery = orDur(c.ChaosEvery, ChaosEveryDefault)
+	c.Stall = orDur(c.Stall, c.Lease+c.Visibility)
+	c.Timeout = orDur(c.Timeout, TimeoutDefault)
+	if c.LogLevel == "" {
+		c.LogLevel = "debug"
+	}
+}
+
+func orInt(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+func orDur(v, d time.Duration) time.Duration {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// UsageError is a bad flag or setting (exit code 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Parse reads the flags of `chaos`.
+func Parse(args []string, stderr io.Writer) (Config, error) {
+	c := Config{}
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.N, "n", NDefault, "logical deposits to send; each must be applied exactly once")
+	fs.IntVar(&c.Groups, "groups", 0, "message groups (one ledger account each); 0: n/25, at least 4")
+	fs.Float64Var(&c.ExactPct, "exact-dups", ExactPctDefault, "percent of deposits resent with the same dedup id (inside SQS's window)")
+	fs.Float64Var(&c.RetryPct, "retry-dups", RetryPctDefault, "percent of deposits resent with a new dedup id and the same idempotency-key (after SQS's window)")
+	fs.IntVar(&c.Poison, "poison", PoisonDefault, "poison messages (rejected by the ledger), each in its own group")
+	fs.IntVar(&c.Sleepers, "sleepers", 0, "deposits whose effect sleeps past the visibility timeout; 0: n/250, at least 2")
+	fs.DurationVar(&c.SleepFor, "sleep", 0, "how long a sleeper sleeps; 0: 1.5 x visibility")
+	fs.IntVar(&c.Workers, "workers", WorkersDefault, "worker processes")
+	fs.IntVar(&c.Concurrency, "concurrency", ConcurrencyDefault, "--concurrency of each worker")
+	fs.DurationVar(&c.Visibility, "visibility", VisibilityDefault, "the queue's visibility timeout and the workers' --visibility")
+	fs.DurationVar(&c.Lease, "lease", LeaseDefault, "the workers' --lease")
+	fs.IntVar(&c.MaxReceive, "max-receive", MaxReceiveDefault, "maxReceiveCount of the redrive policy (each worker crash costs a message it holds up to 2 receives)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", ShutdownTimeoutDefault, "the workers' --shutdown-timeout")
+	fs.Float64Var(&c.ResetPct, "reset", ResetPctDefault, "percent of worker requests whose connection is reset before it is forwarded")
+	fs.Float64Var(&c.DropPct, "drop", DropPctDefault, "percent of worker requests forwarded whose response is dropped (lost acknowledgement)")
+	fs.DurationVar(&c.SendFor, "send-for", 0, "spread the sends over this long (0: n/25 s, at least 40s)")
+	fs.DurationVar(&c.ChaosEvery, "chaos-every", ChaosEveryDefault, "mean time between chaos actions (SIGKILL, SIGSTOP, SIGTERM)")
+	fs.DurationVar(&c.Stall, "stall", 0, "how long SIGSTOP freezes a worker; 0: lease + visibility")
+	fs.Float64Var(&c.KillPct, "kill-pct", KillPctDefault, "percent of chaos actions that are SIGKILL; the others are SIGSTOP")
+	fs.IntVar(&c.Terms, "terms", TermsDefault, "graceful stops (SIGTERM, then a restart) during the run")
+	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
+	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
+	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the plan, the faults and the chaos (0: random)")
+	fs.StringVar(&c.Dir, "dir", "", "directory for worker logs and the report (default: a new temporary directory)")
+	fs.StringVar(&c.WorkerBin, "worker-bin", "", "prebuilt cmd/chaos/worker binary (default: go build it)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the queues and tables after the run")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, &UsageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	switch {
+	case c.N < 1:
+		return c, &UsageError{"-n must be at least 1"}
+	case c.Workers < 2:
+		return c, &UsageError{"-workers must be at least 2 (one stays untouched by every chaos action)"}
+	case c.ResetPct < 0 || c.DropPct < 0 || c.ResetPct+c.DropPct > 50:
+		return c, &UsageError{"-reset and -drop must be percentages that add up to at most 50"}
+	case c.Visibility < 2*time.Second || c.Lease < 2*time.Second:
+		return c, &UsageError{"-visibility and -lease must be at least 2s (the worker's minimum)"}
+	case c.MaxReceive < 1:
+		return c, &UsageError{"-max-receive must be at least 1"}
+	}
+	return c, nil
+}
+
+// Main runs `chaos` with args and returns the exit code: 0 when every check
+// holds, 1 on a violation or an error, 2 on bad flags.
+func Main(args []string, stdout, stderr io.Writer) int {
+	cfg, err := Parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "chaos: "+ue.Msg)
+		return 2
+	}
+	if err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := Run(ctx, cfg, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "chaos: "+err.Error())
+		return 1
+	}
+	if !rep.OK() {
+		return 1
+	}
+	return 0
+}
+
+// Run does one chaos run, prints its progress and result to out and returns
+// the verdict. An error means the run itself could not be carried out.
+func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
+	cfg.defaults()
+	if cfg.Seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		for _, x := range b {
+			cfg.Seed = cfg.Seed<<8 | uint64(x)
+		}
+		cfg.Seed >>= 1 // printable as a positive flag value everywhere
+	}
+	began := time.Now()
+	var (
+		outMu  sync.Mutex
+		events io.Writer = io.Discard
+	)
+	logf := func(format string, args ...any) {
+		now := time.Now()
+		line := fmt.Sprintf(format, args...)
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Fprintf(out, "%6.1fs  %s\n", now.Sub(began).Seconds(), line)
+		fmt.Fprintf(events, "%s %s\n", now.Format("15:04:05.000"), line)
+	}
+
+	sqsURL, ddbURL := os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	if sqsURL == "" || ddbURL == "" {
+		return Report{}, errors.New("AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_DYNAMODB are not set: run it against the local stack (make chaos, or scripts/with-stack)")
+	}
+	sqsHost, err := hostPort(sqsURL)
+	if err != nil {
+		return Report{}, err
+	}
+	ddbHost, err := hostPort(ddbURL)
+	if err != nil {
+		return Report{}, err
+	}
+
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "exactly-chaos-"); err != nil {
+			return Report{}, err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Report{}, err
+	}
+	ev, err := os.Create(filepath.Join(dir, "events.log"))
+	if err != nil {
+		return Report{}, err
+	}
+	defer ev.Close()
+	outMu.Lock()
+	events = ev
+	outMu.Unlock()
+	bin := cfg.WorkerBin
+	if bin == "" {
+		bin = filepath.Join(dir, "chaos-worker")
+		logf("building the chaos worker (cmd/chaos/worker) into %s", dir)
+		v := "dev"
+		if b, err := exec.CommandContext(ctx, "git", "describe", "--tags", "--always", "--dirty").Output(); err == nil {
+			v = strings.TrimSpace(string(b))
+		}
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin,
+			"-ldflags", "-X github.com/exactlyonce/exactly/worker.Version="+v, "github.com/exactlyonce/exactly/cmd/chaos/worker")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return Report{}, fmt.Errorf("cannot build the chaos worker: %v\n%s", err, b)
+		}
+	}
+
+	vout, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil {
+		return Report{}, fmt.Errorf("%s version: %w", bin, err)
+	}
+	version := strings.TrimSpace(strings.TrimPrefix(string(vout), "worker "))
+
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("cannot load the AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		return Report{}, errors.New("no AWS region: set AWS_REGION")
+	}
+	sqsc := sqs.NewFromConfig(awsCfg)
+	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
+
+	// Resources, created by the worker's own setup command (straight to the
+	// emulators).
+	id := newID()
+	names := struct{ queue, dlq, table, ledger string }{
+		"chaos-" + id + ".fifo", "chaos-" + id + "-dlq.fifo", "chaos-" + id + "-dedup", "chaos-" + id + "-ledger",
+	}
+	baseEnv := workerEnv(os.Environ())
+	setup := exec.CommandContext(ctx, bin, "setup", "--queue", names.queue, "--dlq", names.dlq,
+		"--max-receive", fmt.Sprint(cfg.MaxReceive), "--visibility", cfg.Visibility.String(),
+		"--table", names.table, "--ledger-table", names.ledger)
+	setup.Env = append(baseEnv, "AWS_ENDPOINT_URL_SQS="+sqsURL, "AWS_ENDPOINT_URL_DYNAMODB="+ddbURL)
+	so, err := setup.CombinedOutput()
+	if err != nil {
+		return Report{}, fmt.Errorf("worker setup failed: %v\n%s", err, so)
+	}
+	urls := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(so)), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			urls[f[0]] = f[1]
+		}
+	}
+	queueURL, dlqURL := urls["queue"], urls["dlq"]
+	if queueURL == "" || dlqURL == "" {
+		return Report{}, fmt.Errorf("worker setup printed no queue URLs:\n%s", so)
+	}
+	cleanup := func() {
+		if cfg.Keep {
+			logf("kept queues %s, %s and tables %s, %s", names.queue, names.dlq, names.table, names.ledger)
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, u := range []string{queueURL, dlqURL} {
+			_, _ = sqsc.DeleteQueue(cctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+		}
+		for _, t := range []string{names.table, names.ledger} {
+			_, _ = db.DeleteTable(cctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
+		}
+	}
+	defer cleanup()
+
+	// Fault proxies between the workers and the emulators: a pair per worker
+	// slot, so that the trace says which worker sent what.
+	traceFile, err := os.Create(filepath.Join(dir, "trace.log"))
+	if err != nil {
+		return Report{}, err
+	}
+	defer traceFile.Close()
+	tracer := NewTracer(traceFile)
+	defer tracer.Flush()
+	var sqsProxies, ddbProxies []*Proxy
+	defer func() {
+		for _, p := range append(sqsProxies, ddbProxies...) {
+			p.Close()
+		}
+	}()
+	for i := range cfg.Workers {
+		w := fmt.Sprintf("w%d", i+1)
+		sp, err := NewProxy("sqs", sqsHost, RandomFaults(cfg.Seed^uint64(0x5153+i), cfg.ResetPct, cfg.DropPct), tracer.Observer(w, "sqs"))
+		if err != nil {
+			return Report{}, err
+		}
+		sqsProxies = append(sqsProxies, sp)
+		dp, err := NewProxy("dynamodb", ddbHost, RandomFaults(cfg.Seed^uint64(0xdd80+i), cfg.ResetPct, cfg.DropPct), tracer.Observer(w, "dynamodb"))
+		if err != nil {
+			return Report{}, err
+		}
+		ddbProxies = append(ddbProxies, dp)
+	}
+	faults := func() (faulted, requests int64) {
+		for _, p := range append(sqsProxies, ddbProxies...) {
+			n, by := p.Totals()
+			requests += n
+			faulted += by[Reset] + by[LostAck]
+		}
+		return faulted, requests
+	}
+
+	plan := NewPlan(PlanConfig{
+		Deposits: cfg.N, Groups: cfg.Groups, ExactPct: cfg.ExactPct, RetryPct: cfg.RetryPct,
+		Poison: cfg.Poison, Sleepers: cfg.Sleepers, SleepMS: cfg.SleepFor.Milliseconds(),
+	}, cfg.Seed)
+	fmt.Fprintf(out, "chaos: seed %d; %d deposits over %d groups, %d exact resends, %d retries, %d poison, %d sleepers (%s); "+
+		"%d workers (concurrency %d, visibility %s, lease %s), maxReceiveCount %d; faults: %.1f%% reset, %.1f%% lost ack\n",
+		cfg.Seed, len(plan.Deposits), len(plan.Groups), plan.Count(ExactResend), plan.Count(Retry), len(plan.Poison),
+		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct)
+	fmt.Fprintf(out, "chaos: worker %s; queue %s; logs in %s\n", version, names.queue, dir)
+
+	sup := NewSupervisor(WorkerSpec{
+		Bin: bin,
+		Args: []string{"run", "--queue", queueURL, "--effect", EffectName, "--table", names.table, "--ledger-table", names.ledger,
+			"--lease", cfg.Lease.String(), "--visibility", cfg.Visibility.String(), "--concurrency", fmt.Sprint(cfg.Concurrency),
+			"--shutdown-timeout", cfg.ShutdownTimeout.String(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
+			"--log-level", cfg.LogLevel, "--progress", "0"},
+		Env: func(n int) []string {
+			return append(append([]string(nil), baseEnv...),
+				"AWS_ENDPOINT_URL_SQS="+sqsProxies[n-1].URL(), "AWS_ENDPOINT_URL_DYNAMODB="+ddbProxies[n-1].URL())
+		},
+		LogDir:        dir,
+		ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
+	}, cfg.Workers, logf)
+	if err := sup.Start(ctx, time.Minute); err != nil {
+		sup.KillAll()
+		return Report{}, err
+	}
+	logf("%d workers up", cfg.Workers)
+
+	// The run: producer, chaos and metrics side by side, until the queue
+	// has drained.
+	var (
+		bg       sync.WaitGroup
+		sent     atomic.Int64
+		prodErr  error
+		prodDone = make(chan struct{})
+	)
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	scrapeCtx, stopScrape := context.WithCancel(context.Background())
+	bg.Go(func() { sup.ScrapeEvery(scrapeCtx, time.Second) })
+	chaosDone := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		sup.Chaos(chaosCtx, ChaosConfig{
+			Every: cfg.ChaosEvery, Stall: cfg.Stall, Terms: cfg.Terms, TermAt: cfg.SendFor / 3, KillPct: cfg.KillPct,
+		}, cfg.Seed)
+	}()
+	go func() {
+		defer close(prodDone)
+		prodErr = Produce(ctx, sqsc, queueURL, plan.Sends, cfg.SendFor, &sent)
+		if prodErr == nil {
+			logf("producer done: %d messages sent", sent.Load())
+		}
+	}()
+	sendStart := time.Now()
+	drained, waitErr := waitDrained(ctx, sqsc, queueURL, dlqURL, len(plan.Poison), prodDone, cfg.SendFor+cfg.Timeout, logf, func() string {
+		f, n := faults()
+		return fmt.Sprintf("sent %d/%d, workers up %d, faults %d/%d requests", sent.Load(), len(plan.Sends), sup.Up(), f, n)
+	})
+	drainTook := time.Since(sendStart)
+	stopChaos()
+	<-chaosDone
+	<-prodDone
+	if ctx.Err() != nil {
+		sup.KillAll()
+		stopScrape()
+		bg.Wait()
+		return Report{}, errors.New("interrupted")
+	}
+	logf("stopping the workers (SIGTERM)")
+	sup.StopAll()
+	stopScrape()
+	bg.Wait()
+	if prodErr != nil {
+		return Report{}, fmt.Errorf("producer: %w", prodErr)
+	}
+	if waitErr != nil {
+		return Report{}, waitErr
+	}
+	if !drained {
+		logf("the queue did not drain within %s after the sends: verifying what is there", cfg.Timeout)
+	}
+
+	// What the run left behind, read straight from the emulators.
+	vctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var o Observed
+	if o.Accounts, o.Entries, err = ReadLedger(vctx, db, names.ledger); err != nil {
+		return Report{}, err
+	}
+	if o.Records, err = ReadRecords(vctx, db, names.table); err != nil {
+		return Report{}, err
+	}
+	if o.Queue, err = Counts(vctx, sqsc, queueURL); err != nil {
+		return Report{}, err
+	}
+	if o.DLQ, err = Counts(vctx, sqsc, dlqURL); err != nil {
+		return Report{}, err
+	}
+	if o.DLQMessages, err = DrainDLQ(vctx, sqsc, dlqURL); err != nil {
+		return Report{}, err
+	}
+	sum := sup.Summary()
+	o.Stops = sum.Stops
+	rep := Verify(plan, o)
+
+	for _, p := range append(sqsProxies, ddbProxies...) {
+		p.Close() // no more traffic: the trace is complete
+	}
+	_ = tracer.Flush()
+	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
+	report := &strings.Builder{}
+	writeReport(report, cfg, version, plan, o, rep, sum, append(sqsProxies, ddbProxies...), string(trace), drainTook, time.Since(began), dir)
+	outMu.Lock()
+	fmt.Fprint(out, report.String())
+	outMu.Unlock()
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report.String()), 0o644); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// waitDrained polls the queues until the producer is done and the queue has
+// stayed empty for three polls with the poison messages in the DLQ (or empty
+// for fifteen polls whatever the DLQ holds), or until timeout.
+func waitDrained(ctx context.Context, c *sqs.Client, queueURL, dlqURL string, poison int, prodDone <-chan struct{},
+	timeout time.Duration, logf func(string, ...any), status func() string) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	empty := 0
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-tick.C:
+		}
+		q, err := Counts(ctx, c, queueURL)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			return false, err
+		}
+		d, err := Counts(ctx, c, dlqURL)
+		if err != nil {
+			return false, err
+		}
+		if i%5 == 4 {
+			logf("queue %d visible, %d in flight; DLQ %d; %s", q.Visible, q.InFlight, d.Total(), status())
+		}
+		done := false
+		select {
+		case <-prodDone:
+			done = true
+		default:
+		}
+		if done && q.Total() == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+		if (empty >= 3 && d.Total() >= int64(poison)) || empty >= 15 {
+			logf("queue drained; DLQ %d", d.Total())
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+	}
+}
+
+func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed, rep Report, sum Summary, proxies []*Proxy, trace string, drain, total time.Duration, dir string) {
+	verdict := "PASS"
+	if !rep.OK() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "\n== chaos %s: n=%d, %d groups, seed %d, worker %s; sends over %s, drained %s after the first send, %s in all\n\n",
+		verdict, cfg.N, len(plan.Groups), cfg.Seed, version, cfg.SendFor, drain.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
+	WriteTable(w, rep.Rows)
+	if len(rep.Problems) > 0 {
+		fmt.Fprintln(w, "\nviolations:")
+		for _, p := range rep.Problems {
+			fmt.Fprintln(w, "  "+p)
+		}
+		for i, k := range rep.Keys {
+			if i == 3 {
+				fmt.Fprintf(w, "\n(histories of %d more keys: grep trace.log and the worker logs)\n", len(rep.Keys)-i)
+				break
+			}
+			fmt.Fprintf(w, "\nhistory of %s (trace.log: time, worker slot, fault, event; chaos actions in events.log):\n", k)
+			for _, l := range History(trace, k, 80) {
+				fmt.Fprintln(w, "  "+l)
+			}
+		}
+	}
+
+	fmt.Fprintf(w, "\nsent: %d deposits, %d exact resends (SQS drops them), %d retries with a new dedup id (the ledger absorbs them), %d poison; %d sleepers of %s\n",
+		plan.Count(Original), plan.Count(ExactResend), plan.Count(Retry), plan.Count(Poison), plan.Sleepers(), cfg.SleepFor)
+
+	// Receive counts at the claim that completed each deposit: how close
+	// the chaos pushed innocent messages to maxReceiveCount.
+	hist := map[int]int{}
+	maxRC := 0
+	for _, d := range plan.Deposits {
+		if r, ok := o.Records[d.Key]; ok && r.Status == "COMPLETED" {
+			hist[r.Attempts]++
+			maxRC = max(maxRC, r.Attempts)
+		}
+	}
+	var hs []string
+	for rc := 1; rc <= maxRC; rc++ {
+		if hist[rc] > 0 {
+			hs = append(hs, fmt.Sprintf("%d: %d", rc, hist[rc]))
+		}
+	}
+	fmt.Fprintf(w, "receive count at the completing claim (maxReceiveCount %d): %s\n", cfg.MaxReceive, strings.Join(hs, ", "))
+
+	fmt.Fprintln(w, "\nfaults injected between the workers and the emulators:")
+	type tally struct {
+		requests int64
+		by       map[Fault]int64
+		ops      map[string]map[Fault]int64
+	}
+	services := map[string]*tally{}
+	for _, p := range proxies {
+		t := services[p.name]
+		if t == nil {
+			t = &tally{by: map[Fault]int64{}, ops: map[string]map[Fault]int64{}}
+			services[p.name] = t
+		}
+		for _, c := range p.Stats() {
+			t.requests += c.N
+			t.by[c.Fault] += c.N
+			if t.ops[c.Op] == nil {
+				t.ops[c.Op] = map[Fault]int64{}
+			}
+			t.ops[c.Op][c.Fault] += c.N
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\t")
+	for _, name := range sortedKeys(services) {
+		t := services[name]
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck])
+	}
+	tw.Flush()
+	for _, name := range sortedKeys(services) {
+		var ops []string
+		for _, op := range sortedKeys(services[name].ops) {
+			if f := services[name].ops[op]; f[Reset]+f[LostAck] > 0 {
+				ops = append(ops, fmt.Sprintf("%s %d/%d", op, f[Reset], f[LostAck]))
+			}
+		}
+		if len(ops) > 0 {
+			fmt.Fprintf(w, "  %s by operation (reset/lost ack): %s\n", name, strings.Join(ops, ", "))
+		}
+	}
+
+	fmt.Fprintln(w, "\nchaos actions:")
+	var evs []string
+	for _, k := range sortedKeys(sum.Events) {
+		evs = append(evs, fmt.Sprintf("%s %d", k, sum.Events[k]))
+	}
+	fmt.Fprintf(w, "  %s\n", strings.Join(evs, ", "))
+	for _, s := range sum.Stops {
+		fmt.Fprintf(w, "  SIGTERM %s: exit %d after %s\n", s.Worker, s.ExitCode, s.Took.Round(time.Millisecond))
+	}
+	for _, e := range sum.Exits {
+		fmt.Fprintf(w, "  unexpected exit: %s\n", e)
+	}
+
+	fmt.Fprintln(w, "\nworkers' /metrics, summed over every worker life (as last scraped; a SIGKILL loses up to a second):")
+	var ms []string
+	for _, k := range sortedKeys(sum.Metrics) {
+		if strings.HasPrefix(k, "aws ") {
+			continue
+		}
+		ms = append(ms, fmt.Sprintf("%s %.0f", strings.TrimSuffix(strings.TrimPrefix(k, "exactly_"), "_total"), sum.Metrics[k]))
+	}
+	fmt.Fprintf(w, "  %s\n", strings.Join(ms, ", "))
+	if len(sum.Errors) > 0 {
+		var es []string
+		for _, k := range sortedKeys(sum.Errors) {
+			es = append(es, fmt.Sprintf("%q %d", k, sum.Errors[k]))
+		}
+		fmt.Fprintf(w, "  ERROR log lines: %s\n", strings.Join(es, ", "))
+	}
+	fmt.Fprintf(w, "\nworker logs and this report: %s\n", dir)
+}
+
+// workerEnv is env without the variables the harness sets itself: AWS
+// endpoints and the worker's WORKER_* settings (flags are given explicitly).
+func workerEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_ENDPOINT_URL") || strings.HasPrefix(k, "WORKER_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func hostPort(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" || u.Scheme != "http" {
+		return "", fmt.Errorf("endpoint %q: want http://host:port (the local stack)", endpoint)
+	}
+	return u.Host, nil
+}
+
+func newID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,237 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tracer writes one line per message-level event that crosses a proxy: what
+// each ReceiveMessage handed out (with receive counts), deletes and
+// visibility changes by receipt handle, and the dedup and ledger writes by
+// key, each with the fault the proxy applied. It is how a violation is
+// traced back to the requests that caused it (trace.log in the run's
+// directory).
+type Tracer struct {
+	mu       sync.Mutex
+	w        *bufio.Writer
+	receipts map[string]string // receipt handle -> dedup key and message id
+}
+
+// NewTracer writes to w; Flush before reading it.
+func NewTracer(w io.Writer) *Tracer {
+	return &Tracer{w: bufio.NewWriterSize(w, 64<<10), receipts: map[string]string{}}
+}
+
+// Flush writes what is buffered.
+func (t *Tracer) Flush() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.w.Flush()
+}
+
+// Observer returns the proxy observer of one worker slot and service.
+func (t *Tracer) Observer(worker, service string) func(Exchange) {
+	return func(e Exchange) {
+		lines := t.decode(service, e)
+		if len(lines) == 0 {
+			return
+		}
+		now := time.Now().Format("15:04:05.000")
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		for _, l := range lines {
+			fmt.Fprintf(t.w, "%s %s %s %s\n", now, worker, e.Fault, l)
+		}
+	}
+}
+
+// Wire shapes of the requests and responses the tracer reads (AWS JSON 1.0).
+type (
+	avS struct {
+		S string `json:"S"`
+		N string `json:"N"`
+	}
+	sqsMessage struct {
+		MessageID     string            `json:"MessageId"`
+		ReceiptHandle string            `json:"ReceiptHandle"`
+		Attributes    map[string]string `json:"Attributes"`
+		MessageAttrs  map[string]struct {
+			StringValue string `json:"StringValue"`
+		} `json:"MessageAttributes"`
+	}
+	sqsEntry struct {
+		ID                string `json:"Id"`
+		ReceiptHandle     string `json:"ReceiptHandle"`
+		VisibilityTimeout *int   `json:"VisibilityTimeout"`
+	}
+	sqsBody struct {
+		Messages   []sqsMessage `json:"Messages"`
+		Entries    []sqsEntry   `json:"Entries"`
+		Successful []sqsEntry   `json:"Successful"`
+		Failed     []struct {
+			ID   string `json:"Id"`
+			Code string `json:"Code"`
+		} `json:"Failed"`
+		Type string `json:"__type"`
+	}
+	ddbUpdate struct {
+		Key                       map[string]avS `json:"Key"`
+		Item                      map[string]avS `json:"Item"`
+		UpdateExpression          string         `json:"UpdateExpression"`
+		ExpressionAttributeValues map[string]avS `json:"ExpressionAttributeValues"`
+	}
+	ddbBody struct {
+		ddbUpdate
+		TransactItems []struct {
+			Update *ddbUpdate `json:"Update"`
+			Put    *ddbUpdate `json:"Put"`
+		} `json:"TransactItems"`
+		Type                string `json:"__type"`
+		CancellationReasons []struct {
+			Code string `json:"Code"`
+		} `json:"CancellationReasons"`
+		Item map[string]avS `json:"Item"` // ALL_OLD of a failed condition
+	}
+)
+
+func (t *Tracer) decode(service string, e Exchange) []string {
+	if service == "sqs" {
+		return t.decodeSQS(e)
+	}
+	return decodeDynamo(e)
+}
+
+func (t *Tracer) decodeSQS(e Exchange) []string {
+	var req, resp sqsBody
+	_ = json.Unmarshal(e.Request, &req)
+	if e.Response != nil {
+		_ = json.Unmarshal(e.Response, &resp)
+	}
+	var out []string
+	switch e.Op {
+	case "ReceiveMessage":
+		if e.Status != 200 {
+			return []string{"ReceiveMessage " + errType(e.Status, resp.Type)}
+		}
+		t.mu.Lock()
+		for _, m := range resp.Messages {
+			key := m.MessageAttrs["idempotency-key"].StringValue
+			t.receipts[m.ReceiptHandle] = key + " " + m.MessageID
+			out = append(out, fmt.Sprintf("receive %s %s group=%s rc=%s seq=%s", key, m.MessageID,
+				m.Attributes["MessageGroupId"], m.Attributes["ApproximateReceiveCount"], m.Attributes["SequenceNumber"]))
+		}
+		t.mu.Unlock()
+	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch":
+		failed := map[string]string{}
+		for _, f := range resp.Failed {
+			failed[f.ID] = f.Code
+		}
+		verb := "delete"
+		if e.Op == "ChangeMessageVisibilityBatch" {
+			verb = "visibility"
+		}
+		t.mu.Lock()
+		for _, en := range req.Entries {
+			who := t.receipts[en.ReceiptHandle]
+			if who == "" {
+				who = "? ?"
+			}
+			l := verb + " " + who
+			if en.VisibilityTimeout != nil {
+				l += fmt.Sprintf(" to=%ds", *en.VisibilityTimeout)
+			}
+			switch {
+			case e.Response == nil:
+			case e.Status != 200:
+				l += " " + errType(e.Status, resp.Type)
+			case failed[en.ID] != "":
+				l += " failed=" + failed[en.ID]
+			}
+			out = append(out, l)
+		}
+		t.mu.Unlock()
+	}
+	return out
+}
+
+func decodeDynamo(e Exchange) []string {
+	var req, resp ddbBody
+	_ = json.Unmarshal(e.Request, &req)
+	if e.Response != nil {
+		_ = json.Unmarshal(e.Response, &resp)
+	}
+	result := ""
+	switch {
+	case e.Response == nil:
+		result = "(not sent)"
+	case e.Status == 200:
+		result = "ok"
+	default:
+		result = errType(e.Status, resp.Type)
+		if len(resp.CancellationReasons) > 0 {
+			var codes []string
+			for _, r := range resp.CancellationReasons {
+				codes = append(codes, r.Code)
+			}
+			result += "[" + strings.Join(codes, ",") + "]"
+		}
+		if st := resp.Item["status"].S; st != "" {
+			result += fmt.Sprintf(" (held: %s token=%s lease_until=%s)", st, short(resp.Item["token"].S), resp.Item["lease_until"].N)
+		}
+	}
+	switch e.Op {
+	case "PutItem":
+		it := req.Item
+		return []string{fmt.Sprintf("claim %s token=%s attempts=%s -> %s", rawKey(it["pk"].S), short(it["token"].S), it["attempts"].N, result)}
+	case "UpdateItem":
+		what := "extend"
+		switch {
+		case strings.Contains(req.UpdateExpression, ":done"):
+			what = "complete"
+		case req.ExpressionAttributeValues[":lu"].N == "0":
+			what = "release"
+		}
+		return []string{fmt.Sprintf("%s %s token=%s -> %s", what, rawKey(req.Key["pk"].S), short(req.ExpressionAttributeValues[":tok"].S), result)}
+	case "TransactWriteItems":
+		if len(req.TransactItems) == 0 || req.TransactItems[0].Update == nil {
+			return nil
+		}
+		u := req.TransactItems[0].Update
+		return []string{fmt.Sprintf("commit %s token=%s -> %s", rawKey(u.Key["pk"].S), short(u.ExpressionAttributeValues[":tok"].S), result)}
+	}
+	return nil
+}
+
+func errType(status int, typ string) string {
+	if i := strings.LastIndexByte(typ, '#'); i >= 0 {
+		typ = typ[i+1:]
+	}
+	if typ == "" {
+		typ = "error"
+	}
+	return fmt.Sprintf("%s(%d)", typ, status)
+}
+
+func short(token string) string {
+	if len(token) > 6 {
+		return token[:6]
+	}
+	return token
+}
+
+// History returns the trace lines that mention key, for a violation's
+// write-up.
+func History(trace string, key string, limit int) []string {
+	var out []string
+	for _, l := range strings.Split(trace, "\n") {
+		if strings.Contains(l, " "+key+" ") && len(out) < limit {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -183,6 +183,9 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 		}
 		return config.Errorf("%s: %v", fs.Name("table"), err)
 	}
+	if err := preflight(ctx, log, cl.sqs, cl.dynamo, queues, s.table); err != nil {
+		return err
+	}
 	eff, err := buildEffect(s, cl, log, lookup)
 	if err != nil {
 		return err

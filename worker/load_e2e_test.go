@@ -2,9 +2,7 @@ package worker_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
@@ -19,10 +17,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exactlyonce/exactly/effect"
-	"github.com/exactlyonce/exactly/internal/dedup"
-	"github.com/exactlyonce/exactly/internal/pool"
-	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/exactlyonce/exactly/worker"
 )
@@ -145,86 +139,9 @@ func newStack(t *testing.T, sqsc *sqs.Client, db *dynamodb.Client, visibility st
 	return tables{url: url, dedup: testenv.NewTable(t, db, true), ledger: testenv.NewTable(t, db, false)}
 }
 
-// TestLoadFiftyGroupsInOrder: 50 groups × 100 ledger messages at concurrency
-// 32 are applied exactly once each, in per-group order, with exact balances.
-func TestLoadFiftyGroupsInOrder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
-	sqsc, db := testenv.SQS(t), testenv.DynamoDB(t)
-	s := newStack(t, sqsc, db, "30")
-	const groups, per = 50, 100
-	want := sendDeposits(t, sqsc, s.url, groups, per)
-	startWorker(t, "run", "--queue", s.url, "--effect", "ledger", "--table", s.dedup, "--ledger-table", s.ledger,
-		"--concurrency", "32", "--metrics-addr", "", "--progress", "0")
-	testenv.Eventually(t, 5*time.Minute, func() bool { return balancesMatch(db, s.ledger, want) }, "balances")
-	testenv.Eventually(t, time.Minute, func() bool { return queueEmpty(t, sqsc, s.url) }, "the queue to drain")
-	requireExactlyOnceInOrder(t, db, s.ledger, want, per)
-}
-
-// TestFailingMessageHoldsBackItsGroup: a message that fails (retryably) in
-// the middle of a group holds back the rest of its group until it succeeds,
-// while the other groups carry on.
-func TestFailingMessageHoldsBackItsGroup(t *testing.T) {
-	sqsc, db := testenv.SQS(t), testenv.DynamoDB(t)
-	s := newStack(t, sqsc, db, "30")
-	const groups, per = 4, 20
-	want := sendDeposits(t, sqsc, s.url, groups, per)
-
-	ledger := &effect.Ledger{Table: s.ledger}
-	var mu sync.Mutex
-	failures := 0
-	var heldBack []string // what ran in group g001 while seq 10 had not succeeded
-	var othersWhileFailing int
-	succeeded := false
-	eff := effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
-		e, err := effect.ParseLedgerEntry(in.Message.Body)
-		if err != nil {
-			return effect.Output{}, effect.Permanent(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if e.Account == "g001" {
-			switch {
-			case *e.Seq == 10 && failures < 3:
-				failures++
-				return effect.Output{}, effect.RetryAfter(time.Second, errors.New("downstream unavailable"))
-			case *e.Seq == 10:
-				succeeded = true
-			case *e.Seq > 10 && !succeeded:
-				heldBack = append(heldBack, strconv.FormatInt(*e.Seq, 10))
-			}
-		} else if failures > 0 && !succeeded {
-			othersWhileFailing++
-		}
-		return ledger.Apply(ctx, in)
-	})
-	keys, _ := dedup.ParseKeySource("auto")
-	proc := &process.Processor{
-		Store: dedup.NewStore(db, s.dedup), Effect: eff, Keys: keys, TTL: time.Hour, Lease: 30 * time.Second,
-		Log:   slog.New(slog.DiscardHandler),
-		Scope: func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "t", Queue: m.QueueName} },
-	}
-	p, err := pool.New(pool.Config{
-		Client: sqsc, Processor: proc, Concurrency: 8, WaitTime: 2 * time.Second,
-		Queues: []pool.Queue{{URL: s.url, FIFO: true, Visibility: 30 * time.Second}},
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	testenv.Eventually(t, 2*time.Minute, func() bool { return balancesMatch(db, s.ledger, want) }, "balances")
-	cancel()
-	require.NoError(t, <-done)
-
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, 3, failures)
-	require.True(t, succeeded)
-	require.Empty(t, heldBack, "later messages of the failing group ran before it succeeded")
-	require.Positive(t, othersWhileFailing, "other groups carried on meanwhile")
-	requireExactlyOnceInOrder(t, db, s.ledger, want, per)
-}
+// The pool's own emulator tests (internal/pool/e2e_test.go) prove order and
+// exact balances under load in process; this one drives the real binary with
+// a real signal.
 
 // TestSIGTERMUnderLoadThenRestart: a worker stopped with SIGTERM mid-run exits
 // 0 within its shutdown timeout; a restarted worker finishes the queue; the

@@ -246,9 +246,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		fmt.Fprintf(events, "%s %s\n", now.Format("15:04:05.000"), line)
 	}
 
-	sqsURL, ddbURL := os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	sqsURL, ddbURL := endpoint("SQS"), endpoint("DYNAMODB")
 	if sqsURL == "" || ddbURL == "" {
-		return Report{}, errors.New("AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_DYNAMODB are not set: run it against the local stack (make chaos, or scripts/with-stack)")
+		return Report{}, errors.New("AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_DYNAMODB (or AWS_ENDPOINT_URL) are not set: run it against the local stack (make chaos, or scripts/with-stack)")
 	}
 	sqsHost, err := hostPort(sqsURL)
 	if err != nil {
@@ -687,6 +687,15 @@ func workerEnv(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// endpoint is the SDK's endpoint for service: AWS_ENDPOINT_URL_<SERVICE>,
+// else AWS_ENDPOINT_URL.
+func endpoint(service string) string {
+	if v := os.Getenv("AWS_ENDPOINT_URL_" + service); v != "" {
+		return v
+	}
+	return os.Getenv("AWS_ENDPOINT_URL")
 }
 
 func hostPort(endpoint string) (string, error) {

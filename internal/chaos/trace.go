@@ -70,6 +70,7 @@ type (
 		VisibilityTimeout *int   `json:"VisibilityTimeout"`
 	}
 	sqsBody struct {
+		sqsEntry                // DeleteMessage, ChangeMessageVisibility
 		Messages   []sqsMessage `json:"Messages"`
 		Entries    []sqsEntry   `json:"Entries"`
 		Successful []sqsEntry   `json:"Successful"`
@@ -126,14 +127,17 @@ func (t *Tracer) decodeSQS(e Exchange) []string {
 				m.Attributes["MessageGroupId"], m.Attributes["ApproximateReceiveCount"], m.Attributes["SequenceNumber"]))
 		}
 		t.mu.Unlock()
-	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch":
+	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "DeleteMessage", "ChangeMessageVisibility":
 		failed := map[string]string{}
 		for _, f := range resp.Failed {
 			failed[f.ID] = f.Code
 		}
 		verb := "delete"
-		if e.Op == "ChangeMessageVisibilityBatch" {
+		if strings.HasPrefix(e.Op, "ChangeMessageVisibility") {
 			verb = "visibility"
+		}
+		if !strings.HasSuffix(e.Op, "Batch") {
+			req.Entries = []sqsEntry{req.sqsEntry}
 		}
 		t.mu.Lock()
 		for _, en := range req.Entries {

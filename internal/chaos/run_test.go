@@ -1,0 +1,65 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/internal/testenv"
+)
+
+// syncBuffer is a bytes.Buffer safe for the run's concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunSmall is a short chaos run against the local stack: the harness
+// itself (build, setup, proxies, supervisor, producer, verifier) under the
+// race detector, with every kind of chaos action and fault.
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: not in -short")
+	}
+	testenv.SQS(t)
+	testenv.DynamoDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	var out syncBuffer
+	rep, err := Run(ctx, Config{
+		N: 80, Groups: 8, ExactPct: 10, RetryPct: 10, Poison: 2, Sleepers: 2, SleepFor: 4 * time.Second,
+		Workers: 3, Concurrency: 4, Visibility: 3 * time.Second, Lease: 3 * time.Second, MaxReceive: 10,
+		ShutdownTimeout: 2 * time.Second, ResetPct: 3, DropPct: 3,
+		SendFor: 8 * time.Second, ChaosEvery: 1500 * time.Millisecond, Stall: 7 * time.Second, KillPct: 50, Terms: 1,
+		Timeout: 2 * time.Minute, Seed: 7, Dir: dir,
+	}, &out)
+	require.NoError(t, err, out.String())
+	require.True(t, rep.OK(), out.String())
+	report := out.String()
+	require.Contains(t, report, "== chaos PASS: n=80")
+	require.Contains(t, report, "keys applied exactly once")
+	require.Regexp(t, `SIGKILL \d+`, report)
+	require.Contains(t, report, "SIGTERM")
+	require.Contains(t, report, "faults injected")
+	for _, f := range []string{"report.txt", "trace.log", "events.log", "w1.1.log"} {
+		require.FileExists(t, dir+"/"+f)
+	}
+	t.Log(report)
+}

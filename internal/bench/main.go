@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Main is cmd/bench: it parses args, runs the harness, prints the tables on
+// stdout and, with -report, rewrites the Markdown report and its chart.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	procs := fs.String("procs", "1,2,4", "worker process counts")
+	conc := fs.String("concurrency", "1,4,16,32", "--concurrency of each worker process (and baseline goroutines)")
+	fs.StringVar(&cfg.WorkerBin, "worker-bin", "", "worker binary (default: go build ./cmd/worker into a temporary directory)")
+	fs.StringVar(&cfg.Effect, "effect", EffectDefault, "effect of the worker and the baseline: ledger or noop")
+	fs.IntVar(&cfg.Groups, "groups", 0, "message groups of the saturated runs (0: one per message)")
+	fs.DurationVar(&cfg.Warmup, "warmup", WarmupDefault, "warm-up after the first effect of a saturated run")
+	fs.DurationVar(&cfg.Window, "window", WindowDefault, "measurement window of a saturated run")
+	fs.IntVar(&cfg.LimitConcurrency, "limit-concurrency", LimitConcurrencyDefault, "concurrency of the raw limit measurements")
+	fs.IntVar(&cfg.LimitMessages, "limit-messages", LimitMessagesDefault, "messages drained to measure the SQS limit")
+	fs.DurationVar(&cfg.LimitDuration, "limit-duration", LimitDurationDefault, "duration of each DynamoDB limit measurement")
+	fs.DurationVar(&cfg.LatencyDuration, "latency-duration", LatencyDurationDefault, "how long the paced producer of the latency runs sends")
+	fs.Float64Var(&cfg.LatencyLoad, "latency-load", LatencyLoadDefault, "offered load of the latency runs, as a share of the slower consumer's saturated rate")
+	fs.BoolVar(&cfg.NoLatency, "no-latency", false, "skip the latency runs")
+	fs.BoolVar(&cfg.NoBaseline, "no-baseline", false, "skip the baseline consumer")
+	fs.IntVar(&cfg.MaxPrefill, "max-prefill", MaxPrefillDefault, "cap on the messages sent before a saturated run")
+	quick := fs.Bool("quick", false, "a short run unless flags say otherwise: procs 1,2, concurrency 4,16, 3s windows (a smoke test, not a measurement)")
+	report := fs.String("report", "", "write the Markdown report to this file and its chart beside it (docs/BENCHMARKS.md)")
+	inmem := fs.String("inmem", "", "output of `go test -bench` to include in the report")
+	command := fs.String("command", "", "the command to record in the report (default: this one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	var err error
+	if cfg.Procs, err = intList(*procs); err != nil {
+		return fmt.Errorf("-procs: %w", err)
+	}
+	if cfg.Concurrency, err = intList(*conc); err != nil {
+		return fmt.Errorf("-concurrency: %w", err)
+	}
+	if *quick {
+		// Flags given explicitly win over -quick.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		quickly := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		quickly("procs", func() { cfg.Procs = []int{1, 2} })
+		quickly("concurrency", func() { cfg.Concurrency = []int{4, 16} })
+		quickly("warmup", func() { cfg.Warmup = time.Second })
+		quickly("window", func() { cfg.Window = 3 * time.Second })
+		quickly("limit-messages", func() { cfg.LimitMessages = 2000 })
+		quickly("limit-duration", func() { cfg.LimitDuration = 2 * time.Second })
+		quickly("latency-duration", func() { cfg.LatencyDuration = 3 * time.Second })
+	}
+	var goBench []GoBench
+	if *inmem != "" {
+		b, err := os.ReadFile(*inmem)
+		if err != nil {
+			return err
+		}
+		goBench = ParseGoBench(string(b))
+	}
+	cfg.Log = stderr
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if len(goBench) > 0 {
+		fmt.Fprintln(stdout, "In memory (go test -bench):")
+		WriteGoBenchText(stdout, goBench)
+		fmt.Fprintln(stdout)
+	}
+	WriteText(stdout, res)
+	if *report == "" {
+		return nil
+	}
+	cmd := *command
+	if cmd == "" {
+		cmd = "go run ./cmd/bench " + harnessArgs(args)
+	}
+	res.Args = harnessArgs(args)
+	svgPath := filepath.Join(filepath.Dir(*report), ChartFile)
+	if err := os.WriteFile(svgPath, []byte(Chart(res)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(*report, []byte(Markdown(res, goBench, cmd)), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "bench: wrote %s and %s\n", *report, svgPath)
+	return nil
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+// harnessArgs is args without the flags that name temporary files or the
+// recorded command, for the report.
+func harnessArgs(args []string) string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		if k, _, ok := strings.Cut(name, "="); ok {
+			if k == "inmem" || k == "command" {
+				continue
+			}
+		} else if name == "inmem" || name == "command" {
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sample is a reading of a consumer's counters: what the worker exports on
+// /metrics, or the baseline's own counts.
+type Sample struct {
+	At time.Time
+	// Counts by metric: applied, received, duplicates, retries, busy,
+	// permanent, leases_lost, receive_errors, batch_failed.
+	Counts map[string]float64
+	// Requests by "Service.Operation" (every attempt, as AWS bills them).
+	Requests map[string]float64
+}
+
+// worker metrics read into Sample.Counts.
+var counterNames = map[string]string{
+	"exactly_effects_applied_total":      "applied",
+	"exactly_messages_received_total":    "received",
+	"exactly_duplicates_total":           "duplicates",
+	"exactly_retries_total":              "retries",
+	"exactly_busy_total":                 "busy",
+	"exactly_permanent_failures_total":   "permanent",
+	"exactly_leases_lost_total":          "leases_lost",
+	"exactly_receive_errors_total":       "receive_errors",
+	"exactly_batch_entries_failed_total": "batch_failed",
+}
+
+func newSample(at time.Time) Sample {
+	return Sample{At: at, Counts: map[string]float64{}, Requests: map[string]float64{}}
+}
+
+// parseMetrics reads the Prometheus text format and keeps the counters above
+// (summed over their labels) and exactly_aws_requests_total by service and
+// operation.
+func parseMetrics(r io.Reader, at time.Time) (Sample, error) {
+	s := newSample(at)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, labels, value, err := parseLine(line)
+		if err != nil {
+			return s, err
+		}
+		if c, ok := counterNames[name]; ok {
+			s.Counts[c] += value
+		} else if name == "exactly_aws_requests_total" {
+			s.Requests[labels["service"]+"."+labels["operation"]] += value
+		}
+	}
+	return s, sc.Err()
+}
+
+// parseLine splits `name{a="b",c="d"} value [timestamp]`.
+func parseLine(line string) (name string, labels map[string]string, value float64, err error) {
+	rest := line
+	if i := strings.IndexAny(rest, "{ "); i < 0 {
+		return "", nil, 0, fmt.Errorf("metrics: cannot parse %q", line)
+	} else {
+		name, rest = rest[:i], rest[i:]
+	}
+	labels = map[string]string{}
+	if rest[0] == '{' {
+		rest = rest[1:]
+		for {
+			rest = strings.TrimLeft(rest, ", ")
+			if strings.HasPrefix(rest, "}") {
+				rest = rest[1:]
+				break
+			}
+			eq := strings.Index(rest, `="`)
+			if eq < 0 {
+				return "", nil, 0, fmt.Errorf("metrics: cannot parse labels of %q", line)
+			}
+			key := rest[:eq]
+			rest = rest[eq+2:]
+			var val strings.Builder
+			i := 0
+			for ; i < len(rest) && rest[i] != '"'; i++ {
+				if rest[i] == '\\' && i+1 < len(rest) {
+					i++
+					switch rest[i] {
+					case 'n':
+						val.WriteByte('\n')
+					default:
+						val.WriteByte(rest[i])
+					}
+					continue
+				}
+				val.WriteByte(rest[i])
+			}
+			if i == len(rest) {
+				return "", nil, 0, fmt.Errorf("metrics: unterminated label in %q", line)
+			}
+			labels[key] = val.String()
+			rest = rest[i+1:]
+		}
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", nil, 0, fmt.Errorf("metrics: no value in %q", line)
+	}
+	value, err = strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("metrics: bad value in %q: %w", line, err)
+	}
+	return name, labels, value, nil
+}
+
+// sum adds samples of several processes taken at about the same time; At is
+// their mean.
+func sum(ss []Sample) Sample {
+	out := newSample(time.Time{})
+	var ns int64
+	for _, s := range ss {
+		ns += s.At.UnixNano()
+		for k, v := range s.Counts {
+			out.Counts[k] += v
+		}
+		for k, v := range s.Requests {
+			out.Requests[k] += v
+		}
+	}
+	if len(ss) > 0 {
+		out.At = time.Unix(0, ns/int64(len(ss)))
+	}
+	return out
+}
+
+// delta is b - a.
+func delta(a, b Sample) Sample {
+	out := newSample(b.At)
+	for k, v := range b.Counts {
+		out.Counts[k] = v - a.Counts[k]
+	}
+	for k, v := range b.Requests {
+		if d := v - a.Requests[k]; d != 0 {
+			out.Requests[k] = d
+		}
+	}
+	return out
+}

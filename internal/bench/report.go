@@ -1,0 +1,317 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// ops returns the operations requested in any run, SQS first.
+func ops(samples []Sample) []string {
+	seen := map[string]bool{}
+	for _, s := range samples {
+		for k, v := range s.Requests {
+			if v > 0 {
+				seen[k] = true
+			}
+		}
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		ra, rb := strings.HasPrefix(a, "SQS."), strings.HasPrefix(b, "SQS.")
+		if ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+func (r *Result) windows() []Sample {
+	var ss []Sample
+	for _, d := range r.Runs {
+		ss = append(ss, d.Window)
+	}
+	for _, p := range r.Latency {
+		ss = append(ss, p.Window)
+	}
+	return ss
+}
+
+// baselineRate returns the baseline's rate at conc, or 0.
+func (r *Result) baselineRate(conc int) float64 {
+	for _, d := range r.Runs {
+		if d.Consumer == "baseline" && d.Conc == conc {
+			return d.Rate
+		}
+	}
+	return 0
+}
+
+func (r *Result) find(consumer string, procs, conc int) (Drain, bool) {
+	for _, d := range r.Runs {
+		if d.Consumer == consumer && d.Procs == procs && d.Conc == conc {
+			return d, true
+		}
+	}
+	return Drain{}, false
+}
+
+func (r *Result) best(consumer string) (Drain, bool) {
+	var b Drain
+	ok := false
+	for _, d := range r.Runs {
+		if d.Consumer == consumer && (!ok || d.Rate > b.Rate) {
+			b, ok = d, true
+		}
+	}
+	return b, ok
+}
+
+func label(consumer string, procs int) string {
+	if consumer == "baseline" {
+		return "baseline"
+	}
+	if procs == 1 {
+		return "worker ×1"
+	}
+	return fmt.Sprintf("worker ×%d", procs)
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func pct(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*a/b)
+}
+
+func perBatch(perMsg float64) string {
+	if perMsg <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", 1/perMsg)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+// table is rows of cells rendered as aligned text or Markdown.
+type table struct {
+	head []string
+	rows [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) text(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(t.head, "\t")+"\t")
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+func (t *table) markdown(b *strings.Builder) {
+	b.WriteString("| " + strings.Join(t.head, " | ") + " |\n|")
+	for i := range t.head {
+		if i == 0 {
+			b.WriteString("---|")
+		} else {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range t.rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+}
+
+func (r *Result) limitsTable() *table {
+	t := &table{head: []string{"limit (measured in this run)", "start", "end"}}
+	row := func(name string, f func(Limits) float64) {
+		cells := []string{name, fmt.Sprintf("%.0f", f(r.Before)), "-"}
+		if !r.After.At.IsZero() {
+			cells[2] = fmt.Sprintf("%.0f", f(r.After))
+		}
+		t.add(cells...)
+	}
+	c := r.Config.LimitConcurrency
+	row(fmt.Sprintf("SQS ReceiveMessage(10) + DeleteMessageBatch, msg/s (%d-way)", c), func(l Limits) float64 { return l.SQS })
+	row(fmt.Sprintf("DynamoDB conditional PutItem, puts/s (%d-way)", c), func(l Limits) float64 { return l.Put })
+	row(fmt.Sprintf("  ÷ %d DynamoDB writes per message, msg/s", r.Before.WritesPerMessage), func(l Limits) float64 { return l.Put / float64(l.WritesPerMessage) })
+	row(fmt.Sprintf("limit = the lower of the two, msg/s (set by %s)", r.Before.By()), Limits.Limit)
+	row(fmt.Sprintf("for reference: the worker's DynamoDB path alone (claim + commit), msg/s (%d-way)", c), func(l Limits) float64 { return l.Path })
+	return t
+}
+
+func (r *Result) throughputTable() *table {
+	t := &table{head: []string{"consumer", "conc/proc", "msg/s", "share of limit", "× baseline (same conc)", "SQS req/msg", "DynamoDB req/msg", "msgs/DeleteMessageBatch"}}
+	limit := r.Limit()
+	for _, d := range r.Runs {
+		vs := "-"
+		if d.Consumer == "worker" {
+			vs = ratio(d.Rate, r.baselineRate(d.Conc))
+		}
+		t.add(label(d.Consumer, d.Procs), fmt.Sprint(d.Conc), fmt.Sprintf("%.0f", d.Rate), pct(d.Rate, limit), vs,
+			fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")), perBatch(d.Op("SQS.DeleteMessageBatch")))
+	}
+	return t
+}
+
+func (r *Result) opsTable() *table {
+	cols := ops(r.windows())
+	t := &table{head: append([]string{"run", "conc/proc"}, cols...)}
+	addRow := func(name string, conc int, s Sample) {
+		cells := []string{name, fmt.Sprint(conc)}
+		n := s.Counts["applied"]
+		for _, op := range cols {
+			if n <= 0 || s.Requests[op] == 0 {
+				cells = append(cells, "-")
+			} else {
+				cells = append(cells, fmt.Sprintf("%.3f", s.Requests[op]/n))
+			}
+		}
+		t.add(cells...)
+	}
+	for _, d := range r.Runs {
+		addRow(label(d.Consumer, d.Procs)+", saturated", d.Conc, d.Window)
+	}
+	for _, p := range r.Latency {
+		addRow(label(p.Consumer, p.Procs)+fmt.Sprintf(", paced %.0f msg/s", p.Offered), p.Conc, p.Window)
+	}
+	return t
+}
+
+func (r *Result) latencyTable() *table {
+	t := &table{head: []string{"consumer", "conc/proc", "offered msg/s", "messages", "p50", "p99", "max", "SQS req/msg", "DynamoDB req/msg"}}
+	for _, p := range r.Latency {
+		t.add(label(p.Consumer, p.Procs), fmt.Sprint(p.Conc), fmt.Sprintf("%.0f", p.Offered), fmt.Sprint(p.Messages),
+			ms(p.P50), ms(p.P99), ms(p.Max), fmt.Sprintf("%.3f", perMessage(p.Window, "SQS")), fmt.Sprintf("%.3f", perMessage(p.Window, "DynamoDB")))
+	}
+	return t
+}
+
+// WriteText prints the tables.
+func WriteText(w io.Writer, r *Result) {
+	fmt.Fprintf(w, "Emulator benchmark, effect %s, %s (load average %s at start, %s at end)\n\n",
+		r.Config.Effect, r.Started.UTC().Format(time.RFC3339), r.LoadBefore, r.LoadAfter)
+	r.limitsTable().text(w)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Saturated runs (pre-filled queue; %s window after %s warm-up):\n", r.Config.Window, r.Config.Warmup)
+	r.throughputTable().text(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Requests per message by operation:")
+	r.opsTable().text(w)
+	if len(r.Latency) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Send-to-effect latency (paced producer):")
+		r.latencyTable().text(w)
+	}
+	fmt.Fprintln(w)
+	for _, f := range r.Findings() {
+		fmt.Fprintln(w, "- "+f)
+	}
+}
+
+// Findings are the claims the numbers support, as ratios measured in this run.
+func (r *Result) Findings() []string {
+	var out []string
+	limit := r.Limit()
+	if limit <= 0 {
+		return nil
+	}
+	b, a := r.Before, r.After
+	f := fmt.Sprintf("The limit is set by %s: %.0f conditional puts/s ÷ %d writes per message = %.0f msg/s, against %.0f msg/s for SQS receive+delete (%.0f× more).",
+		b.By(), b.Put, b.WritesPerMessage, b.Put/float64(b.WritesPerMessage), b.SQS, b.SQS/(b.Put/float64(b.WritesPerMessage)))
+	if !a.At.IsZero() {
+		f += fmt.Sprintf(" Measured again at the end: %.0f msg/s (%+.0f%%); shares use the mean, %.0f msg/s.", a.Limit(), 100*(a.Limit()/b.Limit()-1), limit)
+	}
+	out = append(out, f)
+	if w, ok := r.best("worker"); ok {
+		f := fmt.Sprintf("Best worker run: %s at concurrency %d, %.0f msg/s = %s of the limit", label("worker", w.Procs), w.Conc, w.Rate, pct(w.Rate, limit))
+		path := (b.Path + a.Path) / 2
+		if a.At.IsZero() {
+			path = b.Path
+		}
+		if path > 0 {
+			f += fmt.Sprintf(", %s of what the worker's own DynamoDB calls reach without SQS or the pool (%.0f msg/s)", pct(w.Rate, path), path)
+		}
+		out = append(out, f+".")
+		if bl, ok := r.best("baseline"); ok {
+			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %s of the limit; the best worker run does %s× the best baseline run.",
+				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, pct(bl.Rate, limit), ratio(w.Rate, bl.Rate)))
+		}
+	}
+	if len(r.Config.Procs) > 1 {
+		conc := slices.Max(r.Config.Concurrency)
+		if one, ok := r.find("worker", 1, conc); ok && one.Rate > 0 {
+			var parts []string
+			for _, p := range r.Config.Procs {
+				if d, ok := r.find("worker", p, conc); ok && p != 1 {
+					parts = append(parts, fmt.Sprintf("%d processes %.2f×", p, d.Rate/one.Rate))
+				}
+			}
+			if len(parts) > 0 {
+				out = append(out, fmt.Sprintf("Scaling at concurrency %d per process, relative to one process: %s.", conc, strings.Join(parts, ", ")))
+			}
+		}
+	}
+	if s, ok := r.steadySQS(); ok {
+		op, v := dominant(s.Window, "SQS.")
+		verdict := "within"
+		if s.PerMessage("SQS") > 0.25 {
+			verdict = "above"
+		}
+		out = append(out, fmt.Sprintf("SQS requests per message at steady load (%s, concurrency %d, saturated): %.3f, %s the 0.25 target; %s dominates with %.3f per message (%s messages per request).",
+			label("worker", s.Procs), s.Conc, s.PerMessage("SQS"), verdict, strings.TrimPrefix(op, "SQS."), v, perBatch(v)))
+	}
+	return out
+}
+
+func baselineWork(eff string) string {
+	if eff == "ledger" {
+		return "the ledger's writes in one TransactWriteItems"
+	}
+	return "no effect"
+}
+
+// steadySQS is the single-process worker run with the highest rate.
+func (r *Result) steadySQS() (Drain, bool) {
+	var b Drain
+	ok := false
+	for _, d := range r.Runs {
+		if d.Consumer == "worker" && d.Procs == 1 && (!ok || d.Rate > b.Rate) {
+			b, ok = d, true
+		}
+	}
+	return b, ok
+}
+
+// dominant returns the operation with prefix that has the most requests per
+// message.
+func dominant(s Sample, prefix string) (string, float64) {
+	n := s.Counts["applied"]
+	best, v := "", 0.0
+	for k, c := range s.Requests {
+		if strings.HasPrefix(k, prefix) && n > 0 && c/n > v {
+			best, v = k, c/n
+		}
+	}
+	return best, v
+}

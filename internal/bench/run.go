@@ -1,0 +1,634 @@
+// Package bench measures the worker: in-memory Go benchmarks (bench_test.go)
+// and a harness (cmd/bench) that runs the built worker against the local
+// emulators and reports its throughput as a share of the limit the emulators
+// set, measured in the same run, next to a baseline consumer measured in the
+// same run. On a shared, noisy machine an absolute rate means little; the
+// claims are the ratios.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Defaults of Config.
+const (
+	WarmupDefault           = 2 * time.Second
+	WindowDefault           = 8 * time.Second
+	LimitConcurrencyDefault = 16
+	LimitMessagesDefault    = 6000
+	LimitDurationDefault    = 4 * time.Second
+	LatencyDurationDefault  = 10 * time.Second
+	LatencyLoadDefault      = 0.5
+	MaxPrefillDefault       = 20000
+	EffectDefault           = "ledger"
+)
+
+// Config of a harness run. Zero values take the defaults above.
+type Config struct {
+	WorkerBin        string        // the worker binary; "" builds cmd/worker with the go tool
+	Effect           string        // ledger or noop, for the worker and the baseline
+	Procs            []int         // worker process counts ({1, 2, 4})
+	Concurrency      []int         // --concurrency of each process and baseline goroutines ({1, 4, 16, 32})
+	Groups           int           // message groups of the saturated runs; 0: one per message
+	Warmup           time.Duration // after the first effect, before the window opens
+	Window           time.Duration // measurement window of a saturated run
+	LimitConcurrency int           // concurrency of the raw limit measurements
+	LimitMessages    int           // messages drained to measure the SQS limit
+	LimitDuration    time.Duration // duration of each DynamoDB limit measurement
+	LatencyDuration  time.Duration // how long the paced producer sends; 0 with NoLatency skips
+	LatencyLoad      float64       // offered load of the latency runs, as a share of the slower consumer's saturated rate
+	NoLatency        bool          // skip the latency runs
+	NoBaseline       bool          // skip the baseline consumer
+	MaxPrefill       int           // cap on the messages sent before a saturated run
+	Log              io.Writer     // progress lines; nil: discarded
+}
+
+func (c *Config) defaults() error {
+	if c.Effect == "" {
+		c.Effect = EffectDefault
+	}
+	if c.Effect != "ledger" && c.Effect != "noop" {
+		return fmt.Errorf("effect %q: want ledger or noop", c.Effect)
+	}
+	if len(c.Procs) == 0 {
+		c.Procs = []int{1, 2, 4}
+	}
+	if len(c.Concurrency) == 0 {
+		c.Concurrency = []int{1, 4, 16, 32}
+	}
+	for _, v := range append(slices.Clone(c.Procs), c.Concurrency...) {
+		if v < 1 {
+			return errors.New("process counts and concurrencies must be at least 1")
+		}
+	}
+	setDur := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setDur(&c.Warmup, WarmupDefault)
+	setDur(&c.Window, WindowDefault)
+	setDur(&c.LimitDuration, LimitDurationDefault)
+	setDur(&c.LatencyDuration, LatencyDurationDefault)
+	if c.LimitConcurrency <= 0 {
+		c.LimitConcurrency = LimitConcurrencyDefault
+	}
+	if c.LimitMessages <= 0 {
+		c.LimitMessages = LimitMessagesDefault
+	}
+	if c.LatencyLoad <= 0 || c.LatencyLoad > 1 {
+		c.LatencyLoad = LatencyLoadDefault
+	}
+	if c.MaxPrefill <= 0 {
+		c.MaxPrefill = MaxPrefillDefault
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return nil
+}
+
+// Result of a harness run.
+type Result struct {
+	Config         Config
+	Machine        Machine
+	Started, Ended time.Time
+	LoadBefore     string // /proc/loadavg at start
+	LoadAfter      string
+	Before, After  Limits // measured at the start and at the end
+	Args           string // the harness's flags, for the report
+	Runs           []Drain
+	Latency        []Paced
+}
+
+// Limit is the mean of the limits measured before and after.
+func (r *Result) Limit() float64 {
+	if r.After.At.IsZero() {
+		return r.Before.Limit()
+	}
+	return (r.Before.Limit() + r.After.Limit()) / 2
+}
+
+// Drain is one saturated run: a pre-filled queue drained by a consumer.
+type Drain struct {
+	Consumer    string // worker or baseline
+	Procs, Conc int
+	Prefill     int
+	Window      Sample // counter deltas over the window (At: its end)
+	Seconds     float64
+	Rate        float64 // messages applied per second in the window
+}
+
+// PerMessage returns requests of service ("" for all) per applied message.
+func (r Drain) PerMessage(service string) float64 { return perMessage(r.Window, service) }
+
+// Op returns requests of "Service.Operation" per applied message.
+func (r Drain) Op(op string) float64 {
+	if n := r.Window.Counts["applied"]; n > 0 {
+		return r.Window.Requests[op] / n
+	}
+	return 0
+}
+
+func perMessage(s Sample, service string) float64 {
+	n := s.Counts["applied"]
+	if n <= 0 {
+		return 0
+	}
+	var total float64
+	for k, v := range s.Requests {
+		if service == "" || len(k) > len(service) && k[:len(service)+1] == service+"." {
+			total += v
+		}
+	}
+	return total / n
+}
+
+// Paced is a paced run: a producer sends at a fixed rate below
+// saturation and every message's send-to-effect time is measured.
+type Paced struct {
+	Consumer      string
+	Procs, Conc   int
+	Offered       float64 // messages/s the producer achieved
+	Messages      int
+	P50, P99, Max time.Duration
+	Window        Sample // counter deltas from before the first send to the last effect
+}
+
+type harness struct {
+	cfg    Config
+	raw    *clients
+	bin    string
+	log    io.Writer
+	limits Limits // the latest measured
+}
+
+// Run measures. ctx cancels it (worker processes are stopped, queues and
+// tables deleted).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	raw, err := newClients(ctx, 2*cfg.LimitConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{cfg: cfg, raw: raw, log: cfg.Log, bin: cfg.WorkerBin}
+	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
+	if h.bin == "" {
+		dir, err := os.MkdirTemp("", "exactly-bench")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		h.logf("building the worker")
+		if h.bin, err = buildWorker(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+
+	if res.Before, err = h.measureLimits(ctx); err != nil {
+		return nil, err
+	}
+	for _, conc := range cfg.Concurrency {
+		if !cfg.NoBaseline {
+			r, err := h.saturated(ctx, "baseline", 1, conc)
+			if err != nil {
+				return nil, err
+			}
+			res.Runs = append(res.Runs, r)
+		}
+		for _, procs := range cfg.Procs {
+			r, err := h.saturated(ctx, "worker", procs, conc)
+			if err != nil {
+				return nil, err
+			}
+			res.Runs = append(res.Runs, r)
+		}
+	}
+	if !cfg.NoLatency {
+		conc := slices.Max(cfg.Concurrency)
+		rate := math.Inf(1)
+		for _, r := range res.Runs {
+			if r.Conc == conc && r.Procs == 1 {
+				rate = min(rate, r.Rate)
+			}
+		}
+		rate *= cfg.LatencyLoad
+		consumers := []string{"worker"}
+		if !cfg.NoBaseline {
+			consumers = append(consumers, "baseline")
+		}
+		for _, consumer := range consumers {
+			l, err := h.latency(ctx, consumer, 1, conc, rate)
+			if err != nil {
+				return nil, err
+			}
+			res.Latency = append(res.Latency, l)
+		}
+	}
+	if res.After, err = h.measureLimits(ctx); err != nil {
+		return nil, err
+	}
+	res.Ended = time.Now()
+	res.LoadAfter = loadAvg()
+	return res, nil
+}
+
+func (h *harness) logf(format string, args ...any) {
+	fmt.Fprintf(h.log, "bench: "+format+"\n", args...)
+}
+
+func (h *harness) measureLimits(ctx context.Context) (Limits, error) {
+	conc := h.cfg.LimitConcurrency
+	l := Limits{At: time.Now(), WritesPerMessage: 2}
+	var err error
+	h.logf("limit: SQS receive+DeleteMessageBatch on %d messages, %d-way", h.cfg.LimitMessages, conc)
+	if l.SQS, err = measureSQS(ctx, h.raw, h.work(h.cfg.LimitMessages, h.cfg.Groups), conc); err != nil {
+		return l, err
+	}
+	h.logf("limit: DynamoDB conditional PutItem for %s, %d-way", h.cfg.LimitDuration, conc)
+	if l.Put, err = measurePut(ctx, h.raw, h.cfg.LimitDuration, conc); err != nil {
+		return l, err
+	}
+	h.logf("limit: the worker's DynamoDB path (claim + commit) for %s, %d-way", h.cfg.LimitDuration, conc)
+	if l.Path, err = measurePath(ctx, h.raw, h.cfg.LimitDuration, conc, h.cfg.Effect); err != nil {
+		return l, err
+	}
+	h.logf("limit: SQS %.0f msg/s, PutItem %.0f/s (/%d = %.0f msg/s), DynamoDB path %.0f msg/s: limit %.0f msg/s (%s)",
+		l.SQS, l.Put, l.WritesPerMessage, l.Put/float64(l.WritesPerMessage), l.Path, l.Limit(), l.By())
+	h.limits = l
+	return l, nil
+}
+
+var runSeq int
+
+// work returns n messages over groups groups (0: one per message) with
+// deduplication ids unique to this harness run.
+func (h *harness) work(n, groups int) Work {
+	runSeq++
+	if groups <= 0 {
+		groups = n
+	}
+	w := Workload(n, groups)
+	w.Prefix = strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(runSeq)
+	return w
+}
+
+// resources are one run's queue and tables.
+type resources struct{ url, dedup, ledger string }
+
+func (h *harness) newResources(ctx context.Context) (resources, error) {
+	var r resources
+	var err error
+	if r.url, err = h.raw.newQueue(ctx, "bench"); err != nil {
+		return r, err
+	}
+	if r.dedup, err = h.raw.newTable(ctx, "bench-dedup", true); err != nil {
+		h.raw.deleteQueue(r.url)
+		return r, err
+	}
+	if r.ledger, err = h.raw.newTable(ctx, "bench-ledger", false); err != nil {
+		h.raw.deleteQueue(r.url)
+		h.raw.deleteTable(r.dedup)
+		return r, err
+	}
+	return r, nil
+}
+
+func (h *harness) deleteResources(r resources) {
+	h.raw.deleteQueue(r.url)
+	h.raw.deleteTable(r.dedup)
+	h.raw.deleteTable(r.ledger)
+}
+
+// source is a running consumer whose counters can be read.
+type source interface {
+	sample(ctx context.Context) (Sample, error)
+}
+
+type consumer struct {
+	source
+	stop func() error
+}
+
+// startConsumer starts procs worker processes or the baseline.
+func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc int, r resources) (*consumer, error) {
+	if kind == "baseline" {
+		b, err := startBaseline(ctx, r.url, r.ledger, h.cfg.Effect, conc)
+		if err != nil {
+			return nil, err
+		}
+		return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
+	}
+	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--table", r.dedup, "--ledger-table", r.ledger,
+		"--concurrency", strconv.Itoa(conc), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
+		"--progress", "0", "--shutdown-timeout", "10s"}
+	ws := make(workerSource, procs)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		wg.Go(func() { ws[i], errs[i] = startWorker(ctx, h.bin, args) })
+	}
+	wg.Wait()
+	stop := func() error {
+		var stopErrs []error
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			if w != nil {
+				wg.Go(func() {
+					if err := w.stop(20 * time.Second); err != nil {
+						mu.Lock()
+						stopErrs = append(stopErrs, err)
+						mu.Unlock()
+					}
+				})
+			}
+		}
+		wg.Wait()
+		return errors.Join(stopErrs...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		_ = stop()
+		return nil, err
+	}
+	return &consumer{source: ws, stop: stop}, nil
+}
+
+// expected is a generous upper bound of a consumer's rate, to size the
+// pre-fill: the baseline's ledger effect is one write, the worker's two.
+func (h *harness) expected(kind string) float64 {
+	l := h.limits
+	switch {
+	case kind == "baseline" && h.cfg.Effect == "noop":
+		return l.SQS
+	case kind == "baseline":
+		return min(l.SQS, l.Put)
+	}
+	return min(l.SQS, max(l.Path, l.Put/2))
+}
+
+// saturated pre-fills a queue and measures how fast the consumer drains it,
+// over a window that opens Warmup after its first effect and closes after
+// Window, or earlier if the backlog runs low.
+func (h *harness) saturated(ctx context.Context, kind string, procs, conc int) (Drain, error) {
+	run := Drain{Consumer: kind, Procs: procs, Conc: conc}
+	secs := (h.cfg.Warmup + h.cfg.Window).Seconds()
+	n := int(math.Ceil(h.expected(kind) * secs * 1.5))
+	n = min(max(n, 500), h.cfg.MaxPrefill)
+	run.Prefill = n
+	r, err := h.newResources(ctx)
+	if err != nil {
+		return run, err
+	}
+	defer h.deleteResources(r)
+	w := h.work(n, h.cfg.Groups)
+	fillRate, err := h.raw.fill(ctx, r.url, w, 8)
+	if err != nil {
+		return run, err
+	}
+	h.logf("%s procs=%d concurrency=%d: %d messages sent (%.0f msg/s)", kind, procs, conc, n, fillRate)
+	c, err := h.startConsumer(ctx, kind, procs, conc, r)
+	if err != nil {
+		return run, err
+	}
+	s0, s1, err := h.window(ctx, c, n)
+	if stopErr := c.stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		return run, fmt.Errorf("%s procs=%d concurrency=%d: %w", kind, procs, conc, err)
+	}
+	run.Window = delta(s0, s1)
+	run.Seconds = s1.At.Sub(s0.At).Seconds()
+	run.Rate = run.Window.Counts["applied"] / run.Seconds
+	h.logf("%s procs=%d concurrency=%d: %.0f msg/s over %.1fs (%.0f%% of the limit), SQS %.3f req/msg, DynamoDB %.3f req/msg",
+		kind, procs, conc, run.Rate, run.Seconds, 100*run.Rate/h.limits.Limit(), run.PerMessage("SQS"), run.PerMessage("DynamoDB"))
+	for _, k := range []string{"retries", "busy", "permanent", "leases_lost", "receive_errors", "batch_failed", "failed"} {
+		if v := run.Window.Counts[k]; v > 0 {
+			h.logf("  note: %s %.0f in the window", k, v)
+		}
+	}
+	return run, nil
+}
+
+// window waits for the first effect, then Warmup, and samples the window.
+func (h *harness) window(ctx context.Context, c *consumer, n int) (s0, s1 Sample, err error) {
+	const poll = 250 * time.Millisecond
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		s, err := c.sample(ctx)
+		if err != nil {
+			return s0, s1, err
+		}
+		if s.Counts["applied"] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return s0, s1, errors.New("no effect applied within 2 minutes")
+		}
+		if err := sleep(ctx, poll); err != nil {
+			return s0, s1, err
+		}
+	}
+	if err := sleep(ctx, h.cfg.Warmup); err != nil {
+		return s0, s1, err
+	}
+	if s0, err = c.sample(ctx); err != nil {
+		return s0, s1, err
+	}
+	// Close early while the backlog is still deep enough to keep every
+	// consumer busy.
+	low := 0.85 * float64(n)
+	for {
+		if err := sleep(ctx, poll); err != nil {
+			return s0, s1, err
+		}
+		if s1, err = c.sample(ctx); err != nil {
+			return s0, s1, err
+		}
+		if s1.At.Sub(s0.At) >= h.cfg.Window || s1.Counts["applied"] >= low {
+			return s0, s1, nil
+		}
+	}
+}
+
+// latency runs a paced producer at rate for LatencyDuration against a
+// consumer, waits for every effect and reads each message's send-to-effect
+// time: from the start of its SendMessage call to the applied_at (epoch ms)
+// of its ledger entry. Every message has its own group.
+func (h *harness) latency(ctx context.Context, kind string, procs, conc int, rate float64) (Paced, error) {
+	lr := Paced{Consumer: kind, Procs: procs, Conc: conc}
+	if h.cfg.Effect != "ledger" {
+		return lr, errors.New("latency runs need the ledger effect (its entries carry applied_at)")
+	}
+	n := max(int(rate*h.cfg.LatencyDuration.Seconds()), 20)
+	r, err := h.newResources(ctx)
+	if err != nil {
+		return lr, err
+	}
+	defer h.deleteResources(r)
+	c, err := h.startConsumer(ctx, kind, procs, conc, r)
+	if err != nil {
+		return lr, err
+	}
+	defer func() { _ = c.stop() }()
+	// Let the receivers start their long polls.
+	if err := sleep(ctx, time.Second); err != nil {
+		return lr, err
+	}
+	s0, err := c.sample(ctx)
+	if err != nil {
+		return lr, err
+	}
+	h.logf("%s latency: sending %d messages at %.0f msg/s", kind, n, rate)
+	sent, offered, err := h.paced(ctx, r.url, h.work(n, 0), rate)
+	if err != nil {
+		return lr, err
+	}
+	lr.Offered = offered
+	var s1 Sample
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if s1, err = c.sample(ctx); err != nil {
+			return lr, err
+		}
+		if s1.Counts["applied"]-s0.Counts["applied"] >= float64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return lr, fmt.Errorf("%s latency: %v of %d effects after 2 minutes", kind, s1.Counts["applied"]-s0.Counts["applied"], n)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return lr, err
+		}
+	}
+	lr.Window = delta(s0, s1)
+	applied, err := h.appliedAt(ctx, r.ledger)
+	if err != nil {
+		return lr, err
+	}
+	var ds []time.Duration
+	for id, at := range applied {
+		if t, ok := sent[id]; ok {
+			ds = append(ds, time.Duration(at-t)*time.Millisecond)
+		}
+	}
+	if len(ds) < n {
+		return lr, fmt.Errorf("%s latency: %d of %d entries found", kind, len(ds), n)
+	}
+	lr.Messages = len(ds)
+	ps := Percentiles(ds, 0.5, 0.99, 1)
+	lr.P50, lr.P99, lr.Max = ps[0], ps[1], ps[2]
+	h.logf("%s latency at %.0f msg/s: p50 %s, p99 %s, max %s; SQS %.3f req/msg", kind, offered, lr.P50, lr.P99, lr.Max, perMessage(lr.Window, "SQS"))
+	return lr, nil
+}
+
+// paced sends w at rate from a few goroutines; it returns each message's
+// send start (epoch ms) by message id and the rate achieved.
+func (h *harness) paced(ctx context.Context, url string, w Work, rate float64) (map[string]int64, float64, error) {
+	const senders = 8
+	idx := make(chan int)
+	var mu sync.Mutex
+	sent := make(map[string]int64, w.N)
+	var firstErr error
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Go(func() {
+			for i := range idx {
+				e := w.Entry(i)
+				t := time.Now().UnixMilli()
+				out, err := h.raw.sqs.SendMessage(ctx, &sqs.SendMessageInput{
+					QueueUrl: &url, MessageBody: e.MessageBody, MessageGroupId: e.MessageGroupId, MessageDeduplicationId: e.MessageDeduplicationId,
+				})
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				} else if err == nil {
+					sent[aws.ToString(out.MessageId)] = t
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / rate)
+	for i := range w.N {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		select {
+		case idx <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(idx)
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return nil, 0, fmt.Errorf("paced send: %w", firstErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return sent, float64(w.N) / elapsed.Seconds(), nil
+}
+
+// appliedAt scans the ledger table's entries: applied_at by message id.
+func (h *harness) appliedAt(ctx context.Context, table string) (map[string]int64, error) {
+	out := map[string]int64{}
+	p := dynamodb.NewScanPaginator(h.raw.db, &dynamodb.ScanInput{
+		TableName:                &table,
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("pk, message_id, applied_at"),
+		ExpressionAttributeNames: nil,
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cannot scan the ledger: %w", err)
+		}
+		for _, it := range page.Items {
+			id, ok1 := it["message_id"].(*ddbtypes.AttributeValueMemberS)
+			at, ok2 := it["applied_at"].(*ddbtypes.AttributeValueMemberN)
+			if !ok1 || !ok2 {
+				continue
+			}
+			ms, err := strconv.ParseInt(at.Value, 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			out[id.Value] = ms
+		}
+	}
+	return out, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/internal/testenv"
+)
+
+// TestHarnessSmoke runs the whole harness briefly against the local stack:
+// it builds and runs the worker, scrapes its /metrics and the baseline, and
+// renders the reports. A renamed metric or log line in the worker breaks it.
+func TestHarnessSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration: runs the worker against the emulators")
+	}
+	testenv.SQS(t)
+	testenv.DynamoDB(t)
+	var log bytes.Buffer
+	res, err := Run(t.Context(), Config{
+		Procs: []int{1}, Concurrency: []int{2}, Warmup: 200 * time.Millisecond, Window: time.Second,
+		LimitConcurrency: 4, LimitMessages: 200, LimitDuration: 500 * time.Millisecond,
+		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log,
+	})
+	require.NoError(t, err, log.String())
+	require.Positive(t, res.Before.SQS)
+	require.Positive(t, res.Before.Put)
+	require.Positive(t, res.Before.Path)
+	require.Positive(t, res.After.Put)
+	require.Len(t, res.Runs, 2)
+	for _, d := range res.Runs {
+		require.Positive(t, d.Rate, "%s: %s", d.Consumer, log.String())
+		require.Positive(t, d.Window.Requests["SQS.ReceiveMessage"], d.Consumer)
+		require.Zero(t, d.Window.Counts["retries"]+d.Window.Counts["permanent"]+d.Window.Counts["failed"], d.Consumer)
+	}
+	w, ok := res.find("worker", 1, 2)
+	require.True(t, ok)
+	require.Positive(t, w.Window.Requests["DynamoDB.PutItem"])
+	require.Positive(t, w.Window.Requests["DynamoDB.TransactWriteItems"])
+	require.Positive(t, w.Window.Requests["SQS.DeleteMessageBatch"])
+	require.Len(t, res.Latency, 2)
+	for _, p := range res.Latency {
+		require.Positive(t, p.Messages, p.Consumer)
+		require.LessOrEqual(t, p.P50, p.P99)
+	}
+	var text bytes.Buffer
+	WriteText(&text, res)
+	require.Contains(t, text.String(), "worker ×1")
+	require.Contains(t, Chart(res), "<polyline")
+}

@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseMetrics(t *testing.T) {
+	t.Parallel()
+	text := `# HELP exactly_effects_applied_total Effects run and committed.
+# TYPE exactly_effects_applied_total counter
+exactly_effects_applied_total{queue="a.fifo"} 12
+exactly_effects_applied_total{queue="b.fifo"} 3
+exactly_messages_received_total{queue="a.fifo"} 20
+exactly_aws_requests_total{operation="ReceiveMessage",service="SQS"} 7
+exactly_aws_requests_total{operation="PutItem",service="DynamoDB"} 15
+exactly_aws_requests_total{service="DynamoDB",operation="PutItem"} 1
+exactly_batch_entries_failed_total{op="delete",queue="q \"x\", y"} 2
+exactly_handler_duration_seconds_bucket{outcome="won",queue="a",le="+Inf"} 9
+go_goroutines 31
+process_start_time_seconds 1.7e+09
+`
+	at := time.Unix(100, 0)
+	s, err := parseMetrics(strings.NewReader(text), at)
+	require.NoError(t, err)
+	require.Equal(t, at, s.At)
+	require.Equal(t, map[string]float64{"applied": 15, "received": 20, "batch_failed": 2}, s.Counts)
+	require.Equal(t, map[string]float64{"SQS.ReceiveMessage": 7, "DynamoDB.PutItem": 16}, s.Requests)
+
+	_, err = parseMetrics(strings.NewReader("broken{queue=\"a\" 1\n"), at)
+	require.Error(t, err)
+	_, err = parseMetrics(strings.NewReader("name notanumber\n"), at)
+	require.Error(t, err)
+}
+
+func TestSumAndDelta(t *testing.T) {
+	t.Parallel()
+	a := Sample{At: time.Unix(10, 0), Counts: map[string]float64{"applied": 10}, Requests: map[string]float64{"SQS.ReceiveMessage": 4}}
+	b := Sample{At: time.Unix(12, 0), Counts: map[string]float64{"applied": 30}, Requests: map[string]float64{"SQS.ReceiveMessage": 6, "DynamoDB.PutItem": 2}}
+	s := sum([]Sample{a, b})
+	require.Equal(t, time.Unix(11, 0), s.At)
+	require.Equal(t, 40.0, s.Counts["applied"])
+	require.Equal(t, 10.0, s.Requests["SQS.ReceiveMessage"])
+	d := delta(a, b)
+	require.Equal(t, b.At, d.At)
+	require.Equal(t, 20.0, d.Counts["applied"])
+	require.Equal(t, map[string]float64{"SQS.ReceiveMessage": 2, "DynamoDB.PutItem": 2}, d.Requests)
+	require.InDelta(t, 0.1, perMessage(d, "SQS"), 1e-9)
+	require.InDelta(t, 0.2, perMessage(d, ""), 1e-9)
+	require.Zero(t, perMessage(newSample(time.Time{}), "SQS"))
+}
+
+func TestPercentiles(t *testing.T) {
+	t.Parallel()
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	ps := Percentiles(ds, 0.5, 0.99, 1, 0)
+	require.Equal(t, []time.Duration{50 * time.Millisecond, 99 * time.Millisecond, 100 * time.Millisecond, time.Millisecond}, ps)
+	require.Equal(t, 100*time.Millisecond, ds[0], "the input is not sorted in place")
+	require.Equal(t, []time.Duration{0}, Percentiles(nil, 0.5))
+}
+
+func TestWorkloadShardsKeepGroupOrder(t *testing.T) {
+	t.Parallel()
+	w := Work{N: 103, Groups: 7, Prefix: "p"}
+	seen := map[string]bool{}
+	for k := range 3 {
+		lastSeq := map[string]int64{}
+		for _, batch := range w.Shard(k, 3) {
+			require.LessOrEqual(t, len(batch), 10)
+			for i, e := range batch {
+				require.Equal(t, strconv.Itoa(i), aws.ToString(e.Id))
+				id := aws.ToString(e.MessageDeduplicationId)
+				require.False(t, seen[id], "sent twice: %s", id)
+				seen[id] = true
+				var body struct {
+					Account string `json:"account"`
+					Seq     int64  `json:"seq"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &body))
+				require.Equal(t, body.Account, aws.ToString(e.MessageGroupId))
+				require.Equal(t, lastSeq[body.Account]+1, body.Seq, "group %s out of order", body.Account)
+				lastSeq[body.Account] = body.Seq
+			}
+		}
+	}
+	require.Len(t, seen, w.N)
+	n := 0
+	for _, b := range Workload(25, 0).Batches() {
+		n += len(b)
+	}
+	require.Equal(t, 25, n)
+}
+
+func TestParseGoBench(t *testing.T) {
+	t.Parallel()
+	out := `goos: linux
+pkg: github.com/exactlyonce/exactly/internal/bench
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkPoolLedger/effect=ledger/concurrency=1-2   9669   123250 ns/op   8114 msgs/s   45.00 p50-us   18532 B/op   278 allocs/op
+BenchmarkBroken-2   x   1 ns/op
+PASS
+pkg: github.com/exactlyonce/exactly/internal/dedup
+BenchmarkClaimComplete   500   2000 ns/op   12 allocs/op
+ok  	github.com/exactlyonce/exactly/internal/bench	14.892s
+`
+	bs := ParseGoBench(out)
+	require.Len(t, bs, 2)
+	require.Equal(t, "PoolLedger/effect=ledger/concurrency=1", bs[0].Name)
+	require.Equal(t, "github.com/exactlyonce/exactly/internal/bench", bs[0].Package)
+	require.Equal(t, 9669, bs[0].N)
+	require.Equal(t, 8114.0, bs[0].Values["msgs/s"])
+	require.Equal(t, []string{"ns/op", "msgs/s", "p50-us", "B/op", "allocs/op"}, bs[0].Units)
+	require.Equal(t, "ClaimComplete", bs[1].Name)
+	require.Equal(t, "github.com/exactlyonce/exactly/internal/dedup", bs[1].Package)
+
+	var text bytes.Buffer
+	WriteGoBenchText(&text, bs)
+	require.Contains(t, text.String(), "PoolLedger/effect=ledger/concurrency=1")
+	require.Contains(t, text.String(), "8114")
+}
+
+func TestParseStackStatus(t *testing.T) {
+	t.Parallel()
+	out := "sqs      up   http://127.0.0.1:9324  fauxqs 2.4.1 (pid 28133, started by scripts/stack)\n" +
+		"dynamodb up   http://127.0.0.1:8000  DynamoDB Local 3.3.1 (pid 28137, started by scripts/stack)\n"
+	s, d := parseStackStatus(out, "?", "?")
+	require.Equal(t, "fauxqs 2.4.1", s)
+	require.Equal(t, "DynamoDB Local 3.3.1", d)
+	s, d = parseStackStatus("sqs      down\n", "?", "?")
+	require.Equal(t, "?", s)
+	require.Equal(t, "?", d)
+}
+
+func TestIntList(t *testing.T) {
+	t.Parallel()
+	v, err := intList("1, 4,16,")
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 4, 16}, v)
+	for _, bad := range []string{"", "0", "a", "-1"} {
+		_, err := intList(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestMainRejectsBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-procs", "0"}, {"-concurrency", "x"}, {"extra"}, {"-nope"}} {
+		err := Main(t.Context(), args, io.Discard, io.Discard)
+		require.Error(t, err, "%v", args)
+	}
+	require.ErrorIs(t, Main(t.Context(), []string{"-h"}, io.Discard, io.Discard), flag.ErrHelp)
+	err := Main(t.Context(), []string{"-effect", "http"}, io.Discard, io.Discard)
+	require.Error(t, err)
+}
+
+// sampleResult is a small result as Run returns it.
+func sampleResult() *Result {
+	cfg := Config{Procs: []int{1, 2}, Concurrency: []int{1, 16}}
+	if err := cfg.defaults(); err != nil {
+		panic(err)
+	}
+	start := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
+	lim := Limits{At: start, SQS: 2000, Put: 600, Path: 200, WritesPerMessage: 2}
+	lim2 := lim
+	lim2.At, lim2.Put = start.Add(5*time.Minute), 500
+	win := func(applied, recv, del, put, tx float64) Sample {
+		return Sample{Counts: map[string]float64{"applied": applied}, Requests: map[string]float64{
+			"SQS.ReceiveMessage": recv, "SQS.DeleteMessageBatch": del, "DynamoDB.PutItem": put, "DynamoDB.TransactWriteItems": tx,
+		}}
+	}
+	r := &Result{
+		Config: cfg, Started: start, Ended: start.Add(5 * time.Minute), LoadBefore: "1.0 1.0 1.0", LoadAfter: "2.0 2.0 2.0",
+		Machine: Machine{CPUs: 2, CPUModel: "Test CPU <x>", MemoryGB: 4, Kernel: "6.1", Go: "go1.26", SQS: "fauxqs 2.4.1", DynamoDB: "DynamoDB Local 3.3.1"},
+		Before:  lim, After: lim2,
+	}
+	for _, c := range cfg.Concurrency {
+		r.Runs = append(r.Runs, Drain{Consumer: "baseline", Procs: 1, Conc: c, Rate: 100 * float64(c), Seconds: 8,
+			Window: Sample{Counts: map[string]float64{"applied": 800}, Requests: map[string]float64{"SQS.ReceiveMessage": 800, "SQS.DeleteMessage": 800, "DynamoDB.TransactWriteItems": 800}}})
+		for _, p := range cfg.Procs {
+			r.Runs = append(r.Runs, Drain{Consumer: "worker", Procs: p, Conc: c, Rate: 20 * float64(c*p), Seconds: 8, Window: win(1000, 900, 400, 1000, 1000)})
+		}
+	}
+	r.Latency = []Paced{{Consumer: "worker", Procs: 1, Conc: 16, Offered: 100, Messages: 1000, P50: 12 * time.Millisecond, P99: 80 * time.Millisecond, Max: 120 * time.Millisecond, Window: win(1000, 1000, 1000, 1000, 1000)}}
+	return r
+}
+
+func TestReports(t *testing.T) {
+	t.Parallel()
+	r := sampleResult()
+	require.InDelta(t, 275, r.Limit(), 1e-9)
+
+	var text bytes.Buffer
+	WriteText(&text, r)
+	out := text.String()
+	for _, want := range []string{"worker ×2", "baseline", "SQS.DeleteMessageBatch", "DynamoDB.TransactWriteItems", "p99", "80 ms", "set by DynamoDB"} {
+		require.Contains(t, out, want)
+	}
+
+	fs := r.Findings()
+	require.Len(t, fs, 5)
+	require.Contains(t, fs[0], "The limit is set by DynamoDB: 600 conditional puts/s ÷ 2 writes per message = 300 msg/s")
+	require.Contains(t, fs[0], "250 msg/s (-17%)")
+	require.Contains(t, fs[1], "worker ×2 at concurrency 16, 640 msg/s = 233% of the limit")
+	require.Contains(t, fs[3], "2 processes 2.00×")
+	require.Contains(t, fs[4], "1.300, above the 0.25 target; ReceiveMessage dominates with 0.900 per message (1.1 messages per request)")
+
+	md := Markdown(r, ParseGoBench("pkg: p\nBenchmarkX-2 10 5 ns/op 3 allocs/op\n"), "make bench-report")
+	for _, want := range []string{"# Benchmarks", "`make bench-report`", "2 × Test CPU <x>", "fauxqs 2.4.1", "DynamoDB Local 3.3.1",
+		"![throughput against concurrency](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 116% | 0.20 |", "## In memory", "| X | 3 | 5 |"} {
+		require.Contains(t, md, want)
+	}
+}
+
+func TestChartIsWellFormedSVG(t *testing.T) {
+	t.Parallel()
+	svg := Chart(sampleResult())
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	polylines := 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			polylines++
+		}
+	}
+	require.Equal(t, 3, polylines, "one line per process count and one for the baseline")
+	require.Contains(t, svg, "Test CPU &lt;x&gt;")
+	require.Contains(t, svg, "worker, 2 processes")
+}

@@ -1,0 +1,39 @@
+# Benchmarks. The top-level Makefile includes this file; it also runs alone:
+# make -f mk/bench.mk bench
+#
+#   make bench          in-memory Go benchmarks (go test -bench ./internal/..., no emulators),
+#                       then the emulator harness (cmd/bench) through scripts/with-stack:
+#                       tables on stdout (progress on stderr), a few minutes
+#   make bench-report   the same, and rewrites docs/BENCHMARKS.md and docs/bench-throughput.svg
+#
+# BENCH_ARGS passes flags to cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',
+# BENCH_ARGS=-quick; `go run ./cmd/bench -help` lists them); BENCH_GO_ARGS to go test
+# (BENCH_GO_ARGS='-benchtime 3s -count 3'). Benchmarks are not part of make test.
+
+BENCH_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
+
+SHELL := /bin/bash
+GO ?= go
+BENCH_ARGS ?=
+BENCH_GO_ARGS ?=
+BENCH_PKGS ?= ./internal/...
+BENCH_REPORT ?= docs/BENCHMARKS.md
+
+# $(call exactly-bench,EXTRA cmd/bench FLAGS)
+define exactly-bench
+	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd $(BENCH_ROOT); \
+	echo ">> go test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS)"; \
+	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS) | tee "$$tmp/inmem.txt"; \
+	$(GO) build -o "$$tmp/bench" ./cmd/bench; \
+	echo ">> cmd/bench $(BENCH_ARGS) (against the local emulators)"; \
+	scripts/with-stack "$$tmp/bench" -inmem "$$tmp/inmem.txt" $(1) $(BENCH_ARGS)
+endef
+
+.PHONY: bench
+bench: ## benchmarks as tables: in memory (go test -bench), then against the local emulators (cmd/bench)
+	$(call exactly-bench,)
+
+.PHONY: bench-report
+bench-report: ## make bench, and rewrite docs/BENCHMARKS.md and docs/bench-throughput.svg with the results
+	@mkdir -p $(dir $(BENCH_ROOT)/$(BENCH_REPORT))
+	$(call exactly-bench,-report $(BENCH_REPORT) -command "make bench-report$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')$(if $(strip $(BENCH_GO_ARGS)), BENCH_GO_ARGS='$(BENCH_GO_ARGS)')")

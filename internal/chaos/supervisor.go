@@ -303,6 +303,17 @@ func (s *Supervisor) Term(sl *slot, restart bool) {
 	if p == nil {
 		return
 	}
+	// A process that has not installed its signal handlers yet dies of
+	// SIGTERM's default action: wait until it serves its metrics (start-up
+	// done), as an orchestrator's health check would.
+	deadline := time.Now().Add(30 * time.Second)
+	for p.metricsAddr() == "" && time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			deadline = time.Time{} // it ended: nothing to wait for
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	s.count("SIGTERM")
 	s.logf("SIGTERM %s", p.name)
 	start := time.Now()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -47,6 +48,9 @@ func newLambdaSet(s *settings, lookup func(string) (string, bool)) *config.Set {
 func (s *settings) validateLambda(fs *config.Set) error {
 	if _, err := sqslambda.ParseFailRest(s.fifoFailRest); err != nil {
 		return config.Errorf("%s %v", fs.Name("fifo-fail-rest"), err)
+	}
+	if s.moveToDLQ && len(s.queues) == 0 {
+		return config.Errorf("%s needs %s: the queues' redrive policies name their dead-letter queues", fs.Name("move-to-dlq"), fs.Name("queue"))
 	}
 	switch s.dedupScope {
 	case "", "queue", "group":
@@ -128,10 +132,16 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 			return dedup.Scope{Namespace: s.namespace, Queue: m.QueueName, PerGroup: perGroup}
 		},
 	}
-	h, err := sqslambda.New(sqslambda.Config{
+	cfg := sqslambda.Config{
 		Processor: proc, FailRest: failRest, Concurrency: s.concurrency, Log: log,
 		QueueURL: func(arn string) string { return queues.byName[sqslambda.QueueName(arn)].url },
-	})
+	}
+	if s.moveToDLQ {
+		cfg.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
+			return moveToDLQ(ctx, cl.sqs, queues, rec)
+		}
+	}
+	h, err := sqslambda.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -141,13 +151,15 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	}
 	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
 		"queues", strings.Join(queues.names, ","), "dedup_scope_default", scope, "fifo_fail_rest", failRest.String(),
-		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL)
+		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
 	return h, nil
 }
 
 type lambdaQueue struct {
 	url      string
-	perGroup bool // DeduplicationScope=messageGroup
+	perGroup bool   // DeduplicationScope=messageGroup
+	fifo     bool   // FifoQueue
+	dlq      string // dead-letter queue URL, with --move-to-dlq
 }
 
 type lambdaQueueSet struct {
@@ -165,8 +177,10 @@ func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s set
 	set := lambdaQueueSet{byName: map[string]lambdaQueue{}}
 	for _, url := range s.queues {
 		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl:       aws.String(url),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameDeduplicationScope},
+			QueueUrl: aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{
+				sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameDeduplicationScope, sqstypes.QueueAttributeNameRedrivePolicy,
+			},
 		})
 		if err != nil {
 			var nf *sqstypes.QueueDoesNotExist
@@ -184,10 +198,40 @@ func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s set
 			return set, config.Errorf("%s %s contradicts queue %s, whose DeduplicationScope is %s: keys must be scoped as the queue deduplicates (leave %s unset to follow the queue)",
 				fs.Name("dedup-scope"), s.dedupScope, name, orQueue(out.Attributes[string(sqstypes.QueueAttributeNameDeduplicationScope)]), fs.Name("dedup-scope"))
 		}
-		set.byName[name] = lambdaQueue{url: url, perGroup: perGroup}
+		q := lambdaQueue{url: url, perGroup: perGroup, fifo: out.Attributes[string(sqstypes.QueueAttributeNameFifoQueue)] == "true"}
+		if s.moveToDLQ {
+			dlq, err := deadLetterURL(ctx, client, out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)])
+			if err != nil {
+				return set, config.Errorf("%s: queue %s: %v", fs.Name("move-to-dlq"), name, err)
+			}
+			q.dlq = dlq
+		}
+		set.byName[name] = q
 		set.names = append(set.names, name)
 	}
 	return set, nil
+}
+
+// moveToDLQ sends a record to its queue's dead-letter queue as it came:
+// body, message attributes and, in a FIFO queue, its group and dedup id.
+func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, rec events.SQSMessage) error {
+	q, ok := queues.byName[sqslambda.QueueName(rec.EventSourceARN)]
+	if !ok || q.dlq == "" {
+		return fmt.Errorf("queue %s is not named by --queue (WORKER_QUEUES), so its dead-letter queue is unknown", rec.EventSourceARN)
+	}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(q.dlq), MessageBody: aws.String(rec.Body)}
+	if q.fifo {
+		in.MessageGroupId = aws.String(rec.Attributes["MessageGroupId"])
+		in.MessageDeduplicationId = aws.String(rec.Attributes["MessageDeduplicationId"])
+	}
+	for k, v := range rec.MessageAttributes {
+		if in.MessageAttributes == nil {
+			in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{}
+		}
+		in.MessageAttributes[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+	}
+	_, err := client.SendMessage(ctx, in)
+	return err
 }
 
 func orQueue(scope string) string {

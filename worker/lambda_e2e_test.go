@@ -465,8 +465,9 @@ func balances(t *testing.T, db *dynamodb.Client, ledger string) map[string]int64
 // test plays the event source mapping. It covers a FIFO queue batch by batch
 // as the mapping sees it, with a poison message that ends in the dead-letter
 // queue while the rest of its group then succeeds; a poison message in the
-// middle of a group within one batch; duplicates; a standard queue; and a
-// high-throughput FIFO queue whose dedup scope is read at cold start.
+// middle of a group within one batch; duplicates; a standard queue; a
+// high-throughput FIFO queue whose dedup scope is read at cold start; and
+// --move-to-dlq.
 func TestLambdaBootstrap(t *testing.T) {
 	sqsc := testenv.SQS(t)
 	db := testenv.DynamoDB(t)
@@ -614,6 +615,40 @@ func TestLambdaBootstrap(t *testing.T) {
 		require.Equal(t, int64(6), balances(t, db, ledger)["Y"])
 	})
 
+	t.Run("move to the dead-letter queue", func(t *testing.T) {
+		// Another function, with --move-to-dlq: a permanent failure goes to
+		// the dead-letter queue at once, as it came, and is not reported.
+		moving := newLambdaQueue(t, sqsc, true, nil, 5)
+		api2 := newRuntimeAPI(t)
+		startBootstrap(t, bootstrap, api2, "WORKER_EFFECT=ledger", "WORKER_DEDUP_TABLE="+table, "WORKER_LEDGER_TABLE="+ledger,
+			"WORKER_QUEUES="+moving.url, "WORKER_MOVE_TO_DLQ=true")
+		sendAll(t, sqsc, moving,
+			sendSpec{"M", "m1", "m1", `{"account":"M"}`},
+			sendSpec{"M", "m2", "m2", deposit("M", 9, 2)},
+			sendSpec{"N", "n1", "n1", deposit("N", 4, 1)})
+		ev := receiveEvent(t, sqsc, moving, 2) // fauxqs: m1 and n1
+		resp := api2.invoke(t, ev, timeout)
+		require.Empty(t, resp.BatchItemFailures)
+		settle(t, sqsc, moving, ev, resp)
+		dl, err := sqsc.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: &moving.dlq, WaitTimeSeconds: 2, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		require.Len(t, dl.Messages, 1)
+		require.Equal(t, `{"account":"M"}`, aws.ToString(dl.Messages[0].Body))
+		require.Equal(t, "M", dl.Messages[0].Attributes["MessageGroupId"])
+		require.Equal(t, "m1", dl.Messages[0].Attributes["MessageDeduplicationId"])
+		require.Equal(t, "m1", aws.ToString(dl.Messages[0].MessageAttributes["idempotency-key"].StringValue))
+		ev = receiveEvent(t, sqsc, moving, 1)
+		require.Equal(t, deposit("M", 9, 2), ev.Records[0].Body, "the group goes on without it")
+		resp = api2.invoke(t, ev, timeout)
+		require.Empty(t, resp.BatchItemFailures)
+		settle(t, sqsc, moving, ev, resp)
+		require.Equal(t, int64(9), balances(t, db, ledger)["M"])
+		require.Equal(t, int64(4), balances(t, db, ledger)["N"])
+	})
+
 	// The dedup records: one per logical message, scoped as each queue is.
 	pks := map[string]bool{}
 	for _, it := range scanAll(t, db, table) {
@@ -625,7 +660,7 @@ func TestLambdaBootstrap(t *testing.T) {
 	require.True(t, pks["exactly#"+filepath.Base(perGroup.url)+"#X#same-key"])
 	require.True(t, pks["exactly#"+filepath.Base(perGroup.url)+"#Y#same-key"])
 
-	// One process served every invocation, after one init.
+	// One process served every invocation of the first function, after one init.
 	require.Len(t, fn.lines("lambda worker ready"), 1)
 	require.Nil(t, fn.exited(), "the function is still running")
 }

@@ -32,6 +32,7 @@ func TestLambdaCommandLine(t *testing.T) {
 		{"bad dedup scope", []string{"lambda", "--effect", "noop", "--dedup-scope", "messagegroup"}, env(), `--dedup-scope (WORKER_DEDUP_SCOPE) "messagegroup": want queue`},
 		{"zero concurrency", []string{"lambda", "--effect", "noop"}, env("WORKER_CONCURRENCY", "0"), "--concurrency (WORKER_CONCURRENCY) must be at least 1"},
 		{"queue not a URL", []string{"lambda", "--effect", "noop", "--queue", "orders.fifo"}, env(), "is not a queue URL"},
+		{"move-to-dlq without queues", []string{"lambda", "--effect", "noop", "--move-to-dlq"}, env(), "--move-to-dlq (WORKER_MOVE_TO_DLQ) needs --queue (WORKER_QUEUES)"},
 		{"run-only flag", []string{"lambda", "--effect", "noop", "--shutdown-timeout", "1s"}, env(), "-shutdown-timeout"},
 	}
 	for _, c := range cases {
@@ -45,7 +46,7 @@ func TestLambdaCommandLine(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, ExitOK, run([]string{"lambda", "--help"}, &stdout, &stderr, env()))
-	for _, want := range []string{"WORKER_FIFO_FAIL_REST", "WORKER_DEDUP_SCOPE", "WORKER_QUEUES", "WORKER_EFFECT", "(default 10)"} {
+	for _, want := range []string{"WORKER_FIFO_FAIL_REST", "WORKER_DEDUP_SCOPE", "WORKER_QUEUES", "WORKER_EFFECT", "WORKER_MOVE_TO_DLQ", "(default 10)"} {
 		require.Contains(t, stderr.String(), want)
 	}
 	require.NotContains(t, stderr.String(), "WORKER_SHUTDOWN_TIMEOUT")

@@ -13,7 +13,8 @@
 // message at a time, and the first failure reports everything after it, as
 // AWS's own guidance for FIFO queues says. In a standard queue every message
 // stands alone. A duplicate (its record COMPLETED for the same payload) is a
-// success.
+// success. A permanent failure is reported and left to the queue's redrive
+// policy, or, with Config.MoveToDLQ, sent to the dead-letter queue at once.
 //
 // The dedup lease of a message never outlives the invocation: it ends
 // LeaseMargin before the context's deadline, and the effect's context is
@@ -105,6 +106,13 @@ type Config struct {
 	// QueueURL returns the URL of the queue with the given ARN, for effects.
 	// Nil, or an empty answer: the AWS URL built from the ARN.
 	QueueURL func(arn string) string
+	// MoveToDLQ, when set, sends a permanently failed record to its queue's
+	// dead-letter queue. A record moved is not reported, so the mapping
+	// deletes it; in a FIFO queue the rest of its group in the batch is still
+	// reported, as after any failure. When it fails, the record is reported
+	// and left to the redrive policy. Nil: every permanent failure is left to
+	// the redrive policy.
+	MoveToDLQ func(ctx context.Context, rec events.SQSMessage) error
 	// Log receives one line per failed message and one per batch.
 	Log *slog.Logger
 }
@@ -144,7 +152,7 @@ func New(cfg Config) (*Handler, error) {
 type tally struct {
 	mu                                                 sync.Mutex
 	applied, duplicates, retried, permanent, conflicts int
-	busy, notStarted, leasesLost                       int
+	busy, notStarted, leasesLost, movedToDLQ           int
 }
 
 // Handle processes one batch and reports the messages to keep in the queue.
@@ -163,11 +171,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for i, idx := range lane {
-				if h.one(ctx, ev.Records[idx], &t) {
-					done[idx] = true
+				ok, stop := h.one(ctx, ev.Records[idx], &t)
+				done[idx] = ok
+				if !stop {
 					continue
 				}
-				// The rest of the lane stays not done: reported with it.
+				// The rest of the lane stays not done: reported.
 				if n := len(lane) - i - 1; n > 0 {
 					t.mu.Lock()
 					t.notStarted += n
@@ -191,7 +200,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	attrs := []any{
 		"messages", len(ev.Records), "applied", t.applied, "duplicates", t.duplicates,
 		"batch_item_failures", len(resp.BatchItemFailures), "retried", t.retried, "permanent_failures", t.permanent,
-		"conflicts", t.conflicts, "busy", t.busy, "not_started", t.notStarted, "leases_lost", t.leasesLost,
+		"conflicts", t.conflicts, "busy", t.busy, "not_started", t.notStarted, "leases_lost", t.leasesLost, "moved_to_dlq", t.movedToDLQ,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
@@ -235,14 +244,13 @@ func (h *Handler) lanes(recs []events.SQSMessage) [][]int {
 	return lanes
 }
 
-// one processes one record and reports whether it may be deleted.
-func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) bool {
+// one processes one record. ok: it may be deleted (not reported); stop: the
+// rest of its lane must not run.
+func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) (ok, stop bool) {
 	log := h.cfg.Log.With("queue", queueName(r.EventSourceARN), "message_id", r.MessageId, "group", r.Attributes[attrGroup])
 	m, err := h.message(r)
 	if err != nil {
-		t.count(func() { t.permanent++ })
-		log.Error("permanent failure: left to the queue's redrive policy", "err", err)
-		return false
+		return h.permanent(ctx, r, log, t, 0, err), true
 	}
 	hooks := process.Hooks{}
 	wctx := ctx
@@ -253,7 +261,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) bool {
 			t.count(func() { t.notStarted++ })
 			log.Warn("not started: too little time left before the invocation's deadline",
 				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin", h.cfg.LeaseMargin)
-			return false
+			return false, true
 		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, end)
@@ -277,7 +285,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) bool {
 			t.count(func() { t.applied++ })
 		}
 		log.Debug("done")
-		return true
+		return true, false
 	case process.Retry:
 		if res.Outcome == dedup.Busy {
 			t.count(func() { t.busy++ })
@@ -285,13 +293,30 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) bool {
 			t.count(func() { t.retried++ })
 		}
 		log.Info("retry: reported as a batch item failure", "err", res.Err)
-	default:
-		if res.Outcome == dedup.Conflict {
-			t.count(func() { t.conflicts++ })
-		}
-		t.count(func() { t.permanent++ })
-		log.Error("permanent failure: left to the queue's redrive policy", "receive_count", m.ReceiveCount, "err", res.Err)
+		return false, true
 	}
+	if res.Outcome == dedup.Conflict {
+		t.count(func() { t.conflicts++ })
+	}
+	return h.permanent(ctx, r, log, t, m.ReceiveCount, res.Err), true
+}
+
+// permanent handles a permanent failure: moved to the dead-letter queue when
+// that is on and works (then ok), else reported for the redrive policy.
+func (h *Handler) permanent(ctx context.Context, r events.SQSMessage, log *slog.Logger, t *tally, receiveCount int, cause error) (ok bool) {
+	t.count(func() { t.permanent++ })
+	if h.cfg.MoveToDLQ != nil {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := h.cfg.MoveToDLQ(mctx, r)
+		cancel()
+		if err == nil {
+			t.count(func() { t.movedToDLQ++ })
+			log.Error("permanent failure: moved to the dead-letter queue", "err", cause)
+			return true
+		}
+		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "err", err)
+	}
+	log.Error("permanent failure: left to the queue's redrive policy", "receive_count", receiveCount, "err", cause)
 	return false
 }
 

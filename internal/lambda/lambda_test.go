@@ -453,6 +453,46 @@ func TestRecordsAsLambdaSendsThem(t *testing.T) {
 	require.Equal(t, "test#orders#s1", byID["s1"].Key)
 }
 
+// TestMoveToDLQ: a permanent failure moved to the dead-letter queue is not
+// reported (the mapping deletes it), the rest of its group still is; a move
+// that fails leaves the record reported.
+func TestMoveToDLQ(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var moved []string
+	fail := false
+	h, b := setup(t, func(c *Config) {
+		c.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
+			_, has := ctx.Deadline()
+			require.True(t, has, "bounded")
+			mu.Lock()
+			defer mu.Unlock()
+			if fail {
+				return errors.New("AccessDenied")
+			}
+			moved = append(moved, rec.MessageId)
+			return nil
+		}
+	})
+	recs := []events.SQSMessage{
+		msg(fifoARN, "a1", "A", "a1", 1),
+		msg(fifoARN, "a2", "A", "poison", 2),
+		msg(fifoARN, "b1", "B", "b1", 3),
+		msg(fifoARN, "a3", "A", "a3", 4),
+	}
+	require.Equal(t, []string{"a3"}, invoke(t, h, time.Minute, recs...))
+	require.Equal(t, []string{"a2"}, moved)
+	require.Len(t, b.logs.lines("permanent failure: moved to the dead-letter queue"), 1)
+	require.EqualValues(t, 1, b.logs.lines("batch done")[0]["moved_to_dlq"])
+
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	require.Equal(t, []string{"p1"}, invoke(t, h, time.Minute, msg(standardARN, "p1", "", "poison", 0)))
+	require.Len(t, b.logs.lines("cannot move to the dead-letter queue; leaving it to the redrive policy"), 1)
+	require.Len(t, b.logs.lines("permanent failure: left to the queue's redrive policy"), 1)
+}
+
 func TestConfigAndParse(t *testing.T) {
 	t.Parallel()
 	_, err := New(Config{})

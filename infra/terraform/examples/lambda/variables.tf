@@ -17,7 +17,7 @@ variable "architecture" {
 }
 
 variable "package_path" {
-  description = "Zip with the bootstrap binary. Null means the one `make build` writes under dist/ at the repository root."
+  description = "Zip with the bootstrap binary. Null means the one `make dist` writes under dist/ at the repository root."
   type        = string
   default     = null
 }

@@ -10,7 +10,7 @@ variable "function_name" {
 }
 
 variable "package_path" {
-  description = "Path of the zip that `make build` writes (dist/worker-lambda-arm64.zip or dist/worker-lambda-amd64.zip); it holds the bootstrap binary."
+  description = "Path of the zip that `make dist` writes (dist/worker-lambda-arm64.zip or dist/worker-lambda-amd64.zip); it holds the bootstrap binary."
   type        = string
 }
 

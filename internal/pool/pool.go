@@ -183,9 +183,9 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p := &Pool{
 		cfg: cfg, log: cfg.Log, obs: cfg.Observer,
-		inflight: make(chan struct{}, cfg.MaxInFlight),
-		slots:    make(chan struct{}, cfg.Concurrency),
-		lanes:    make(map[laneKey]*lane),
+		inflight:  make(chan struct{}, cfg.MaxInFlight),
+		slots:     make(chan struct{}, cfg.Concurrency),
+		lanes:     make(map[laneKey]*lane),
 		stopCh:    make(chan struct{}),
 		pollsDone: make(chan struct{}),
 		queues:    make(map[string]*queueState),

@@ -489,7 +489,8 @@ func TestReceiveAsksForWhatThePoolNeeds(t *testing.T) {
 // TestIdleShutdownStrandsNothing: a long poll that is open at shutdown is
 // left to return, not cancelled, because SQS would go on serving it: a
 // message arriving meanwhile would be stranded in flight until its
-// visibility timeout. The pool takes it and hands it back instead.
+// visibility timeout. The pool takes it and hands it back (or, if it came
+// before the pool saw the cancel, processes it) instead.
 func TestIdleShutdownStrandsNothing(t *testing.T) {
 	t.Parallel()
 	const wait = 2 * time.Second
@@ -501,8 +502,9 @@ func TestIdleShutdownStrandsNothing(t *testing.T) {
 		default:
 		}
 	}
-	b.proc.ProcessFunc = func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
-		t.Errorf("%s must not start during shutdown", m.Body)
+	var processed atomic.Int32
+	b.proc.ProcessFunc = func(context.Context, effect.Message, process.Hooks) process.Result {
+		processed.Add(1)
 		return deleted()
 	}
 	b.start(t)
@@ -512,9 +514,9 @@ func TestIdleShutdownStrandsNothing(t *testing.T) {
 	b.sendFIFO(t, "A", "late")
 	b.stop(t)
 	require.Less(t, time.Since(at), wait+time.Second, "Run returns once the open polls have")
-	got := b.receiveNow(t, b.url)
-	require.Len(t, got, 1, "the late message is visible again, not stranded")
-	require.Equal(t, "late", aws.ToString(got[0].Body))
+	v, nv := b.counts(t, b.url)
+	require.Zero(t, nv, "nothing stranded in flight")
+	require.Equal(t, 1, v+int(processed.Load()), "the late message is visible again or was processed")
 }
 
 func TestDeletesAreBatched(t *testing.T) {

@@ -26,8 +26,9 @@ type baseline struct {
 	url    string
 	ledger *effect.Ledger // nil: noop
 
-	applied atomic.Int64
-	failed  atomic.Int64
+	applied  atomic.Int64
+	received atomic.Int64
+	failed   atomic.Int64
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -59,6 +60,7 @@ func (b *baseline) loop(ctx context.Context) {
 			}
 			continue
 		}
+		b.received.Add(int64(len(out.Messages)))
 		for _, m := range out.Messages {
 			// Work started is finished: only receiving stops on cancel.
 			wctx := context.WithoutCancel(ctx)
@@ -85,6 +87,7 @@ func (b *baseline) loop(ctx context.Context) {
 func (b *baseline) sample(context.Context) (Sample, error) {
 	s := newSample(time.Now())
 	s.Counts["applied"] = float64(b.applied.Load())
+	s.Counts["received"] = float64(b.received.Load())
 	s.Counts["failed"] = float64(b.failed.Load())
 	for k, v := range b.c.reqs.Snapshot() {
 		s.Requests[k] = float64(v)

@@ -37,7 +37,9 @@ const memGroups = 64
 // Throughput is reported as a ratio to a raw baseline measured in the same
 // benchmark on the same machine: one goroutine draining the same number of
 // messages from memsqs with ReceiveMessage(10) + DeleteMessageBatch and
-// nothing else, timed once before and once after the pool (their mean). p50/p99 are the processor's time per message (claim, effect,
+// nothing else, timed once before and once after the pool (their mean).
+// receives/msg, delete-batches/msg and visibility-batches/msg count the
+// pool's SQS requests per message. p50/p99 are the processor's time per message (claim, effect,
 // commit), as the pool's observer sees it.
 func BenchmarkPoolLedger(b *testing.B) {
 	for _, eff := range []string{"ledger", "noop"} {
@@ -71,8 +73,9 @@ func benchPool(b *testing.B, effName string, concurrency int) {
 		Scope: func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: m.QueueName} },
 	}
 	obs := newCollector(b.N)
+	client := &countingSQS{SQS: srv}
 	p, err := pool.New(pool.Config{
-		Client: srv, Processor: proc, Concurrency: concurrency, WaitTime: time.Second, Observer: obs,
+		Client: client, Processor: proc, Concurrency: concurrency, WaitTime: time.Second, Observer: obs,
 		Queues: []pool.Queue{{URL: url, FIFO: true, Visibility: 30 * time.Second}},
 	})
 	if err != nil {
@@ -112,9 +115,58 @@ func benchPool(b *testing.B, effName string, concurrency int) {
 	b.ReportMetric(rawRate, "raw-msgs/s")
 	b.ReportMetric(rate/rawRate, "x-raw")
 	b.ReportMetric(rawAllocs, "raw-allocs/msg")
+	b.ReportMetric(float64(client.receives.Load())/float64(b.N), "receives/msg")
+	b.ReportMetric(float64(client.deletes.Load())/float64(b.N), "delete-batches/msg")
+	b.ReportMetric(float64(client.changes.Load())/float64(b.N), "visibility-batches/msg")
 	p50, p99 := obs.percentiles()
 	b.ReportMetric(float64(p50.Microseconds()), "p50-us")
 	b.ReportMetric(float64(p99.Microseconds()), "p99-us")
+}
+
+// BenchmarkProcessor runs the processor alone (key, claim, effect, commit on
+// memdynamo) on one goroutine, without SQS or the pool: with
+// BenchmarkPoolLedger and raw-allocs/msg it splits a message's allocations
+// between the ledger path, the fake SQS and the pool.
+func BenchmarkProcessor(b *testing.B) {
+	for _, effName := range []string{"ledger", "noop"} {
+		b.Run("effect="+effName, func(b *testing.B) {
+			db := memdynamo.New()
+			memTable(b, db, "dedup")
+			memTable(b, db, "ledger")
+			var eff effect.Effect = effect.Noop{}
+			if effName == "ledger" {
+				eff = &effect.Ledger{Table: "ledger"}
+			}
+			keys, err := dedup.ParseKeySource("auto")
+			if err != nil {
+				b.Fatal(err)
+			}
+			proc := &process.Processor{
+				Store: dedup.NewStore(db, "dedup"), Effect: eff, Keys: keys,
+				TTL: time.Hour, Lease: 30 * time.Second, Log: slog.New(slog.DiscardHandler),
+				Scope: func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: m.QueueName} },
+			}
+			w := Workload(b.N, memGroups)
+			msgs := make([]effect.Message, b.N)
+			for i := range msgs {
+				e := w.Entry(i)
+				msgs[i] = effect.Message{
+					QueueURL: "http://localhost/000000000000/q.fifo", QueueName: "q.fifo", ID: fmt.Sprint(i),
+					Body: aws.ToString(e.MessageBody), Group: aws.ToString(e.MessageGroupId),
+					DedupID: aws.ToString(e.MessageDeduplicationId), ReceiveCount: 1,
+				}
+			}
+			hooks := process.Hooks{HeartbeatEvery: 15 * time.Second, Lease: 30 * time.Second}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if r := proc.Process(ctx, msgs[i], hooks); !r.Applied {
+					b.Fatalf("message %d: %s: %v", i, r.Action, r.Err)
+				}
+			}
+		})
+	}
 }
 
 // rawDrain fills a new queue with n messages and drains it from one
@@ -196,6 +248,27 @@ func memFill(b *testing.B, srv *memsqs.Server, url string, n int) {
 			b.Fatalf("send: %s", aws.ToString(out.Failed[0].Message))
 		}
 	}
+}
+
+// countingSQS counts the pool's SQS requests.
+type countingSQS struct {
+	pool.SQS
+	receives, deletes, changes atomic.Int64
+}
+
+func (c *countingSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	c.receives.Add(1)
+	return c.SQS.ReceiveMessage(ctx, in, opts...)
+}
+
+func (c *countingSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	c.deletes.Add(1)
+	return c.SQS.DeleteMessageBatch(ctx, in, opts...)
+}
+
+func (c *countingSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	c.changes.Add(1)
+	return c.SQS.ChangeMessageVisibilityBatch(ctx, in, opts...)
 }
 
 // collector is the pool's observer: it counts messages done and keeps the

@@ -60,7 +60,8 @@ func ParseGoBench(out string) []GoBench {
 }
 
 // preferred order of columns; other units follow in the order seen.
-var unitOrder = []string{"msgs/s", "raw-msgs/s", "x-raw", "p50-us", "p99-us", "allocs/op", "raw-allocs/msg", "B/op", "ns/op"}
+var unitOrder = []string{"msgs/s", "raw-msgs/s", "x-raw", "p50-us", "p99-us", "allocs/op", "raw-allocs/msg", "B/op",
+	"receives/msg", "delete-batches/msg", "visibility-batches/msg", "ns/op"}
 
 func unitColumns(bs []GoBench) []string {
 	seen := map[string]bool{}

@@ -18,15 +18,16 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 )
 
-// Limits are the rates the emulators allow, measured with plain SDK calls at
-// a fixed concurrency, without the worker.
+// Limits are the rates the emulators allow, measured with plain SDK calls
+// without the worker: the best over Config.LimitConcurrency.
 type Limits struct {
 	At time.Time
 	// SQS: messages/s drained from a pre-filled queue of the benchmark's
 	// shape with ReceiveMessage(10) + DeleteMessageBatch.
 	SQS float64
 	// Put: conditional PutItem/s of claim-shaped items on fresh keys.
-	Put float64
+	Put     float64
+	PutConc int // the concurrency Put was reached at
 	// Path: messages/s of the worker's own DynamoDB work alone (claim
 	// PutItem, then the commit: TransactWriteItems with the ledger's writes,
 	// or UpdateItem for noop), through internal/dedup, without SQS.

@@ -26,7 +26,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Groups, "groups", 0, "message groups of the saturated runs (0: one per message)")
 	fs.DurationVar(&cfg.Warmup, "warmup", WarmupDefault, "warm-up after the first effect of a saturated run")
 	fs.DurationVar(&cfg.Window, "window", WindowDefault, "measurement window of a saturated run")
-	fs.IntVar(&cfg.LimitConcurrency, "limit-concurrency", LimitConcurrencyDefault, "concurrency of the raw limit measurements")
+	limitConc := fs.String("limit-concurrency", "16,64", "concurrencies of the raw limit measurements (the best counts)")
 	fs.IntVar(&cfg.LimitMessages, "limit-messages", LimitMessagesDefault, "messages drained to measure the SQS limit")
 	fs.DurationVar(&cfg.LimitDuration, "limit-duration", LimitDurationDefault, "duration of each DynamoDB limit measurement")
 	fs.DurationVar(&cfg.LatencyDuration, "latency-duration", LatencyDurationDefault, "how long the paced producer of the latency runs sends")
@@ -51,6 +51,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Concurrency, err = intList(*conc); err != nil {
 		return fmt.Errorf("-concurrency: %w", err)
 	}
+	if cfg.LimitConcurrency, err = intList(*limitConc); err != nil {
+		return fmt.Errorf("-limit-concurrency: %w", err)
+	}
 	if *quick {
 		// Flags given explicitly win over -quick.
 		set := map[string]bool{}
@@ -65,6 +68,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		quickly("warmup", func() { cfg.Warmup = time.Second })
 		quickly("window", func() { cfg.Window = 3 * time.Second })
 		quickly("limit-messages", func() { cfg.LimitMessages = 2000 })
+		quickly("limit-concurrency", func() { cfg.LimitConcurrency = []int{16} })
 		quickly("limit-duration", func() { cfg.LimitDuration = 2 * time.Second })
 		quickly("latency-duration", func() { cfg.LatencyDuration = 3 * time.Second })
 	}

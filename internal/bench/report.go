@@ -101,6 +101,15 @@ func pct(a, b float64) string {
 	return fmt.Sprintf("%.0f%%", 100*a/b)
 }
 
+// perReceive is messages per ReceiveMessage request.
+func (r Drain) perReceive() string {
+	n := r.Window.Requests["SQS.ReceiveMessage"]
+	if n <= 0 || r.Window.Counts["received"] <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", r.Window.Counts["received"]/n)
+}
+
 func perBatch(perMsg float64) string {
 	if perMsg <= 0 {
 		return "-"
@@ -151,17 +160,17 @@ func (r *Result) limitsTable() *table {
 		}
 		t.add(cells...)
 	}
-	c := r.Config.LimitConcurrency
-	row(fmt.Sprintf("SQS ReceiveMessage(10) + DeleteMessageBatch, msg/s (%d-way)", c), func(l Limits) float64 { return l.SQS })
-	row(fmt.Sprintf("DynamoDB conditional PutItem, puts/s (%d-way)", c), func(l Limits) float64 { return l.Put })
+	c := joinInts(r.Config.LimitConcurrency, ", ")
+	row(fmt.Sprintf("SQS ReceiveMessage(10) + DeleteMessageBatch, msg/s (best of %s-way)", c), func(l Limits) float64 { return l.SQS })
+	row(fmt.Sprintf("DynamoDB conditional PutItem, puts/s (best of %s-way)", c), func(l Limits) float64 { return l.Put })
 	row(fmt.Sprintf("  ÷ %d DynamoDB writes per message, msg/s", r.Before.WritesPerMessage), func(l Limits) float64 { return l.Put / float64(l.WritesPerMessage) })
 	row(fmt.Sprintf("limit = the lower of the two, msg/s (set by %s)", r.Before.By()), Limits.Limit)
-	row(fmt.Sprintf("for reference: the worker's DynamoDB path alone (claim + commit), msg/s (%d-way)", c), func(l Limits) float64 { return l.Path })
+	row(fmt.Sprintf("for reference: the worker's DynamoDB path alone (claim + commit), msg/s (best of %s-way)", c), func(l Limits) float64 { return l.Path })
 	return t
 }
 
 func (r *Result) throughputTable() *table {
-	t := &table{head: []string{"consumer", "conc/proc", "msg/s", "share of limit", "× baseline (same conc)", "SQS req/msg", "DynamoDB req/msg", "msgs/DeleteMessageBatch"}}
+	t := &table{head: []string{"consumer", "conc/proc", "msg/s", "share of limit", "× baseline (same conc)", "SQS req/msg", "DynamoDB req/msg", "msgs/receive", "msgs/delete batch"}}
 	limit := r.Limit()
 	for _, d := range r.Runs {
 		vs := "-"
@@ -169,7 +178,7 @@ func (r *Result) throughputTable() *table {
 			vs = ratio(d.Rate, r.baselineRate(d.Conc))
 		}
 		t.add(label(d.Consumer, d.Procs), fmt.Sprint(d.Conc), fmt.Sprintf("%.0f", d.Rate), pct(d.Rate, limit), vs,
-			fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")), perBatch(d.Op("SQS.DeleteMessageBatch")))
+			fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")), d.perReceive(), perBatch(d.Op("SQS.DeleteMessageBatch")))
 	}
 	return t
 }
@@ -278,8 +287,8 @@ func (r *Result) Findings() []string {
 		if s.PerMessage("SQS") > 0.25 {
 			verdict = "above"
 		}
-		out = append(out, fmt.Sprintf("SQS requests per message at steady load (%s, concurrency %d, saturated): %.3f, %s the 0.25 target; %s dominates with %.3f per message (%s messages per request).",
-			label("worker", s.Procs), s.Conc, s.PerMessage("SQS"), verdict, strings.TrimPrefix(op, "SQS."), v, perBatch(v)))
+		out = append(out, fmt.Sprintf("SQS requests per message at steady load (%s, concurrency %d, saturated): %.3f, %s the 0.25 target; %s dominates with %.3f per message; a receive returns %s messages on average, a delete batch holds %s.",
+			label("worker", s.Procs), s.Conc, s.PerMessage("SQS"), verdict, strings.TrimPrefix(op, "SQS."), v, s.perReceive(), perBatch(s.Op("SQS.DeleteMessageBatch"))))
 	}
 	return out
 }
@@ -314,4 +323,12 @@ func dominant(s Sample, prefix string) (string, float64) {
 		}
 	}
 	return best, v
+}
+
+func joinInts(vs []int, sep string) string {
+	ss := make([]string, len(vs))
+	for i, v := range vs {
+		ss[i] = fmt.Sprint(v)
+	}
+	return strings.Join(ss, sep)
 }

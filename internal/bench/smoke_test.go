@@ -22,7 +22,7 @@ func TestHarnessSmoke(t *testing.T) {
 	var log bytes.Buffer
 	res, err := Run(t.Context(), Config{
 		Procs: []int{1}, Concurrency: []int{2}, Warmup: 200 * time.Millisecond, Window: time.Second,
-		LimitConcurrency: 4, LimitMessages: 200, LimitDuration: 500 * time.Millisecond,
+		LimitConcurrency: []int{4}, LimitMessages: 200, LimitDuration: 500 * time.Millisecond,
 		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log,
 	})
 	require.NoError(t, err, log.String())

@@ -178,7 +178,7 @@ func sampleResult() *Result {
 	lim2 := lim
 	lim2.At, lim2.Put = start.Add(5*time.Minute), 500
 	win := func(applied, recv, del, put, tx float64) Sample {
-		return Sample{Counts: map[string]float64{"applied": applied}, Requests: map[string]float64{
+		return Sample{Counts: map[string]float64{"applied": applied, "received": applied}, Requests: map[string]float64{
 			"SQS.ReceiveMessage": recv, "SQS.DeleteMessageBatch": del, "DynamoDB.PutItem": put, "DynamoDB.TransactWriteItems": tx,
 		}}
 	}
@@ -216,11 +216,11 @@ func TestReports(t *testing.T) {
 	require.Contains(t, fs[0], "250 msg/s (-17%)")
 	require.Contains(t, fs[1], "worker ×2 at concurrency 16, 640 msg/s = 233% of the limit")
 	require.Contains(t, fs[3], "2 processes 2.00×")
-	require.Contains(t, fs[4], "1.300, above the 0.25 target; ReceiveMessage dominates with 0.900 per message (1.1 messages per request)")
+	require.Contains(t, fs[4], "1.300, above the 0.25 target; ReceiveMessage dominates with 0.900 per message; a receive returns 1.1 messages on average, a delete batch holds 2.5.")
 
 	md := Markdown(r, ParseGoBench("pkg: p\nBenchmarkX-2 10 5 ns/op 3 allocs/op\n"), "make bench-report")
 	for _, want := range []string{"# Benchmarks", "`make bench-report`", "2 × Test CPU <x>", "fauxqs 2.4.1", "DynamoDB Local 3.3.1",
-		"![throughput against concurrency](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 116% | 0.20 |", "## In memory", "| X | 3 | 5 |"} {
+		"![throughput against concurrency](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 116% | 0.20 | 1.300 | 2.000 | 1.1 | 2.5 |", "## In memory", "| X | 3 | 5 |"} {
 		require.Contains(t, md, want)
 	}
 }

@@ -29,8 +29,8 @@ type baseline struct {
 	applied  atomic.Int64
 	received atomic.Int64
 	failed   atomic.Int64
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 func startBaseline(ctx context.Context, url, ledgerTable, effName string, conc int) (*baseline, error) {

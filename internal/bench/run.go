@@ -26,14 +26,14 @@ import (
 
 // Defaults of Config.
 const (
-	WarmupDefault           = 2 * time.Second
-	WindowDefault           = 8 * time.Second
-	LimitMessagesDefault    = 6000
-	LimitDurationDefault    = 4 * time.Second
-	LatencyDurationDefault  = 10 * time.Second
-	LatencyLoadDefault      = 0.5
-	MaxPrefillDefault       = 20000
-	EffectDefault           = "ledger"
+	WarmupDefault          = 2 * time.Second
+	WindowDefault          = 8 * time.Second
+	LimitMessagesDefault   = 6000
+	LimitDurationDefault   = 4 * time.Second
+	LatencyDurationDefault = 10 * time.Second
+	LatencyLoadDefault     = 0.5
+	MaxPrefillDefault      = 20000
+	EffectDefault          = "ledger"
 )
 
 // LimitConcurrencyDefault is where the limits are measured: DynamoDB Local

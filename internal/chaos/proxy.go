@@ -75,6 +75,7 @@ type Exchange struct {
 	Request  []byte // body
 	Response []byte // body; nil for Reset
 	Status   int    // 0 for Reset
+	Held     bool   // a partition held the request or its response
 }
 
 // Proxy is a TCP proxy for one HTTP/1.1 upstream on a loopback port. It
@@ -92,6 +93,9 @@ type Proxy struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	stats  map[statKey]int64
+	healed chan struct{} // non-nil while partitioned; closed by Heal
+	held   int64         // requests a partition held
+	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 }
 
@@ -114,7 +118,7 @@ func NewProxy(name, upstream string, decide Decider, observe func(Exchange)) (*P
 	}
 	p := &Proxy{
 		name: name, upstream: upstream, decide: decide, observe: observe, ln: ln,
-		conns: map[net.Conn]struct{}{}, stats: map[statKey]int64{},
+		conns: map[net.Conn]struct{}{}, stats: map[statKey]int64{}, done: make(chan struct{}),
 	}
 	p.wg.Go(p.accept)
 	return p, nil
@@ -130,6 +134,9 @@ func (p *Proxy) URL() string { return "http://" + p.Addr() }
 // connection handlers to return.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
+	if !p.closed {
+		close(p.done)
+	}
 	p.closed = true
 	for c := range p.conns {
 		c.Close()
@@ -174,6 +181,55 @@ func (p *Proxy) untrack(c net.Conn) {
 	c.Close()
 }
 
+// Partition cuts the clients off: until Heal, requests are held before they
+// are forwarded and responses before they are returned, with every
+// connection left open, as in a network partition. The held traffic goes
+// through when it heals, in whatever order the connections resume.
+func (p *Proxy) Partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.healed == nil {
+		p.healed = make(chan struct{})
+	}
+}
+
+// Heal ends a partition.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.healed != nil {
+		close(p.healed)
+		p.healed = nil
+	}
+}
+
+// Held returns the number of requests and responses a partition held.
+func (p *Proxy) Held() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// hold waits while the proxy is partitioned; it reports whether the proxy
+// is still open, and whether it waited.
+func (p *Proxy) hold() (open, waited bool) {
+	p.mu.Lock()
+	ch := p.healed
+	if ch != nil {
+		p.held++
+	}
+	p.mu.Unlock()
+	if ch == nil {
+		return true, false
+	}
+	select {
+	case <-ch:
+		return true, true
+	case <-p.done:
+		return false, true
+	}
+}
+
 func (p *Proxy) count(op string, f Fault) {
 	p.mu.Lock()
 	p.stats[statKey{op, f}]++
@@ -204,11 +260,15 @@ func (p *Proxy) serve(client net.Conn) {
 			return
 		}
 		op := operation(req.Header.Get("X-Amz-Target"))
+		open, held := p.hold()
+		if !open {
+			return
+		}
 		fault := p.decide(op)
 		p.count(op, fault)
 		if fault == Reset {
 			resetConn(client)
-			p.notify(Exchange{Op: op, Fault: fault, Request: body})
+			p.notify(Exchange{Op: op, Fault: fault, Request: body, Held: held})
 			return
 		}
 		if up == nil {
@@ -241,7 +301,11 @@ func (p *Proxy) serve(client net.Conn) {
 			resetConn(client)
 			return
 		}
-		p.notify(Exchange{Op: op, Fault: fault, Request: body, Response: rbody, Status: resp.StatusCode})
+		open, heldResp := p.hold()
+		if !open {
+			return
+		}
+		p.notify(Exchange{Op: op, Fault: fault, Request: body, Response: rbody, Status: resp.StatusCode, Held: held || heldResp})
 		if fault == LostAck {
 			resetConn(client)
 			return

@@ -306,3 +306,86 @@ func TestTracerDecodesMessageEvents(t *testing.T) {
 	}, got)
 	require.Len(t, History(buf.String(), "k-g1-1", 100), 6)
 }
+
+func TestProxyPartitionHoldsRequestsAndResponses(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []Exchange
+	p, u, c := setupObservedProxy(t, nil, func(e Exchange) {
+		mu.Lock()
+		seen = append(seen, e)
+		mu.Unlock()
+	})
+	_, err := call(c, p.URL(), "Echo", "warm")
+	require.NoError(t, err)
+
+	// A request sent during the partition waits, unforwarded, until it heals.
+	p.Partition()
+	type result struct {
+		got string
+		err error
+	}
+	res := make(chan result, 1)
+	go func() { got, err := call(c, p.URL(), "Echo", "late"); res <- result{got, err} }()
+	time.Sleep(200 * time.Millisecond)
+	require.Zero(t, u.count("Echo")-1, "held: not forwarded")
+	select {
+	case r := <-res:
+		t.Fatalf("returned during the partition: %+v", r)
+	default:
+	}
+	p.Heal()
+	r := <-res
+	require.NoError(t, r.err)
+	require.Equal(t, "etal", r.got)
+	require.Equal(t, 2, u.count("Echo"))
+
+	// A response that comes back during a partition waits too.
+	go func() { got, err := call(c, p.URL(), "Block", ""); res <- result{got, err} }()
+	require.Eventually(t, func() bool { return u.count("Block") == 1 }, 5*time.Second, 5*time.Millisecond)
+	p.Partition()
+	u.block <- struct{}{} // the upstream answers
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case r := <-res:
+		t.Fatalf("response returned during the partition: %+v", r)
+	default:
+	}
+	p.Heal()
+	require.NoError(t, (<-res).err)
+	require.EqualValues(t, 2, p.Held())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, seen, 3)
+	require.False(t, seen[0].Held)
+	require.True(t, seen[1].Held)
+	require.True(t, seen[2].Held)
+
+	// Close ends a partition's wait.
+	p.Partition()
+	go func() { _, err := call(c, p.URL(), "Echo", "never"); res <- result{"", err} }()
+	time.Sleep(100 * time.Millisecond)
+	p.Close()
+	require.Error(t, (<-res).err)
+}
+
+func TestExercised(t *testing.T) {
+	t.Parallel()
+	trace := strings.Join([]string{
+		"15:52:06.522 w2 pass+held commit k-1 token=b71e74 -> TransactionCanceledException(400)[ConditionalCheckFailed,ConditionalCheckFailed,ConditionalCheckFailed]",
+		"15:52:06.600 w2 pass commit k-2 token=b71e74 -> TransactionCanceledException(400)[None,ConditionalCheckFailed,None]",
+		"15:52:06.700 w2 pass commit k-3 token=b71e74 -> TransactionCanceledException(400)[None,None,ConditionalCheckFailed]",
+		"15:52:06.800 w2 lost-ack commit k-4 token=b71e74 -> ok",
+		"15:52:06.900 w1 lost-ack claim k-5 token=aaaaaa attempts=1 -> ok",
+		"15:52:07.000 w1 pass claim k-5 token=bbbbbb attempts=2 -> ConditionalCheckFailedException(400) (held: IN_PROGRESS token=aaaaaa lease_until=1)",
+		"15:52:08.000 w1 pass claim k-5 token=cccccc attempts=3 -> ok",
+		"15:52:09.000 w1 pass claim k-5 token=dddddd attempts=4 -> ConditionalCheckFailedException(400) (held: COMPLETED token=cccccc lease_until=1)",
+		"15:52:09.100 w1 lost-ack delete k-5 m5",
+		"15:52:09.200 w1 lost-ack receive k-6 m6 group=g rc=1 seq=1",
+		"",
+	}, "\n")
+	require.Equal(t, map[string]int{
+		PathFencedCommit: 1, PathHeldCommit: 1, PathOrderRefused: 1, PathEntryExists: 1, PathLostAckCommit: 1,
+		PathLostAckClaim: 1, PathBusy: 1, PathTakeover: 1, PathDuplicate: 1, PathLostAckDelete: 1, PathLostReceive: 1,
+	}, Exercised(trace))
+}

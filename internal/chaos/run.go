@@ -7,10 +7,13 @@
 // sleep past the visibility timeout) behind a TCP fault proxy per emulator,
 // and sends N ledger deposits over many groups with duplicates of both kinds
 // and a few poison messages. Meanwhile it kills workers with SIGKILL, freezes
-// them with SIGSTOP past their lease, stops one with SIGTERM, and restarts
-// them; the proxies reset connections and drop responses after the request
-// went through. When the queue has drained it stops the workers and verifies
-// the ledger, the dedup records and both queues (see Verify).
+// them with SIGSTOP past their lease, cuts one off the network (its requests
+// and responses held past the lease, then released at once), stops one with
+// SIGTERM, and restarts them; the proxies reset connections and drop
+// responses after the request went through. When the queue has drained it
+// stops the workers and verifies the ledger, the dedup records and both
+// queues (see Verify). Every request that crossed a proxy is in trace.log, so
+// a violation comes with the history of the messages involved.
 package chaos
 
 import (
@@ -63,7 +66,8 @@ const (
 	SendRateDefault        = 25               // messages a second, for the default -send-for
 	SendForMinDefault      = 40 * time.Second // chaos needs time to happen
 	ChaosEveryDefault      = 4 * time.Second
-	KillPctDefault         = 55
+	KillPctDefault         = 35
+	PartitionPctDefault    = 30
 	TermsDefault           = 1
 	TimeoutDefault         = 5 * time.Minute
 )
@@ -88,12 +92,13 @@ type Config struct {
 	ResetPct float64 // percent of requests whose connection is reset before forwarding
 	DropPct  float64 // percent of requests forwarded whose response is dropped
 
-	SendFor    time.Duration // the producer spreads its sends over this long; 0: N/25 s, at least 40 s
-	ChaosEvery time.Duration // mean time between chaos actions
-	Stall      time.Duration // how long SIGSTOP freezes a worker; 0: lease + visibility
-	KillPct    float64       // share of SIGKILL among kills and stalls
-	Terms      int           // graceful stops (SIGTERM) during the run
-	Timeout    time.Duration // after sending, how long the queue may take to drain
+	SendFor      time.Duration // the producer spreads its sends over this long; 0: N/25 s, at least 40 s
+	ChaosEvery   time.Duration // mean time between chaos actions
+	Stall        time.Duration // how long a SIGSTOP or a partition lasts; 0: lease + visibility
+	KillPct      float64       // percent of chaos actions that are SIGKILL
+	PartitionPct float64       // percent that are network partitions; the rest are SIGSTOP
+	Terms        int           // graceful stops (SIGTERM) during the run
+	Timeout      time.Duration // after sending, how long the queue may take to drain
 
 	LogLevel  string // the workers' --log-level; debug logs every message's outcome
 	Seed      uint64 // 0: random; printed so that a run's plan and faults can be replayed
@@ -163,8 +168,9 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.Float64Var(&c.DropPct, "drop", DropPctDefault, "percent of worker requests forwarded whose response is dropped (lost acknowledgement)")
 	fs.DurationVar(&c.SendFor, "send-for", 0, "spread the sends over this long (0: n/25 s, at least 40s)")
 	fs.DurationVar(&c.ChaosEvery, "chaos-every", ChaosEveryDefault, "mean time between chaos actions (SIGKILL, SIGSTOP, SIGTERM)")
-	fs.DurationVar(&c.Stall, "stall", 0, "how long SIGSTOP freezes a worker; 0: lease + visibility")
-	fs.Float64Var(&c.KillPct, "kill-pct", KillPctDefault, "percent of chaos actions that are SIGKILL; the others are SIGSTOP")
+	fs.DurationVar(&c.Stall, "stall", 0, "how long a SIGSTOP freezes a worker, or a partition cuts it off; 0: lease + visibility")
+	fs.Float64Var(&c.KillPct, "kill-pct", KillPctDefault, "percent of chaos actions that are SIGKILL")
+	fs.Float64Var(&c.PartitionPct, "partition-pct", PartitionPctDefault, "percent of chaos actions that are network partitions of one worker (its requests and responses held, then released); the rest are SIGSTOP")
 	fs.IntVar(&c.Terms, "terms", TermsDefault, "graceful stops (SIGTERM, then a restart) during the run")
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
 	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
@@ -189,6 +195,8 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 		return c, &UsageError{"-visibility and -lease must be at least 2s (the worker's minimum)"}
 	case c.MaxReceive < 1:
 		return c, &UsageError{"-max-receive must be at least 1"}
+	case c.KillPct < 0 || c.PartitionPct < 0 || c.KillPct+c.PartitionPct > 100:
+		return c, &UsageError{"-kill-pct and -partition-pct must be percentages that add up to at most 100"}
 	}
 	return c, nil
 }
@@ -407,6 +415,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		},
 		LogDir:        dir,
 		ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
+		Partition: func(n int, on bool) {
+			for _, p := range []*Proxy{sqsProxies[n-1], ddbProxies[n-1]} {
+				if on {
+					p.Partition()
+				} else {
+					p.Heal()
+				}
+			}
+		},
 	}, cfg.Workers, logf)
 	if err := sup.Start(ctx, time.Minute); err != nil {
 		sup.KillAll()
@@ -429,7 +446,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	go func() {
 		defer close(chaosDone)
 		sup.Chaos(chaosCtx, ChaosConfig{
-			Every: cfg.ChaosEvery, Stall: cfg.Stall, Terms: cfg.Terms, TermAt: cfg.SendFor / 3, KillPct: cfg.KillPct,
+			Every: cfg.ChaosEvery, Stall: cfg.Stall, Terms: cfg.Terms, TermAt: cfg.SendFor / 3,
+			KillPct: cfg.KillPct, PartitionPct: cfg.PartitionPct,
 		}, cfg.Seed)
 	}()
 	go func() {
@@ -605,6 +623,7 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 
 	fmt.Fprintln(w, "\nfaults injected between the workers and the emulators:")
 	type tally struct {
+		held     int64
 		requests int64
 		by       map[Fault]int64
 		ops      map[string]map[Fault]int64
@@ -616,6 +635,7 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 			t = &tally{by: map[Fault]int64{}, ops: map[string]map[Fault]int64{}}
 			services[p.name] = t
 		}
+		t.held += p.Held()
 		for _, c := range p.Stats() {
 			t.requests += c.N
 			t.by[c.Fault] += c.N
@@ -626,10 +646,10 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\t")
+	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\theld by a partition\t")
 	for _, name := range sortedKeys(services) {
 		t := services[name]
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck])
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck], t.held)
 	}
 	tw.Flush()
 	for _, name := range sortedKeys(services) {
@@ -642,6 +662,13 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 		if len(ops) > 0 {
 			fmt.Fprintf(w, "  %s by operation (reset/lost ack): %s\n", name, strings.Join(ops, ", "))
 		}
+	}
+
+	ex := Exercised(trace)
+	fmt.Fprintln(w, "\npaths exercised (from trace.log):")
+	for _, k := range []string{PathFencedCommit, PathHeldCommit, PathLostAckCommit, PathLostAckClaim, PathTakeover, PathBusy, PathDuplicate,
+		PathLostAckDelete, PathLostReceive, PathOrderRefused, PathEntryExists} {
+		fmt.Fprintf(w, "  %-80s %d\n", k, ex[k])
 	}
 
 	fmt.Fprintln(w, "\nchaos actions:")

@@ -30,6 +30,9 @@ type WorkerSpec struct {
 	// ShutdownLimit bounds a graceful stop: the worker's shutdown timeout
 	// plus a margin. A worker still running after it is killed.
 	ShutdownLimit time.Duration
+	// Partition cuts slot n's worker off the network (on) or heals it;
+	// nil: no partitions.
+	Partition func(n int, on bool)
 }
 
 // Supervisor runs a fixed number of worker slots. Each slot holds one worker
@@ -296,6 +299,28 @@ func (s *Supervisor) Stall(ctx context.Context, sl *slot, d time.Duration) {
 	s.logf("SIGCONT %s", p.name)
 }
 
+// Partition cuts slot sl's worker off both emulators for d (or until ctx
+// ends): it keeps running, its requests and responses wait, and then go
+// through at once, as when a network partition heals.
+func (s *Supervisor) Partition(ctx context.Context, sl *slot, d time.Duration) {
+	p := s.current(sl)
+	if p == nil || s.spec.Partition == nil {
+		return
+	}
+	s.count("partition")
+	s.logf("partition %s for %s", p.name, d)
+	s.spec.Partition(sl.n, true)
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	case <-p.done:
+	}
+	s.spec.Partition(sl.n, false)
+	s.logf("heal %s", p.name)
+}
+
 // Term stops slot sl's worker with SIGTERM, records how it went, and starts
 // a new one when restart is set.
 func (s *Supervisor) Term(sl *slot, restart bool) {
@@ -389,11 +414,12 @@ func (s *Supervisor) KillAll() {
 
 // ChaosConfig shapes the chaos loop.
 type ChaosConfig struct {
-	Every   time.Duration // mean time between actions
-	Stall   time.Duration // how long a SIGSTOP lasts
-	Terms   int           // graceful stops (SIGTERM, then a restart) during the run
-	TermAt  time.Duration // not before this much time into the chaos
-	KillPct float64       // share of the other actions that are SIGKILL; the rest are SIGSTOP
+	Every        time.Duration // mean time between actions
+	Stall        time.Duration // how long a SIGSTOP or a partition lasts
+	Terms        int           // graceful stops (SIGTERM, then a restart) during the run
+	TermAt       time.Duration // not before this much time into the chaos
+	KillPct      float64       // percent of the other actions that are SIGKILL
+	PartitionPct float64       // percent that are partitions; the rest are SIGSTOP
 }
 
 // Chaos acts on the workers until ctx ends, then waits for actions under
@@ -420,11 +446,16 @@ func (s *Supervisor) Chaos(ctx context.Context, cfg ChaosConfig, seed uint64) {
 		case terms < cfg.Terms && time.Since(start) >= cfg.TermAt:
 			terms++
 			act = func() { s.Term(sl, true) }
-		case rng.Float64()*100 < cfg.KillPct:
-			delay := 200*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
-			act = func() { s.Kill(sl, delay) }
 		default:
-			act = func() { s.Stall(ctx, sl, cfg.Stall) }
+			switch x := rng.Float64() * 100; {
+			case x < cfg.KillPct:
+				delay := 200*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
+				act = func() { s.Kill(sl, delay) }
+			case x < cfg.KillPct+cfg.PartitionPct:
+				act = func() { s.Partition(ctx, sl, cfg.Stall) }
+			default:
+				act = func() { s.Stall(ctx, sl, cfg.Stall) }
+			}
 		}
 		actions.Go(func() {
 			defer s.release(sl)

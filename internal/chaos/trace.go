@@ -42,10 +42,14 @@ func (t *Tracer) Observer(worker, service string) func(Exchange) {
 			return
 		}
 		now := time.Now().Format("15:04:05.000")
+		fault := e.Fault.String()
+		if e.Held {
+			fault += "+held"
+		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, l := range lines {
-			fmt.Fprintf(t.w, "%s %s %s %s\n", now, worker, e.Fault, l)
+			fmt.Fprintf(t.w, "%s %s %s %s\n", now, worker, fault, l)
 		}
 	}
 }
@@ -235,6 +239,89 @@ func History(trace string, key string, limit int) []string {
 	for _, l := range strings.Split(trace, "\n") {
 		if strings.Contains(l, " "+key+" ") && len(out) < limit {
 			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Paths the trace shows were taken, by name. They are the ways a worker can
+// go wrong; a run that exercised none of them proves little.
+const (
+	PathFencedCommit  = "stale commits refused by the fencing token"
+	PathLostAckCommit = "commits whose response was lost (then recognised)"
+	PathLostAckClaim  = "claims whose response was lost (then recognised)"
+	PathBusy          = "claims finding another worker's live lease"
+	PathDuplicate     = "claims finding the key COMPLETED (duplicates)"
+	PathTakeover      = "claims after an earlier claim of the key (lease expired or released)"
+	PathOrderRefused  = "ledger writes refused by last_seq < seq (order)"
+	PathLostAckDelete = "deletes whose response was lost"
+	PathLostReceive   = "ReceiveMessage responses lost (messages hidden until the visibility timeout)"
+	PathHeldCommit    = "commits held by a partition"
+	PathEntryExists   = "ledger writes refused: entry already there (a double)"
+)
+
+// cancellationReasons returns the codes of "TransactionCanceledException(400)[A,B,C]" in l.
+func cancellationReasons(l string) []string {
+	i := strings.Index(l, "TransactionCanceledException(")
+	if i < 0 {
+		return nil
+	}
+	rest := l[i:]
+	a, b := strings.IndexByte(rest, '['), strings.IndexByte(rest, ']')
+	if a < 0 || b < a {
+		return nil
+	}
+	return strings.Split(rest[a+1:b], ",")
+}
+
+// Exercised counts the paths of PathFencedCommit and its kin in a trace.
+func Exercised(trace string) map[string]int {
+	out := map[string]int{}
+	claimed := map[string]bool{} // keys claimed before
+	for _, l := range strings.Split(trace, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		fault, event, key := f[2], f[3], f[4]
+		held := strings.HasSuffix(fault, "+held")
+		fault = strings.TrimSuffix(fault, "+held")
+		switch event {
+		case "commit":
+			if held {
+				out[PathHeldCommit]++
+			}
+			reasons := cancellationReasons(l)
+			switch {
+			case len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed":
+				out[PathFencedCommit]++ // the dedup record's token or status
+			case len(reasons) > 1 && reasons[1] == "ConditionalCheckFailed":
+				out[PathOrderRefused]++ // the account's last_seq < seq
+			case len(reasons) > 2 && reasons[2] == "ConditionalCheckFailed":
+				out[PathEntryExists]++ // the entry's attribute_not_exists(pk)
+			case fault == "lost-ack" && strings.HasSuffix(l, "-> ok"):
+				out[PathLostAckCommit]++
+			}
+		case "claim":
+			switch {
+			case fault == "lost-ack" && strings.HasSuffix(l, "-> ok"):
+				out[PathLostAckClaim]++
+			case strings.Contains(l, "(held: IN_PROGRESS"):
+				out[PathBusy]++
+			case strings.Contains(l, "(held: COMPLETED"):
+				out[PathDuplicate]++
+			case strings.HasSuffix(l, "-> ok") && claimed[key]:
+				out[PathTakeover]++ // a claim after an earlier one of this key: released or expired
+			}
+			claimed[key] = true
+		case "delete":
+			if fault == "lost-ack" {
+				out[PathLostAckDelete]++
+			}
+		case "receive":
+			if fault == "lost-ack" {
+				out[PathLostReceive]++
+			}
 		}
 	}
 	return out

@@ -46,6 +46,7 @@ type Deposit struct {
 	Key     string // idempotency-key attribute
 	DedupID string // MessageDeduplicationId of the original send
 	SleepMS int64  // >0: the chaos effect sleeps this long before applying
+	NoSeq   bool   // the body carries no seq: the ledger does not guard the order
 	Body    string
 }
 
@@ -76,6 +77,10 @@ type PlanConfig struct {
 	Poison   int     // poison messages, each in its own group
 	Sleepers int     // deposits whose effect sleeps SleepMS
 	SleepMS  int64
+	// NoSeq leaves seq out of the bodies: without the ledger's
+	// last_seq < seq condition, an order violation or a double is applied
+	// and shows in the entries instead of being refused.
+	NoSeq bool
 }
 
 // NewPlan builds a plan from cfg with a seeded generator: the same seed gives
@@ -114,7 +119,7 @@ func NewPlan(cfg PlanConfig, seed uint64) Plan {
 		addPoison(i)
 		g := p.Groups[rng.IntN(groups)]
 		seqs[g]++
-		d := Deposit{Group: g, Seq: seqs[g], Amount: 1 + rng.Int64N(10000)}
+		d := Deposit{Group: g, Seq: seqs[g], Amount: 1 + rng.Int64N(10000), NoSeq: cfg.NoSeq}
 		d.Key = fmt.Sprintf("k-%s-%d", g, d.Seq)
 		d.DedupID = fmt.Sprintf("d-%s-%d", g, d.Seq)
 		if sleepers[i] {
@@ -155,7 +160,10 @@ func pick(rng *rand.Rand, idx []int) int {
 }
 
 func ledgerBody(d Deposit) string {
-	m := map[string]any{"account": d.Group, "amount_cents": d.Amount, "seq": d.Seq}
+	m := map[string]any{"account": d.Group, "amount_cents": d.Amount}
+	if !d.NoSeq {
+		m["seq"] = d.Seq
+	}
 	if d.SleepMS > 0 {
 		m["sleep_ms"] = d.SleepMS
 	}

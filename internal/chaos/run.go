@@ -100,11 +100,13 @@ type Config struct {
 	Terms        int           // graceful stops (SIGTERM) during the run
 	Timeout      time.Duration // after sending, how long the queue may take to drain
 
-	LogLevel  string // the workers' --log-level; debug logs every message's outcome
-	Seed      uint64 // 0: random; printed so that a run's plan and faults can be replayed
-	Dir       string // logs and report; "" makes a temporary directory
-	WorkerBin string // a prebuilt cmd/chaos/worker; "" builds it
-	Keep      bool   // keep the queues and tables
+	NoSeq      bool   // deposits without seq (see PlanConfig.NoSeq)
+	WorkerArgs string // more `worker run` flags, space-separated; "{n}" becomes the slot number
+	LogLevel   string // the workers' --log-level; debug logs every message's outcome
+	Seed       uint64 // 0: random; printed so that a run's plan and faults can be replayed
+	Dir        string // logs and report; "" makes a temporary directory
+	WorkerBin  string // a prebuilt cmd/chaos/worker; "" builds it
+	Keep       bool   // keep the queues and tables
 }
 
 func (c *Config) defaults() {
@@ -173,6 +175,8 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.Float64Var(&c.PartitionPct, "partition-pct", PartitionPctDefault, "percent of chaos actions that are network partitions of one worker (its requests and responses held, then released); the rest are SIGSTOP")
 	fs.IntVar(&c.Terms, "terms", TermsDefault, "graceful stops (SIGTERM, then a restart) during the run")
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
+	fs.BoolVar(&c.NoSeq, "no-seq", false, "deposits without seq: the ledger no longer refuses out-of-order or repeated seqs, so an order violation or a double is applied and shows in the entries")
+	fs.StringVar(&c.WorkerArgs, "worker-args", "", "more `worker run` flags, space-separated; {n} becomes the worker slot (1..workers), e.g. '--receivers 1'")
 	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the plan, the faults and the chaos (0: random)")
 	fs.StringVar(&c.Dir, "dir", "", "directory for worker logs and the report (default: a new temporary directory)")
@@ -395,20 +399,25 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 
 	plan := NewPlan(PlanConfig{
 		Deposits: cfg.N, Groups: cfg.Groups, ExactPct: cfg.ExactPct, RetryPct: cfg.RetryPct,
-		Poison: cfg.Poison, Sleepers: cfg.Sleepers, SleepMS: cfg.SleepFor.Milliseconds(),
+		Poison: cfg.Poison, Sleepers: cfg.Sleepers, SleepMS: cfg.SleepFor.Milliseconds(), NoSeq: cfg.NoSeq,
 	}, cfg.Seed)
 	fmt.Fprintf(out, "chaos: seed %d; %d deposits over %d groups, %d exact resends, %d retries, %d poison, %d sleepers (%s); "+
 		"%d workers (concurrency %d, visibility %s, lease %s), maxReceiveCount %d; faults: %.1f%% reset, %.1f%% lost ack\n",
 		cfg.Seed, len(plan.Deposits), len(plan.Groups), plan.Count(ExactResend), plan.Count(Retry), len(plan.Poison),
 		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct)
 	fmt.Fprintf(out, "chaos: worker %s; queue %s; logs in %s\n", version, names.queue, dir)
+	if cfg.NoSeq || cfg.WorkerArgs != "" {
+		fmt.Fprintf(out, "chaos: deposits without seq: %v; extra worker flags: %q\n", cfg.NoSeq, cfg.WorkerArgs)
+	}
 
+	runArgs := []string{"run", "--queue", queueURL, "--effect", EffectName, "--table", names.table, "--ledger-table", names.ledger,
+		"--lease", cfg.Lease.String(), "--visibility", cfg.Visibility.String(), "--concurrency", fmt.Sprint(cfg.Concurrency),
+		"--shutdown-timeout", cfg.ShutdownTimeout.String(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
+		"--log-level", cfg.LogLevel, "--progress", "0"}
+	runArgs = append(runArgs, strings.Fields(cfg.WorkerArgs)...)
 	sup := NewSupervisor(WorkerSpec{
-		Bin: bin,
-		Args: []string{"run", "--queue", queueURL, "--effect", EffectName, "--table", names.table, "--ledger-table", names.ledger,
-			"--lease", cfg.Lease.String(), "--visibility", cfg.Visibility.String(), "--concurrency", fmt.Sprint(cfg.Concurrency),
-			"--shutdown-timeout", cfg.ShutdownTimeout.String(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
-			"--log-level", cfg.LogLevel, "--progress", "0"},
+		Bin:  bin,
+		Args: runArgs,
 		Env: func(n int) []string {
 			return append(append([]string(nil), baseEnv...),
 				"AWS_ENDPOINT_URL_SQS="+sqsProxies[n-1].URL(), "AWS_ENDPOINT_URL_DYNAMODB="+ddbProxies[n-1].URL())

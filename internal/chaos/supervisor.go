@@ -21,7 +21,8 @@ import (
 
 // WorkerSpec is how to start one worker process.
 type WorkerSpec struct {
-	Bin  string
+	Bin string
+	// Args of `worker run`; "{n}" in an argument becomes the slot number.
 	Args []string
 	// Env returns the environment of slot n's worker (1-based).
 	Env func(n int) []string
@@ -137,7 +138,11 @@ func (s *Supervisor) startSlot(sl *slot) error {
 	if err != nil {
 		return fmt.Errorf("cannot create worker log: %w", err)
 	}
-	cmd := exec.Command(s.spec.Bin, s.spec.Args...)
+	args := make([]string, len(s.spec.Args))
+	for i, a := range s.spec.Args {
+		args[i] = strings.ReplaceAll(a, "{n}", strconv.Itoa(sl.n))
+	}
+	cmd := exec.Command(s.spec.Bin, args...)
 	cmd.Env = s.spec.Env(sl.n)
 	cmd.Stdout = logFile
 	cmd.SysProcAttr = procAttr()

@@ -182,7 +182,7 @@ func Verify(p Plan, o Observed) Report {
 	}
 
 	// What was sent once, per group.
-	type groupWant struct{ sum, n int64 }
+	type groupWant struct{ sum, n, lastSeq int64 }
 	want := map[string]*groupWant{}
 	for _, g := range p.Groups {
 		want[g] = &groupWant{}
@@ -193,6 +193,9 @@ func Verify(p Plan, o Observed) Report {
 		w := want[d.Group]
 		w.sum += d.Amount
 		w.n = max(w.n, d.Seq)
+		if !d.NoSeq {
+			w.lastSeq = max(w.lastSeq, d.Seq) // the ledger keeps last_seq only for bodies with seq
+		}
 		byKey[d.Key] = i
 		bySeq[d.Group+"#"+strconv.FormatInt(d.Seq, 10)] = i
 	}
@@ -217,10 +220,10 @@ func Verify(p Plan, o Observed) Report {
 		} else {
 			pr.add("wrong applied count", "account %s: applied %d, deposits %d", a.Name, a.Applied, w.n)
 		}
-		if a.LastSeq == w.n {
+		if a.LastSeq == w.lastSeq {
 			seqOK++
 		} else {
-			pr.add("wrong last_seq", "account %s: last_seq %d, last seq sent %d", a.Name, a.LastSeq, w.n)
+			pr.add("wrong last_seq", "account %s: last_seq %d, last seq sent %d", a.Name, a.LastSeq, w.lastSeq)
 		}
 	}
 	for _, g := range p.Groups {
@@ -251,6 +254,9 @@ func Verify(p Plan, o Observed) Report {
 		}
 		d := p.Deposits[i]
 		counts[i]++
+		if d.NoSeq && e.Seq == 0 {
+			e.Seq = d.Seq // order by the seq the plan gave it
+		}
 		if e.Key != d.Key || e.Account != d.Group || e.Group != d.Group || e.Seq != d.Seq || e.Amount != d.Amount {
 			mismatched++
 			pr.add("entry unlike its deposit", "%s: key %q account %q group %q seq %d amount %d; sent key %q group %q seq %d amount %d",

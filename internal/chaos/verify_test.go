@@ -25,10 +25,13 @@ func perfect(p Plan) Observed {
 		a := sums[d.Group]
 		a.Balance += d.Amount
 		a.Applied++
-		a.LastSeq = d.Seq
+		seq := int64(0) // the ledger stores seq only when the body has it
+		if !d.NoSeq {
+			a.LastSeq, seq = d.Seq, d.Seq
+		}
 		o.Entries = append(o.Entries, Entry{
 			PK: "entry#exactly#q.fifo#" + d.Key, Key: d.Key, Account: d.Group, Group: d.Group,
-			Seq: d.Seq, Amount: d.Amount, AppliedAt: 1_000_000 + int64(i)*7, MessageID: fmt.Sprintf("m%d", i),
+			Seq: seq, Amount: d.Amount, AppliedAt: 1_000_000 + int64(i)*7, MessageID: fmt.Sprintf("m%d", i),
 		})
 		o.Records[d.Key] = Record{Status: "COMPLETED", Attempts: 1}
 	}
@@ -267,4 +270,41 @@ func TestWriteTable(t *testing.T) {
 		"---------|----------|--------|-----\n"+
 		"a metric |       10 |     10 | ok\n"+
 		"b        |        0 |      3 | FAIL\n", buf.String())
+}
+
+// Without seq in the bodies the ledger guards nothing: doubles and order
+// violations are applied, and the verifier still sees them.
+func TestVerifyWithoutSeq(t *testing.T) {
+	t.Parallel()
+	p := NewPlan(PlanConfig{Deposits: 40, Groups: 4, RetryPct: 20, Poison: 1, NoSeq: true}, 3)
+	for _, d := range p.Deposits {
+		require.NotContains(t, d.Body, "seq")
+	}
+	r := Verify(p, perfect(p))
+	require.True(t, r.OK(), "%v\n%s", failing(r), strings.Join(r.Problems, "\n"))
+
+	// Workers that do not share a namespace apply a redelivery again under
+	// another scoped key: same raw key, two entries.
+	o := perfect(p)
+	e := o.Entries[5]
+	e.PK = "entry#other#q.fifo#" + e.Key
+	e.AppliedAt = o.Entries[len(o.Entries)-1].AppliedAt + 1
+	o.Entries = append(o.Entries, e)
+	accountOf(&o, e.Account).Balance += e.Amount
+	accountOf(&o, e.Account).Applied++
+	r = Verify(p, o)
+	require.ElementsMatch(t, []string{MetricBalances, MetricApplied, MetricOnce, MetricDoubled, MetricOrder, MetricComplete}, failing(r))
+
+	// Two deposits of a group applied in the wrong order.
+	o = perfect(p)
+	var first, second = -1, -1
+	for i, d := range p.Deposits {
+		if d.Group == p.Deposits[0].Group && d.Seq == 2 {
+			first, second = 0, i
+		}
+	}
+	o.Entries[first].AppliedAt, o.Entries[second].AppliedAt = o.Entries[second].AppliedAt, o.Entries[first].AppliedAt
+	r = Verify(p, o)
+	require.ElementsMatch(t, []string{MetricOrder, MetricComplete}, failing(r))
+	require.Contains(t, strings.Join(r.Problems, "\n"), "order: group "+p.Deposits[0].Group+": seq 1 applied at")
 }

@@ -897,14 +897,19 @@ func (s *suite) testZombieRealClock(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, dedup.Won, ca.Outcome)
 
+	// B is told busy while A's lease lasts (unless the machine was slow
+	// enough for it to have ended already), and wins once it has ended.
 	req.Lease = time.Minute
 	cb, err := b.Claim(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, dedup.Busy, cb.Outcome, "B took over a live lease")
-	time.Sleep(cb.Remaining + 50*time.Millisecond)
-	cb, err = b.Claim(ctx, req)
-	require.NoError(t, err)
+	if cb.Outcome == dedup.Busy {
+		require.LessOrEqual(t, cb.Remaining, 300*time.Millisecond)
+		time.Sleep(cb.Remaining + 50*time.Millisecond)
+		cb, err = b.Claim(ctx, req)
+		require.NoError(t, err)
+	}
 	require.Equal(t, dedup.Won, cb.Outcome)
+	require.False(t, time.Now().Before(ca.LeaseUntil), "B won during A's lease")
 
 	f := &fixture{t: t, db: s.db, table: table, ctx: ctx}
 	before := f.snapshot("zombie")

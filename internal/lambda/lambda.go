@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,10 +52,6 @@ const (
 	// left before the margin; it is reported as failed and comes back.
 	MinLeaseDefault = time.Second
 )
-
-// noHeartbeat keeps the processor from extending the lease: a Lambda lease
-// must end before the invocation's deadline, not move past it.
-const noHeartbeat = time.Duration(math.MaxInt64)
 
 // FailRest says which messages a failure in a FIFO queue takes with it.
 type FailRest int
@@ -266,7 +261,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) (ok, s
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
-		hooks = process.Hooks{Lease: lease, HeartbeatEvery: noHeartbeat}
+		hooks = process.Hooks{Lease: lease, NoExtend: true}
 	}
 	start := time.Now()
 	res := h.cfg.Processor.Process(wctx, m, hooks)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"time"
 
@@ -66,6 +67,9 @@ type Hooks struct {
 	// Lease overrides the processor's lease for this message (Lambda: until
 	// the invocation's deadline).
 	Lease time.Duration
+	// NoExtend turns heartbeats off: the lease is never extended (Lambda,
+	// where it must not outlive the invocation).
+	NoExtend bool
 }
 
 // Processor is the per-message exactly-once path.
@@ -132,9 +136,24 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 	}
 	// Commit even if ctx was cancelled meanwhile: the effect has happened.
 	cctx := context.WithoutCancel(ctx)
-	if len(out.Writes) > 0 {
+	oversized := len(out.Result) > dedup.MaxResultBytes
+	switch {
+	case len(out.Writes) > 0:
+		// Nothing has happened yet; an oversized result fails the commit
+		// (ErrResultTooLarge) before anything is applied.
 		err = p.Store.CompleteTx(cctx, claim, out.Result, p.TTL, out.Writes)
-	} else {
+	case oversized:
+		// The outside effect has run: record it as done, so that no
+		// redelivery runs it again, without the result (never truncated),
+		// and fail loudly: the effect must return smaller results.
+		if err = p.Store.Complete(cctx, claim, nil, p.TTL); err == nil {
+			res.Applied = true
+			res.Action, res.Err = Fail, effect.Permanent(fmt.Errorf(
+				"effect applied and recorded, but its result of %d bytes exceeds %d: stored without it, duplicates replay none",
+				len(out.Result), dedup.MaxResultBytes))
+			return res
+		}
+	default:
 		err = p.Store.Complete(cctx, claim, out.Result, p.TTL)
 	}
 	var ece *dedup.EffectConditionError
@@ -165,6 +184,9 @@ func (p *Processor) runWithHeartbeat(ctx context.Context, claim *dedup.Claim, m 
 	every := h.HeartbeatEvery
 	if every <= 0 {
 		every = lease / 2
+	}
+	if h.NoExtend {
+		every = time.Duration(math.MaxInt64)
 	}
 	done := make(chan struct{})
 	hbDone := make(chan bool, 1)

@@ -127,10 +127,11 @@ func TestFailuresReleaseTheClaim(t *testing.T) {
 		after  time.Duration
 	}{
 		{"retryable", func() (effect.Output, error) { return effect.Output{}, errors.New("timeout") }, process.Retry, 0},
-		{"retry after", func() (effect.Output, error) { return effect.Output{}, effect.RetryAfter(7*time.Second, errors.New("429")) }, process.Retry, 7 * time.Second},
+		{"retry after", func() (effect.Output, error) {
+			return effect.Output{}, effect.RetryAfter(7*time.Second, errors.New("429"))
+		}, process.Retry, 7 * time.Second},
 		{"permanent", func() (effect.Output, error) { return effect.Output{}, effect.Permanent(errors.New("400")) }, process.Fail, 0},
 		{"panic", func() (effect.Output, error) { panic("boom") }, process.Retry, 0},
-		{"result too large", func() (effect.Output, error) { return effect.Output{Result: make([]byte, dedup.MaxResultBytes+1)}, nil }, process.Fail, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -258,4 +259,42 @@ func TestEffectConditionIsPermanent(t *testing.T) {
 		require.ErrorAs(t, r.Err, &ece)
 		require.Equal(t, 0, ece.Index)
 	}
+}
+
+// TestOversizedResult: in claim mode the effect has run, so the record is
+// completed without the result (a redelivery is a duplicate, not a second
+// run) and the message fails loudly; in transactional mode nothing is applied.
+func TestOversizedResult(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	big := make([]byte, dedup.MaxResultBytes+1)
+	b.effect = func(context.Context, effect.Input) (effect.Output, error) { return effect.Output{Result: big}, nil }
+	r := b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+	require.Equal(t, process.Fail, r.Action)
+	require.True(t, r.Applied)
+	require.True(t, effect.IsPermanent(r.Err))
+	rec := b.record(t, r.Key)
+	require.Equal(t, "COMPLETED", rec["status"].(*types.AttributeValueMemberS).Value)
+	require.NotContains(t, rec, "result")
+	r = b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+	require.Equal(t, process.Delete, r.Action)
+	require.Equal(t, dedup.Duplicate, r.Outcome)
+	require.EqualValues(t, 1, b.calls.Load(), "not run again")
+
+	ledger := &effect.Ledger{Table: "ledger"}
+	b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+		out, err := ledger.Apply(ctx, in)
+		out.Result = big
+		return out, err
+	}
+	r = b.proc.Process(context.Background(), msg("2", `{"account":"a9","amount_cents":5}`), process.Hooks{})
+	require.Equal(t, process.Fail, r.Action)
+	require.False(t, r.Applied)
+	require.ErrorIs(t, r.Err, dedup.ErrResultTooLarge)
+	out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a9"}},
+	})
+	require.NoError(t, err)
+	require.Empty(t, out.Item, "nothing applied")
+	require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
 }

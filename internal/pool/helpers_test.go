@@ -43,6 +43,7 @@ type recordingSQS struct {
 	deleteBatches []int
 	deletes       int
 	changes       []types.ChangeMessageVisibilityBatchRequestEntry
+	changeBatches int
 	sends         int
 	lastReceive   sqs.ReceiveMessageInput
 	onReceive     func() // called at the start of every ReceiveMessage
@@ -77,6 +78,7 @@ func (r *recordingSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMes
 func (r *recordingSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	r.mu.Lock()
 	r.changes = append(r.changes, in.Entries...)
+	r.changeBatches++
 	r.mu.Unlock()
 	return r.SQS.ChangeMessageVisibilityBatch(ctx, in, opts...)
 }

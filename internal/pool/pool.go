@@ -87,6 +87,7 @@ type Pool struct {
 	obs      Observer
 	inflight chan struct{} // counting semaphore of received, unfinished messages
 	slots    chan struct{} // counting semaphore of running handlers
+	want     int           // in-flight slots a receiver gathers before it polls
 	queues   map[string]*queueState
 
 	mu        sync.Mutex
@@ -190,6 +191,7 @@ func New(cfg Config) (*Pool, error) {
 		pollsDone: make(chan struct{}),
 		queues:    make(map[string]*queueState),
 	}
+	p.want = min(maxBatch, max(1, cfg.MaxInFlight/receivers))
 	for i := range p.cfg.Queues {
 		q := &p.cfg.Queues[i]
 		url := q.URL
@@ -349,22 +351,21 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 	}
 }
 
-// acquireInflight blocks for one in-flight slot, then takes up to a batch.
+// acquireInflight blocks until it holds want in-flight slots, want being a
+// full batch or this receiver's share of MaxInFlight if that is smaller.
+// Receiving as soon as one slot frees up would, at the cap, poll for one or
+// two messages at a time. The shares add up to at most MaxInFlight, so the
+// receivers cannot starve one another. It returns 0 when ctx ends.
 func (p *Pool) acquireInflight(ctx context.Context) int {
-	select {
-	case p.inflight <- struct{}{}:
-	case <-ctx.Done():
-		return 0
-	}
-	n := 1
-	for n < maxBatch {
+	n := 0
+	for n < p.want {
 		select {
 		case p.inflight <- struct{}{}:
 			n++
-			continue
-		default:
+		case <-ctx.Done():
+			p.releaseInflight(n)
+			return 0
 		}
-		break
 	}
 	return n
 }

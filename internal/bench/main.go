@@ -33,6 +33,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.LatencyLoad, "latency-load", LatencyLoadDefault, "offered load of the latency runs, as a share of the slower consumer's saturated rate")
 	fs.BoolVar(&cfg.NoLatency, "no-latency", false, "skip the latency runs")
 	fs.BoolVar(&cfg.NoBaseline, "no-baseline", false, "skip the baseline consumer")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the saturated runs this many times (limits measured before each round); rates merge over rounds")
 	fs.IntVar(&cfg.MaxPrefill, "max-prefill", MaxPrefillDefault, "cap on the messages sent before a saturated run")
 	quick := fs.Bool("quick", false, "a short run unless flags say otherwise: procs 1,2, concurrency 4,16, 3s windows (a smoke test, not a measurement)")
 	report := fs.String("report", "", "write the Markdown report to this file and its chart beside it (docs/BENCHMARKS.md)")

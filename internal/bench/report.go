@@ -38,7 +38,7 @@ func ops(samples []Sample) []string {
 
 func (r *Result) windows() []Sample {
 	var ss []Sample
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		ss = append(ss, d.Window)
 	}
 	for _, p := range r.Latency {
@@ -49,7 +49,7 @@ func (r *Result) windows() []Sample {
 
 // baselineRate returns the baseline's rate at conc, or 0.
 func (r *Result) baselineRate(conc int) float64 {
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		if d.Consumer == "baseline" && d.Conc == conc {
 			return d.Rate
 		}
@@ -58,7 +58,7 @@ func (r *Result) baselineRate(conc int) float64 {
 }
 
 func (r *Result) find(consumer string, procs, conc int) (Drain, bool) {
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		if d.Consumer == consumer && d.Procs == procs && d.Conc == conc {
 			return d, true
 		}
@@ -69,7 +69,7 @@ func (r *Result) find(consumer string, procs, conc int) (Drain, bool) {
 func (r *Result) best(consumer string) (Drain, bool) {
 	var b Drain
 	ok := false
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		if d.Consumer == consumer && (!ok || d.Rate > b.Rate) {
 			b, ok = d, true
 		}
@@ -152,35 +152,67 @@ func (t *table) markdown(b *strings.Builder) {
 }
 
 func (r *Result) limitsTable() *table {
-	t := &table{head: []string{"limit (measured in this run)", "start", "end"}}
+	t := &table{head: []string{"limit (measured in this run)"}}
+	for i := range r.Limits {
+		switch {
+		case i == 0:
+			t.head = append(t.head, "start")
+		case i == len(r.Limits)-1:
+			t.head = append(t.head, "end")
+		default:
+			t.head = append(t.head, fmt.Sprintf("after round %d", i))
+		}
+	}
+	if len(r.Limits) > 1 {
+		t.head = append(t.head, "mean")
+	}
+	mean := r.MeanLimits()
 	row := func(name string, f func(Limits) float64) {
-		cells := []string{name, fmt.Sprintf("%.0f", f(r.Before)), "-"}
-		if !r.After.At.IsZero() {
-			cells[2] = fmt.Sprintf("%.0f", f(r.After))
+		cells := []string{name}
+		for _, l := range r.Limits {
+			cells = append(cells, fmt.Sprintf("%.0f", f(l)))
+		}
+		if len(r.Limits) > 1 {
+			cells = append(cells, fmt.Sprintf("%.0f", f(mean)))
 		}
 		t.add(cells...)
 	}
+	first := r.first()
 	c := joinInts(r.Config.LimitConcurrency, ", ")
 	row(fmt.Sprintf("SQS ReceiveMessage(10) + DeleteMessageBatch, msg/s (best of %s-way)", c), func(l Limits) float64 { return l.SQS })
 	row(fmt.Sprintf("DynamoDB conditional PutItem, puts/s (best of %s-way)", c), func(l Limits) float64 { return l.Put })
-	row(fmt.Sprintf("  ÷ %d DynamoDB writes per message, msg/s", r.Before.WritesPerMessage), func(l Limits) float64 { return l.Put / float64(l.WritesPerMessage) })
-	row(fmt.Sprintf("limit = the lower of the two, msg/s (set by %s)", r.Before.By()), Limits.Limit)
+	row(fmt.Sprintf("  ÷ %d DynamoDB writes per message, msg/s", first.WritesPerMessage), func(l Limits) float64 { return l.Put / float64(l.WritesPerMessage) })
+	row(fmt.Sprintf("limit = the lower of the two, msg/s (set by %s)", first.By()), Limits.Limit)
 	row(fmt.Sprintf("for reference: the worker's DynamoDB path alone (claim + commit), msg/s (best of %s-way)", c), func(l Limits) float64 { return l.Path })
 	return t
 }
 
 func (r *Result) throughputTable() *table {
 	t := &table{head: []string{"consumer", "conc/proc", "msg/s", "share of limit", "× baseline (same conc)", "SQS req/msg", "DynamoDB req/msg", "msgs/receive", "msgs/delete batch"}}
+	if r.Config.Rounds > 1 {
+		t.head = append(t.head[:3], append([]string{"rounds: min-max msg/s"}, t.head[3:]...)...)
+	}
 	limit := r.Limit()
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		vs := "-"
 		if d.Consumer == "worker" {
 			vs = ratio(d.Rate, r.baselineRate(d.Conc))
 		}
-		t.add(label(d.Consumer, d.Procs), fmt.Sprint(d.Conc), fmt.Sprintf("%.0f", d.Rate), pct(d.Rate, limit), vs,
-			fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")), d.perReceive(), perBatch(d.Op("SQS.DeleteMessageBatch")))
+		cells := []string{label(d.Consumer, d.Procs), fmt.Sprint(d.Conc), fmt.Sprintf("%.0f", d.Rate)}
+		if r.Config.Rounds > 1 {
+			cells = append(cells, fmt.Sprintf("%.0f-%.0f", d.MinRate, d.MaxRate))
+		}
+		t.add(append(cells, pct(d.Rate, limit), vs, fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")),
+			d.perReceive(), perBatch(d.Op("SQS.DeleteMessageBatch")))...)
 	}
 	return t
+}
+
+func (r *Result) first() Limits {
+	if len(r.Limits) == 0 {
+		return Limits{}
+	}
+	return r.Limits[0]
 }
 
 func (r *Result) opsTable() *table {
@@ -198,7 +230,7 @@ func (r *Result) opsTable() *table {
 		}
 		t.add(cells...)
 	}
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		addRow(label(d.Consumer, d.Procs)+", saturated", d.Conc, d.Window)
 	}
 	for _, p := range r.Latency {
@@ -245,20 +277,20 @@ func (r *Result) Findings() []string {
 	if limit <= 0 {
 		return nil
 	}
-	b, a := r.Before, r.After
+	b := r.first()
 	f := fmt.Sprintf("The limit is set by %s: %.0f conditional puts/s ÷ %d writes per message = %.0f msg/s, against %.0f msg/s for SQS receive+delete (%.0f× more).",
 		b.By(), b.Put, b.WritesPerMessage, b.Put/float64(b.WritesPerMessage), b.SQS, b.SQS/(b.Put/float64(b.WritesPerMessage)))
-	if !a.At.IsZero() {
-		f += fmt.Sprintf(" Measured again at the end: %.0f msg/s (%+.0f%%); shares use the mean, %.0f msg/s.", a.Limit(), 100*(a.Limit()/b.Limit()-1), limit)
+	if n := len(r.Limits); n > 1 {
+		lo, hi := b.Limit(), b.Limit()
+		for _, l := range r.Limits {
+			lo, hi = min(lo, l.Limit()), max(hi, l.Limit())
+		}
+		f += fmt.Sprintf(" Measured %d times in the run, it ranged over %.0f-%.0f msg/s (other load on the machine); shares use the mean, %.0f msg/s.", n, lo, hi, limit)
 	}
 	out = append(out, f)
 	if w, ok := r.best("worker"); ok {
 		f := fmt.Sprintf("Best worker run: %s at concurrency %d, %.0f msg/s = %s of the limit", label("worker", w.Procs), w.Conc, w.Rate, pct(w.Rate, limit))
-		path := (b.Path + a.Path) / 2
-		if a.At.IsZero() {
-			path = b.Path
-		}
-		if path > 0 {
+		if path := r.MeanLimits().Path; path > 0 {
 			f += fmt.Sprintf(", %s of what the worker's own DynamoDB calls reach without SQS or the pool (%.0f msg/s)", pct(w.Rate, path), path)
 		}
 		out = append(out, f+".")
@@ -304,7 +336,7 @@ func baselineWork(eff string) string {
 func (r *Result) steadySQS() (Drain, bool) {
 	var b Drain
 	ok := false
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		if d.Consumer == "worker" && d.Procs == 1 && (!ok || d.Rate > b.Rate) {
 			b, ok = d, true
 		}

@@ -59,6 +59,7 @@ type Config struct {
 	NoLatency        bool          // skip the latency runs
 	NoBaseline       bool          // skip the baseline consumer
 	MaxPrefill       int           // cap on the messages sent before a saturated run
+	Rounds           int           // times the matrix of saturated runs is repeated (1); limits are measured before each and at the end
 	Log              io.Writer     // progress lines; nil: discarded
 }
 
@@ -98,6 +99,9 @@ func (c *Config) defaults() error {
 	if c.LatencyLoad <= 0 || c.LatencyLoad > 1 {
 		c.LatencyLoad = LatencyLoadDefault
 	}
+	if c.Rounds <= 0 {
+		c.Rounds = 1
+	}
 	if c.MaxPrefill <= 0 {
 		c.MaxPrefill = MaxPrefillDefault
 	}
@@ -114,18 +118,68 @@ type Result struct {
 	Started, Ended time.Time
 	LoadBefore     string // /proc/loadavg at start
 	LoadAfter      string
-	Before, After  Limits // measured at the start and at the end
-	Args           string // the harness's flags, for the report
-	Runs           []Drain
+	Limits         []Limits // measured before each round and at the end
+	Args           string   // the harness's flags, for the report
+	Runs           []Drain  // every saturated run of every round
 	Latency        []Paced
 }
 
-// Limit is the mean of the limits measured before and after.
+// Limit is the mean of the limits measured in the run.
 func (r *Result) Limit() float64 {
-	if r.After.At.IsZero() {
-		return r.Before.Limit()
+	var sum float64
+	for _, l := range r.Limits {
+		sum += l.Limit()
 	}
-	return (r.Before.Limit() + r.After.Limit()) / 2
+	return sum / float64(max(len(r.Limits), 1))
+}
+
+// MeanLimits averages every rate of the limits measured in the run.
+func (r *Result) MeanLimits() Limits {
+	var m Limits
+	for _, l := range r.Limits {
+		m.SQS += l.SQS
+		m.Put += l.Put
+		m.Path += l.Path
+		m.WritesPerMessage = l.WritesPerMessage
+	}
+	if n := float64(len(r.Limits)); n > 0 {
+		m.SQS, m.Put, m.Path = m.SQS/n, m.Put/n, m.Path/n
+	}
+	return m
+}
+
+// Drains returns the saturated runs with the rounds of each configuration
+// merged: counters and seconds summed, so Rate is the time-weighted mean;
+// MinRate and MaxRate give the spread.
+func (r *Result) Drains() []Drain {
+	type key struct {
+		consumer    string
+		procs, conc int
+	}
+	var order []key
+	by := map[key]*Drain{}
+	for _, d := range r.Runs {
+		k := key{d.Consumer, d.Procs, d.Conc}
+		a, ok := by[k]
+		if !ok {
+			c := d
+			c.Window = sum([]Sample{d.Window})
+			c.Rounds, c.MinRate, c.MaxRate = 1, d.Rate, d.Rate
+			by[k] = &c
+			order = append(order, k)
+			continue
+		}
+		a.Window = sum([]Sample{a.Window, d.Window})
+		a.Seconds += d.Seconds
+		a.Rounds++
+		a.MinRate, a.MaxRate = min(a.MinRate, d.Rate), max(a.MaxRate, d.Rate)
+		a.Rate = a.Window.Counts["applied"] / a.Seconds
+	}
+	out := make([]Drain, len(order))
+	for i, k := range order {
+		out[i] = *by[k]
+	}
+	return out
 }
 
 // Drain is one saturated run: a pre-filled queue drained by a consumer.
@@ -136,6 +190,11 @@ type Drain struct {
 	Window      Sample // counter deltas over the window (At: its end)
 	Seconds     float64
 	Rate        float64 // messages applied per second in the window
+	Round       int     // 1-based
+
+	// Set by Result.Drains when rounds are merged.
+	Rounds           int
+	MinRate, MaxRate float64
 }
 
 // PerMessage returns requests of service ("" for all) per applied message.
@@ -206,29 +265,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	if res.Before, err = h.measureLimits(ctx); err != nil {
-		return nil, err
-	}
-	for _, conc := range cfg.Concurrency {
-		if !cfg.NoBaseline {
-			r, err := h.saturated(ctx, "baseline", 1, conc)
-			if err != nil {
-				return nil, err
-			}
-			res.Runs = append(res.Runs, r)
+	for round := 1; round <= cfg.Rounds; round++ {
+		l, err := h.measureLimits(ctx)
+		if err != nil {
+			return nil, err
 		}
-		for _, procs := range cfg.Procs {
-			r, err := h.saturated(ctx, "worker", procs, conc)
-			if err != nil {
-				return nil, err
+		res.Limits = append(res.Limits, l)
+		for _, conc := range cfg.Concurrency {
+			if !cfg.NoBaseline {
+				r, err := h.saturated(ctx, "baseline", 1, conc)
+				if err != nil {
+					return nil, err
+				}
+				r.Round = round
+				res.Runs = append(res.Runs, r)
 			}
-			res.Runs = append(res.Runs, r)
+			for _, procs := range cfg.Procs {
+				r, err := h.saturated(ctx, "worker", procs, conc)
+				if err != nil {
+					return nil, err
+				}
+				r.Round = round
+				res.Runs = append(res.Runs, r)
+			}
 		}
 	}
 	if !cfg.NoLatency {
 		conc := slices.Max(cfg.Concurrency)
 		rate := math.Inf(1)
-		for _, r := range res.Runs {
+		for _, r := range res.Drains() {
 			if r.Conc == conc && r.Procs == 1 {
 				rate = min(rate, r.Rate)
 			}
@@ -246,9 +311,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Latency = append(res.Latency, l)
 		}
 	}
-	if res.After, err = h.measureLimits(ctx); err != nil {
+	l, err := h.measureLimits(ctx)
+	if err != nil {
 		return nil, err
 	}
+	res.Limits = append(res.Limits, l)
 	res.Ended = time.Now()
 	res.LoadAfter = loadAvg()
 	return res, nil

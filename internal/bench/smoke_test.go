@@ -26,10 +26,11 @@ func TestHarnessSmoke(t *testing.T) {
 		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log,
 	})
 	require.NoError(t, err, log.String())
-	require.Positive(t, res.Before.SQS)
-	require.Positive(t, res.Before.Put)
-	require.Positive(t, res.Before.Path)
-	require.Positive(t, res.After.Put)
+	require.Len(t, res.Limits, 2)
+	require.Positive(t, res.Limits[0].SQS)
+	require.Positive(t, res.Limits[0].Put)
+	require.Positive(t, res.Limits[0].Path)
+	require.Positive(t, res.Limits[1].Put)
 	require.Len(t, res.Runs, 2)
 	for _, d := range res.Runs {
 		require.Positive(t, d.Rate, "%s: %s", d.Consumer, log.String())

@@ -33,7 +33,7 @@ func Chart(r *Result) string {
 	byProcs := map[int]*series{}
 	var base *series
 	concs := []int{}
-	for _, d := range r.Runs {
+	for _, d := range r.Drains() {
 		if !slices.Contains(concs, d.Conc) {
 			concs = append(concs, d.Conc)
 		}
@@ -68,12 +68,10 @@ func Chart(r *Result) string {
 		}
 		return 100 * rate / limit
 	}
-	path := r.Before.Path
-	if !r.After.At.IsZero() {
-		path = (r.Before.Path + r.After.Path) / 2
-	}
+	path := r.MeanLimits().Path
+	drains := r.Drains()
 	ymax := 100.0
-	for _, d := range r.Runs {
+	for _, d := range drains {
 		ymax = max(ymax, share(d.Rate))
 	}
 	ymax = max(ymax, share(path))
@@ -90,7 +88,7 @@ func Chart(r *Result) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15" font-weight="bold">Throughput against concurrency (effect %s)</text>`+"\n", left, html.EscapeString(r.Config.Effect))
-	fmt.Fprintf(&b, `<text x="%d" y="44" fill="#444">messages/s as a share of the limit the emulators set in the same run (100%% = %.0f msg/s, %s)</text>`+"\n", left, limit, r.Before.By())
+	fmt.Fprintf(&b, `<text x="%d" y="44" fill="#444">messages/s as a share of the limit the emulators set in the same run (100%% = %.0f msg/s, %s)</text>`+"\n", left, limit, r.first().By())
 	// Grid and y axis.
 	step := 20.0
 	if ymax > 200 {

@@ -185,7 +185,7 @@ func sampleResult() *Result {
 	r := &Result{
 		Config: cfg, Started: start, Ended: start.Add(5 * time.Minute), LoadBefore: "1.0 1.0 1.0", LoadAfter: "2.0 2.0 2.0",
 		Machine: Machine{CPUs: 2, CPUModel: "Test CPU <x>", MemoryGB: 4, Kernel: "6.1", Go: "go1.26", SQS: "fauxqs 2.4.1", DynamoDB: "DynamoDB Local 3.3.1"},
-		Before:  lim, After: lim2,
+		Limits:  []Limits{lim, lim2},
 	}
 	for _, c := range cfg.Concurrency {
 		r.Runs = append(r.Runs, Drain{Consumer: "baseline", Procs: 1, Conc: c, Rate: 100 * float64(c), Seconds: 8,
@@ -213,7 +213,7 @@ func TestReports(t *testing.T) {
 	fs := r.Findings()
 	require.Len(t, fs, 5)
 	require.Contains(t, fs[0], "The limit is set by DynamoDB: 600 conditional puts/s ÷ 2 writes per message = 300 msg/s")
-	require.Contains(t, fs[0], "250 msg/s (-17%)")
+	require.Contains(t, fs[0], "Measured 2 times in the run, it ranged over 250-300 msg/s")
 	require.Contains(t, fs[1], "worker ×2 at concurrency 16, 640 msg/s = 233% of the limit")
 	require.Contains(t, fs[3], "2 processes 2.00×")
 	require.Contains(t, fs[4], "1.300, above the 0.25 target; ReceiveMessage dominates with 0.900 per message; a receive returns 1.1 messages on average, a delete batch holds 2.5.")
@@ -243,4 +243,29 @@ func TestChartIsWellFormedSVG(t *testing.T) {
 	require.Equal(t, 3, polylines, "one line per process count and one for the baseline")
 	require.Contains(t, svg, "Test CPU &lt;x&gt;")
 	require.Contains(t, svg, "worker, 2 processes")
+}
+
+func TestDrainsMergeRounds(t *testing.T) {
+	t.Parallel()
+	r := &Result{Config: Config{Rounds: 2}}
+	mk := func(round int, applied, secs float64) Drain {
+		return Drain{Consumer: "worker", Procs: 1, Conc: 4, Round: round, Seconds: secs, Rate: applied / secs,
+			Window: Sample{Counts: map[string]float64{"applied": applied}, Requests: map[string]float64{"SQS.ReceiveMessage": applied / 2}}}
+	}
+	r.Runs = []Drain{mk(1, 100, 10), {Consumer: "baseline", Procs: 1, Conc: 4, Rate: 5, Seconds: 2, Window: newSample(time.Time{})}, mk(2, 300, 10)}
+	ds := r.Drains()
+	require.Len(t, ds, 2)
+	w := ds[0]
+	require.Equal(t, 2, w.Rounds)
+	require.InDelta(t, 20, w.Rate, 1e-9, "time-weighted mean")
+	require.Equal(t, 10.0, w.MinRate)
+	require.Equal(t, 30.0, w.MaxRate)
+	require.InDelta(t, 0.5, w.PerMessage("SQS"), 1e-9)
+	require.Equal(t, 100.0, r.Runs[0].Window.Counts["applied"], "merging leaves the runs alone")
+	require.Equal(t, 1, ds[1].Rounds)
+
+	var text bytes.Buffer
+	r.Limits = []Limits{{SQS: 10, Put: 10, WritesPerMessage: 2}}
+	WriteText(&text, r)
+	require.Contains(t, text.String(), "10-30")
 }

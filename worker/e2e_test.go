@@ -184,7 +184,7 @@ func TestEndToEnd(t *testing.T) {
 	require.Contains(t, runCLI(t, "send", "--queue", url, "--ndjson", file), fmt.Sprintf("sent %d messages", len(lines)))
 
 	w := startWorker(t, "run", "--queue", url, "--effect", "ledger", "--table", table, "--ledger-table", ledger,
-		"--metrics-addr", "127.0.0.1:0", "--concurrency", "8", "--progress", "0")
+		"--metrics-addr", "127.0.0.1:0", "--concurrency", "8", "--progress", "0", "--wait-time", "2s")
 
 	// Balances converge to exactly what was sent once, and stay there.
 	testenv.Eventually(t, 60*time.Second, func() bool {
@@ -244,7 +244,8 @@ func TestEndToEnd(t *testing.T) {
 	require.Contains(t, metrics, `exactly_aws_requests_total{operation="ReceiveMessage",service="SQS"}`)
 	require.Contains(t, httpGet(t, "http://"+addr.(string)+"/readyz"), "ready")
 
-	// SIGTERM: graceful stop, exit 0, promptly.
+	// SIGTERM: graceful stop, exit 0, promptly (open long polls of at most
+	// --wait-time are left to return, so that SQS strands no message).
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-w.done:

@@ -152,7 +152,7 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 	const groups, per = 20, 50
 	want := sendDeposits(t, sqsc, s.url, groups, per)
 	args := []string{"run", "--queue", s.url, "--effect", "ledger", "--table", s.dedup, "--ledger-table", s.ledger,
-		"--concurrency", "16", "--metrics-addr", "", "--progress", "0", "--shutdown-timeout", "10s"}
+		"--concurrency", "16", "--metrics-addr", "", "--progress", "0", "--shutdown-timeout", "10s", "--wait-time", "5s"}
 	w := startWorker(t, args...)
 	testenv.Eventually(t, 2*time.Minute, func() bool {
 		bs, err := worker.ReadBalances(context.Background(), db, s.ledger)

@@ -42,6 +42,7 @@ func TestBadConfigFailsWithOneLine(t *testing.T) {
 		{"bad dedup key", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_DEDUP_KEY", "header:x"), "--dedup-key (WORKER_DEDUP_KEY)"},
 		{"namespace with #", []string{"run", "--queue", q, "--effect", "noop", "--namespace", "a#b"}, env(), "--namespace (WORKER_NAMESPACE)"},
 		{"zero concurrency", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_CONCURRENCY", "0"), "--concurrency (WORKER_CONCURRENCY) must be at least 1"},
+		{"wait time out of range", []string{"run", "--queue", q, "--effect", "noop", "--wait-time", "30s"}, env(), "--wait-time (WORKER_WAIT_TIME) must be whole seconds from 1s to 20s"},
 		{"unknown flag", []string{"run", "--concurency", "3"}, env(), "-concurency"},
 		{"stray argument", []string{"run", "--effect", "noop", "extra"}, env(), `unexpected argument "extra"`},
 		{"unknown command", []string{"sprint"}, env(), `unknown command "sprint"`},

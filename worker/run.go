@@ -53,6 +53,7 @@ type settings struct {
 	logFormat       string
 	logLevel        string
 	progress        time.Duration
+	waitTime        time.Duration
 	fifoFailRest    string // lambda only
 	dedupScope      string // lambda only
 
@@ -93,6 +94,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Duration(&s.visibility, "visibility", "WORKER_VISIBILITY", 0, "override the queue's visibility timeout used for heartbeats (0: read from the queue)")
 	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.ConcurrencyDefault, "handlers running at once (message groups in parallel)")
 	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", pool.ReceiversDefault, "concurrent long polls per queue")
+	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.WaitTimeDefault, "long-poll wait, 1s to 20s; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
 	fs.Int(&s.maxInFlight, "max-in-flight", "WORKER_MAX_IN_FLIGHT", 0, "messages received and not yet finished (0: 2×concurrency + 10 per receiver)")
 	fs.Duration(&s.shutdownTimeout, "shutdown-timeout", "WORKER_SHUTDOWN_TIMEOUT", pool.ShutdownTimeoutDefault, "on SIGTERM, how long running handlers may finish (keep it below ECS stopTimeout)")
 	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", MetricsAddrDefault, "address of /healthz, /readyz and /metrics (empty: off)")
@@ -140,6 +142,9 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	}
 	if s.maxInFlight < 0 {
 		return config.Errorf("%s must not be negative", fs.Name("max-in-flight"))
+	}
+	if s.waitTime < time.Second || s.waitTime > 20*time.Second || s.waitTime%time.Second != 0 {
+		return config.Errorf("%s must be whole seconds from 1s to 20s (SQS's long-poll range)", fs.Name("wait-time"))
 	}
 	if s.shutdownTimeout <= 0 {
 		return config.Errorf("%s must be positive", fs.Name("shutdown-timeout"))
@@ -197,7 +202,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	}
 	p, err := pool.New(pool.Config{
 		Client: cl.sqs, Queues: queues, Processor: proc,
-		Concurrency: s.concurrency, MaxInFlight: s.maxInFlight, ShutdownTimeout: s.shutdownTimeout,
+		Concurrency: s.concurrency, MaxInFlight: s.maxInFlight, ShutdownTimeout: s.shutdownTimeout, WaitTime: s.waitTime,
 		Log: log, Observer: metrics,
 	})
 	if err != nil {

@@ -81,8 +81,8 @@ func Markdown(r *Result, goBench []GoBench, command string) string {
 	b.WriteString("(measured with fauxqs 2.4.1: four pollers, one message, four returns within a few ms). Under a light, paced load that inflates `ReceiveMessage` per message ")
 	b.WriteString("with the number of waiting polls (the baseline's N goroutines, the worker's 2 receivers); SQS itself returns an empty long poll only when its wait time ends. ")
 	b.WriteString("In the saturated runs the queue is never empty, so they are not affected.\n")
-	b.WriteString("- DynamoDB Local serves every client from one JVM on the same CPUs: a `TransactWriteItems` of three items costs it several conditional puts, ")
-	b.WriteString("which is why the worker's DynamoDB calls alone reach only part of the limit as the issue defines it (puts ÷ writes per message).\n")
+	b.WriteString("- DynamoDB Local serves every client from one JVM on the same CPUs, and a `TransactWriteItems` of three items costs it more than a conditional put: ")
+	b.WriteString("that is why the worker's DynamoDB calls alone reach only part of the limit as the issue defines it (puts ÷ writes per message); see the summary for how much.\n")
 	b.WriteString("- Emulators, worker processes and the harness share 2 CPUs: more worker processes add CPU load without adding emulator capacity, so scaling with processes here says more about the box than about the worker.\n\n")
 
 	if len(goBench) > 0 {

@@ -290,10 +290,15 @@ func (r *Result) Findings() []string {
 	out = append(out, f)
 	if w, ok := r.best("worker"); ok {
 		f := fmt.Sprintf("Best worker run: %s at concurrency %d, %.0f msg/s = %s of the limit", label("worker", w.Procs), w.Conc, w.Rate, pct(w.Rate, limit))
-		if path := r.MeanLimits().Path; path > 0 {
-			f += fmt.Sprintf(", %s of what the worker's own DynamoDB calls reach without SQS or the pool (%.0f msg/s)", pct(w.Rate, path), path)
+		m := r.MeanLimits()
+		if m.Path > 0 {
+			f += fmt.Sprintf(", %s of what the worker's own DynamoDB calls reach without SQS or the pool (%.0f msg/s)", pct(w.Rate, m.Path), m.Path)
 		}
 		out = append(out, f+".")
+		if m.Path > 0 && m.Put > m.Path {
+			out = append(out, fmt.Sprintf("Those DynamoDB calls alone (claim PutItem + commit, no SQS, no pool) reach %s of the limit: with one put per claim, a commit costs DynamoDB Local about %.1f conditional puts' worth (%.0f puts/s ÷ %.0f msg/s − 1).",
+				pct(m.Path, m.Put/float64(max(m.WritesPerMessage, 1))), m.Put/m.Path-1, m.Put, m.Path))
+		}
 		if bl, ok := r.best("baseline"); ok {
 			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %s of the limit; the best worker run does %s× the best baseline run.",
 				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, pct(bl.Rate, limit), ratio(w.Rate, bl.Rate)))

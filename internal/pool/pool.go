@@ -41,7 +41,7 @@ const (
 type Queue struct {
 	URL        string
 	FIFO       bool
-	Visibility time.Duration // the queue's VisibilityTimeout; heartbeats run at half of it
+	Visibility time.Duration // asked for at receive (the queue's VisibilityTimeout or an override); held messages are extended at about half of it
 	Lease      time.Duration // dedup lease per claim; Visibility if 0
 	Receivers  int           // concurrent long polls; ReceiversDefault if 0
 	// DLQURL, when set, receives permanent failures directly (keeping group

@@ -291,6 +291,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	bin := cfg.WorkerBin
 	if bin == "" {
 		bin = filepath.Join(dir, "chaos-worker")
+		defer os.Remove(bin) // tens of MB; the logs stay
 		logf("building the chaos worker (cmd/chaos/worker) into %s", dir)
 		v := "dev"
 		if b, err := exec.CommandContext(ctx, "git", "describe", "--tags", "--always", "--dirty").Output(); err == nil {

@@ -64,14 +64,20 @@ func measureSQS(ctx context.Context, c *clients, w Work, conc int) (float64, err
 	var got atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, conc)
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var end time.Time
+	var once sync.Once
 	start := time.Now()
 	for range conc {
 		wg.Go(func() {
 			empty := 0
 			for got.Load() < int64(w.N) && empty < 3 {
-				out, err := c.sqs.ReceiveMessage(ctx, receiveInput(url, 10, 1))
+				out, err := c.sqs.ReceiveMessage(dctx, receiveInput(url, 10, 1))
 				if err != nil {
-					errs <- fmt.Errorf("raw receive: %w", err)
+					if dctx.Err() == nil {
+						errs <- fmt.Errorf("raw receive: %w", err)
+					}
 					return
 				}
 				if len(out.Messages) == 0 {
@@ -87,12 +93,15 @@ func measureSQS(ctx context.Context, c *clients, w Work, conc int) (float64, err
 					errs <- fmt.Errorf("raw delete: %w", err)
 					return
 				}
-				got.Add(int64(len(out.Messages)))
+				if got.Add(int64(len(out.Messages))) >= int64(w.N) {
+					// The last message is gone: stop the clock, end the
+					// other goroutines' long polls.
+					once.Do(func() { end = time.Now(); cancel() })
+				}
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
 	close(errs)
 	if err := <-errs; err != nil {
 		return 0, err
@@ -100,7 +109,7 @@ func measureSQS(ctx context.Context, c *clients, w Work, conc int) (float64, err
 	if got.Load() < int64(w.N) {
 		return 0, fmt.Errorf("raw drain got %d of %d messages", got.Load(), w.N)
 	}
-	return float64(got.Load()) / elapsed.Seconds(), nil
+	return float64(got.Load()) / end.Sub(start).Seconds(), nil
 }
 
 // measurePut runs conditional PutItems of claim-shaped items on fresh keys

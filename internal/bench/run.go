@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -353,17 +354,16 @@ func (h *harness) measureLimits(ctx context.Context) (Limits, error) {
 	return l, nil
 }
 
-var runSeq int
+var runSeq atomic.Int64
 
 // work returns n messages over groups groups (0: one per message) with
 // deduplication ids unique to this harness run.
 func (h *harness) work(n, groups int) Work {
-	runSeq++
 	if groups <= 0 {
 		groups = n
 	}
 	w := Workload(n, groups)
-	w.Prefix = strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(runSeq)
+	w.Prefix = strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(runSeq.Add(1), 10)
 	return w
 }
 

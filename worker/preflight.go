@@ -18,6 +18,7 @@ import (
 type preflightSQS interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
 type preflightDynamo interface {
@@ -31,7 +32,8 @@ const preflightReceipt = "exactly-preflight-not-a-receipt-handle"
 // preflight proves at start-up, without side effects, that the worker may
 // make the writes it will make: a visibility change and a delete with a
 // receipt handle that matches no message (SQS authorizes, then rejects the
-// handle), and a PutItem and an UpdateItem on the dedup table whose condition
+// handle), a send of an empty body to the dead-letter queue it moves
+// permanent failures to (refused as a missing parameter), and a PutItem and an UpdateItem on the dedup table whose condition
 // can never hold (DynamoDB authorizes, then fails the condition: nothing is
 // written). Only a permission or credential error fails; anything else is
 // the expected rejection. ReceiveMessage cannot be tried without receiving,
@@ -47,6 +49,13 @@ func preflight(ctx context.Context, log *slog.Logger, sq preflightSQS, db prefli
 		_, err = sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: aws.String(preflightReceipt)})
 		if err := expected(log, err, "sqs:DeleteMessage", q.URL); err != nil {
 			return err
+		}
+		if q.DLQURL != "" {
+			// An empty body is refused after authorization: nothing is sent.
+			_, err = sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String("")})
+			if err := expected(log, err, "sqs:SendMessage (--move-to-dlq)", q.DLQURL); err != nil {
+				return err
+			}
 		}
 	}
 	never := aws.String("attribute_exists(#pk) AND attribute_not_exists(#pk)")

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
@@ -16,7 +17,11 @@ import (
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
-type fakeSQS struct{ cmvErr, delErr error }
+type fakeSQS struct{ cmvErr, delErr, sendErr error }
+
+func (f fakeSQS) SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	return nil, f.sendErr
+}
 
 func (f fakeSQS) ChangeMessageVisibility(context.Context, *sqs.ChangeMessageVisibilityInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
 	return nil, f.cmvErr
@@ -45,7 +50,7 @@ func (d deniedDynamo) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...
 func TestPreflightNamesTheMissingPermission(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
-	qs := []pool.Queue{{URL: "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}}
+	qs := []pool.Queue{{URL: "https://sqs.eu-west-1.amazonaws.com/1/q.fifo", DLQURL: "https://sqs.eu-west-1.amazonaws.com/1/dlq.fifo"}}
 	invalid := &smithy.GenericAPIError{Code: "ReceiptHandleIsInvalid"}
 	accessDenied := &smithy.GenericAPIError{Code: "AccessDenied", Message: "no"}
 	cases := []struct {
@@ -53,10 +58,11 @@ func TestPreflightNamesTheMissingPermission(t *testing.T) {
 		db   deniedDynamo
 		want string
 	}{
-		{fakeSQS{accessDenied, invalid}, deniedDynamo{}, "sqs:ChangeMessageVisibility on https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
-		{fakeSQS{invalid, accessDenied}, deniedDynamo{}, "sqs:DeleteMessage on https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
-		{fakeSQS{invalid, invalid}, deniedDynamo{"PutItem"}, "dynamodb:PutItem on table dedup"},
-		{fakeSQS{invalid, invalid}, deniedDynamo{"UpdateItem"}, "dynamodb:UpdateItem on table dedup"},
+		{fakeSQS{accessDenied, invalid, invalid}, deniedDynamo{}, "sqs:ChangeMessageVisibility on https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
+		{fakeSQS{invalid, accessDenied, invalid}, deniedDynamo{}, "sqs:DeleteMessage on https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
+		{fakeSQS{invalid, invalid, accessDenied}, deniedDynamo{}, "sqs:SendMessage (--move-to-dlq) on https://sqs.eu-west-1.amazonaws.com/1/dlq.fifo"},
+		{fakeSQS{invalid, invalid, invalid}, deniedDynamo{"PutItem"}, "dynamodb:PutItem on table dedup"},
+		{fakeSQS{invalid, invalid, invalid}, deniedDynamo{"UpdateItem"}, "dynamodb:UpdateItem on table dedup"},
 	}
 	for _, c := range cases {
 		err := preflight(context.Background(), log, c.sq, c.db, qs, "dedup")
@@ -64,7 +70,7 @@ func TestPreflightNamesTheMissingPermission(t *testing.T) {
 		require.ErrorAs(t, err, &cerr, c.want)
 		require.Contains(t, cerr.Msg, c.want)
 	}
-	require.NoError(t, preflight(context.Background(), log, fakeSQS{invalid, nil}, deniedDynamo{}, qs, "dedup"))
+	require.NoError(t, preflight(context.Background(), log, fakeSQS{invalid, nil, invalid}, deniedDynamo{}, qs, "dedup"))
 }
 
 // TestPreflightWritesNothing runs the probes against the local stack: they
@@ -74,8 +80,13 @@ func TestPreflightWritesNothing(t *testing.T) {
 	db := testenv.DynamoDB(t)
 	table := testenv.NewTable(t, db, true)
 	sq := testenv.SQS(t)
-	url, _ := testenv.NewQueue(t, sq, true, nil, 0)
-	require.NoError(t, preflight(context.Background(), slog.New(slog.DiscardHandler), sq, db, []pool.Queue{{URL: url}}, table))
+	url, dlq := testenv.NewQueue(t, sq, true, nil, 3)
+	require.NoError(t, preflight(context.Background(), slog.New(slog.DiscardHandler), sq, db, []pool.Queue{{URL: url, DLQURL: dlq}}, table))
+	attrs, err := sq.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: &dlq, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "0", attrs.Attributes["ApproximateNumberOfMessages"], "nothing sent to the DLQ")
 	out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: &table, ConsistentRead: aws.Bool(true)})
 	require.NoError(t, err)
 	require.Zero(t, out.Count)

@@ -83,7 +83,14 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.String(&s.httpURL, "http-url", "WORKER_HTTP_URL", "", "URL the http effect POSTs to")
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
-	fs.Bool(&s.moveToDLQ, "move-to-dlq", "WORKER_MOVE_TO_DLQ", false, "send permanent failures straight to the queue's dead-letter queue instead of waiting for the redrive policy")
+	if forLambda {
+		fs.Bool(&s.moveToDLQ, "move-to-dlq", "WORKER_MOVE_TO_DLQ", false, "send permanent failures straight to the queue's dead-letter queue instead of waiting for the redrive policy (needs --queue)")
+	} else {
+		// By default: a poison message that waits for the redrive policy holds
+		// its FIFO group back, and the rest of the group, received along with
+		// it each time, would reach maxReceiveCount and be dead-lettered too.
+		fs.Bool(&s.moveToDLQ, "move-to-dlq", "WORKER_MOVE_TO_DLQ", true, "send permanent failures straight to the queue's dead-letter queue (from its redrive policy) instead of cycling them until maxReceiveCount; false leaves them to the redrive policy")
+	}
 	if forLambda {
 		fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", LambdaConcurrencyDefault, "message groups of one batch handled at once")
 		fs.String(&s.fifoFailRest, "fifo-fail-rest", "WORKER_FIFO_FAIL_REST", "group", "FIFO: what a failed message takes with it into batchItemFailures: group (the later messages of its group; other groups go on) or batch (every later message of the batch; the batch then runs one message at a time)")
@@ -177,7 +184,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	if err != nil {
 		return err
 	}
-	queues, scopes, err := describeQueues(ctx, cl.sqs, s)
+	queues, scopes, err := describeQueues(ctx, log, cl.sqs, s)
 	if err != nil {
 		return err
 	}
@@ -248,7 +255,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 // describeQueues reads each queue's attributes once at start-up: FIFO, the
 // deduplication scope (dedup keys are scoped the same way), the visibility
 // timeout (heartbeats) and the dead-letter queue.
-func describeQueues(ctx context.Context, client *sqs.Client, s settings) ([]pool.Queue, map[string]dedup.Scope, error) {
+func describeQueues(ctx context.Context, log *slog.Logger, client *sqs.Client, s settings) ([]pool.Queue, map[string]dedup.Scope, error) {
 	var queues []pool.Queue
 	scopes := map[string]dedup.Scope{}
 	for _, url := range s.queues {
@@ -272,7 +279,11 @@ func describeQueues(ctx context.Context, client *sqs.Client, s settings) ([]pool
 		if q.Visibility < 2*time.Second {
 			return nil, nil, config.Errorf("queue %s has a visibility timeout of %s: want at least 2s (set it on the queue, or --visibility)", pool.QueueName(url), q.Visibility)
 		}
-		if s.moveToDLQ {
+		switch {
+		case a["RedrivePolicy"] == "":
+			log.Warn("queue has no dead-letter queue: a permanent failure is retried until the message's retention period ends; give it a redrive policy",
+				"queue", pool.QueueName(url))
+		case s.moveToDLQ:
 			dlq, err := deadLetterURL(ctx, client, a["RedrivePolicy"])
 			if err != nil {
 				return nil, nil, config.Errorf("--move-to-dlq (WORKER_MOVE_TO_DLQ): queue %s: %v", pool.QueueName(url), err)

@@ -526,7 +526,7 @@ func (p *Pool) runLane(l *lane) {
 			p.mu.Unlock()
 			continue
 		}
-		var r process.Result
+		gone := false // the message left the queue: deleted or dead-lettered
 		if l.qs.expired(d, time.Now()) {
 			// SQS may have handed it to someone else already: leave it to them.
 			p.log.Warn("visibility timeout passed before the message could run; leaving it to SQS",
@@ -534,11 +534,13 @@ func (p *Pool) runLane(l *lane) {
 			l.qs.release(d)
 			p.finish()
 		} else {
-			r = p.run(l.qs, d)
+			_, gone = p.run(l.qs, d)
 		}
 		<-p.slots
-		if r.Action != process.Delete && fifo {
-			// Order: the rest of this group must wait for this message.
+		if !gone && fifo {
+			// Order: the rest of this group must wait for this message. One
+			// that left for the dead-letter queue holds nothing back, as when
+			// SQS's redrive moves it.
 			p.mu.Lock()
 			rest := l.pending
 			l.pending = nil
@@ -550,11 +552,12 @@ func (p *Pool) runLane(l *lane) {
 	}
 }
 
-// run processes one delivery and carries out the processor's decision.
-func (p *Pool) run(qs *queueState, d *delivery) process.Result {
+// run processes one delivery and carries out the processor's decision. It
+// reports whether the message left the queue (deleted or dead-lettered).
+func (p *Pool) run(qs *queueState, d *delivery) (r process.Result, gone bool) {
 	q := qs.q
 	start := time.Now()
-	r := p.process(q, d)
+	r = p.process(q, d)
 	took := time.Since(start)
 	log := p.log.With("queue", d.msg.QueueName, "message_id", d.msg.ID, "group", d.msg.Group,
 		"dedup_key", r.Key, "action", r.Action.String(), "duration_ms", took.Milliseconds())
@@ -564,9 +567,10 @@ func (p *Pool) run(qs *queueState, d *delivery) process.Result {
 	switch r.Action {
 	case process.Delete:
 		qs.settle(d, true, 0)
+		gone = true
 		log.Debug("done")
 	case process.Fail:
-		p.fail(qs, d, r, log)
+		gone = p.fail(qs, d, r, log)
 	default: // Retry, or a processor that returned no action
 		after := r.After
 		if after <= 0 {
@@ -577,7 +581,7 @@ func (p *Pool) run(qs *queueState, d *delivery) process.Result {
 	}
 	p.finish()
 	p.obs.Done(d.msg.QueueName, r, took)
-	return r
+	return r, gone
 }
 
 // process calls the processor; a panic is recovered and retried.
@@ -596,7 +600,10 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 	})
 }
 
-func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger) {
+// fail moves a permanently failed message to the dead-letter queue when one
+// is configured, and reports whether it did; otherwise, or if the move fails,
+// it leaves the message to the queue's redrive policy.
+func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger) (moved bool) {
 	q := qs.q
 	if q.DLQURL != "" {
 		in := &sqs.SendMessageInput{
@@ -612,13 +619,14 @@ func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Log
 		if err == nil {
 			qs.settle(d, true, 0)
 			log.Error("permanent failure: moved to the dead-letter queue", "dlq", QueueName(q.DLQURL), "err", r.Err)
-			return
+			return true
 		}
 		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "err", err)
 	}
 	// Visible again at once: the redrive policy moves it after maxReceiveCount.
 	qs.settle(d, false, 0)
 	log.Error("permanent failure: left to the queue's redrive policy", "receive_count", d.msg.ReceiveCount, "err", r.Err)
+	return false
 }
 
 // handBack makes an unstarted delivery visible again at once.

@@ -848,7 +848,8 @@ func TestWorkerECSSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, worker.DedupTTLDefault, ttl)
 	require.Equal(t, worker.NamespaceDefault, env["WORKER_NAMESPACE"].AsString())
-	require.NotContains(t, env, "WORKER_MOVE_TO_DLQ")
+	// Passed explicitly, so that the role's sqs:SendMessage and the worker agree.
+	require.Equal(t, "true", env["WORKER_MOVE_TO_DLQ"].AsString())
 	require.Equal(t, "https://q/exactly-demo.fifo", env["WORKER_QUEUES"].AsString())
 	require.Equal(t, workerDedupTable, env["WORKER_DEDUP_TABLE"].AsString())
 	require.Equal(t, "eu-west-1", env["AWS_REGION"].AsString())

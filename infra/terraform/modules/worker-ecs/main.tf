@@ -26,7 +26,7 @@ locals {
     WORKER_METRICS_ADDR     = ":${var.metrics_port}"
     WORKER_LOG_FORMAT       = var.log_format
     WORKER_LOG_LEVEL        = var.log_level
-    WORKER_MOVE_TO_DLQ      = var.move_to_dlq ? "true" : null
+    WORKER_MOVE_TO_DLQ      = tostring(var.move_to_dlq)
   }
   environment = merge(var.environment, { for k, v in local.worker_settings : k => v if v != null })
 }

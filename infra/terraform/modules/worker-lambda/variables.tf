@@ -191,9 +191,9 @@ variable "log_level" {
 }
 
 variable "move_to_dlq" {
-  description = "WORKER_MOVE_TO_DLQ: send a permanently failing message straight to its queue's DLQ instead of waiting for the redrive policy. Only then does the role get sqs:SendMessage (and sqs:GetQueueUrl) on the dlq_arns; every queue needs one."
+  description = "WORKER_MOVE_TO_DLQ: send a permanently failing message straight to its queue's DLQ instead of cycling it until maxReceiveCount (which also dead-letters the rest of its FIFO group, handed back with it each time). The worker's default. Only then does the role get sqs:SendMessage (and sqs:GetQueueUrl) on the dlq_arns; every queue needs one."
   type        = bool
-  default     = false
+  default     = true
 }
 
 variable "environment" {

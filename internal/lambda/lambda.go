@@ -103,9 +103,10 @@ type Config struct {
 	QueueURL func(arn string) string
 	// MoveToDLQ, when set, sends a permanently failed record to its queue's
 	// dead-letter queue. A record moved is not reported, so the mapping
-	// deletes it; in a FIFO queue the rest of its group in the batch is still
-	// reported, as after any failure. When it fails, the record is reported
-	// and left to the redrive policy. Nil: every permanent failure is left to
+	// deletes it, and the rest of its FIFO group in the batch goes on (were it
+	// reported, each redelivery would count toward maxReceiveCount). When the
+	// move fails, the record and the rest of its group are reported and left
+	// to the redrive policy. Nil: every permanent failure is left to
 	// the redrive policy.
 	MoveToDLQ func(ctx context.Context, rec events.SQSMessage) error
 	// Log receives one line per failed message and one per batch.
@@ -245,7 +246,8 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) (ok, s
 	log := h.cfg.Log.With("queue", queueName(r.EventSourceARN), "message_id", r.MessageId, "group", r.Attributes[attrGroup])
 	m, err := h.message(r)
 	if err != nil {
-		return h.permanent(ctx, r, log, t, 0, err), true
+		moved := h.permanent(ctx, r, log, t, 0, err)
+		return moved, !moved
 	}
 	hooks := process.Hooks{}
 	wctx := ctx
@@ -293,7 +295,10 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) (ok, s
 	if res.Outcome == dedup.Conflict {
 		t.count(func() { t.conflicts++ })
 	}
-	return h.permanent(ctx, r, log, t, m.ReceiveCount, res.Err), true
+	// A message moved to the dead-letter queue holds nothing back: the rest
+	// of its lane goes on, as after SQS's own redrive.
+	moved := h.permanent(ctx, r, log, t, m.ReceiveCount, res.Err)
+	return moved, !moved
 }
 
 // permanent handles a permanent failure: moved to the dead-letter queue when

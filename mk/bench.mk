@@ -1,7 +1,8 @@
 # Benchmarks. The top-level Makefile includes this file; it also runs alone:
 # make -f mk/bench.mk bench
 #
-#   make bench          in-memory Go benchmarks (go test -bench ./internal/..., no emulators),
+#   make bench          in-memory Go benchmarks (go test -bench ./internal/..., with the emulator
+#                       endpoints unset, so benchmark variants that need them skip),
 #                       then the emulator harness (cmd/bench) through scripts/with-stack:
 #                       tables on stdout (progress on stderr), a few minutes
 #   make bench-report   the same, and rewrites docs/BENCHMARKS.md and docs/bench-throughput.svg
@@ -23,7 +24,8 @@ BENCH_REPORT ?= docs/BENCHMARKS.md
 define exactly-bench
 	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd $(BENCH_ROOT); \
 	echo ">> go test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS)"; \
-	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS) | tee "$$tmp/inmem.txt"; \
+	env -u EXACTLY_REQUIRE_INTEGRATION -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB \
+		$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS) | tee "$$tmp/inmem.txt"; \
 	$(GO) build -o "$$tmp/bench" ./cmd/bench; \
 	echo ">> cmd/bench $(BENCH_ARGS) (against the local emulators)"; \
 	scripts/with-stack "$$tmp/bench" -inmem "$$tmp/inmem.txt" $(1) $(BENCH_ARGS)

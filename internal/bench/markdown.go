@@ -91,7 +91,9 @@ func Markdown(r *Result, goBench []GoBench, command string) string {
 		b.WriteString("`BenchmarkPoolLedger` runs the pool on `memsqs` with the processor, the dedup ledger on `memdynamo` and the effect; one op is one message, so allocs/op and B/op are per message ")
 		b.WriteString("(the fakes' own included; raw-allocs/msg is theirs alone for receive + delete). ")
 		b.WriteString("x-raw is its rate divided by a raw drain of the same messages from `memsqs` (ReceiveMessage(10) + DeleteMessageBatch on one goroutine) timed before and after it in the same benchmark. ")
-		b.WriteString("p50-us and p99-us are the processor's time per message (claim, effect, commit).\n\n")
+		b.WriteString("p50-us and p99-us are the processor's time per message (claim, effect, commit); receives/msg and delete-batches/msg count the pool's SQS requests. ")
+		b.WriteString("`BenchmarkProcessor` is the processor alone on one goroutine (no SQS, no pool): the difference in allocs/op is the pool's and the fake SQS's share. ")
+		b.WriteString("Other packages' benchmarks appear with their own units (see their doc comments); their variants that need the emulators skip here.\n\n")
 		goBenchMarkdown(&b, goBench)
 	}
 

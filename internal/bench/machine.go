@@ -18,6 +18,7 @@ type Machine struct {
 	Go       string
 	SQS      string // emulator and version, from scripts/stack status
 	DynamoDB string
+	Commit   string // git describe --always --dirty of the working tree the worker was built from
 }
 
 // ReadMachine reads /proc and asks scripts/stack status (when run from the
@@ -48,6 +49,9 @@ func ReadMachine() Machine {
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
 	}
 	if out, err := exec.Command("scripts/stack", "status").Output(); err == nil || len(out) > 0 {
 		m.SQS, m.DynamoDB = parseStackStatus(string(out), m.SQS, m.DynamoDB)

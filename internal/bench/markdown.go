@@ -24,6 +24,9 @@ func Markdown(r *Result, goBench []GoBench, command string) string {
 	fmt.Fprintf(&b, "| memory | %.1f GiB |\n", m.MemoryGB)
 	fmt.Fprintf(&b, "| kernel | Linux %s |\n", m.Kernel)
 	fmt.Fprintf(&b, "| Go | %s |\n", m.Go)
+	if m.Commit != "" {
+		fmt.Fprintf(&b, "| worker built from | `%s` |\n", m.Commit)
+	}
 	fmt.Fprintf(&b, "| SQS | %s (Node), on 127.0.0.1 |\n", m.SQS)
 	fmt.Fprintf(&b, "| DynamoDB | %s (Java, `-inMemory -sharedDb`), on 127.0.0.1 |\n", m.DynamoDB)
 	fmt.Fprintf(&b, "| load average (1, 5, 15 min) | %s at start, %s at end |\n", r.LoadBefore, r.LoadAfter)

@@ -69,7 +69,10 @@ const (
 	KillPctDefault         = 35
 	PartitionPctDefault    = 30
 	TermsDefault           = 1
-	TimeoutDefault         = 5 * time.Minute
+	// TimeoutDefault outlasts the worker's longest backoff (pool.RetryMaxDefault,
+	// 5 min): a retry of a message with a high receive count, after a request
+	// that failed every SDK attempt, hides it that long.
+	TimeoutDefault = 7 * time.Minute
 )
 
 // Config of a run. Main fills it from flags; zero values take the defaults.

@@ -680,7 +680,7 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 	ex := Exercised(trace)
 	fmt.Fprintln(w, "\npaths exercised (from trace.log):")
 	for _, k := range []string{PathFencedCommit, PathHeldCommit, PathLostAckCommit, PathLostAckClaim, PathTakeover, PathBusy, PathDuplicate,
-		PathLostAckDelete, PathLostReceive, PathOrderRefused, PathEntryExists} {
+		PathLostAckDelete, PathLostReceive, PathDLQSendLost, PathOrderRefused, PathEntryExists} {
 		fmt.Fprintf(w, "  %-80s %d\n", k, ex[k])
 	}
 

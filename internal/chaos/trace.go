@@ -74,7 +74,14 @@ type (
 		VisibilityTimeout *int   `json:"VisibilityTimeout"`
 	}
 	sqsBody struct {
-		sqsEntry                // DeleteMessage, ChangeMessageVisibility
+		sqsEntry // DeleteMessage, ChangeMessageVisibility
+		// SendMessage (the worker's move to the DLQ)
+		QueueURL  string `json:"QueueUrl"`
+		GroupID   string `json:"MessageGroupId"`
+		DedupID   string `json:"MessageDeduplicationId"`
+		SendAttrs map[string]struct {
+			StringValue string `json:"StringValue"`
+		} `json:"MessageAttributes"`
 		Messages   []sqsMessage `json:"Messages"`
 		Entries    []sqsEntry   `json:"Entries"`
 		Successful []sqsEntry   `json:"Successful"`
@@ -131,6 +138,16 @@ func (t *Tracer) decodeSQS(e Exchange) []string {
 				m.Attributes["MessageGroupId"], m.Attributes["ApproximateReceiveCount"], m.Attributes["SequenceNumber"]))
 		}
 		t.mu.Unlock()
+	case "SendMessage":
+		result := "ok"
+		switch {
+		case e.Response == nil:
+			result = "(not sent)"
+		case e.Status != 200:
+			result = errType(e.Status, resp.Type)
+		}
+		out = append(out, fmt.Sprintf("send %s to=%s group=%s dedup=%s -> %s", req.SendAttrs["idempotency-key"].StringValue,
+			queueNameOf(req.QueueURL), req.GroupID, req.DedupID, result))
 	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "DeleteMessage", "ChangeMessageVisibility":
 		failed := map[string]string{}
 		for _, f := range resp.Failed {
@@ -215,6 +232,9 @@ func decodeDynamo(e Exchange) []string {
 	return nil
 }
 
+// queueNameOf is the last path element of a queue URL.
+func queueNameOf(url string) string { return url[strings.LastIndexByte(url, '/')+1:] }
+
 func errType(status int, typ string) string {
 	if i := strings.LastIndexByte(typ, '#'); i >= 0 {
 		typ = typ[i+1:]
@@ -258,6 +278,7 @@ const (
 	PathLostReceive   = "ReceiveMessage responses lost (messages hidden until the visibility timeout)"
 	PathHeldCommit    = "commits held by a partition"
 	PathEntryExists   = "ledger writes refused: entry already there (a double)"
+	PathDLQSendLost   = "moves to the DLQ whose response was lost"
 )
 
 // cancellationReasons returns the codes of "TransactionCanceledException(400)[A,B,C]" in l.
@@ -317,6 +338,10 @@ func Exercised(trace string) map[string]int {
 		case "delete":
 			if fault == "lost-ack" {
 				out[PathLostAckDelete]++
+			}
+		case "send":
+			if fault == "lost-ack" {
+				out[PathDLQSendLost]++
 			}
 		case "receive":
 			if fault == "lost-ack" {

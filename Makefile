@@ -24,7 +24,10 @@ test-short: ## unit tests only, no emulators
 	$(GO) test -race -short ./...
 
 .PHONY: build
-build: ## build the worker for this machine into bin/
+build: worker dist ## bin/worker for this machine, and the release artefacts in dist/ (make dist)
+
+.PHONY: worker
+worker: ## build the worker for this machine into bin/worker
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worker ./cmd/worker
 
 .PHONY: stack-up stack-down

@@ -5,7 +5,8 @@
 #                       endpoints unset, so benchmark variants that need them skip),
 #                       then the emulator harness (cmd/bench) through scripts/with-stack:
 #                       tables on stdout (progress on stderr), a few minutes
-#   make bench-report   the same, and rewrites docs/BENCHMARKS.md and docs/bench-throughput.svg
+#   make bench-report   the same, and rewrites docs/BENCHMARKS.md, docs/bench-throughput.svg and
+#                       docs/bench-results.json (the raw numbers; cmd/bench -render re-renders them)
 #
 # BENCH_ARGS passes flags to cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',
 # BENCH_ARGS=-quick; `go run ./cmd/bench -help` lists them); BENCH_GO_ARGS to go test
@@ -36,6 +37,6 @@ bench: ## benchmarks as tables: in memory (go test -bench), then against the loc
 	$(call exactly-bench,)
 
 .PHONY: bench-report
-bench-report: ## make bench, and rewrite docs/BENCHMARKS.md and docs/bench-throughput.svg with the results
+bench-report: ## make bench, and rewrite docs/BENCHMARKS.md, its chart and docs/bench-results.json with the results
 	@mkdir -p $(dir $(BENCH_ROOT)/$(BENCH_REPORT))
-	$(call exactly-bench,-report $(BENCH_REPORT) -command "make bench-report$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')$(if $(strip $(BENCH_GO_ARGS)), BENCH_GO_ARGS='$(BENCH_GO_ARGS)')")
+	$(call exactly-bench,-report $(BENCH_REPORT) -json $(dir $(BENCH_REPORT))bench-results.json -command "make bench-report$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')$(if $(strip $(BENCH_GO_ARGS)), BENCH_GO_ARGS='$(BENCH_GO_ARGS)')")

@@ -21,7 +21,7 @@ import (
 // Limits are the rates the emulators allow, measured with plain SDK calls
 // without the worker: the best over Config.LimitConcurrency.
 type Limits struct {
-	At time.Time
+	At time.Time // the middle of the measurement
 	// SQS: messages/s drained from a pre-filled queue of the benchmark's
 	// shape with ReceiveMessage(10) + DeleteMessageBatch.
 	SQS float64

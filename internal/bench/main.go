@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,6 +40,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	report := fs.String("report", "", "write the Markdown report to this file and its chart beside it (docs/BENCHMARKS.md)")
 	inmem := fs.String("inmem", "", "output of `go test -bench` to include in the report")
 	command := fs.String("command", "", "the command to record in the report (default: this one)")
+	jsonOut := fs.String("json", "", "write the results as JSON to this file (docs/bench-results.json)")
+	render := fs.String("render", "", "do not measure: render the tables and the report from a -json file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,38 +76,57 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		quickly("limit-duration", func() { cfg.LimitDuration = 2 * time.Second })
 		quickly("latency-duration", func() { cfg.LatencyDuration = 3 * time.Second })
 	}
-	var goBench []GoBench
+	var res *Result
+	if *render != "" {
+		b, err := os.ReadFile(*render)
+		if err != nil {
+			return err
+		}
+		res = &Result{}
+		if err := json.Unmarshal(b, res); err != nil {
+			return fmt.Errorf("-render %s: %w", *render, err)
+		}
+	} else {
+		cfg.Log = stderr
+		if res, err = Run(ctx, cfg); err != nil {
+			return err
+		}
+		res.Args = harnessArgs(args)
+		res.Command = "go run ./cmd/bench " + res.Args
+	}
+	if *command != "" {
+		res.Command = *command
+	}
 	if *inmem != "" {
 		b, err := os.ReadFile(*inmem)
 		if err != nil {
 			return err
 		}
-		goBench = ParseGoBench(string(b))
+		res.GoBench = ParseGoBench(string(b))
 	}
-	cfg.Log = stderr
-	res, err := Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if len(goBench) > 0 {
+	if len(res.GoBench) > 0 {
 		fmt.Fprintln(stdout, "In memory (go test -bench):")
-		WriteGoBenchText(stdout, goBench)
+		WriteGoBenchText(stdout, res.GoBench)
 		fmt.Fprintln(stdout)
 	}
 	WriteText(stdout, res)
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
 	if *report == "" {
 		return nil
 	}
-	cmd := *command
-	if cmd == "" {
-		cmd = "go run ./cmd/bench " + harnessArgs(args)
-	}
-	res.Args = harnessArgs(args)
 	svgPath := filepath.Join(filepath.Dir(*report), ChartFile)
 	if err := os.WriteFile(svgPath, []byte(Chart(res)), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(*report, []byte(Markdown(res, goBench, cmd)), 0o644); err != nil {
+	if err := os.WriteFile(*report, []byte(Markdown(res)), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "bench: wrote %s and %s\n", *report, svgPath)

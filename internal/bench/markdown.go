@@ -8,7 +8,8 @@ import (
 
 // Markdown renders docs/BENCHMARKS.md: the machine, the command, the tables,
 // the chart and what the numbers say.
-func Markdown(r *Result, goBench []GoBench, command string) string {
+func Markdown(r *Result) string {
+	goBench, command := r.GoBench, r.Command
 	var b strings.Builder
 	m := r.Machine
 	b.WriteString("# Benchmarks\n\n")
@@ -102,7 +103,8 @@ func Markdown(r *Result, goBench []GoBench, command string) string {
 
 	b.WriteString("## Reproduce\n\n")
 	b.WriteString("```sh\nmake bench          # tables on stdout: in-memory benchmarks, then the emulator harness\n")
-	b.WriteString("make bench-report   # the same, and rewrites docs/BENCHMARKS.md and docs/" + ChartFile + "\n")
+	b.WriteString("make bench-report   # the same, and rewrites docs/BENCHMARKS.md, docs/" + ChartFile + " and docs/bench-results.json\n")
+	b.WriteString("go run ./cmd/bench -render docs/bench-results.json -report docs/BENCHMARKS.md   # re-render from the raw numbers, no measuring\n")
 	b.WriteString("scripts/with-stack go run ./cmd/bench -help   # the harness's knobs (process counts, concurrency, windows, ...)\n```\n")
 	return b.String()
 }

@@ -192,7 +192,6 @@ func (r *Result) throughputTable() *table {
 	if r.Config.Rounds > 1 {
 		t.head = append(t.head[:3], append([]string{"rounds: min-max msg/s"}, t.head[3:]...)...)
 	}
-	limit := r.Limit()
 	for _, d := range r.Drains() {
 		vs := "-"
 		if d.Consumer == "worker" {
@@ -202,7 +201,7 @@ func (r *Result) throughputTable() *table {
 		if r.Config.Rounds > 1 {
 			cells = append(cells, fmt.Sprintf("%.0f-%.0f", d.MinRate, d.MaxRate))
 		}
-		t.add(append(cells, pct(d.Rate, limit), vs, fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")),
+		t.add(append(cells, fmt.Sprintf("%.0f%%", 100*d.Share()), vs, fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")),
 			d.perReceive(), perBatch(d.Op("SQS.DeleteMessageBatch")))...)
 	}
 	return t
@@ -289,19 +288,19 @@ func (r *Result) Findings() []string {
 	}
 	out = append(out, f)
 	if w, ok := r.best("worker"); ok {
-		f := fmt.Sprintf("Best worker run: %s at concurrency %d, %.0f msg/s = %s of the limit", label("worker", w.Procs), w.Conc, w.Rate, pct(w.Rate, limit))
+		f := fmt.Sprintf("Best worker run: %s at concurrency %d, %.0f msg/s = %.0f%% of the limit", label("worker", w.Procs), w.Conc, w.Rate, 100*w.Share())
 		m := r.MeanLimits()
 		if m.Path > 0 {
 			f += fmt.Sprintf(", %s of what the worker's own DynamoDB calls reach without SQS or the pool (%.0f msg/s)", pct(w.Rate, m.Path), m.Path)
 		}
 		out = append(out, f+".")
-		if m.Path > 0 && m.Put > m.Path {
-			out = append(out, fmt.Sprintf("Those DynamoDB calls alone (claim PutItem + commit, no SQS, no pool) reach %s of the limit: with one put per claim, a commit costs DynamoDB Local about %.1f conditional puts' worth (%.0f puts/s ÷ %.0f msg/s − 1).",
-				pct(m.Path, m.Put/float64(max(m.WritesPerMessage, 1))), m.Put/m.Path-1, m.Put, m.Path))
+		if k, lo, hi, ok := r.commitCost(); ok {
+			out = append(out, fmt.Sprintf("Those DynamoDB calls alone (claim PutItem + commit, no SQS, no pool) reach %s of the limit: with one put per claim, a commit costs DynamoDB Local about %.1f conditional puts' worth (put rate ÷ path rate − 1, per measurement: median %.1f, range %.1f-%.1f).",
+				pct(m.Path, m.Put/float64(max(m.WritesPerMessage, 1))), k, k, lo, hi))
 		}
 		if bl, ok := r.best("baseline"); ok {
-			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %s of the limit; the best worker run does %s× the best baseline run.",
-				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, pct(bl.Rate, limit), ratio(w.Rate, bl.Rate)))
+			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best baseline run.",
+				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, 100*bl.Share(), ratio(w.Rate, bl.Rate)))
 		}
 	}
 	if len(r.Config.Procs) > 1 {
@@ -335,6 +334,23 @@ func baselineWork(eff string) string {
 		return "the ledger's writes in one TransactWriteItems"
 	}
 	return "no effect"
+}
+
+// commitCost is what one commit costs DynamoDB Local in conditional puts,
+// from each limit measurement (put rate ÷ path rate − 1, both measured
+// together): the median and range.
+func (r *Result) commitCost() (med, lo, hi float64, ok bool) {
+	var ks []float64
+	for _, l := range r.Limits {
+		if l.Path > 0 && l.Put > l.Path {
+			ks = append(ks, l.Put/l.Path-1)
+		}
+	}
+	if len(ks) == 0 {
+		return 0, 0, 0, false
+	}
+	slices.Sort(ks)
+	return ks[(len(ks)-1)/2], ks[0], ks[len(ks)-1], true
 }
 
 // steadySQS is the single-process worker run with the highest rate.

@@ -61,7 +61,7 @@ type Config struct {
 	NoBaseline       bool          // skip the baseline consumer
 	MaxPrefill       int           // cap on the messages sent before a saturated run
 	Rounds           int           // times the matrix of saturated runs is repeated (1); limits are measured before each and at the end
-	Log              io.Writer     // progress lines; nil: discarded
+	Log              io.Writer     `json:"-"` // progress lines; nil: discarded
 }
 
 func (c *Config) defaults() error {
@@ -121,8 +121,40 @@ type Result struct {
 	LoadAfter      string
 	Limits         []Limits // measured before each round and at the end
 	Args           string   // the harness's flags, for the report
+	Command        string   // the command that ran it, for the report
 	Runs           []Drain  // every saturated run of every round
 	Latency        []Paced
+	GoBench        []GoBench // go test -bench results given with -inmem
+}
+
+// limitAt is the limit at t, interpolated between the measurements taken
+// before and after t (the nearest one outside them).
+func (r *Result) limitAt(t time.Time) float64 {
+	ls := r.Limits
+	if len(ls) == 0 {
+		return 0
+	}
+	if !t.After(ls[0].At) {
+		return ls[0].Limit()
+	}
+	for i := 1; i < len(ls); i++ {
+		if t.Before(ls[i].At) {
+			a, b := ls[i-1], ls[i]
+			f := float64(t.Sub(a.At)) / float64(b.At.Sub(a.At))
+			return a.Limit() + f*(b.Limit()-a.Limit())
+		}
+	}
+	return ls[len(ls)-1].Limit()
+}
+
+// setShares gives every run the limit at the middle of its window.
+func (r *Result) setShares() {
+	for i := range r.Runs {
+		d := &r.Runs[i]
+		mid := d.Window.At.Add(-time.Duration(d.Seconds * float64(time.Second) / 2))
+		d.Limit = r.limitAt(mid)
+		d.LimitSeconds = d.Limit * d.Seconds
+	}
 }
 
 // Limit is the mean of the limits measured in the run.
@@ -172,6 +204,7 @@ func (r *Result) Drains() []Drain {
 		}
 		a.Window = sum([]Sample{a.Window, d.Window})
 		a.Seconds += d.Seconds
+		a.LimitSeconds += d.LimitSeconds
 		a.Rounds++
 		a.MinRate, a.MaxRate = min(a.MinRate, d.Rate), max(a.MaxRate, d.Rate)
 		a.Rate = a.Window.Counts["applied"] / a.Seconds
@@ -192,10 +225,23 @@ type Drain struct {
 	Seconds     float64
 	Rate        float64 // messages applied per second in the window
 	Round       int     // 1-based
+	// Limit is the limit at the middle of the window, interpolated between
+	// the measurements before and after it; LimitSeconds is Limit×Seconds
+	// (summed when rounds merge).
+	Limit        float64
+	LimitSeconds float64
 
 	// Set by Result.Drains when rounds are merged.
 	Rounds           int
 	MinRate, MaxRate float64
+}
+
+// Share is the rate as a share of the limit the emulators set while it ran.
+func (r Drain) Share() float64 {
+	if r.LimitSeconds <= 0 {
+		return 0
+	}
+	return r.Window.Counts["applied"] / r.LimitSeconds
 }
 
 // PerMessage returns requests of service ("" for all) per applied message.
@@ -317,6 +363,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res.Limits = append(res.Limits, l)
+	res.setShares()
 	res.Ended = time.Now()
 	res.LoadAfter = loadAvg()
 	return res, nil
@@ -327,7 +374,8 @@ func (h *harness) logf(format string, args ...any) {
 }
 
 func (h *harness) measureLimits(ctx context.Context) (Limits, error) {
-	l := Limits{At: time.Now(), WritesPerMessage: 2}
+	start := time.Now()
+	l := Limits{WritesPerMessage: 2}
 	for _, conc := range h.cfg.LimitConcurrency {
 		h.logf("limit: SQS receive+DeleteMessageBatch on %d messages, %d-way", h.cfg.LimitMessages, conc)
 		v, err := measureSQS(ctx, h.raw, h.work(h.cfg.LimitMessages, h.cfg.Groups), conc)
@@ -348,6 +396,7 @@ func (h *harness) measureLimits(ctx context.Context) (Limits, error) {
 		}
 		l.Path = max(l.Path, v)
 	}
+	l.At = start.Add(time.Since(start) / 2)
 	h.logf("limit: SQS %.0f msg/s, PutItem %.0f/s (/%d = %.0f msg/s), DynamoDB path %.0f msg/s: limit %.0f msg/s (%s)",
 		l.SQS, l.Put, l.WritesPerMessage, l.Put/float64(l.WritesPerMessage), l.Path, l.Limit(), l.By())
 	h.limits = l

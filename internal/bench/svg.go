@@ -72,7 +72,7 @@ func Chart(r *Result) string {
 	drains := r.Drains()
 	ymax := 100.0
 	for _, d := range drains {
-		ymax = max(ymax, share(d.Rate))
+		ymax = max(ymax, 100*d.Share())
 	}
 	ymax = max(ymax, share(path))
 	ymax = math.Ceil(ymax*1.05/20) * 20
@@ -88,7 +88,7 @@ func Chart(r *Result) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15" font-weight="bold">Throughput against concurrency (effect %s)</text>`+"\n", left, html.EscapeString(r.Config.Effect))
-	fmt.Fprintf(&b, `<text x="%d" y="44" fill="#444">messages/s as a share of the limit the emulators set in the same run (100%% = %.0f msg/s, %s)</text>`+"\n", left, limit, r.first().By())
+	fmt.Fprintf(&b, `<text x="%d" y="44" fill="#444">messages/s as a share of the limit the emulators set while each run ran (%s; mean %.0f msg/s)</text>`+"\n", left, r.first().By(), limit)
 	// Grid and y axis.
 	step := 20.0
 	if ymax > 200 {
@@ -113,9 +113,9 @@ func Chart(r *Result) string {
 		labels = append(labels, fmt.Sprintf(`<text x="%.1f" y="%.1f" text-anchor="end" fill="%s" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n",
 			float64(left)+plotW-4, y(v)+dy, color, html.EscapeString(text)))
 	}
-	ref(100, "#d62728", "6 4", fmt.Sprintf("limit: %.0f msg/s", limit), -5)
+	ref(100, "#d62728", "6 4", "limit", -5)
 	if path > 0 {
-		ref(share(path), "#555555", "2 3", fmt.Sprintf("the worker's DynamoDB calls alone: %.0f msg/s", path), 14)
+		ref(share(path), "#555555", "2 3", "the worker's DynamoDB calls alone (mean)", 14)
 	}
 	// Series.
 	legendY := float64(top) + 8
@@ -123,7 +123,7 @@ func Chart(r *Result) string {
 		var pts []string
 		for i, c := range concs {
 			if d, ok := s.points[c]; ok {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(share(d.Rate))))
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(100*d.Share())))
 			}
 		}
 		dash := ""
@@ -134,7 +134,7 @@ func Chart(r *Result) string {
 		for i, c := range concs {
 			if d, ok := s.points[c]; ok {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, concurrency %d: %.0f msg/s (%.0f%%)</title></circle>`+"\n",
-					x(i), y(share(d.Rate)), s.color, html.EscapeString(s.name), c, d.Rate, share(d.Rate))
+					x(i), y(100*d.Share()), s.color, html.EscapeString(s.name), c, d.Rate, 100*d.Share())
 			}
 		}
 		ly := legendY + float64(li)*18

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,9 +178,10 @@ func sampleResult() *Result {
 	lim := Limits{At: start, SQS: 2000, Put: 600, Path: 200, WritesPerMessage: 2}
 	lim2 := lim
 	lim2.At, lim2.Put = start.Add(5*time.Minute), 500
+	// win is a window of applied messages with requests per message.
 	win := func(applied, recv, del, put, tx float64) Sample {
 		return Sample{Counts: map[string]float64{"applied": applied, "received": applied}, Requests: map[string]float64{
-			"SQS.ReceiveMessage": recv, "SQS.DeleteMessageBatch": del, "DynamoDB.PutItem": put, "DynamoDB.TransactWriteItems": tx,
+			"SQS.ReceiveMessage": recv * applied, "SQS.DeleteMessageBatch": del * applied, "DynamoDB.PutItem": put * applied, "DynamoDB.TransactWriteItems": tx * applied,
 		}}
 	}
 	r := &Result{
@@ -188,13 +190,19 @@ func sampleResult() *Result {
 		Limits:  []Limits{lim, lim2},
 	}
 	for _, c := range cfg.Concurrency {
-		r.Runs = append(r.Runs, Drain{Consumer: "baseline", Procs: 1, Conc: c, Rate: 100 * float64(c), Seconds: 8,
-			Window: Sample{Counts: map[string]float64{"applied": 800}, Requests: map[string]float64{"SQS.ReceiveMessage": 800, "SQS.DeleteMessage": 800, "DynamoDB.TransactWriteItems": 800}}})
+		n := 100 * float64(c) * 8
+		r.Runs = append(r.Runs, Drain{Consumer: "baseline", Procs: 1, Conc: c, Rate: n / 8, Seconds: 8,
+			Window: Sample{Counts: map[string]float64{"applied": n}, Requests: map[string]float64{"SQS.ReceiveMessage": n, "SQS.DeleteMessage": n, "DynamoDB.TransactWriteItems": n}}})
 		for _, p := range cfg.Procs {
-			r.Runs = append(r.Runs, Drain{Consumer: "worker", Procs: p, Conc: c, Rate: 20 * float64(c*p), Seconds: 8, Window: win(1000, 900, 400, 1000, 1000)})
+			rate := 20 * float64(c*p)
+			r.Runs = append(r.Runs, Drain{Consumer: "worker", Procs: p, Conc: c, Rate: rate, Seconds: 8, Window: win(rate*8, 0.9, 0.4, 1, 1)})
 		}
 	}
-	r.Latency = []Paced{{Consumer: "worker", Procs: 1, Conc: 16, Offered: 100, Messages: 1000, P50: 12 * time.Millisecond, P99: 80 * time.Millisecond, Max: 120 * time.Millisecond, Window: win(1000, 1000, 1000, 1000, 1000)}}
+	for i := range r.Runs {
+		r.Runs[i].Window.At = start.Add(time.Duration(i+1) * 10 * time.Second)
+	}
+	r.setShares()
+	r.Latency = []Paced{{Consumer: "worker", Procs: 1, Conc: 16, Offered: 100, Messages: 1000, P50: 12 * time.Millisecond, P99: 80 * time.Millisecond, Max: 120 * time.Millisecond, Window: win(1000, 1, 1, 1, 1)}}
 	return r
 }
 
@@ -214,14 +222,16 @@ func TestReports(t *testing.T) {
 	require.Len(t, fs, 6)
 	require.Contains(t, fs[0], "The limit is set by DynamoDB: 600 conditional puts/s ÷ 2 writes per message = 300 msg/s")
 	require.Contains(t, fs[0], "Measured 2 times in the run, it ranged over 250-300 msg/s")
-	require.Contains(t, fs[1], "worker ×2 at concurrency 16, 640 msg/s = 233% of the limit")
-	require.Contains(t, fs[2], "reach 73% of the limit: with one put per claim, a commit costs DynamoDB Local about 1.8 conditional puts' worth (550 puts/s ÷ 200 msg/s − 1)")
+	require.Contains(t, fs[1], "worker ×2 at concurrency 16, 640 msg/s = 220% of the limit")
+	require.Contains(t, fs[2], "reach 73% of the limit: with one put per claim, a commit costs DynamoDB Local about 1.5 conditional puts' worth (put rate ÷ path rate − 1, per measurement: median 1.5, range 1.5-2.0)")
 	require.Contains(t, fs[4], "2 processes 2.00×")
 	require.Contains(t, fs[5], "1.300, above the 0.25 target; ReceiveMessage dominates with 0.900 per message; a receive returns 1.1 messages on average, a delete batch holds 2.5.")
 
-	md := Markdown(r, ParseGoBench("pkg: p\nBenchmarkX-2 10 5 ns/op 3 allocs/op\n"), "make bench-report")
+	r.GoBench = ParseGoBench("pkg: p\nBenchmarkX-2 10 5 ns/op 3 allocs/op\n")
+	r.Command = "make bench-report"
+	md := Markdown(r)
 	for _, want := range []string{"# Benchmarks", "`make bench-report`", "2 × Test CPU <x>", "fauxqs 2.4.1", "DynamoDB Local 3.3.1",
-		"![throughput against concurrency](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 116% | 0.20 | 1.300 | 2.000 | 1.1 | 2.5 |", "## In memory", "| X | 3 | 5 |"} {
+		"![throughput against concurrency](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 109% | 0.20 | 1.300 | 2.000 | 1.1 | 2.5 |", "## In memory", "| X | 3 | 5 |"} {
 		require.Contains(t, md, want)
 	}
 }
@@ -269,4 +279,47 @@ func TestDrainsMergeRounds(t *testing.T) {
 	r.Limits = []Limits{{SQS: 10, Put: 10, WritesPerMessage: 2}}
 	WriteText(&text, r)
 	require.Contains(t, text.String(), "10-30")
+}
+
+func TestLimitAtInterpolates(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	r := &Result{Limits: []Limits{
+		{At: t0, SQS: 1000, Put: 200, WritesPerMessage: 2},
+		{At: t0.Add(100 * time.Second), SQS: 1000, Put: 600, WritesPerMessage: 2},
+	}}
+	require.InDelta(t, 100, r.limitAt(t0.Add(-time.Hour)), 1e-9)
+	require.InDelta(t, 150, r.limitAt(t0.Add(25*time.Second)), 1e-9)
+	require.InDelta(t, 300, r.limitAt(t0.Add(time.Hour)), 1e-9)
+	r.Runs = []Drain{{Seconds: 10, Window: Sample{At: t0.Add(30 * time.Second), Counts: map[string]float64{"applied": 1500}}}}
+	r.setShares()
+	require.InDelta(t, 150, r.Runs[0].Limit, 1e-9, "the middle of the window: 25s")
+	require.InDelta(t, 1.0, r.Runs[0].Share(), 1e-9)
+	require.Zero(t, Drain{}.Share())
+}
+
+func TestRenderFromJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := sampleResult()
+	r.Command = "make bench-report"
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	in := dir + "/results.json"
+	require.NoError(t, os.WriteFile(in, b, 0o644))
+	var stdout bytes.Buffer
+	report := dir + "/BENCHMARKS.md"
+	require.NoError(t, Main(t.Context(), []string{"-render", in, "-report", report, "-json", dir + "/again.json"}, &stdout, io.Discard))
+	require.Contains(t, stdout.String(), "worker ×2")
+	md, err := os.ReadFile(report)
+	require.NoError(t, err)
+	require.Contains(t, string(md), "`make bench-report`")
+	require.Contains(t, string(md), "| worker ×1 | 16 | 320 | 109% |")
+	_, err = os.Stat(dir + "/" + ChartFile)
+	require.NoError(t, err)
+	again, err := os.ReadFile(dir + "/again.json")
+	require.NoError(t, err)
+	var back Result
+	require.NoError(t, json.Unmarshal(again, &back))
+	require.Equal(t, r.Drains(), back.Drains())
 }

@@ -69,6 +69,7 @@ const (
 	KillPctDefault         = 35
 	PartitionPctDefault    = 30
 	TermsDefault           = 1
+	ChaosTailDefault       = 20 * time.Second
 	// TimeoutDefault outlasts the worker's longest backoff (pool.RetryMaxDefault,
 	// 5 min): a retry of a message with a high receive count, after a request
 	// that failed every SDK attempt, hides it that long.
@@ -101,7 +102,12 @@ type Config struct {
 	KillPct      float64       // percent of chaos actions that are SIGKILL
 	PartitionPct float64       // percent that are network partitions; the rest are SIGSTOP
 	Terms        int           // graceful stops (SIGTERM) during the run
-	Timeout      time.Duration // after sending, how long the queue may take to drain
+	ChaosTail    time.Duration // chaos actions end this long after the last send; 0: 20s
+	// ChaosUntilDrained keeps the chaos actions going until the queue has
+	// drained: the stragglers of the run then take hit after hit, which
+	// piles receives onto a few innocent messages and slows the drain.
+	ChaosUntilDrained bool
+	Timeout           time.Duration // after sending, how long the queue may take to drain
 
 	NoSeq      bool   // deposits without seq (see PlanConfig.NoSeq)
 	WorkerArgs string // more `worker run` flags, space-separated; "{n}" becomes the slot number
@@ -127,6 +133,7 @@ func (c *Config) defaults() {
 	c.ChaosEvery = orDur(c.ChaosEvery, ChaosEveryDefault)
 	c.Stall = orDur(c.Stall, c.Lease+c.Visibility)
 	c.Timeout = orDur(c.Timeout, TimeoutDefault)
+	c.ChaosTail = orDur(c.ChaosTail, ChaosTailDefault)
 	if c.LogLevel == "" {
 		c.LogLevel = "debug"
 	}
@@ -177,6 +184,8 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.Float64Var(&c.KillPct, "kill-pct", KillPctDefault, "percent of chaos actions that are SIGKILL")
 	fs.Float64Var(&c.PartitionPct, "partition-pct", PartitionPctDefault, "percent of chaos actions that are network partitions of one worker (its requests and responses held, then released); the rest are SIGSTOP")
 	fs.IntVar(&c.Terms, "terms", TermsDefault, "graceful stops (SIGTERM, then a restart) during the run")
+	fs.DurationVar(&c.ChaosTail, "chaos-tail", ChaosTailDefault, "chaos actions end this long after the last send (the proxies' faults go on to the end)")
+	fs.BoolVar(&c.ChaosUntilDrained, "chaos-until-drained", false, "keep the chaos actions going until the queue has drained (harsher on the last stragglers, slower)")
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
 	fs.BoolVar(&c.NoSeq, "no-seq", false, "deposits without seq: the ledger no longer refuses out-of-order or repeated seqs, so an order violation or a double is applied and shows in the entries")
 	fs.StringVar(&c.WorkerArgs, "worker-args", "", "more `worker run` flags, space-separated; {n} becomes the worker slot (1..workers), e.g. '--receivers 1'")
@@ -466,8 +475,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	go func() {
 		defer close(prodDone)
 		prodErr = Produce(ctx, sqsc, queueURL, plan.Sends, cfg.SendFor, &sent)
-		if prodErr == nil {
-			logf("producer done: %d messages sent", sent.Load())
+		if prodErr != nil {
+			return
+		}
+		logf("producer done: %d messages sent", sent.Load())
+		if !cfg.ChaosUntilDrained {
+			time.AfterFunc(cfg.ChaosTail, func() {
+				if chaosCtx.Err() == nil {
+					logf("chaos actions end (%s after the last send); the proxies' faults go on", cfg.ChaosTail)
+					stopChaos()
+				}
+			})
 		}
 	}()
 	sendStart := time.Now()

@@ -108,10 +108,17 @@ func NewTable(t testing.TB, db *dynamodb.Client, ttl bool) string {
 	return name
 }
 
+// QueueAdmin is what NewQueue needs: *sqs.Client, or the in-memory SQS.
+type QueueAdmin interface {
+	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	DeleteQueue(ctx context.Context, in *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
+}
+
 // NewQueue creates a queue (FIFO when fifo) with the given attributes, plus
 // a dead-letter queue with maxReceiveCount when maxReceive > 0, and deletes
 // them when the test ends. It returns the queue URL and the DLQ URL.
-func NewQueue(t testing.TB, client *sqs.Client, fifo bool, attrs map[string]string, maxReceive int) (url, dlqURL string) {
+func NewQueue(t testing.TB, client QueueAdmin, fifo bool, attrs map[string]string, maxReceive int) (url, dlqURL string) {
 	t.Helper()
 	ctx := context.Background()
 	name := Name("q")

@@ -1,10 +1,8 @@
 package worker_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,67 +43,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is a running worker process whose JSON log lines are collected.
-type proc struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs []map[string]any
-	done chan error
-}
-
 func startWorker(t *testing.T, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(workerBin, args...)
 	cmd.Env = append(os.Environ(), "AWS_REGION=us-east-1", "WORKER_LOG_FORMAT=json")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				rec = map[string]any{"msg": sc.Text()}
-			}
-			p.mu.Lock()
-			p.logs = append(p.logs, rec)
-			p.mu.Unlock()
-		}
-	}()
-	go func() { <-scanned; p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			for _, l := range p.snapshot() {
-				t.Logf("worker log: %v", l)
-			}
-		}
-	})
-	return p
-}
-
-func (p *proc) snapshot() []map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]map[string]any(nil), p.logs...)
-}
-
-// field returns the first value of key in a log line whose msg is msg.
-func (p *proc) field(msg, key string) (any, bool) {
-	for _, l := range p.snapshot() {
-		if l["msg"] == msg {
-			v, ok := l[key]
-			return v, ok
-		}
-	}
-	return nil, false
+	return startProc(t, cmd, "worker")
 }
 
 func runCLI(t *testing.T, args ...string) string {

@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"archive/zip"
-	"bufio"
 	"context"
 	"crypto/rand"
 	"debug/elf"
@@ -309,7 +308,7 @@ func requireStatic(t *testing.T, path string) {
 // root as working directory, AWS_LAMBDA_RUNTIME_API and the function's
 // environment (settings). WORKER_* variables of the test's own environment
 // are left out.
-func startBootstrap(t *testing.T, bootstrap string, api *runtimeAPI, settings ...string) *lambdaProc {
+func startBootstrap(t *testing.T, bootstrap string, api *runtimeAPI, settings ...string) *proc {
 	t.Helper()
 	cmd := bootstrapCommand(t, bootstrap)
 	cmd.Dir = filepath.Dir(bootstrap)
@@ -324,7 +323,7 @@ func startBootstrap(t *testing.T, bootstrap string, api *runtimeAPI, settings ..
 		"LAMBDA_TASK_ROOT="+cmd.Dir, "_HANDLER=bootstrap", "AWS_REGION=us-east-1",
 		"WORKER_LOG_FORMAT=json")
 	cmd.Env = append(cmd.Env, settings...)
-	return startLambdaProc(t, cmd)
+	return startProc(t, cmd, "bootstrap")
 }
 
 // lambdaQueue is a queue made for the test, with what an event needs of it.
@@ -746,81 +745,4 @@ func TestLambdaBootstrapInitError(t *testing.T) {
 			require.Contains(t, lines[0]["msg"], c.want)
 		})
 	}
-}
-
-// lambdaProc is a running bootstrap whose stderr lines are collected (JSON
-// log lines parsed, any other line as {"msg": line}).
-type lambdaProc struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs []map[string]any
-	done chan error
-	err  *error
-}
-
-func startLambdaProc(t *testing.T, cmd *exec.Cmd) *lambdaProc {
-	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &lambdaProc{cmd: cmd, done: make(chan error, 1)}
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				rec = map[string]any{"msg": sc.Text()}
-			}
-			p.mu.Lock()
-			p.logs = append(p.logs, rec)
-			p.mu.Unlock()
-		}
-	}()
-	go func() {
-		<-scanned
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.err = &err
-		p.mu.Unlock()
-		p.done <- err
-	}()
-	t.Cleanup(func() {
-		if p.exited() == nil {
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			for _, l := range p.snapshot() {
-				t.Logf("bootstrap log: %v", l)
-			}
-		}
-	})
-	return p
-}
-
-func (p *lambdaProc) snapshot() []map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]map[string]any(nil), p.logs...)
-}
-
-// lines returns the log lines whose msg is msg.
-func (p *lambdaProc) lines(msg string) []map[string]any {
-	var out []map[string]any
-	for _, l := range p.snapshot() {
-		if l["msg"] == msg {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// exited returns the process's exit error once it has exited, else nil.
-func (p *lambdaProc) exited() *error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.err
 }

@@ -34,7 +34,7 @@ func Markdown(r *Result) string {
 	fmt.Fprintf(&b, "| command | `%s` |\n", command)
 	fmt.Fprintf(&b, "| which runs | `go test -run '^$' -bench . -benchmem ./internal/...`, then `scripts/with-stack cmd/bench %s` |\n\n", strings.TrimSpace(r.Args))
 	b.WriteString("Emulators, worker processes, the harness and the producer share the same CPUs; other engineers' tests ran against the same emulators during the run. ")
-	b.WriteString("The limits are measured at the start and again at the end to show how much the machine moved.\n\n")
+	b.WriteString("The limits are measured before each round of runs and at the end; each run's share of the limit uses the limit interpolated to the middle of its window, so a run is compared with what the emulators gave while it ran.\n\n")
 
 	b.WriteString("## Summary\n\n")
 	for _, f := range r.Findings() {

@@ -276,30 +276,35 @@ func (r *Result) Findings() []string {
 	if limit <= 0 {
 		return nil
 	}
-	b := r.first()
+	m := r.MeanLimits()
+	perMsg := m.Put / float64(max(m.WritesPerMessage, 1))
 	f := fmt.Sprintf("The limit is set by %s: %.0f conditional puts/s ÷ %d writes per message = %.0f msg/s, against %.0f msg/s for SQS receive+delete (%.0f× more).",
-		b.By(), b.Put, b.WritesPerMessage, b.Put/float64(b.WritesPerMessage), b.SQS, b.SQS/(b.Put/float64(b.WritesPerMessage)))
+		r.first().By(), m.Put, m.WritesPerMessage, perMsg, m.SQS, m.SQS/perMsg)
 	if n := len(r.Limits); n > 1 {
-		lo, hi := b.Limit(), b.Limit()
+		lo, hi := limit, limit
 		for _, l := range r.Limits {
 			lo, hi = min(lo, l.Limit()), max(hi, l.Limit())
 		}
-		f += fmt.Sprintf(" Measured %d times in the run, it ranged over %.0f-%.0f msg/s (other load on the machine); shares use the mean, %.0f msg/s.", n, lo, hi, limit)
+		f += fmt.Sprintf(" Measured %d times in the run (these are the means), the limit ranged over %.0f-%.0f msg/s with the other load on the machine; each run's share uses the limit interpolated to its window.", n, lo, hi)
 	}
 	out = append(out, f)
 	if w, ok := r.best("worker"); ok {
 		f := fmt.Sprintf("Best worker run: %s at concurrency %d, %.0f msg/s = %.0f%% of the limit", label("worker", w.Procs), w.Conc, w.Rate, 100*w.Share())
-		m := r.MeanLimits()
 		if m.Path > 0 {
-			f += fmt.Sprintf(", %s of what the worker's own DynamoDB calls reach without SQS or the pool (%.0f msg/s)", pct(w.Rate, m.Path), m.Path)
+			// Both as shares of the limit, which moved during the run.
+			of := w.Share() * limit / m.Path
+			f += fmt.Sprintf(" and %.0f%% of what the worker's own DynamoDB calls reach alone, without SQS or the pool (%.0f msg/s, %.0f%% of the limit)", 100*of, m.Path, 100*m.Path/limit)
+			if of >= 0.8 {
+				f += ": DynamoDB Local's cost per message limits the worker, not SQS or the pool"
+			}
 		}
 		out = append(out, f+".")
 		if k, lo, hi, ok := r.commitCost(); ok {
-			out = append(out, fmt.Sprintf("Those DynamoDB calls alone (claim PutItem + commit, no SQS, no pool) reach %s of the limit: with one put per claim, a commit costs DynamoDB Local about %.1f conditional puts' worth (put rate ÷ path rate − 1, per measurement: median %.1f, range %.1f-%.1f).",
-				pct(m.Path, m.Put/float64(max(m.WritesPerMessage, 1))), k, k, lo, hi))
+			out = append(out, fmt.Sprintf("A commit costs DynamoDB Local about %.1f conditional puts' worth (put rate ÷ rate of the DynamoDB calls alone − 1, per limit measurement: median %.1f, range %.1f-%.1f), so the limit as defined (puts ÷ 2) is out of the worker's reach on this emulator.",
+				k, k, lo, hi))
 		}
 		if bl, ok := r.best("baseline"); ok {
-			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best baseline run.",
+			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best baseline run, which writes to DynamoDB once per message (the worker twice) and is only at-least-once.",
 				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, 100*bl.Share(), ratio(w.Rate, bl.Rate)))
 		}
 	}
@@ -325,6 +330,15 @@ func (r *Result) Findings() []string {
 		}
 		out = append(out, fmt.Sprintf("SQS requests per message at steady load (%s, concurrency %d, saturated): %.3f, %s the 0.25 target; %s dominates with %.3f per message; a receive returns %s messages on average, a delete batch holds %s.",
 			label("worker", s.Procs), s.Conc, s.PerMessage("SQS"), verdict, strings.TrimPrefix(op, "SQS."), v, s.perReceive(), perBatch(s.Op("SQS.DeleteMessageBatch"))))
+	}
+	var lat []string
+	for _, p := range r.Latency {
+		lat = append(lat, fmt.Sprintf("%s p50 %s, p99 %s", label(p.Consumer, p.Procs), ms(p.P50), ms(p.P99)))
+	}
+	if len(lat) > 0 {
+		p := r.Latency[0]
+		out = append(out, fmt.Sprintf("Send-to-effect latency at %.0f msg/s offered (%.0f%% of the slower consumer's saturated rate), concurrency %d: %s.",
+			p.Offered, 100*r.Config.LatencyLoad, p.Conc, strings.Join(lat, "; ")))
 	}
 	return out
 }

@@ -337,7 +337,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
-	if !cfg.NoLatency {
+	if !cfg.NoLatency && cfg.Effect != "ledger" {
+		h.logf("latency runs skipped: they read applied_at from the ledger effect's entries")
+	}
+	if !cfg.NoLatency && cfg.Effect == "ledger" {
 		conc := slices.Max(cfg.Concurrency)
 		rate := math.Inf(1)
 		for _, r := range res.Drains() {

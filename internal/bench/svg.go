@@ -23,8 +23,8 @@ type series struct {
 // messages/s as a share of the limit measured in the same run.
 func Chart(r *Result) string {
 	const (
-		width, height            = 780, 460
-		left, right, top, bottom = 72, 230, 64, 64
+		width, height            = 820, 460
+		left, right, top, bottom = 72, 260, 64, 64
 	)
 	plotW, plotH := float64(width-left-right), float64(height-top-bottom)
 	limit := r.Limit()
@@ -106,16 +106,16 @@ func Chart(r *Result) string {
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">--concurrency per process (baseline: goroutines)</text>`+"\n", float64(left)+plotW/2, height-16)
 	fmt.Fprintf(&b, `<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">share of the limit</text>`+"\n", float64(top)+plotH/2)
 	// Reference lines.
-	// Labels of reference lines: above the line, or below it (dy > 0).
-	var labels []string
-	ref := func(v float64, color, dash, text string, dy float64) {
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", left, y(v), float64(left)+plotW, y(v), color, dash)
-		labels = append(labels, fmt.Sprintf(`<text x="%.1f" y="%.1f" text-anchor="end" fill="%s" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n",
-			float64(left)+plotW-4, y(v)+dy, color, html.EscapeString(text)))
+	// Reference lines; the legend names them.
+	type refLine struct{ name, color, dash string }
+	var refs []refLine
+	ref := func(v float64, r refLine) {
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", left, y(v), float64(left)+plotW, y(v), r.color, r.dash)
+		refs = append(refs, r)
 	}
-	ref(100, "#d62728", "6 4", "limit", -5)
+	ref(100, refLine{"limit (100%)", "#d62728", "6 4"})
 	if path > 0 {
-		ref(share(path), "#555555", "2 3", "the worker's DynamoDB calls alone (mean)", 14)
+		ref(share(path), refLine{"worker's DynamoDB calls alone", "#555555", "2 3"})
 	}
 	// Series.
 	legendY := float64(top) + 8
@@ -141,8 +141,10 @@ func Chart(r *Result) string {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.2"%s/>`+"\n", float64(left)+plotW+14, ly, float64(left)+plotW+36, ly, s.color, dash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", float64(left)+plotW+42, ly+4, html.EscapeString(s.name))
 	}
-	for _, l := range labels {
-		b.WriteString(l)
+	for i, r := range refs {
+		ly := legendY + float64(len(ss)+i)*18 + 6
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", float64(left)+plotW+14, ly, float64(left)+plotW+36, ly, r.color, r.dash)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", float64(left)+plotW+42, ly+4, html.EscapeString(r.name))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#777" font-size="10">%s, %d CPUs; %s</text>`+"\n", left, height-2,
 		html.EscapeString(r.Machine.CPUModel), r.Machine.CPUs, r.Started.UTC().Format("2006-01-02"))

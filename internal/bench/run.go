@@ -55,7 +55,7 @@ type Config struct {
 	LimitConcurrency []int         // concurrencies of the raw limit measurements ({16, 64}); the best counts
 	LimitMessages    int           // messages drained to measure the SQS limit
 	LimitDuration    time.Duration // duration of each DynamoDB limit measurement
-	LatencyDuration  time.Duration // how long the paced producer sends; 0 with NoLatency skips
+	LatencyDuration  time.Duration // how long the paced producer of the latency runs sends
 	LatencyLoad      float64       // offered load of the latency runs, as a share of the slower consumer's saturated rate
 	NoLatency        bool          // skip the latency runs
 	NoBaseline       bool          // skip the baseline consumer

@@ -97,7 +97,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 		fs.String(&s.dedupScope, "dedup-scope", "WORKER_DEDUP_SCOPE", "", "queue or group: scope of dedup keys, as the queue's DeduplicationScope (queue or messageGroup); default: read from --queue, else queue")
 		return
 	}
-	fs.Duration(&s.lease, "lease", "WORKER_LEASE", 0, "dedup lease per claim, extended by heartbeats (0: the queue's visibility timeout)")
+	fs.Duration(&s.lease, "lease", "WORKER_LEASE", 0, "dedup lease per claim, extended by heartbeats (0: the queue's visibility timeout less a tenth, at least 1s)")
 	fs.Duration(&s.visibility, "visibility", "WORKER_VISIBILITY", 0, "override the queue's visibility timeout used for heartbeats (0: read from the queue)")
 	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.ConcurrencyDefault, "handlers running at once (message groups in parallel)")
 	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", pool.ReceiversDefault, "concurrent long polls per queue")

@@ -142,3 +142,15 @@ func TestVisibilitySeconds(t *testing.T) {
 	require.Equal(t, int32(2), visibilitySeconds(1500*time.Millisecond))
 	require.Equal(t, int32(43200), visibilitySeconds(13*time.Hour), "SQS's ceiling")
 }
+
+func TestDefaultLeaseEndsBeforeTheVisibility(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ vis, lease time.Duration }{
+		{2 * time.Second, time.Second},
+		{3 * time.Second, 2 * time.Second},
+		{30 * time.Second, 27 * time.Second},
+		{5 * time.Minute, 270 * time.Second},
+	} {
+		require.Equal(t, c.lease, DefaultLease(c.vis), c.vis)
+	}
+}

@@ -42,11 +42,21 @@ type Queue struct {
 	URL        string
 	FIFO       bool
 	Visibility time.Duration // asked for at receive (the queue's VisibilityTimeout or an override); held messages are extended at about half of it
-	Lease      time.Duration // dedup lease per claim; Visibility if 0
+	Lease      time.Duration // dedup lease per claim; DefaultLease(Visibility) if 0
 	Receivers  int           // concurrent long polls; ReceiversDefault if 0
 	// DLQURL, when set, receives permanent failures directly (keeping group
 	// and dedup ids); otherwise they are left to the queue's redrive policy.
 	DLQURL string
+}
+
+// DefaultLease is the dedup lease for a queue's visibility timeout: a little
+// shorter, so that when a worker dies its lease has ended by the time SQS
+// hands the message to someone else, who then claims it at once instead of
+// finding the dead worker's lease still alive for a few milliseconds (busy,
+// a wasted receive and a wait).
+func DefaultLease(visibility time.Duration) time.Duration {
+	margin := max(visibility/10, time.Second)
+	return max(visibility-margin, visibility/2)
 }
 
 // Processor runs one message; *process.Processor satisfies it.
@@ -164,7 +174,7 @@ func New(cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("pool: queue %s: visibility timeout %s is over SQS's 12 hours", q.URL, q.Visibility)
 		}
 		if q.Lease <= 0 {
-			q.Lease = q.Visibility
+			q.Lease = DefaultLease(q.Visibility)
 		}
 		receivers += q.Receivers
 	}
@@ -257,7 +267,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	close(p.stopCh)
 	p.mu.Unlock()
 	grace := time.AfterFunc(p.cfg.ShutdownTimeout, func() {
-		p.log.Warn("shutdown timeout reached: cancelling running handlers")
+		p.log.Warn("shutdown timeout reached: cancelling open long polls and running handlers")
 		p.Force()
 	})
 	receivers.Wait()

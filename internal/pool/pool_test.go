@@ -102,7 +102,7 @@ func TestSeveralQueuesWithTheirOwnSettings(t *testing.T) {
 		defer mu.Unlock()
 		seen[m.Body] = m.QueueName
 		if m.QueueURL == std {
-			assert.Equal(t, 5*time.Second, h.HeartbeatEvery, "the queue's own visibility")
+			assert.Equal(t, DefaultLease(10*time.Second)/2, h.HeartbeatEvery, "from the queue's own visibility")
 		}
 		if len(seen) == 6 {
 			close(all)
@@ -286,7 +286,7 @@ func TestVisibilityIsExtendedWhileAHandlerRuns(t *testing.T) {
 	done := make(chan struct{})
 	b.proc.ProcessFunc = func(_ context.Context, _ effect.Message, h process.Hooks) process.Result {
 		runs.Add(1)
-		assert.Equal(t, 500*time.Millisecond, h.HeartbeatEvery, "the lease is extended at half the visibility timeout")
+		assert.Equal(t, DefaultLease(time.Second)/2, h.HeartbeatEvery, "the lease is extended at half itself, a little less than the visibility timeout")
 		time.Sleep(2500 * time.Millisecond) // the handler's work outlasts the visibility timeout
 		close(done)
 		return deleted()
@@ -599,7 +599,7 @@ func TestNewValidates(t *testing.T) {
 	require.ErrorContains(t, err, "twice")
 	p, err := New(Config{Client: s, Processor: proc, Queues: []Queue{{URL: "u", Visibility: 3 * time.Second}}})
 	require.NoError(t, err)
-	require.Equal(t, 3*time.Second, p.cfg.Queues[0].Lease, "the lease defaults to the visibility timeout")
+	require.Equal(t, 2*time.Second, p.cfg.Queues[0].Lease, "the lease defaults to a little less than the visibility timeout")
 	require.Equal(t, 2*ConcurrencyDefault+maxBatch*ReceiversDefault, p.cfg.MaxInFlight)
 	p.Force() // before Run: no panic
 }

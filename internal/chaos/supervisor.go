@@ -429,10 +429,12 @@ type ChaosConfig struct {
 
 // Chaos acts on the workers until ctx ends, then waits for actions under
 // way (a stall ends early). It leaves at least one worker alone at any time.
+// With KillPct above 0, the first action (after any due SIGTERM) is a kill,
+// so that a short run cannot miss the crash path by chance.
 func (s *Supervisor) Chaos(ctx context.Context, cfg ChaosConfig, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0xc4a05))
 	start := time.Now()
-	terms := 0
+	terms, kills := 0, 0
 	var actions sync.WaitGroup
 	defer actions.Wait()
 	for {
@@ -452,8 +454,13 @@ func (s *Supervisor) Chaos(ctx context.Context, cfg ChaosConfig, seed uint64) {
 			terms++
 			act = func() { s.Term(sl, true) }
 		default:
-			switch x := rng.Float64() * 100; {
+			x := rng.Float64() * 100
+			if kills == 0 && cfg.KillPct > 0 {
+				x = 0 // the first action kills: every run with kills has one
+			}
+			switch {
 			case x < cfg.KillPct:
+				kills++
 				delay := 200*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
 				act = func() { s.Kill(sl, delay) }
 			case x < cfg.KillPct+cfg.PartitionPct:

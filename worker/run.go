@@ -54,6 +54,7 @@ type settings struct {
 	logLevel        string
 	progress        time.Duration
 	waitTime        time.Duration
+	ackDelay        time.Duration
 	fifoFailRest    string // lambda only
 	dedupScope      string // lambda only
 
@@ -102,6 +103,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.ConcurrencyDefault, "handlers running at once (message groups in parallel)")
 	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", pool.ReceiversDefault, "concurrent long polls per queue")
 	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.WaitTimeDefault, "long-poll wait, 1s to 20s; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
+	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.AckDelayDefault, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes)")
 	fs.Int(&s.maxInFlight, "max-in-flight", "WORKER_MAX_IN_FLIGHT", 0, "messages received and not yet finished (0: 2×concurrency + 10 per receiver)")
 	fs.Duration(&s.shutdownTimeout, "shutdown-timeout", "WORKER_SHUTDOWN_TIMEOUT", pool.ShutdownTimeoutDefault, "on SIGTERM, how long running handlers may finish (keep it below ECS stopTimeout)")
 	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", MetricsAddrDefault, "address of /healthz, /readyz and /metrics (empty: off)")
@@ -152,6 +154,9 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	}
 	if s.waitTime < time.Second || s.waitTime > 20*time.Second || s.waitTime%time.Second != 0 {
 		return config.Errorf("%s must be whole seconds from 1s to 20s (SQS's long-poll range)", fs.Name("wait-time"))
+	}
+	if s.ackDelay < time.Millisecond || s.ackDelay > 5*time.Second {
+		return config.Errorf("%s must be between 1ms and 5s", fs.Name("ack-delay"))
 	}
 	if s.shutdownTimeout <= 0 {
 		return config.Errorf("%s must be positive", fs.Name("shutdown-timeout"))
@@ -209,7 +214,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	}
 	p, err := pool.New(pool.Config{
 		Client: cl.sqs, Queues: queues, Processor: proc,
-		Concurrency: s.concurrency, MaxInFlight: s.maxInFlight, ShutdownTimeout: s.shutdownTimeout, WaitTime: s.waitTime,
+		Concurrency: s.concurrency, MaxInFlight: s.maxInFlight, ShutdownTimeout: s.shutdownTimeout, WaitTime: s.waitTime, AckDelay: s.ackDelay,
 		Log: log, Observer: metrics,
 	})
 	if err != nil {

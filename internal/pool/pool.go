@@ -32,9 +32,12 @@ const (
 	ReceiversDefault       = 2
 	ConcurrencyDefault     = 32
 	ShutdownTimeoutDefault = 90 * time.Second // inside ECS's 120 s stopTimeout
-	AckDelayDefault        = 10 * time.Millisecond
-	RetryBaseDefault       = 1 * time.Second
-	RetryMaxDefault        = 5 * time.Minute
+	// AckDelayDefault: deletes and visibility changes wait this long for
+	// company before a batch goes out (at once when 10 are waiting). At 200
+	// messages/s it fills batches of 10: 0.1 deletes per message.
+	AckDelayDefault  = 50 * time.Millisecond
+	RetryBaseDefault = 1 * time.Second
+	RetryMaxDefault  = 5 * time.Minute
 )
 
 // Queue is one queue the pool consumes.

@@ -572,25 +572,32 @@ func (p *Pool) run(qs *queueState, d *delivery) (r process.Result, gone bool) {
 	start := time.Now()
 	r = p.process(q, d)
 	took := time.Since(start)
-	log := p.log.With("queue", d.msg.QueueName, "message_id", d.msg.ID, "group", d.msg.Group,
-		"dedup_key", r.Key, "action", r.Action.String(), "duration_ms", took.Milliseconds())
-	if r.Outcome != 0 {
-		log = log.With("outcome", r.Outcome.String())
+	// The message's logger is built only for a line that will be written:
+	// most messages end in a Debug line that production does not keep.
+	logger := func() *slog.Logger {
+		log := p.log.With("queue", d.msg.QueueName, "message_id", d.msg.ID, "group", d.msg.Group,
+			"dedup_key", r.Key, "action", r.Action.String(), "duration_ms", took.Milliseconds())
+		if r.Outcome != 0 {
+			log = log.With("outcome", r.Outcome.String())
+		}
+		return log
 	}
 	switch r.Action {
 	case process.Delete:
 		qs.settle(d, true, 0)
 		gone = true
-		log.Debug("done")
+		if p.log.Enabled(context.Background(), slog.LevelDebug) {
+			logger().Debug("done")
+		}
 	case process.Fail:
-		gone = p.fail(qs, d, r, log)
+		gone = p.fail(qs, d, r, logger())
 	default: // Retry, or a processor that returned no action
 		after := r.After
 		if after <= 0 {
 			after = backoff(d.msg.ReceiveCount, p.cfg.RetryBase, p.cfg.RetryMax)
 		}
 		qs.settle(d, false, after)
-		log.Info("retry", "after", after, "err", r.Err)
+		logger().Info("retry", "after", after, "err", r.Err)
 	}
 	p.finish()
 	p.obs.Done(d.msg.QueueName, r, took)

@@ -5,7 +5,7 @@
 # so terraform init/validate/plan are out of reach; instead it runs terraform
 # fmt, tflint with its bundled rules, tfsec, Go tests that parse the .tf files
 # (infra/terraform/terraform_test.go) and the LocalStack static checks. The
-# tools are pinned and built once from the Go module proxy into .tools/bin; a
+# tools are pinned and built once from the Go module proxy into ~/.cache/exactly/tools/bin (EXACTLY_CACHE); a
 # version bump builds the new one. See infra/terraform/README.md.
 
 EXACTLY_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
@@ -19,7 +19,7 @@ TFLINT_VERSION     := v0.64.0
 TFSEC_VERSION      := v1.26.0
 COMPOSE_GO_VERSION := v2.16.2
 
-EXACTLY_TOOLS_BIN := $(EXACTLY_ROOT)/.tools/bin
+EXACTLY_TOOLS_BIN ?= $(or $(EXACTLY_CACHE),$(HOME)/.cache/exactly)/tools/bin
 TERRAFORM         := $(EXACTLY_TOOLS_BIN)/terraform-$(TERRAFORM_VERSION)
 TFLINT            := $(EXACTLY_TOOLS_BIN)/tflint-$(TFLINT_VERSION)
 TFSEC             := $(EXACTLY_TOOLS_BIN)/tfsec-$(TFSEC_VERSION)
@@ -39,12 +39,12 @@ TERRAFORM_ENV := TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1
 tf-check: tf-fmt tf-lint tf-sec tf-test localstack-check ## offline checks of infra/terraform and localstack/: fmt, tflint, tfsec, hcl and compose tests, shellcheck (CI)
 
 .PHONY: tf-tools
-tf-tools: $(TERRAFORM) $(TFLINT) $(TFSEC) $(COMPOSE_SPEC) ## build the pinned terraform, tflint, tfsec and compose-spec into .tools/bin (once)
+tf-tools: $(TERRAFORM) $(TFLINT) $(TFSEC) $(COMPOSE_SPEC) ## build the pinned terraform, tflint, tfsec and compose-spec into ~/.cache/exactly/tools/bin (once)
 
 # $(call exactly-go-install,OUTPUT,PACKAGE@VERSION,BINARY): a failed build
 # fails the target; nothing is skipped.
 define exactly-go-install
-	@echo ">> building $(notdir $(1)) from the Go module proxy (once; cached in .tools/bin)"
+	@echo ">> building $(notdir $(1)) from the Go module proxy (once; cached in $(EXACTLY_TOOLS_BIN))"
 	@rm -rf $(1).build && mkdir -p $(1).build
 	@GOBIN=$(1).build GOFLAGS= CGO_ENABLED=0 $(GO) install $(2) || { \
 		rm -rf $(1).build; echo "mk/terraform.mk: cannot build $(2) (errors above); tf-check cannot run without it" >&2; exit 1; }

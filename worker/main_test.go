@@ -45,6 +45,8 @@ func TestBadConfigFailsWithOneLine(t *testing.T) {
 		{"wait time out of range", []string{"run", "--queue", q, "--effect", "noop", "--wait-time", "30s"}, env(), "--wait-time (WORKER_WAIT_TIME) must be whole seconds from 1s to 20s"},
 		{"unknown flag", []string{"run", "--concurency", "3"}, env(), "-concurency"},
 		{"stray argument", []string{"run", "--effect", "noop", "extra"}, env(), `unexpected argument "extra"`},
+		{"FIFO setting on a standard queue", []string{"setup", "--queue", "orders", "--high-throughput"}, env(), "FIFO settings, and queue \"orders\" is not FIFO"},
+		{"FIFO DLQ for a standard queue", []string{"setup", "--queue", "orders", "--dlq", "orders-dlq.fifo"}, env(), "a FIFO queue needs a FIFO dead-letter queue"},
 		{"unknown command", []string{"sprint"}, env(), `unknown command "sprint"`},
 	}
 	for _, c := range cases {

@@ -43,6 +43,9 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if queue == "" && table == "" && ledger == "" {
 		return config.Errorf("worker setup: nothing to do: give --queue, --table and/or --ledger-table")
 	}
+	if (perGroup || contentDedup) && !pool.IsFIFO(queue) {
+		return config.Errorf("--high-throughput and --content-based-dedup are FIFO settings, and queue %q is not FIFO: a FIFO queue's name ends in .fifo", queue)
+	}
 	if dlq != "" && pool.IsFIFO(dlq) != pool.IsFIFO(queue) {
 		return config.Errorf("--dlq %s: a FIFO queue needs a FIFO dead-letter queue and a standard one a standard one", dlq)
 	}

@@ -38,7 +38,7 @@ stack-down: ## stop the local AWS stack that stack-up started
 
 .PHONY: lint
 lint: ## gofmt and go vet
-	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	@files=$$(git ls-files '*.go' | xargs gofmt -l); test -z "$$files" || { echo "$$files"; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 
 -include mk/*.mk

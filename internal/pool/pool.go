@@ -264,7 +264,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		}
 	}
 	<-ctx.Done()
-	p.log.Info("shutting down: receiving stopped", "grace", p.cfg.ShutdownTimeout)
+	p.log.Info("shutting down: receiving stopped", "grace", p.cfg.ShutdownTimeout, "open_polls_return_within", p.cfg.WaitTime)
 	p.mu.Lock()
 	p.stopping = true
 	close(p.stopCh)

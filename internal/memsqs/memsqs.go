@@ -189,6 +189,21 @@ func (s *Server) queueURL(name string) string {
 	return "http://sqs." + s.region + ".memsqs.local/" + s.account + "/" + name
 }
 
+// enter starts an operation on a queue: it fails if ctx is done, locks the
+// server and finds the queue. On success the caller holds s.mu and unlocks it.
+func (s *Server) enter(ctx context.Context, op string, url *string) (*queue, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, opErr(op, err)
+	}
+	s.mu.Lock()
+	q, err := s.lookup(url)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, opErr(op, err)
+	}
+	return q, nil
+}
+
 func (s *Server) lookup(url *string) (*queue, error) {
 	if url == nil || *url == "" {
 		return nil, missingParam("QueueUrl")
@@ -397,15 +412,11 @@ func (s *Server) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, _ ..
 // QueueDoesNotExist.
 func (s *Server) DeleteQueue(ctx context.Context, in *sqs.DeleteQueueInput, _ ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error) {
 	const op = "DeleteQueue"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	delete(s.queues, q.name)
 	q.deleted = true
 	q.notify()
@@ -415,15 +426,11 @@ func (s *Server) DeleteQueue(ctx context.Context, in *sqs.DeleteQueueInput, _ ..
 // GetQueueAttributes returns the requested attributes ("All" for all).
 func (s *Server) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	const op = "GetQueueAttributes"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	all := map[string]string{}
 	for k, v := range q.attrs {
 		all[k] = v
@@ -452,15 +459,11 @@ func (s *Server) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttribu
 // SetQueueAttributes changes settable attributes.
 func (s *Server) SetQueueAttributes(ctx context.Context, in *sqs.SetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error) {
 	const op = "SetQueueAttributes"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	if _, ok := in.Attributes["FifoQueue"]; ok {
 		return nil, opErr(op, invalidAttr("FifoQueue", "it cannot be changed"))
 	}
@@ -654,15 +657,11 @@ func (q *queue) expireDedup(now time.Time) {
 // SendMessage sends one message.
 func (s *Server) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	const op = "SendMessage"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	r := sendReq{body: in.MessageBody, attrs: copyAttrs(in.MessageAttributes), group: in.MessageGroupId, dedupID: in.MessageDeduplicationId, delaySec: in.DelaySeconds}
 	if _, err := q.validate(r); err != nil {
 		return nil, opErr(op, err)
@@ -724,15 +723,11 @@ func errCode(err error) (code, msg string) {
 // SendMessageBatch sends up to 10 messages; invalid entries fail one by one.
 func (s *Server) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	const op = "SendMessageBatch"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	if err := checkEntryIDs(len(in.Entries), func(i int) *string { return in.Entries[i].Id }); err != nil {
 		return nil, opErr(op, err)
 	}
@@ -1188,15 +1183,11 @@ func (q *queue) changeOne(h *string, secs int32, now time.Time) error {
 // DeleteMessage deletes one message by receipt handle.
 func (s *Server) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
 	const op = "DeleteMessage"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	if err := q.deleteOne(in.ReceiptHandle, s.clock.Now()); err != nil {
 		return nil, opErr(op, err)
 	}
@@ -1206,15 +1197,11 @@ func (s *Server) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, 
 // DeleteMessageBatch deletes up to 10 messages; entries fail one by one.
 func (s *Server) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
 	const op = "DeleteMessageBatch"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	if err := checkEntryIDs(len(in.Entries), func(i int) *string { return in.Entries[i].Id }); err != nil {
 		return nil, opErr(op, err)
 	}
@@ -1234,15 +1221,11 @@ func (s *Server) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBa
 // ChangeMessageVisibility changes the visibility timeout of one in-flight message.
 func (s *Server) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
 	const op = "ChangeMessageVisibility"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	if err := q.changeOne(in.ReceiptHandle, in.VisibilityTimeout, s.clock.Now()); err != nil {
 		return nil, opErr(op, err)
 	}
@@ -1253,15 +1236,11 @@ func (s *Server) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMess
 // fail one by one.
 func (s *Server) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	const op = "ChangeMessageVisibilityBatch"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	if err := checkEntryIDs(len(in.Entries), func(i int) *string { return in.Entries[i].Id }); err != nil {
 		return nil, opErr(op, err)
 	}
@@ -1281,15 +1260,11 @@ func (s *Server) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Chang
 // PurgeQueue deletes all messages of a queue.
 func (s *Server) PurgeQueue(ctx context.Context, in *sqs.PurgeQueueInput, _ ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error) {
 	const op = "PurgeQueue"
-	if err := ctx.Err(); err != nil {
-		return nil, opErr(op, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, err := s.lookup(in.QueueUrl)
+	q, err := s.enter(ctx, op, in.QueueUrl)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	q.std.Init()
 	q.groups = map[string]*group{}
 	q.byID = map[string]*message{}

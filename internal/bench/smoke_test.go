@@ -13,6 +13,8 @@ import (
 // TestHarnessSmoke runs the whole harness briefly against the local stack:
 // it builds and runs the worker, scrapes its /metrics and the baseline, and
 // renders the reports. A renamed metric or log line in the worker breaks it.
+// The window is a few seconds so that a loaded machine still sees receives
+// in it (with 1 s, a worker holding a full in-flight buffer made none).
 func TestHarnessSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration: runs the worker against the emulators")
@@ -21,7 +23,7 @@ func TestHarnessSmoke(t *testing.T) {
 	testenv.DynamoDB(t)
 	var log bytes.Buffer
 	res, err := Run(t.Context(), Config{
-		Procs: []int{1}, Concurrency: []int{2}, Warmup: 200 * time.Millisecond, Window: time.Second,
+		Procs: []int{1}, Concurrency: []int{2}, Warmup: 500 * time.Millisecond, Window: 3 * time.Second,
 		LimitConcurrency: []int{4}, LimitMessages: 200, LimitDuration: 500 * time.Millisecond,
 		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log,
 	})

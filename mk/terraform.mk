@@ -101,7 +101,7 @@ tf-test:
 # took 113 minutes at low priority on two busy cores (1.3 GB binary), hence
 # not in tf-check; once built, the target runs in about 90 s.
 AWS_PROVIDER_VERSION := v1.60.1-0.20260602190131-5f2286d6d836
-AWS_PROVIDER_DIR     := $(EXACTLY_ROOT)/.tools/aws-provider-$(AWS_PROVIDER_VERSION)
+AWS_PROVIDER_DIR     := $(EXACTLY_TOOLS_BIN)/aws-provider-$(AWS_PROVIDER_VERSION)
 AWS_PROVIDER         := $(AWS_PROVIDER_DIR)/terraform-provider-aws
 TF_VALIDATE_RC       := $(EXACTLY_ROOT)/.tools/tf-validate.tfrc
 

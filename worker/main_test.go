@@ -3,7 +3,9 @@ package worker
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -99,4 +101,23 @@ func TestDeniedNamesActionAndResource(t *testing.T) {
 
 	other := errors.New("connection refused")
 	require.Same(t, other, denied(other, "x", "y"))
+}
+
+// TestReadmeConfigTableIsComplete: README's Configure table has a row for
+// every flag of `worker run`, with its environment twin.
+func TestReadmeConfigTableIsComplete(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	var s settings
+	fs := newRunSet(&s, env())
+	n := 0
+	fs.FlagSet().VisitAll(func(f *flag.Flag) {
+		n++
+		name := fs.Name(f.Name) // "--flag (ENV)"
+		flagName, envName, _ := strings.Cut(strings.TrimSuffix(name, ")"), " (")
+		row := "| `" + flagName + "` | `" + envName + "` |"
+		require.True(t, strings.Contains(string(readme), row), "README's Configure table lacks a row %s", row)
+	})
+	require.Greater(t, n, 20)
 }

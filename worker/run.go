@@ -30,6 +30,9 @@ const (
 	NamespaceDefault   = "exactly"
 	DedupTTLDefault    = 24 * time.Hour
 	MetricsAddrDefault = ":9090"
+	// RetryInPlaceDefault: two retries in place (about 1 s and 2 s) ride
+	// out a brief blip of a downstream without a trip through SQS.
+	RetryInPlaceDefault = 2
 )
 
 // settings are the worker's settings, from flags and WORKER_* variables.
@@ -55,6 +58,7 @@ type settings struct {
 	progress        time.Duration
 	waitTime        time.Duration
 	ackDelay        time.Duration
+	retryInPlace    int
 	fifoFailRest    string // lambda only
 	dedupScope      string // lambda only
 
@@ -104,6 +108,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", pool.ReceiversDefault, "concurrent long polls per queue")
 	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.WaitTimeDefault, "long-poll wait, 1s to 20s; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
 	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.AckDelayDefault, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes)")
+	fs.Int(&s.retryInPlace, "retry-in-place", "WORKER_RETRY_IN_PLACE", RetryInPlaceDefault, "retryable failures retried in place, with backoff, before the message goes back to SQS: the worker keeps it and the rest of its FIFO group hidden meanwhile, so that their receive counts do not climb towards maxReceiveCount (0: back to SQS at once)")
 	fs.Int(&s.maxInFlight, "max-in-flight", "WORKER_MAX_IN_FLIGHT", 0, "messages received and not yet finished (0: 2×concurrency + 10 per receiver)")
 	fs.Duration(&s.shutdownTimeout, "shutdown-timeout", "WORKER_SHUTDOWN_TIMEOUT", pool.ShutdownTimeoutDefault, "on SIGTERM, how long running handlers may finish (keep it below ECS stopTimeout)")
 	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", MetricsAddrDefault, "address of /healthz, /readyz and /metrics (empty: off)")
@@ -148,6 +153,9 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	}
 	if s.receivers < 1 {
 		return config.Errorf("%s must be at least 1", fs.Name("receivers"))
+	}
+	if s.retryInPlace < 0 || s.retryInPlace > 20 {
+		return config.Errorf("%s must be between 0 and 20", fs.Name("retry-in-place"))
 	}
 	if s.maxInFlight < 0 {
 		return config.Errorf("%s must not be negative", fs.Name("max-in-flight"))
@@ -215,7 +223,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	p, err := pool.New(pool.Config{
 		Client: cl.sqs, Queues: queues, Processor: proc,
 		Concurrency: s.concurrency, MaxInFlight: s.maxInFlight, ShutdownTimeout: s.shutdownTimeout, WaitTime: s.waitTime, AckDelay: s.ackDelay,
-		Log: log, Observer: metrics,
+		RetryInPlace: s.retryInPlace, Log: log, Observer: metrics,
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/process"
 )
 
@@ -89,8 +90,16 @@ type Config struct {
 	AckDelay        time.Duration // AckDelayDefault if 0
 	RetryBase       time.Duration // RetryBaseDefault if 0
 	RetryMax        time.Duration // RetryMaxDefault if 0
-	Log             *slog.Logger
-	Observer        Observer
+	// RetryInPlace is how many times a retryable failure is retried in
+	// place, with backoff, before the message goes back to SQS: the pool
+	// keeps holding it (and, in a FIFO queue, the rest of its group) hidden
+	// meanwhile. Every return to SQS raises the receive count of the
+	// message and of the followers that come along with it, towards the
+	// redrive policy's maxReceiveCount; retrying in place spares them that
+	// (and the requests). 0 returns it at once.
+	RetryInPlace int
+	Log          *slog.Logger
+	Observer     Observer
 }
 
 // Pool consumes queues until its context is cancelled.
@@ -145,6 +154,8 @@ type delivery struct {
 	// visibleUntil is when the message becomes visible again unless it is
 	// extended; a lower bound of SQS's view. Guarded by queueState.mu.
 	visibleUntil time.Time
+	// retries counts the retries in place so far (owned by its lane).
+	retries int
 }
 
 // New validates cfg and returns a pool.
@@ -157,6 +168,9 @@ func New(cfg Config) (*Pool, error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = ConcurrencyDefault
+	}
+	if cfg.RetryInPlace < 0 {
+		return nil, errors.New("pool: RetryInPlace must not be negative")
 	}
 	cfg.Queues = append([]Queue(nil), cfg.Queues...)
 	receivers := 0
@@ -529,6 +543,7 @@ func (p *Pool) runLane(l *lane) {
 		}
 		d := l.pending[0]
 		l.pending = l.pending[1:]
+		inPlace := d.retries < p.cfg.RetryInPlace
 		p.mu.Unlock()
 
 		select {
@@ -540,6 +555,7 @@ func (p *Pool) runLane(l *lane) {
 			continue
 		}
 		gone := false // the message left the queue: deleted or dead-lettered
+		var again time.Duration
 		if l.qs.expired(d, time.Now()) {
 			// SQS may have handed it to someone else already: leave it to them.
 			p.log.Warn("visibility timeout passed before the message could run; leaving it to SQS",
@@ -547,9 +563,12 @@ func (p *Pool) runLane(l *lane) {
 			l.qs.release(d)
 			p.finish()
 		} else {
-			_, gone = p.run(l.qs, d)
+			gone, again = p.run(l.qs, d, inPlace)
 		}
 		<-p.slots
+		if again > 0 && p.retryInPlace(l, d, again) {
+			continue
+		}
 		if !gone && fifo {
 			// Order: the rest of this group must wait for this message. One
 			// that left for the dead-letter queue holds nothing back, as when
@@ -565,12 +584,49 @@ func (p *Pool) runLane(l *lane) {
 	}
 }
 
+// retryInPlace waits out a retry's delay while the pool keeps holding d, then
+// puts d back at the head of its lane and reports true. If shutdown begins
+// meanwhile, or the message was received again (its visibility lapsed), d
+// goes back to SQS, after the delay, and it reports false.
+func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration) bool {
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-p.stopCh: // first: shutdown may have begun while it ran
+	default:
+		select {
+		case <-t.C:
+		case <-p.stopCh:
+		}
+	}
+	select {
+	case <-p.stopCh:
+		l.qs.settle(d, false, after)
+		p.finish()
+		return false
+	default:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range l.pending {
+		if o.msg.ID == d.msg.ID { // a newer receipt of the same message
+			l.qs.release(d)
+			p.finish()
+			return false
+		}
+	}
+	l.pending = append([]*delivery{d}, l.pending...)
+	return true
+}
+
 // run processes one delivery and carries out the processor's decision. It
-// reports whether the message left the queue (deleted or dead-lettered).
-func (p *Pool) run(qs *queueState, d *delivery) (r process.Result, gone bool) {
+// reports whether the message left the queue (deleted or dead-lettered), or,
+// when inPlace allows a retry in place, the delay after which the lane
+// should run it again (the pool still holds it then).
+func (p *Pool) run(qs *queueState, d *delivery, inPlace bool) (gone bool, again time.Duration) {
 	q := qs.q
 	start := time.Now()
-	r = p.process(q, d)
+	r := p.process(q, d)
 	took := time.Since(start)
 	// The message's logger is built only for a line that will be written:
 	// most messages end in a Debug line that production does not keep.
@@ -593,6 +649,18 @@ func (p *Pool) run(qs *queueState, d *delivery) (r process.Result, gone bool) {
 		gone = p.fail(qs, d, r, logger())
 	default: // Retry, or a processor that returned no action
 		after := r.After
+		// Busy: another worker's live lease; waiting for it here would
+		// only hold the group, and SQS brings the message back in time.
+		// A delay asked for beyond RetryMax is SQS's to wait out too.
+		if inPlace && r.Outcome != dedup.Busy && after <= p.cfg.RetryMax {
+			d.retries++
+			if after <= 0 {
+				after = backoff(d.retries, p.cfg.RetryBase, p.cfg.RetryMax)
+			}
+			logger().Info("retry in place", "attempt", d.retries, "of", p.cfg.RetryInPlace, "after", after, "err", r.Err)
+			p.obs.Done(d.msg.QueueName, r, took)
+			return false, max(after, time.Millisecond)
+		}
 		if after <= 0 {
 			after = backoff(d.msg.ReceiveCount, p.cfg.RetryBase, p.cfg.RetryMax)
 		}
@@ -601,7 +669,7 @@ func (p *Pool) run(qs *queueState, d *delivery) (r process.Result, gone bool) {
 	}
 	p.finish()
 	p.obs.Done(d.msg.QueueName, r, took)
-	return r, gone
+	return gone, 0
 }
 
 // process calls the processor; a panic is recovered and retried.

@@ -493,7 +493,7 @@ func TestReceiveAsksForWhatThePoolNeeds(t *testing.T) {
 // before the pool saw the cancel, processes it) instead.
 func TestIdleShutdownStrandsNothing(t *testing.T) {
 	t.Parallel()
-	const wait = 2 * time.Second
+	const wait = 3 * time.Second
 	b := setup(t, options{fifo: true, config: func(c *Config) { c.WaitTime = wait }})
 	polling := make(chan struct{}, 8)
 	b.rec.onReceive = func() {
@@ -513,7 +513,8 @@ func TestIdleShutdownStrandsNothing(t *testing.T) {
 	b.cancel()
 	b.sendFIFO(t, "A", "late")
 	b.stop(t)
-	require.Less(t, time.Since(at), wait+time.Second, "Run returns once the open polls have")
+	// Slack for a starved machine, yet less than a second poll would take.
+	require.Less(t, time.Since(at), wait+2500*time.Millisecond, "Run returns once the open polls have")
 	v, nv := b.counts(t, b.url)
 	require.Zero(t, nv, "nothing stranded in flight")
 	require.Equal(t, 1, v+int(processed.Load()), "the late message is visible again or was processed")

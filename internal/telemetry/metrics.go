@@ -54,7 +54,7 @@ func NewMetrics() *Metrics {
 		duplicates:    counter("duplicates_total", "Duplicates absorbed: deleted without running the effect."),
 		conflicts:     counter("conflicts_total", "Keys completed for a different payload: never run, never acknowledged."),
 		busy:          counter("busy_total", "Messages whose key another worker held under a live lease."),
-		retries:       counter("retries_total", "Messages handed back for a retry after a retryable failure."),
+		retries:       counter("retries_total", "Retryable failures: retried in place, or handed back to SQS with backoff."),
 		permanent:     counter("permanent_failures_total", "Permanent failures, left to the redrive policy or moved to the DLQ."),
 		leasesLost:    counter("leases_lost_total", "Claims taken over by another worker while the effect ran."),
 		receiveErrors: counter("receive_errors_total", "Failed ReceiveMessage calls."),

@@ -15,13 +15,13 @@ import (
 )
 
 // failFirst returns a processor that fails body's first n runs retryably
-// (with outcome) and deletes everything else.
-func failFirst(tr *tracker, body string, n int32, outcome dedup.Outcome) func(context.Context, effect.Message, process.Hooks) process.Result {
+// (the effect failed after a won claim) and deletes everything else.
+func failFirst(tr *tracker, body string, n int32) func(context.Context, effect.Message, process.Hooks) process.Result {
 	var fails atomic.Int32
 	return func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
 		end := tr.begin(m)
 		if m.Body == body && fails.Add(1) <= n {
-			return end(process.Result{Action: process.Retry, Outcome: outcome, Err: errors.New("downstream unavailable")})
+			return end(process.Result{Action: process.Retry, Outcome: dedup.Won, Err: errors.New("downstream unavailable")})
 		}
 		return end(deleted())
 	}
@@ -34,7 +34,7 @@ func TestRetryInPlaceSparesTheGroupsReceiveCounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{fifo: true, config: func(c *Config) { c.RetryInPlace = 2 }})
 	tr := newTracker(6)
-	b.proc.ProcessFunc = failFirst(tr, "a1", 2, dedup.Won)
+	b.proc.ProcessFunc = failFirst(tr, "a1", 2)
 	b.sendFIFO(t, "A", "a1", "a2", "a3")
 	b.sendFIFO(t, "B", "b1", "b2", "b3")
 	b.start(t)
@@ -60,7 +60,7 @@ func TestRetryInPlaceEndsAfterItsBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{fifo: true, config: func(c *Config) { c.RetryInPlace = 1 }})
 	tr := newTracker(2)
-	b.proc.ProcessFunc = failFirst(tr, "a1", 2, dedup.Won)
+	b.proc.ProcessFunc = failFirst(tr, "a1", 2)
 	b.sendFIFO(t, "A", "a1", "a2")
 	b.start(t)
 	waitFor(t, tr.allDone, 10*time.Second, "all messages")
@@ -72,19 +72,35 @@ func TestRetryInPlaceEndsAfterItsBudget(t *testing.T) {
 	})
 }
 
-// TestBusyIsNotRetriedInPlace: another worker's live lease is waited out by
-// SQS, not by holding the group.
-func TestBusyIsNotRetriedInPlace(t *testing.T) {
+// TestOthersClaimsAreNotRetriedInPlace: another worker's live lease, or a
+// lease taken over while the effect ran, is left to SQS, not waited out by
+// holding the group.
+func TestOthersClaimsAreNotRetriedInPlace(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{fifo: true, config: func(c *Config) { c.RetryInPlace = 3 }})
-	tr := newTracker(1)
-	b.proc.ProcessFunc = failFirst(tr, "a1", 1, dedup.Busy)
-	b.sendFIFO(t, "A", "a1")
-	b.start(t)
-	waitFor(t, tr.allDone, 10*time.Second, "a1")
-	tr.snapshot(func(tr *tracker) {
-		require.Equal(t, []int{1, 2}, tr.receiveCounts["a1"])
-	})
+	for name, r := range map[string]process.Result{
+		"busy":       {Action: process.Retry, Outcome: dedup.Busy, After: time.Millisecond},
+		"lease lost": {Action: process.Retry, Outcome: dedup.Won, LeaseLost: true, Err: dedup.ErrLeaseLost},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, options{fifo: true, config: func(c *Config) { c.RetryInPlace = 3 }})
+			tr := newTracker(1)
+			var once atomic.Bool
+			b.proc.ProcessFunc = func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
+				end := tr.begin(m)
+				if once.CompareAndSwap(false, true) {
+					return end(r)
+				}
+				return end(deleted())
+			}
+			b.sendFIFO(t, "A", "a1")
+			b.start(t)
+			waitFor(t, tr.allDone, 10*time.Second, "a1")
+			tr.snapshot(func(tr *tracker) {
+				require.Equal(t, []int{1, 2}, tr.receiveCounts["a1"], "back through SQS")
+			})
+		})
+	}
 }
 
 // TestShutdownEndsARetryInPlace: a message waiting to be retried in place

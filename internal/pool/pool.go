@@ -649,10 +649,11 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool) (gone bool, again 
 		gone = p.fail(qs, d, r, logger())
 	default: // Retry, or a processor that returned no action
 		after := r.After
-		// Busy: another worker's live lease; waiting for it here would
-		// only hold the group, and SQS brings the message back in time.
-		// A delay asked for beyond RetryMax is SQS's to wait out too.
-		if inPlace && r.Outcome != dedup.Busy && after <= p.cfg.RetryMax {
+		// Busy, or a lease lost: another worker has (or had) the message;
+		// waiting here would only hold the group, and SQS brings it back in
+		// time if need be. A delay asked for beyond RetryMax is SQS's to
+		// wait out too.
+		if inPlace && r.Outcome != dedup.Busy && !r.LeaseLost && after <= p.cfg.RetryMax {
 			d.retries++
 			if after <= 0 {
 				after = backoff(d.retries, p.cfg.RetryBase, p.cfg.RetryMax)

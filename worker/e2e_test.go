@@ -174,6 +174,29 @@ func TestEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dl.Messages, 1)
 	require.Equal(t, `{"account": 7}`, aws.ToString(dl.Messages[0].Body))
+	_, err = sqsc.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &dlqURL, ReceiptHandle: dl.Messages[0].ReceiptHandle})
+	require.NoError(t, err)
+
+	// worker redrive moves it back, with its group and its dedup key; it
+	// fails again and is dead-lettered again, keeping that key.
+	// (It may also see the copy come back, failed again: it leaves that.)
+	require.True(t, strings.HasPrefix(runCLI(t, "redrive", "--dlq", dlqURL, "--queue", url), "moved 1 messages from "+dlq+" to "+queue))
+	var again []sqstypes.Message
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		out, err := sqsc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &dlqURL, WaitTimeSeconds: 1, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		require.NoError(t, err)
+		again = out.Messages
+		return len(again) > 0
+	}, "the replayed poison message back in the DLQ")
+	require.Len(t, again, 1)
+	require.Equal(t, `{"account": 7}`, aws.ToString(again[0].Body))
+	require.Equal(t, "poison", again[0].Attributes["MessageGroupId"])
+	require.Equal(t, "redrive-"+aws.ToString(dl.Messages[0].MessageId), again[0].Attributes["MessageDeduplicationId"])
+	require.Equal(t, "poison-1", aws.ToString(again[0].MessageAttributes["idempotency-key"].StringValue), "the dedup key kept")
+	require.Len(t, scanAll(t, db, table), 25, "the replay used the same dedup record")
 
 	// The 8 retries were absorbed by the ledger; /metrics says so.
 	addr, ok := w.field("serving /healthz, /readyz and /metrics", "addr")

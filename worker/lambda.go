@@ -213,7 +213,8 @@ func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s set
 }
 
 // moveToDLQ sends a record to its queue's dead-letter queue as it came:
-// body, message attributes and, in a FIFO queue, its group and dedup id.
+// body, message attributes and, in a FIFO queue, its group and dedup id;
+// plus an idempotency-key attribute that keeps its dedup key.
 func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, rec events.SQSMessage) error {
 	q, ok := queues.byName[sqslambda.QueueName(rec.EventSourceARN)]
 	if !ok || q.dlq == "" {
@@ -224,12 +225,13 @@ func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, r
 		in.MessageGroupId = aws.String(rec.Attributes["MessageGroupId"])
 		in.MessageDeduplicationId = aws.String(rec.Attributes["MessageDeduplicationId"])
 	}
+	attrs := map[string]sqstypes.MessageAttributeValue{}
 	for k, v := range rec.MessageAttributes {
-		if in.MessageAttributes == nil {
-			in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{}
-		}
-		in.MessageAttributes[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+		attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 	}
+	// The copy keeps the dedup key (see pool.WithKey); with ten attributes
+	// already it cannot, and goes as it came.
+	in.MessageAttributes, _ = pool.WithKey(effect.Message{ID: rec.MessageId, DedupID: rec.Attributes["MessageDeduplicationId"]}, attrs)
 	_, err := client.SendMessage(ctx, in)
 	return err
 }

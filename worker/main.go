@@ -36,6 +36,8 @@ commands:
             when AWS_LAMBDA_RUNTIME_API is set and no command is given)
   setup     create queues and tables that are missing (local stacks, first tries)
   send      send messages to a queue
+  redrive   move messages from a dead-letter queue back to their queue,
+            keeping group, attributes and dedup key
   ledger    print the balances of the ledger demo effect
   version   print the build version
 
@@ -76,6 +78,10 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 	case "send":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
 			return sendCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "redrive":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return redriveCommand(ctx, rest, stdout, stderr, lookup)
 		})
 	case "ledger":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {

@@ -49,6 +49,8 @@ func TestBadConfigFailsWithOneLine(t *testing.T) {
 		{"stray argument", []string{"run", "--effect", "noop", "extra"}, env(), `unexpected argument "extra"`},
 		{"FIFO setting on a standard queue", []string{"setup", "--queue", "orders", "--high-throughput"}, env(), "FIFO settings, and queue \"orders\" is not FIFO"},
 		{"FIFO DLQ for a standard queue", []string{"setup", "--queue", "orders", "--dlq", "orders-dlq.fifo"}, env(), "a FIFO queue needs a FIFO dead-letter queue"},
+		{"redrive without a queue", []string{"redrive", "--dlq", "http://x/1/q-dlq.fifo"}, env(), "--dlq and --queue are required"},
+		{"redrive across queue types", []string{"redrive", "--dlq", "http://x/1/q-dlq.fifo", "--queue", "http://x/1/q"}, env(), "a FIFO queue's dead-letter queue is FIFO"},
 		{"unknown command", []string{"sprint"}, env(), `unknown command "sprint"`},
 	}
 	for _, c := range cases {

@@ -695,9 +695,11 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger) (moved bool) {
 	q := qs.q
 	if q.DLQURL != "" {
-		in := &sqs.SendMessageInput{
-			QueueUrl: &q.DLQURL, MessageBody: d.raw.Body, MessageAttributes: d.raw.MessageAttributes,
+		attrs, ok := WithKey(d.msg, d.raw.MessageAttributes)
+		if !ok {
+			log.Warn("the dead-letter copy cannot carry the message's dedup key in an idempotency-key attribute (it has 10 attributes already); replayed, it may get a new key under --dedup-key auto")
 		}
+		in := &sqs.SendMessageInput{QueueUrl: &q.DLQURL, MessageBody: d.raw.Body, MessageAttributes: attrs}
 		if q.FIFO {
 			in.MessageGroupId = aws.String(d.msg.Group)
 			in.MessageDeduplicationId = aws.String(d.msg.DedupID)

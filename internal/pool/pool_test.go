@@ -239,6 +239,8 @@ func TestPermanentFailureMovesToDLQ(t *testing.T) {
 	require.Equal(t, "A", m.Attributes["MessageGroupId"], "the group is kept")
 	require.Equal(t, "poison", m.Attributes["MessageDeduplicationId"], "the dedup id is kept")
 	require.Equal(t, "t-A", aws.ToString(m.MessageAttributes["tenant"].StringValue), "message attributes are kept")
+	require.Equal(t, "poison", aws.ToString(m.MessageAttributes["idempotency-key"].StringValue),
+		"the dedup key (auto: the dedup id) is carried, so that a replay keeps it")
 	v, nv := b.counts(t, b.url)
 	require.Equal(t, 0, v+nv)
 	logs := b.logs.String()

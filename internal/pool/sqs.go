@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
 )
 
 // SQS is the part of the SQS client the pool uses. *sqs.Client satisfies it,
@@ -76,4 +77,37 @@ func seqLess(a, b string) bool {
 		return len(a) < len(b)
 	}
 	return a < b
+}
+
+// maxMessageAttributes is SQS's limit of message attributes per message.
+const maxMessageAttributes = 10
+
+// WithKey returns the message attributes to send with a copy of m (to its
+// dead-letter queue, or back from it) so that the copy keeps m's dedup key
+// under the auto key source, whose fallbacks (MessageDeduplicationId, then
+// MessageId) a copy does not keep: the idempotency-key attribute, set to
+// what auto read from m when m has none. A key that the copy would lose
+// could let an effect that completed run again. attrs is not modified. When
+// m already has SQS's ten attributes, none can be added: ok is false.
+func WithKey(m effect.Message, attrs map[string]types.MessageAttributeValue) (out map[string]types.MessageAttributeValue, ok bool) {
+	if _, has := attrs[dedup.IdempotencyKeyAttribute]; has {
+		return attrs, true
+	}
+	key := m.DedupID
+	if key == "" {
+		key = m.ID
+	}
+	if key == "" {
+		return attrs, true
+	}
+	if len(attrs) >= maxMessageAttributes {
+		return attrs, false
+	}
+	out = make(map[string]types.MessageAttributeValue, len(attrs)+1)
+	for k, v := range attrs {
+		out[k] = v
+	}
+	s := "String"
+	out[dedup.IdempotencyKeyAttribute] = types.MessageAttributeValue{DataType: &s, StringValue: &key}
+	return out, true
 }

@@ -1,0 +1,189 @@
+// Package redrive moves messages from a dead-letter queue back to the queue
+// they came from, keeping what makes them the same logical messages: body,
+// message attributes, group, and the dedup key (an idempotency-key attribute
+// set to what the auto key source read, when the message has none). Each
+// copy gets a fresh MessageDeduplicationId derived from the dead-letter
+// message, so that SQS's five-minute window can neither drop the replay of
+// a message sent moments ago nor let a retried move of the same dead-letter
+// message in twice.
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/internal/pool"
+)
+
+// SQS is the part of the SQS client a redrive uses.
+type SQS interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+// Config of one redrive.
+type Config struct {
+	DLQ   string // URL of the dead-letter queue to empty
+	Queue string // URL of the queue to send to: the one the messages came from
+	// Max moves at most this many messages; 0 moves until the DLQ is empty.
+	Max int
+	// Visibility hides a received message while it is copied (default 60s).
+	Visibility time.Duration
+	// Wait is the long-poll wait; a receive that waits this long and gets
+	// nothing ends the redrive (default 2s).
+	Wait time.Duration
+	// Before: only messages that reached the dead-letter queue before it are
+	// moved (default: when Run starts). A message that fails again while
+	// the redrive runs comes back to the dead-letter queue as a new message;
+	// without the cut-off it would be moved again, and again.
+	Before time.Time
+}
+
+// Result of a redrive.
+type Result struct {
+	Moved int
+	Left  int // messages that reached the dead-letter queue after Before
+}
+
+// ErrCannotCarryKey: a message has SQS's ten message attributes already and
+// none of them is idempotency-key, so its copy could not keep its dedup key.
+var ErrCannotCarryKey = errors.New("it has 10 message attributes and no idempotency-key, so a copy cannot keep its dedup key; move it by hand with an idempotency-key attribute in place of one of them")
+
+// Run moves messages until the dead-letter queue is empty, Max is reached,
+// or something fails. It stops at the first failure, after the batch at
+// hand: a message that could not be sent stays in the dead-letter queue
+// (visible again after Visibility) and the error names it. A message sent
+// whose delete failed comes back too; moved again within five minutes, SQS
+// drops the second copy, and after that the ledger does (same key).
+func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
+	var res Result
+	if pool.IsFIFO(cfg.DLQ) != pool.IsFIFO(cfg.Queue) {
+		return res, fmt.Errorf("%s and %s: a FIFO queue's dead-letter queue is FIFO, a standard one's standard", pool.QueueName(cfg.DLQ), pool.QueueName(cfg.Queue))
+	}
+	if cfg.Visibility <= 0 {
+		cfg.Visibility = time.Minute
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = 2 * time.Second
+	}
+	if cfg.Before.IsZero() {
+		cfg.Before = time.Now()
+	}
+	fifo := pool.IsFIFO(cfg.Queue)
+	// Messages left for being too new are held until the end, so that the
+	// receives get past them, then made visible again.
+	var left []types.ChangeMessageVisibilityBatchRequestEntry
+	defer func() {
+		for len(left) > 0 {
+			n := min(len(left), 10)
+			_, _ = c.ChangeMessageVisibilityBatch(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &cfg.DLQ, Entries: left[:n]})
+			left = left[n:]
+		}
+	}()
+	for cfg.Max == 0 || res.Moved < cfg.Max {
+		n := 10
+		if cfg.Max > 0 {
+			n = min(n, cfg.Max-res.Moved)
+		}
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &cfg.DLQ, MaxNumberOfMessages: int32(n),
+			WaitTimeSeconds:             int32(cfg.Wait / time.Second),
+			VisibilityTimeout:           int32(cfg.Visibility / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil {
+			return res, fmt.Errorf("receive from %s: %w", pool.QueueName(cfg.DLQ), err)
+		}
+		if len(out.Messages) == 0 {
+			return res, nil
+		}
+		var old []types.Message
+		for _, m := range out.Messages {
+			if pool.ToMessage(cfg.DLQ, m).SentAt.Before(cfg.Before) {
+				old = append(old, m)
+				continue
+			}
+			res.Left++
+			left = append(left, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(len(left) % 10)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if len(old) == 0 {
+			continue
+		}
+		moved, err := move(ctx, c, cfg, fifo, old)
+		res.Moved += moved
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// move copies one received batch to the queue and deletes from the DLQ
+// what was copied, in order. It stops at the first message it cannot copy.
+func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Message) (int, error) {
+	var stop error
+	entries := make([]types.SendMessageBatchRequestEntry, 0, len(msgs))
+	for i, m := range msgs {
+		msg := pool.ToMessage(cfg.DLQ, m)
+		attrs, ok := pool.WithKey(msg, m.MessageAttributes)
+		if !ok {
+			stop = fmt.Errorf("message %s not moved: %w", msg.ID, ErrCannotCarryKey)
+			break
+		}
+		e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: m.Body, MessageAttributes: attrs}
+		if fifo {
+			if msg.Group == "" {
+				stop = fmt.Errorf("message %s not moved: it has no MessageGroupId", msg.ID)
+				break
+			}
+			e.MessageGroupId = aws.String(msg.Group)
+			e.MessageDeduplicationId = aws.String("redrive-" + msg.ID)
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) == 0 {
+		return 0, stop
+	}
+	out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &cfg.Queue, Entries: entries})
+	if err != nil {
+		return 0, fmt.Errorf("send to %s: %w", pool.QueueName(cfg.Queue), err)
+	}
+	sent := make([]bool, len(msgs))
+	for _, s := range out.Successful {
+		i, _ := strconv.Atoi(aws.ToString(s.Id))
+		sent[i] = true
+	}
+	var dels []types.DeleteMessageBatchRequestEntry
+	for i, m := range msgs {
+		if sent[i] {
+			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	if len(out.Failed) > 0 && stop == nil {
+		f := out.Failed[0]
+		i, _ := strconv.Atoi(aws.ToString(f.Id))
+		stop = fmt.Errorf("message %s not moved: %s: %s", aws.ToString(msgs[i].MessageId), aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	if len(dels) > 0 {
+		d, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &cfg.DLQ, Entries: dels})
+		if err != nil {
+			return len(dels), errors.Join(stop, fmt.Errorf("%d messages were copied to %s but not deleted from %s (they come back; their copies are dropped as duplicates): %w",
+				len(dels), pool.QueueName(cfg.Queue), pool.QueueName(cfg.DLQ), err))
+		}
+		if len(d.Failed) > 0 {
+			stop = errors.Join(stop, fmt.Errorf("%d messages were copied to %s but not deleted from %s (they come back; their copies are dropped as duplicates): %s",
+				len(d.Failed), pool.QueueName(cfg.Queue), pool.QueueName(cfg.DLQ), aws.ToString(d.Failed[0].Message)))
+		}
+	}
+	return len(dels), stop
+}

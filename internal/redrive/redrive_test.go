@@ -167,3 +167,25 @@ func TestRedriveLeavesWhatArrivedAfterItsStart(t *testing.T) {
 		require.Equal(t, "C1", aws.ToString(stay[0].Body))
 	})
 }
+
+// TestRedriveStandardQueue: no group, no dedup id; the key auto read was the
+// message id, which the copy carries.
+func TestRedriveStandardQueue(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		url, dlq := testenv.NewQueue(t, c, false, nil, 3)
+		ids := map[string]string{}
+		for _, body := range []string{"s1", "s2"} {
+			out, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &dlq, MessageBody: aws.String(body)})
+			require.NoError(t, err)
+			ids[body] = aws.ToString(out.MessageId)
+		}
+		res, err := redrive.Run(context.Background(), c, redrive.Config{DLQ: dlq, Queue: url, Wait: time.Second})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Moved)
+		keys := map[string]string{}
+		for _, m := range drain(t, c, url) {
+			keys[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["idempotency-key"].StringValue)
+		}
+		require.Equal(t, ids, keys)
+	})
+}

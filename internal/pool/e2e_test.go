@@ -60,15 +60,19 @@ func newLedgerRig(t *testing.T, wrap func(effect.Effect) effect.Effect) *ledgerR
 	return r
 }
 
-func (r *ledgerRig) pool(t *testing.T, concurrency int, visibility time.Duration) *Pool {
+func (r *ledgerRig) pool(t *testing.T, concurrency int, visibility time.Duration, edit ...func(*Config)) *Pool {
 	t.Helper()
-	p, err := New(Config{
+	cfg := Config{
 		Client: r.sqs, Processor: r.proc, Concurrency: concurrency,
 		Queues:   []Queue{{URL: r.url, FIFO: true, Visibility: visibility, Receivers: 4}},
 		WaitTime: time.Second, RetryBase: 10 * time.Millisecond, RetryMax: 10 * time.Millisecond,
 		ShutdownTimeout: 10 * time.Second, Observer: r.obs,
 		Log: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	for _, f := range edit {
+		f(&cfg)
+	}
+	p, err := New(cfg)
 	require.NoError(t, err)
 	return p
 }
@@ -279,6 +283,41 @@ func TestEmulatorFailureHoldsBackItsGroup(t *testing.T) {
 	require.Equal(t, int64(failures), r.obs.retries.Load(), "the failing entry was retried")
 	require.Zero(t, r.obs.failures.Load())
 	r.obs.requireInOrder(t, groups, perGroup) // 11..20 of acct-01 waited for 10
+	r.requireBalances(t, groups, perGroup)
+	r.requireQueueEmpty(t)
+}
+
+// TestEmulatorRetryInPlaceKeepsTheMessage: a message that fails for longer
+// than the visibility timeout is retried in place, the keeper holding it
+// hidden all along: it succeeds at its first receive, and its group follows
+// in order.
+func TestEmulatorRetryInPlaceKeepsTheMessage(t *testing.T) {
+	t.Parallel()
+	const groups, perGroup, failures = 3, 10, 3
+	const delay = 1500 * time.Millisecond // × 3 failures > the 3 s visibility timeout
+	var failed atomic.Int32
+	var countAtSuccess atomic.Int32
+	r := newLedgerRig(t, func(next effect.Effect) effect.Effect {
+		return effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			if in.Message.DedupID == groupName(1)+"-005" {
+				if failed.Add(1) <= failures {
+					return effect.Output{}, effect.RetryAfter(delay, fmt.Errorf("downstream unavailable (%d)", failed.Load()))
+				}
+				countAtSuccess.Store(int32(in.Message.ReceiveCount))
+			}
+			return next.Apply(ctx, in)
+		})
+	})
+	r.send(t, groups, perGroup)
+	r.obs.expect(groups * perGroup)
+	cancel, done := runPool(r.pool(t, 8, 3*time.Second, func(c *Config) { c.RetryInPlace = failures; c.RetryMax = 5 * time.Second }))
+	r.obs.wait(t, 2*time.Minute)
+	cancel()
+	<-done
+
+	require.Equal(t, int64(failures), r.obs.retries.Load())
+	require.EqualValues(t, 1, countAtSuccess.Load(), "never went back to SQS: received once")
+	r.obs.requireInOrder(t, groups, perGroup)
 	r.requireBalances(t, groups, perGroup)
 	r.requireQueueEmpty(t)
 }

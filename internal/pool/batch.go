@@ -22,8 +22,9 @@ type batchOp struct {
 }
 
 // batcher groups deletes and visibility changes of one queue into batch
-// requests, flushed at 10 entries or after a short delay. It is owned by the
-// pool: started by run, ended by close, which flushes what is pending.
+// requests, flushed at 10 entries, after a short delay, or at once when the
+// pool says nothing else is coming (idle). It is owned by the pool: started
+// by run, ended by close, which flushes what is pending.
 type batcher struct {
 	client  SQS
 	url     string
@@ -35,6 +36,7 @@ type batcher struct {
 	deletes []batchOp
 	changes []batchOp
 	kick    chan struct{}
+	now     chan struct{} // idle: flush without waiting out the delay
 	closed  chan struct{}
 	done    chan struct{}
 }
@@ -42,7 +44,7 @@ type batcher struct {
 func newBatcher(client SQS, url string, delay time.Duration, onFail func(op string, n int, err error)) *batcher {
 	return &batcher{
 		client: client, url: url, delay: delay, timeout: 30 * time.Second, onFail: onFail,
-		kick: make(chan struct{}, 1), closed: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), now: make(chan struct{}, 1), closed: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
@@ -83,6 +85,22 @@ func (b *batcher) add(op batchOp) {
 	}
 }
 
+// idle tells the batcher that nothing more will join the pending entries
+// soon (the pool holds no other message of the queue): waiting out the delay
+// would only hold back the next receive of a FIFO group for nothing.
+func (b *batcher) idle() {
+	b.mu.Lock()
+	pending := len(b.deletes) > 0 || len(b.changes) > 0
+	b.mu.Unlock()
+	if !pending { // already sent: a signal now would only speed up the next lone entry
+		return
+	}
+	select {
+	case b.now <- struct{}{}:
+	default:
+	}
+}
+
 func dropReceipt(ops []batchOp, receipt string) []batchOp {
 	for i := range ops {
 		if ops[i].receipt == receipt {
@@ -103,18 +121,41 @@ func (b *batcher) run() {
 			return
 		}
 		// Wait the delay unless a full batch is already there.
+		// A batch that fills up meanwhile kicks again: it goes at once.
 		if !b.full() {
 			t := time.NewTimer(b.delay)
-			select {
-			case <-t.C:
-			case <-b.closed:
-				t.Stop()
+		wait:
+			for {
+				select {
+				case <-t.C:
+					break wait
+				case <-b.now:
+					break wait
+				case <-b.closed:
+					break wait
+				case <-b.kick:
+					if b.full() {
+						break wait
+					}
+				}
 			}
+			t.Stop()
 		}
 		// Everything pending has waited long enough (or is part of a full
 		// batch): send it all. Leaving a partial batch behind would strand
 		// it until the next add.
 		b.flushAll()
+		// An idle signal that came while this flush sent what it was about
+		// is stale: kept, it would send the next lone entry at once.
+		b.mu.Lock()
+		empty := len(b.deletes) == 0 && len(b.changes) == 0
+		b.mu.Unlock()
+		if empty {
+			select {
+			case <-b.now:
+			default:
+			}
+		}
 	}
 }
 

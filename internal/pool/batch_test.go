@@ -83,7 +83,9 @@ func TestBatcherSendsFullBatchesAtOnce(t *testing.T) {
 	b := newBatcher(c, "q", time.Hour, func(string, int, error) {})
 	go b.run()
 	defer b.close()
-	for i := range 10 {
+	b.delete("r0")
+	time.Sleep(50 * time.Millisecond) // the batcher now waits out the delay for r0
+	for i := 1; i < 10; i++ {
 		b.delete("r" + strconv.Itoa(i))
 	}
 	eventually(t, 5*time.Second, func() bool { return c.deleted() == 10 }, "a full batch, long before the delay")
@@ -153,4 +155,25 @@ func TestDefaultLeaseEndsBeforeTheVisibility(t *testing.T) {
 	} {
 		require.Equal(t, c.lease, DefaultLease(c.vis), c.vis)
 	}
+}
+
+// TestBatcherFlushesAtOnceWhenIdle: the pool says nothing more is coming;
+// the pending entries go without waiting out the delay, and the signal is
+// spent: a later lone entry waits again.
+func TestBatcherFlushesAtOnceWhenIdle(t *testing.T) {
+	t.Parallel()
+	c := &batchSQS{changes: map[string]int32{}}
+	b := newBatcher(c, "q", time.Hour, func(string, int, error) {})
+	go b.run()
+	defer b.close()
+	b.delete("r0")
+	b.delete("r1")
+	b.idle()
+	eventually(t, 5*time.Second, func() bool { return c.deleted() == 2 }, "both deletes, long before the delay")
+
+	b.idle() // stale: nothing is pending
+	time.Sleep(50 * time.Millisecond)
+	b.delete("r2")
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, 2, c.deleted(), "a lone entry after a spent signal waits for company")
 }

@@ -294,7 +294,10 @@ func TestEmulatorFailureHoldsBackItsGroup(t *testing.T) {
 func TestEmulatorRetryInPlaceKeepsTheMessage(t *testing.T) {
 	t.Parallel()
 	const groups, perGroup, failures = 3, 10, 3
-	const delay = 1500 * time.Millisecond // × 3 failures > the 3 s visibility timeout
+	// 3 failures × 2.5 s > the 6 s visibility timeout, which the keeper
+	// extends when less than half of it is left: 3 s of slack for a starved
+	// machine.
+	const delay = 2500 * time.Millisecond
 	var failed atomic.Int32
 	var countAtSuccess atomic.Int32
 	r := newLedgerRig(t, func(next effect.Effect) effect.Effect {
@@ -310,7 +313,7 @@ func TestEmulatorRetryInPlaceKeepsTheMessage(t *testing.T) {
 	})
 	r.send(t, groups, perGroup)
 	r.obs.expect(groups * perGroup)
-	cancel, done := runPool(r.pool(t, 8, 3*time.Second, func(c *Config) { c.RetryInPlace = failures; c.RetryMax = 5 * time.Second }))
+	cancel, done := runPool(r.pool(t, 8, 6*time.Second, func(c *Config) { c.RetryInPlace = failures; c.RetryMax = 5 * time.Second }))
 	r.obs.wait(t, 2*time.Minute)
 	cancel()
 	<-done

@@ -137,3 +137,24 @@ func TestShutdownEndsARetryInPlace(t *testing.T) {
 	}
 	require.ElementsMatch(t, []int32{int32(delay / time.Second), 0}, vis, "a1 with its delay, a2 at once")
 }
+
+// TestIdlePoolSendsItsAcksAtOnce: with nothing else held, a delete does not
+// wait out the ack delay (an hour here), which would hold the group's next
+// receive back; the group's messages follow one another promptly.
+func TestIdlePoolSendsItsAcksAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{fifo: true, config: func(c *Config) { c.AckDelay = time.Hour; c.Concurrency = 1 }})
+	tr := newTracker(3)
+	b.proc.ProcessFunc = func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
+		return tr.begin(m)(deleted())
+	}
+	b.start(t)
+	for _, body := range []string{"a1", "a2", "a3"} {
+		b.sendFIFO(t, "A", body)
+		// The next send comes after the previous message was deleted: each
+		// is received alone, and its delete makes the pool idle.
+		eventually(t, 10*time.Second, func() bool { v, nv := b.counts(t, b.url); return v+nv == 0 }, body+" deleted")
+	}
+	waitFor(t, tr.allDone, 10*time.Second, "all three")
+	tr.snapshot(func(tr *tracker) { require.Equal(t, []string{"a1", "a2", "a3"}, tr.order["A"]) })
+}

@@ -34,8 +34,9 @@ const (
 	ConcurrencyDefault     = 32
 	ShutdownTimeoutDefault = 90 * time.Second // inside ECS's 120 s stopTimeout
 	// AckDelayDefault: deletes and visibility changes wait this long for
-	// company before a batch goes out (at once when 10 are waiting). At 200
-	// messages/s it fills batches of 10: 0.1 deletes per message.
+	// company before a batch goes out (at once when 10 are waiting, or when
+	// the pool holds no other message of the queue). At 200 messages/s it
+	// fills batches of 10: 0.1 deletes per message.
 	AckDelayDefault  = 50 * time.Millisecond
 	RetryBaseDefault = 1 * time.Second
 	RetryMaxDefault  = 5 * time.Minute
@@ -449,6 +450,9 @@ func (qs *queueState) settle(d *delivery, del bool, vis time.Duration) {
 		qs.b.delete(d.receipt)
 	} else {
 		qs.b.changeVisibility(d.receipt, vis)
+	}
+	if len(qs.held) == 0 {
+		qs.b.idle()
 	}
 }
 

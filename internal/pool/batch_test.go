@@ -52,6 +52,16 @@ func (s *batchSQS) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.Chang
 	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
 }
 
+// runHourBatcher runs a batcher with an hour's delay on a recording SQS
+// until the test ends.
+func runHourBatcher(t *testing.T) (*batchSQS, *batcher) {
+	c := &batchSQS{changes: map[string]int32{}}
+	b := newBatcher(c, "q", time.Hour, func(string, int, error) {})
+	go b.run()
+	t.Cleanup(b.close)
+	return c, b
+}
+
 func (s *batchSQS) deleted() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,10 +89,7 @@ func TestBatcherFlushesWhatArrivedDuringAFlush(t *testing.T) {
 
 func TestBatcherSendsFullBatchesAtOnce(t *testing.T) {
 	t.Parallel()
-	c := &batchSQS{changes: map[string]int32{}}
-	b := newBatcher(c, "q", time.Hour, func(string, int, error) {})
-	go b.run()
-	defer b.close()
+	c, b := runHourBatcher(t)
 	b.delete("r0")
 	time.Sleep(50 * time.Millisecond) // the batcher now waits out the delay for r0
 	for i := 1; i < 10; i++ {
@@ -162,10 +169,7 @@ func TestDefaultLeaseEndsBeforeTheVisibility(t *testing.T) {
 // spent: a later lone entry waits again.
 func TestBatcherFlushesAtOnceWhenIdle(t *testing.T) {
 	t.Parallel()
-	c := &batchSQS{changes: map[string]int32{}}
-	b := newBatcher(c, "q", time.Hour, func(string, int, error) {})
-	go b.run()
-	defer b.close()
+	c, b := runHourBatcher(t)
 	b.delete("r0")
 	b.delete("r1")
 	b.idle()

@@ -158,3 +158,37 @@ func TestIdlePoolSendsItsAcksAtOnce(t *testing.T) {
 	waitFor(t, tr.allDone, 10*time.Second, "all three")
 	tr.snapshot(func(tr *tracker) { require.Equal(t, []string{"a1", "a2", "a3"}, tr.order["A"]) })
 }
+
+// slowObserver stalls the lane after its first permanent failure, long
+// enough for the failed message, visible again, to be received anew.
+type slowObserver struct {
+	testObserver
+	once atomic.Bool
+}
+
+func (o *slowObserver) Done(_ string, r process.Result, _ time.Duration) {
+	if r.Action == process.Fail && o.once.CompareAndSwap(false, true) {
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// TestAFreshDeliveryIsNotHandedBack: when a failed FIFO message goes back to
+// SQS, only what waited behind it goes back too. The message itself may be
+// received again before its lane is done with the failure; that delivery
+// runs. (Handed back unstarted, it would spend a receive for nothing and
+// reach maxReceiveCount a run early.)
+func TestAFreshDeliveryIsNotHandedBack(t *testing.T) {
+	t.Parallel()
+	obs := &slowObserver{}
+	b := setup(t, options{fifo: true, maxReceive: 3, config: func(c *Config) { c.Observer = obs }})
+	tr := newTracker(0)
+	b.proc.ProcessFunc = func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
+		return tr.begin(m)(process.Result{Action: process.Fail, Err: effect.Permanent(errors.New("bad body"))})
+	}
+	b.sendFIFO(t, "A", "poison")
+	b.start(t)
+	eventually(t, 10*time.Second, func() bool { v, _ := b.counts(t, b.dlq); return v == 1 }, "the poison message in the DLQ")
+	tr.snapshot(func(tr *tracker) {
+		require.Equal(t, []int{1, 2, 3}, tr.receiveCounts["poison"], "run at every receive")
+	})
+}

@@ -558,41 +558,51 @@ func (p *Pool) runLane(l *lane) {
 			p.mu.Unlock()
 			continue
 		}
-		gone := false // the message left the queue: deleted or dead-lettered
+		// Order: when d goes back to SQS, the rest of its group must wait
+		// for it, so what is pending goes back too. It is taken before d is
+		// released: once d is visible again, a receive may bring it back
+		// into this lane at once, and that fresh delivery must run, not be
+		// handed back unstarted (its receive count would rise for nothing).
+		// One that left for the dead-letter queue holds nothing back, as when
+		// SQS's redrive moves it.
+		holdBack := func() {}
+		if fifo {
+			holdBack = func() { p.handBackPending(l) }
+		}
 		var again time.Duration
 		if l.qs.expired(d, time.Now()) {
 			// SQS may have handed it to someone else already: leave it to them.
 			p.log.Warn("visibility timeout passed before the message could run; leaving it to SQS",
 				"queue", d.msg.QueueName, "message_id", d.msg.ID, "group", d.msg.Group)
+			holdBack()
 			l.qs.release(d)
 			p.finish()
 		} else {
-			gone, again = p.run(l.qs, d, inPlace)
+			again = p.run(l.qs, d, inPlace, holdBack)
 		}
 		<-p.slots
-		if again > 0 && p.retryInPlace(l, d, again) {
-			continue
-		}
-		if !gone && fifo {
-			// Order: the rest of this group must wait for this message. One
-			// that left for the dead-letter queue holds nothing back, as when
-			// SQS's redrive moves it.
-			p.mu.Lock()
-			rest := l.pending
-			l.pending = nil
-			p.mu.Unlock()
-			for _, d := range rest {
-				p.handBack(l.qs, d)
-			}
+		if again > 0 {
+			p.retryInPlace(l, d, again, holdBack)
 		}
 	}
 }
 
+// handBackPending hands back every delivery waiting in l.
+func (p *Pool) handBackPending(l *lane) {
+	p.mu.Lock()
+	rest := l.pending
+	l.pending = nil
+	p.mu.Unlock()
+	for _, d := range rest {
+		p.handBack(l.qs, d)
+	}
+}
+
 // retryInPlace waits out a retry's delay while the pool keeps holding d, then
-// puts d back at the head of its lane and reports true. If shutdown begins
-// meanwhile, or the message was received again (its visibility lapsed), d
-// goes back to SQS, after the delay, and it reports false.
-func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration) bool {
+// puts d back at the head of its lane. If shutdown begins meanwhile, d goes
+// back to SQS with the delay (holdBack first); if it was received again (its
+// visibility lapsed), the newer delivery takes its place.
+func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration, holdBack func()) {
 	t := time.NewTimer(after)
 	defer t.Stop()
 	select {
@@ -605,9 +615,10 @@ func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration) bool {
 	}
 	select {
 	case <-p.stopCh:
+		holdBack()
 		l.qs.settle(d, false, after)
 		p.finish()
-		return false
+		return
 	default:
 	}
 	p.mu.Lock()
@@ -616,18 +627,17 @@ func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration) bool {
 		if o.msg.ID == d.msg.ID { // a newer receipt of the same message
 			l.qs.release(d)
 			p.finish()
-			return false
+			return
 		}
 	}
 	l.pending = append([]*delivery{d}, l.pending...)
-	return true
 }
 
-// run processes one delivery and carries out the processor's decision. It
-// reports whether the message left the queue (deleted or dead-lettered), or,
-// when inPlace allows a retry in place, the delay after which the lane
-// should run it again (the pool still holds it then).
-func (p *Pool) run(qs *queueState, d *delivery, inPlace bool) (gone bool, again time.Duration) {
+// run processes one delivery and carries out the processor's decision. When
+// the message goes back to SQS, holdBack is called first. When inPlace
+// allows a retry in place, run returns the delay after which the lane should
+// run it again (the pool still holds it then); otherwise 0.
+func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (again time.Duration) {
 	q := qs.q
 	start := time.Now()
 	r := p.process(q, d)
@@ -645,12 +655,11 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool) (gone bool, again 
 	switch r.Action {
 	case process.Delete:
 		qs.settle(d, true, 0)
-		gone = true
 		if p.log.Enabled(context.Background(), slog.LevelDebug) {
 			logger().Debug("done")
 		}
 	case process.Fail:
-		gone = p.fail(qs, d, r, logger())
+		p.fail(qs, d, r, logger(), holdBack)
 	default: // Retry, or a processor that returned no action
 		after := r.After
 		// Busy, or a lease lost: another worker has (or had) the message;
@@ -664,17 +673,18 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool) (gone bool, again 
 			}
 			logger().Info("retry in place", "attempt", d.retries, "of", p.cfg.RetryInPlace, "after", after, "err", r.Err)
 			p.obs.Done(d.msg.QueueName, r, took)
-			return false, max(after, time.Millisecond)
+			return max(after, time.Millisecond)
 		}
 		if after <= 0 {
 			after = backoff(d.msg.ReceiveCount, p.cfg.RetryBase, p.cfg.RetryMax)
 		}
+		holdBack()
 		qs.settle(d, false, after)
 		logger().Info("retry", "after", after, "err", r.Err)
 	}
 	p.finish()
 	p.obs.Done(d.msg.QueueName, r, took)
-	return gone, 0
+	return 0
 }
 
 // process calls the processor; a panic is recovered and retried.
@@ -694,9 +704,9 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 }
 
 // fail moves a permanently failed message to the dead-letter queue when one
-// is configured, and reports whether it did; otherwise, or if the move fails,
-// it leaves the message to the queue's redrive policy.
-func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger) (moved bool) {
+// is configured; otherwise, or if the move fails, it leaves the message to
+// the queue's redrive policy (holdBack first).
+func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger, holdBack func()) {
 	q := qs.q
 	if q.DLQURL != "" {
 		attrs, ok := WithKey(d.msg, d.raw.MessageAttributes)
@@ -714,14 +724,14 @@ func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Log
 		if err == nil {
 			qs.settle(d, true, 0)
 			log.Error("permanent failure: moved to the dead-letter queue", "dlq", QueueName(q.DLQURL), "err", r.Err)
-			return true
+			return
 		}
 		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "err", err)
 	}
 	// Visible again at once: the redrive policy moves it after maxReceiveCount.
+	holdBack()
 	qs.settle(d, false, 0)
 	log.Error("permanent failure: left to the queue's redrive policy", "receive_count", d.msg.ReceiveCount, "err", r.Err)
-	return false
 }
 
 // handBack makes an unstarted delivery visible again at once.

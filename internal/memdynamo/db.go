@@ -85,6 +85,20 @@ func (db *DB) enter(ctx context.Context, op string) (unlock func(), err error) {
 	return db.mu.Unlock, nil
 }
 
+// enterTable is enter followed by table: the named table, locked.
+func (db *DB) enterTable(ctx context.Context, op string, name *string) (*table, func(), error) {
+	unlock, err := db.enter(ctx, op)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := db.table(name)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return t, unlock, nil
+}
+
 func (db *DB) table(name *string) (*table, error) {
 	if aws.ToString(name) == "" {
 		return nil, validation("1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null")
@@ -151,15 +165,11 @@ func (db *DB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, _ 
 
 // DeleteTable drops a table and its items.
 func (db *DB) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error) {
-	unlock, err := db.enter(ctx, "DeleteTable")
+	t, unlock, err := db.enterTable(ctx, "DeleteTable", in.TableName)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	t, err := db.table(in.TableName)
-	if err != nil {
-		return nil, err
-	}
 	delete(db.tables, t.name)
 	d := t.describe()
 	d.TableStatus = types.TableStatusDeleting
@@ -168,15 +178,11 @@ func (db *DB) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, _ 
 
 // DescribeTable describes a table: its key schema and attribute definitions.
 func (db *DB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	unlock, err := db.enter(ctx, "DescribeTable")
+	t, unlock, err := db.enterTable(ctx, "DescribeTable", in.TableName)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	t, err := db.table(in.TableName)
-	if err != nil {
-		return nil, err
-	}
 	return &dynamodb.DescribeTableOutput{Table: t.describe()}, nil
 }
 
@@ -202,15 +208,11 @@ func (t *table) describe() *types.TableDescription {
 
 // UpdateTimeToLive enables or disables TTL. Items are never swept.
 func (db *DB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
-	unlock, err := db.enter(ctx, "UpdateTimeToLive")
+	t, unlock, err := db.enterTable(ctx, "UpdateTimeToLive", in.TableName)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	t, err := db.table(in.TableName)
-	if err != nil {
-		return nil, err
-	}
 	spec := in.TimeToLiveSpecification
 	if spec == nil || aws.ToString(spec.AttributeName) == "" || spec.Enabled == nil {
 		return nil, validation("TimeToLiveSpecification needs AttributeName and Enabled")
@@ -232,15 +234,11 @@ func (db *DB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiv
 
 // DescribeTimeToLive reports the TTL setting.
 func (db *DB) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
-	unlock, err := db.enter(ctx, "DescribeTimeToLive")
+	t, unlock, err := db.enterTable(ctx, "DescribeTimeToLive", in.TableName)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	t, err := db.table(in.TableName)
-	if err != nil {
-		return nil, err
-	}
 	d := &types.TimeToLiveDescription{TimeToLiveStatus: types.TimeToLiveStatusDisabled}
 	if t.ttlOn {
 		d.TimeToLiveStatus = types.TimeToLiveStatusEnabled

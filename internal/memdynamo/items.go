@@ -450,45 +450,34 @@ func fingerprint(items []types.TransactWriteItem) string {
 		}
 		b.WriteString("}")
 	}
+	// One write: its kind, table, item or key, expressions and return values.
+	write := func(kind string, table *string, itemOrKey map[string]types.AttributeValue, update, cond *string,
+		exprNames map[string]string, values map[string]types.AttributeValue, rv types.ReturnValuesOnConditionCheckFailure) {
+		b.WriteString(kind)
+		str(table)
+		encodeMap(&b, itemOrKey)
+		if kind == "U" {
+			str(update)
+		}
+		str(cond)
+		names(exprNames)
+		encodeMap(&b, values)
+		b.WriteString(string(rv) + ";")
+	}
 	for _, ti := range items {
 		switch {
 		case ti.Put != nil:
 			p := ti.Put
-			b.WriteString("P")
-			str(p.TableName)
-			encodeMap(&b, p.Item)
-			str(p.ConditionExpression)
-			names(p.ExpressionAttributeNames)
-			encodeMap(&b, p.ExpressionAttributeValues)
-			b.WriteString(string(p.ReturnValuesOnConditionCheckFailure) + ";")
+			write("P", p.TableName, p.Item, nil, p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.ReturnValuesOnConditionCheckFailure)
 		case ti.Update != nil:
 			u := ti.Update
-			b.WriteString("U")
-			str(u.TableName)
-			encodeMap(&b, u.Key)
-			str(u.UpdateExpression)
-			str(u.ConditionExpression)
-			names(u.ExpressionAttributeNames)
-			encodeMap(&b, u.ExpressionAttributeValues)
-			b.WriteString(string(u.ReturnValuesOnConditionCheckFailure) + ";")
+			write("U", u.TableName, u.Key, u.UpdateExpression, u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues, u.ReturnValuesOnConditionCheckFailure)
 		case ti.Delete != nil:
 			d := ti.Delete
-			b.WriteString("D")
-			str(d.TableName)
-			encodeMap(&b, d.Key)
-			str(d.ConditionExpression)
-			names(d.ExpressionAttributeNames)
-			encodeMap(&b, d.ExpressionAttributeValues)
-			b.WriteString(string(d.ReturnValuesOnConditionCheckFailure) + ";")
+			write("D", d.TableName, d.Key, nil, d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues, d.ReturnValuesOnConditionCheckFailure)
 		case ti.ConditionCheck != nil:
 			c := ti.ConditionCheck
-			b.WriteString("C")
-			str(c.TableName)
-			encodeMap(&b, c.Key)
-			str(c.ConditionExpression)
-			names(c.ExpressionAttributeNames)
-			encodeMap(&b, c.ExpressionAttributeValues)
-			b.WriteString(string(c.ReturnValuesOnConditionCheckFailure) + ";")
+			write("C", c.TableName, c.Key, nil, c.ConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues, c.ReturnValuesOnConditionCheckFailure)
 		}
 	}
 	return b.String()

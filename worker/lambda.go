@@ -220,18 +220,14 @@ func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, r
 	if !ok || q.dlq == "" {
 		return fmt.Errorf("queue %s is not named by --queue (WORKER_QUEUES), so its dead-letter queue is unknown", rec.EventSourceARN)
 	}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(q.dlq), MessageBody: aws.String(rec.Body)}
-	if q.fifo {
-		in.MessageGroupId = aws.String(rec.Attributes["MessageGroupId"])
-		in.MessageDeduplicationId = aws.String(rec.Attributes["MessageDeduplicationId"])
-	}
 	attrs := map[string]sqstypes.MessageAttributeValue{}
 	for k, v := range rec.MessageAttributes {
 		attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 	}
-	// The copy keeps the dedup key (see pool.WithKey); with ten attributes
-	// already it cannot, and goes as it came.
-	in.MessageAttributes, _ = pool.WithKey(effect.Message{ID: rec.MessageId, DedupID: rec.Attributes["MessageDeduplicationId"]}, attrs)
+	m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
+	// With ten attributes already the copy cannot carry its dedup key, and
+	// goes as it came.
+	in, _ := pool.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
 	_, err := client.SendMessage(ctx, in)
 	return err
 }

@@ -89,10 +89,7 @@ func (b *batcher) add(op batchOp) {
 // soon (the pool holds no other message of the queue): waiting out the delay
 // would only hold back the next receive of a FIFO group for nothing.
 func (b *batcher) idle() {
-	b.mu.Lock()
-	pending := len(b.deletes) > 0 || len(b.changes) > 0
-	b.mu.Unlock()
-	if !pending { // already sent: a signal now would only speed up the next lone entry
+	if b.empty() { // already sent: a signal now would only speed up the next lone entry
 		return
 	}
 	select {
@@ -147,16 +144,19 @@ func (b *batcher) run() {
 		b.flushAll()
 		// An idle signal that came while this flush sent what it was about
 		// is stale: kept, it would send the next lone entry at once.
-		b.mu.Lock()
-		empty := len(b.deletes) == 0 && len(b.changes) == 0
-		b.mu.Unlock()
-		if empty {
+		if b.empty() {
 			select {
 			case <-b.now:
 			default:
 			}
 		}
 	}
+}
+
+func (b *batcher) empty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.deletes) == 0 && len(b.changes) == 0
 }
 
 func (b *batcher) full() bool {

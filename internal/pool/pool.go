@@ -606,14 +606,10 @@ func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration, holdBack 
 	t := time.NewTimer(after)
 	defer t.Stop()
 	select {
-	case <-p.stopCh: // first: shutdown may have begun while it ran
-	default:
-		select {
-		case <-t.C:
-		case <-p.stopCh:
-		}
+	case <-t.C:
+	case <-p.stopCh:
 	}
-	select {
+	select { // whichever woke it: shutdown wins
 	case <-p.stopCh:
 		holdBack()
 		l.qs.settle(d, false, after)
@@ -709,14 +705,9 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger, holdBack func()) {
 	q := qs.q
 	if q.DLQURL != "" {
-		attrs, ok := WithKey(d.msg, d.raw.MessageAttributes)
+		in, ok := DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
 		if !ok {
 			log.Warn("the dead-letter copy cannot carry the message's dedup key in an idempotency-key attribute (it has 10 attributes already); replayed, it may get a new key under --dedup-key auto")
-		}
-		in := &sqs.SendMessageInput{QueueUrl: &q.DLQURL, MessageBody: d.raw.Body, MessageAttributes: attrs}
-		if q.FIFO {
-			in.MessageGroupId = aws.String(d.msg.Group)
-			in.MessageDeduplicationId = aws.String(d.msg.DedupID)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := p.cfg.Client.SendMessage(ctx, in)

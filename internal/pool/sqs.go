@@ -93,12 +93,9 @@ func WithKey(m effect.Message, attrs map[string]types.MessageAttributeValue) (ou
 	if _, has := attrs[dedup.IdempotencyKeyAttribute]; has {
 		return attrs, true
 	}
-	key := m.DedupID
-	if key == "" {
-		key = m.ID
-	}
-	if key == "" {
-		return attrs, true
+	key, err := dedup.KeySource{}.Extract(m) // auto
+	if err != nil {
+		return attrs, true // no key to keep
 	}
 	if len(attrs) >= maxMessageAttributes {
 		return attrs, false
@@ -110,4 +107,18 @@ func WithKey(m effect.Message, attrs map[string]types.MessageAttributeValue) (ou
 	s := "String"
 	out[dedup.IdempotencyKeyAttribute] = types.MessageAttributeValue{DataType: &s, StringValue: &key}
 	return out, true
+}
+
+// DeadLetterCopy is the SendMessage that copies m to its queue's dead-letter
+// queue: body and message attributes as they came, its dedup key (WithKey;
+// ok as there) and, in a FIFO queue, its group and dedup id, so that a
+// retried send is dropped as a duplicate.
+func DeadLetterCopy(dlqURL string, fifo bool, m effect.Message, body *string, attrs map[string]types.MessageAttributeValue) (in *sqs.SendMessageInput, ok bool) {
+	attrs, ok = WithKey(m, attrs)
+	in = &sqs.SendMessageInput{QueueUrl: &dlqURL, MessageBody: body, MessageAttributes: attrs}
+	if fifo {
+		in.MessageGroupId = &m.Group
+		in.MessageDeduplicationId = &m.DedupID
+	}
+	return in, ok
 }

@@ -26,8 +26,9 @@ func redriveCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return config.Errorf("--dlq and --queue are required: the dead-letter queue's URL and that of the queue its messages came from")
 	case cfg.Max < 0:
 		return config.Errorf("--max must not be negative")
-	case pool.IsFIFO(cfg.DLQ) != pool.IsFIFO(cfg.Queue):
-		return config.Errorf("--dlq %s and --queue %s: a FIFO queue's dead-letter queue is FIFO, a standard queue's is standard", pool.QueueName(cfg.DLQ), pool.QueueName(cfg.Queue))
+	}
+	if err := cfg.Validate(); err != nil {
+		return config.Errorf("--dlq and --queue: %v", err)
 	}
 	cl, err := newClients(ctx, lookup, nil)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/pool"
 )
 
@@ -58,6 +59,15 @@ type Result struct {
 // none of them is idempotency-key, so its copy could not keep its dedup key.
 var ErrCannotCarryKey = errors.New("it has 10 message attributes and no idempotency-key, so a copy cannot keep its dedup key; move it by hand with an idempotency-key attribute in place of one of them")
 
+// Validate reports a pair of queues that cannot be a queue and its
+// dead-letter queue.
+func (cfg Config) Validate() error {
+	if pool.IsFIFO(cfg.DLQ) != pool.IsFIFO(cfg.Queue) {
+		return fmt.Errorf("%s and %s: a FIFO queue's dead-letter queue is FIFO, a standard queue's is standard", pool.QueueName(cfg.DLQ), pool.QueueName(cfg.Queue))
+	}
+	return nil
+}
+
 // Run moves messages until the dead-letter queue is empty, Max is reached,
 // or something fails. It stops at the first failure, after the batch at
 // hand: a message that could not be sent stays in the dead-letter queue
@@ -66,8 +76,8 @@ var ErrCannotCarryKey = errors.New("it has 10 message attributes and no idempote
 // drops the second copy, and after that the ledger does (same key).
 func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 	var res Result
-	if pool.IsFIFO(cfg.DLQ) != pool.IsFIFO(cfg.Queue) {
-		return res, fmt.Errorf("%s and %s: a FIFO queue's dead-letter queue is FIFO, a standard one's standard", pool.QueueName(cfg.DLQ), pool.QueueName(cfg.Queue))
+	if err := cfg.Validate(); err != nil {
+		return res, err
 	}
 	if cfg.Visibility <= 0 {
 		cfg.Visibility = time.Minute
@@ -108,9 +118,10 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 			return res, nil
 		}
 		var old []types.Message
+		var oldMsgs []effect.Message
 		for _, m := range out.Messages {
-			if pool.ToMessage(cfg.DLQ, m).SentAt.Before(cfg.Before) {
-				old = append(old, m)
+			if msg := pool.ToMessage(cfg.DLQ, m); msg.SentAt.Before(cfg.Before) {
+				old, oldMsgs = append(old, m), append(oldMsgs, msg)
 				continue
 			}
 			res.Left++
@@ -119,7 +130,7 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 		if len(old) == 0 {
 			continue
 		}
-		moved, err := move(ctx, c, cfg, fifo, old)
+		moved, err := move(ctx, c, cfg, fifo, old, oldMsgs)
 		res.Moved += moved
 		if err != nil {
 			return res, err
@@ -128,13 +139,14 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 	return res, nil
 }
 
-// move copies one received batch to the queue and deletes from the DLQ
-// what was copied, in order. It stops at the first message it cannot copy.
-func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Message) (int, error) {
+// move copies one received batch (msgs, with their effect.Message views)
+// to the queue and deletes from the DLQ what was copied, in order. It
+// stops at the first message it cannot copy.
+func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Message, views []effect.Message) (int, error) {
 	var stop error
 	entries := make([]types.SendMessageBatchRequestEntry, 0, len(msgs))
 	for i, m := range msgs {
-		msg := pool.ToMessage(cfg.DLQ, m)
+		msg := views[i]
 		attrs, ok := pool.WithKey(msg, m.MessageAttributes)
 		if !ok {
 			stop = fmt.Errorf("message %s not moved: %w", msg.ID, ErrCannotCarryKey)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -14,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/exactly/internal/config"
+	"github.com/exactlyonce/exactly/internal/dedup"
 )
 
 // Balance is one account of the ledger demo effect.
@@ -39,30 +39,15 @@ func ReadBalances(ctx context.Context, db *dynamodb.Client, table string) ([]Bal
 			return nil, fmt.Errorf("cannot scan ledger table %s: %w", table, err)
 		}
 		for _, it := range page.Items {
-			b := Balance{Account: strings.TrimPrefix(attrS(it["pk"]), "acct#")}
-			b.BalanceCents = attrN(it["balance_cents"])
-			b.Applied = attrN(it["applied"])
-			b.LastSeq = attrN(it["last_seq"])
+			b := Balance{Account: strings.TrimPrefix(dedup.GetS(it, "pk"), "acct#")}
+			b.BalanceCents = dedup.GetN(it, "balance_cents")
+			b.Applied = dedup.GetN(it, "applied")
+			b.LastSeq = dedup.GetN(it, "last_seq")
 			out = append(out, b)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Account < out[j].Account })
 	return out, nil
-}
-
-func attrS(v ddbtypes.AttributeValue) string {
-	if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
-
-func attrN(v ddbtypes.AttributeValue) int64 {
-	if n, ok := v.(*ddbtypes.AttributeValueMemberN); ok {
-		x, _ := strconv.ParseInt(n.Value, 10, 64)
-		return x
-	}
-	return 0
 }
 
 func ledgerCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {

@@ -173,18 +173,18 @@ func ReadLedger(ctx context.Context, db *dynamodb.Client, table string) ([]Accou
 	var accts []Account
 	var entries []Entry
 	for _, it := range items {
-		pk := attrS(it["pk"])
+		pk := dedup.GetS(it, "pk")
 		switch {
 		case strings.HasPrefix(pk, "acct#"):
 			accts = append(accts, Account{
-				Name: strings.TrimPrefix(pk, "acct#"), Balance: attrN(it["balance_cents"]),
-				Applied: attrN(it["applied"]), LastSeq: attrN(it["last_seq"]),
+				Name: strings.TrimPrefix(pk, "acct#"), Balance: dedup.GetN(it, "balance_cents"),
+				Applied: dedup.GetN(it, "applied"), LastSeq: dedup.GetN(it, "last_seq"),
 			})
 		case strings.HasPrefix(pk, "entry#"):
 			entries = append(entries, Entry{
-				PK: pk, Key: rawKey(pk), Account: attrS(it["account"]), Group: attrS(it["group"]),
-				Seq: attrN(it["seq"]), Amount: attrN(it["amount_cents"]), AppliedAt: attrN(it["applied_at"]),
-				MessageID: attrS(it["message_id"]),
+				PK: pk, Key: rawKey(pk), Account: dedup.GetS(it, "account"), Group: dedup.GetS(it, "group"),
+				Seq: dedup.GetN(it, "seq"), Amount: dedup.GetN(it, "amount_cents"), AppliedAt: dedup.GetN(it, "applied_at"),
+				MessageID: dedup.GetS(it, "message_id"),
 			})
 		}
 	}
@@ -199,7 +199,7 @@ func ReadRecords(ctx context.Context, db *dynamodb.Client, table string) (map[st
 	}
 	out := map[string]Record{}
 	for _, it := range items {
-		out[rawKey(attrS(it["pk"]))] = Record{Status: attrS(it["status"]), Attempts: int(attrN(it["attempts"]))}
+		out[rawKey(dedup.GetS(it, "pk"))] = Record{Status: dedup.GetS(it, "status"), Attempts: int(dedup.GetN(it, "attempts"))}
 	}
 	return out, nil
 }
@@ -208,19 +208,4 @@ func ReadRecords(ctx context.Context, db *dynamodb.Client, table string) (map[st
 // '#', so it is what follows the last one.
 func rawKey(pk string) string {
 	return pk[strings.LastIndexByte(pk, '#')+1:]
-}
-
-func attrS(v ddbtypes.AttributeValue) string {
-	if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
-
-func attrN(v ddbtypes.AttributeValue) int64 {
-	if n, ok := v.(*ddbtypes.AttributeValueMemberN); ok {
-		x, _ := strconv.ParseInt(n.Value, 10, 64)
-		return x
-	}
-	return 0
 }

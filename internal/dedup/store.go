@@ -392,18 +392,18 @@ func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
 		return nil, errors.New("dedup: empty record")
 	}
 	r := &Record{
-		Key:           getS(item, AttrPK),
-		Status:        getS(item, AttrStatus),
-		Token:         getS(item, AttrToken),
-		PayloadSHA256: getS(item, AttrPayloadSHA256),
-		MessageID:     getS(item, AttrMessageID),
-		Group:         getS(item, AttrGroup),
-		Attempts:      int(getN(item, AttrAttempts)),
-		LeaseUntil:    time.UnixMilli(getN(item, AttrLeaseUntil)),
-		ExpiresAt:     time.Unix(getN(item, AttrExpiresAt), 0),
-		CreatedAt:     time.UnixMilli(getN(item, AttrCreatedAt)),
+		Key:           GetS(item, AttrPK),
+		Status:        GetS(item, AttrStatus),
+		Token:         GetS(item, AttrToken),
+		PayloadSHA256: GetS(item, AttrPayloadSHA256),
+		MessageID:     GetS(item, AttrMessageID),
+		Group:         GetS(item, AttrGroup),
+		Attempts:      int(GetN(item, AttrAttempts)),
+		LeaseUntil:    time.UnixMilli(GetN(item, AttrLeaseUntil)),
+		ExpiresAt:     time.Unix(GetN(item, AttrExpiresAt), 0),
+		CreatedAt:     time.UnixMilli(GetN(item, AttrCreatedAt)),
 	}
-	if ms := getN(item, AttrCompletedAt); ms > 0 {
+	if ms := GetN(item, AttrCompletedAt); ms > 0 {
 		r.CompletedAt = time.UnixMilli(ms)
 	}
 	if b, ok := item[AttrResult].(*types.AttributeValueMemberB); ok {
@@ -415,14 +415,17 @@ func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
 	return r, nil
 }
 
-func getS(item map[string]types.AttributeValue, k string) string {
+// GetS returns item's string attribute k, or "" when it is missing or not a string.
+func GetS(item map[string]types.AttributeValue, k string) string {
 	if v, ok := item[k].(*types.AttributeValueMemberS); ok {
 		return v.Value
 	}
 	return ""
 }
 
-func getN(item map[string]types.AttributeValue, k string) int64 {
+// GetN returns item's number attribute k as an integer, or 0 when it is
+// missing, not a number or not an integer.
+func GetN(item map[string]types.AttributeValue, k string) int64 {
 	if v, ok := item[k].(*types.AttributeValueMemberN); ok {
 		n, _ := strconv.ParseInt(v.Value, 10, 64)
 		return n

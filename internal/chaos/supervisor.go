@@ -293,15 +293,20 @@ func (s *Supervisor) Stall(ctx context.Context, sl *slot, d time.Duration) {
 	if err := s.signal(p, syscall.SIGSTOP, false); err != nil {
 		return
 	}
+	waitWhileUp(ctx, d, p)
+	_ = s.signal(p, syscall.SIGCONT, false)
+	s.logf("SIGCONT %s", p.name)
+}
+
+// waitWhileUp waits d, or less if ctx ends or p exits.
+func waitWhileUp(ctx context.Context, d time.Duration, p *proc) {
 	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-		t.Stop()
 	case <-p.done:
 	}
-	_ = s.signal(p, syscall.SIGCONT, false)
-	s.logf("SIGCONT %s", p.name)
 }
 
 // Partition cuts slot sl's worker off both emulators for d (or until ctx
@@ -315,13 +320,7 @@ func (s *Supervisor) Partition(ctx context.Context, sl *slot, d time.Duration) {
 	s.count("partition")
 	s.logf("partition %s for %s", p.name, d)
 	s.spec.Partition(sl.n, true)
-	t := time.NewTimer(d)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-	case <-p.done:
-	}
+	waitWhileUp(ctx, d, p)
 	s.spec.Partition(sl.n, false)
 	s.logf("heal %s", p.name)
 }

@@ -92,6 +92,11 @@ var (
 	// the claim's token no longer owns the record: the lease ended and another
 	// worker took it over (or the record expired). Nothing was changed.
 	ErrLeaseLost = errors.New("dedup: lease lost: the record is owned by another claim")
+	// ErrInvalid is wrapped by a commit that DynamoDB rejected as invalid (a
+	// ValidationException, or a ValidationError cancellation reason: say an
+	// effect that writes one item twice). No retry can fix it: a permanent
+	// failure. Nothing was applied.
+	ErrInvalid = errors.New("dedup: DynamoDB rejected the commit as invalid")
 	// ErrResultTooLarge is returned when a result exceeds MaxResultBytes.
 	ErrResultTooLarge = fmt.Errorf("dedup: result larger than %d bytes", MaxResultBytes)
 )

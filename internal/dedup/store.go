@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // API is the part of the DynamoDB client the ledger uses. *dynamodb.Client
@@ -61,6 +62,11 @@ type ClaimRequest struct {
 	Attempts      int           // the message's receive count, for operators
 	Lease         time.Duration // how long the claim is exclusive unless extended
 	TTL           time.Duration // how long the record suppresses duplicates
+	// Token is the claim's fencing token; empty: a new random one. A claim
+	// retried after an error (its put may have taken effect, its response
+	// lost) passes the token of the first try, so that a record it wrote is
+	// recognised as its own instead of blocking it as busy.
+	Token string
 }
 
 // Claim is the result of a claim attempt.
@@ -95,9 +101,12 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		return Claim{}, errors.New("dedup: claim without a payload hash (conflicts could not be told from duplicates)")
 	}
 	now := s.now()
-	token, err := newToken()
-	if err != nil {
-		return Claim{}, err
+	token := req.Token
+	if token == "" {
+		var err error
+		if token, err = NewToken(); err != nil {
+			return Claim{}, err
+		}
 	}
 	leaseUntil := now.Add(req.Lease)
 	expiresAt := expiry(now.Add(req.TTL), leaseUntil)
@@ -117,7 +126,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if req.Group != "" {
 		item[AttrGroup] = str(req.Group)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           &s.table,
 		Item:                item,
 		ConditionExpression: aws.String(claimCondition),
@@ -151,11 +160,14 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	c := Claim{Key: req.Key, Record: rec}
 	switch {
 	case rec.Token == token:
-		// Our own put succeeded, its response was lost and the SDK retried:
-		// the record is ours. (Tokens are random per claim.)
+		// Our own put succeeded and its response was lost; the SDK or the
+		// caller (same token) retried: the record is ours. (Tokens are
+		// random per claim.)
 		if rec.Status != StatusInProgress {
 			return Claim{}, fmt.Errorf("dedup: claim of %q: record under this claim's token is %s", req.Key, rec.Status)
 		}
+		// The lease runs from the put that took effect, not from this one.
+		won.LeaseUntil, won.ExpiresAt = rec.LeaseUntil, rec.ExpiresAt
 		return won, nil
 	case rec.Status == StatusCompleted && rec.PayloadSHA256 == req.PayloadSHA256:
 		c.Outcome = Duplicate
@@ -180,7 +192,7 @@ func (s *Store) Complete(ctx context.Context, c Claim, result []byte, ttl time.D
 		if isConditionFailed(err) {
 			return ErrLeaseLost
 		}
-		return fmt.Errorf("dedup: cannot complete %q: %w", c.Key, err)
+		return commitError(c.Key, err)
 	}
 	return nil
 }
@@ -217,7 +229,7 @@ func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time
 	}
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		return fmt.Errorf("dedup: cannot commit %q: %w", c.Key, err)
+		return commitError(c.Key, err)
 	}
 	reasons := tce.CancellationReasons
 	if len(reasons) != len(items) {
@@ -237,10 +249,47 @@ func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time
 			return &EffectConditionError{Index: i - 1, Code: code, Reason: aws.ToString(reasons[i].Message)}
 		}
 	}
-	// Anything else (TransactionConflict with a concurrent write, throttling,
-	// a validation error) is not a verdict on the claim or the effect: the
-	// caller retries.
+	for _, r := range reasons {
+		if aws.ToString(r.Code) == "ValidationError" {
+			return fmt.Errorf("%w: cannot commit %q (cancellation reasons %s): %w", ErrInvalid, c.Key, reasonCodes(reasons), err)
+		}
+	}
+	// Anything else (TransactionConflict with a concurrent transaction,
+	// throttling) is not a verdict on the claim or the effect: the caller
+	// retries with the same claim.
 	return fmt.Errorf("dedup: cannot commit %q (cancellation reasons %s): %w", c.Key, reasonCodes(reasons), err)
+}
+
+// commitError wraps an error of a commit that is not a cancellation: a
+// ValidationException is ErrInvalid (permanent); anything else is left for
+// the caller to retry.
+func commitError(key string, err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+		return fmt.Errorf("%w: cannot commit %q: %w", ErrInvalid, key, err)
+	}
+	return fmt.Errorf("dedup: cannot commit %q: %w", key, err)
+}
+
+// IsTransactionConflict reports whether err is DynamoDB's answer to a write
+// that met a concurrent transaction on one of its items: a transaction
+// cancelled for TransactionConflict, or a single write's
+// TransactionConflictException. The SDK does not retry either; trying again
+// at once usually succeeds.
+func IsTransactionConflict(err error) bool {
+	var tc *types.TransactionConflictException
+	if errors.As(err, &tc) {
+		return true
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // conditionFailedCode is the cancellation reason of a failed condition.
@@ -370,7 +419,8 @@ func isConditionFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
-func newToken() (string, error) {
+// NewToken returns a random fencing token.
+func NewToken() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("dedup: cannot make a token: %w", err)

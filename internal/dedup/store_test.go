@@ -91,7 +91,7 @@ func TestCompleteTxCancellationReasons(t *testing.T) {
 		{"effect conflict", []types.CancellationReason{reason("None", nil), reason("TransactionConflict", nil), reason("None", nil)}, "error"},
 		{"throttled", []types.CancellationReason{reason("None", nil), reason("ThrottlingError", nil), reason("None", nil)}, "error"},
 		{"capacity", []types.CancellationReason{reason("ProvisionedThroughputExceeded", nil), reason("None", nil), reason("None", nil)}, "error"},
-		{"validation", []types.CancellationReason{reason("None", nil), reason("ValidationError", nil), reason("None", nil)}, "error"},
+		{"validation", []types.CancellationReason{reason("None", nil), reason("ValidationError", nil), reason("None", nil)}, "invalid"},
 		{"reasons do not match items", []types.CancellationReason{reason("None", nil)}, "error"},
 	}
 	for _, c := range cases {
@@ -118,6 +118,8 @@ func TestCompleteTxCancellationReasons(t *testing.T) {
 				require.False(t, errors.As(err, &ece), "%v read as an effect condition", err)
 				var tce *types.TransactionCanceledException
 				require.ErrorAs(t, err, &tce, "the cause stays inspectable")
+				require.Equal(t, c.want == "invalid", errors.Is(err, dedup.ErrInvalid), "permanent only when invalid")
+				require.Equal(t, strings.Contains(c.name, "conflict"), dedup.IsTransactionConflict(err))
 			}
 		})
 	}

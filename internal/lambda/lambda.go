@@ -263,7 +263,8 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) (ok, s
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
-		hooks = process.Hooks{Lease: lease, NoExtend: true}
+		// Commit retries end before the deadline, leaving time to answer.
+		hooks = process.Hooks{Lease: lease, NoExtend: true, CommitBy: deadline.Add(-h.cfg.LeaseMargin / 4)}
 	}
 	start := time.Now()
 	res := h.cfg.Processor.Process(wctx, m, hooks)

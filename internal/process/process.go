@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
+	"math/rand/v2"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
@@ -41,6 +44,15 @@ func (a Action) String() string {
 	return fmt.Sprintf("action(%d)", int(a))
 }
 
+// CommitTimeoutDefault bounds how long a commit that fails without a verdict
+// (5xx or throttling after the SDK's retries, a timeout, TransactionConflict)
+// is retried with the same claim while the heartbeat keeps its lease alive.
+const CommitTimeoutDefault = time.Minute
+
+// claimAttempts is how many times a claim that fails without an answer is
+// tried, with the same token, before the message is handed back.
+const claimAttempts = 3
+
 // Result of processing one message.
 type Result struct {
 	Action  Action
@@ -54,14 +66,18 @@ type Result struct {
 	Applied bool
 	// Result is the stored result: the effect's own, or the replay for a duplicate.
 	Result []byte
+	// CommitRetries counts the commit attempts after the first (errors that
+	// were no verdict, retried with the same claim).
+	CommitRetries int
 }
 
 // Hooks lets the caller take part while the effect runs.
 type Hooks struct {
 	// Heartbeat, when set, is called every HeartbeatEvery while the effect
-	// runs. The dedup lease is extended by the processor itself at the same
-	// time. (The pool leaves it nil: it extends the visibility of every
-	// message it holds itself, also of those waiting for their turn.)
+	// runs and while its commit is retried. The dedup lease is extended by
+	// the processor itself at the same time. (The pool leaves it nil: it
+	// extends the visibility of every message it holds itself, also of
+	// those waiting for their turn.)
 	Heartbeat      func(ctx context.Context) error
 	HeartbeatEvery time.Duration
 	// Lease overrides the processor's lease for this message (Lambda: until
@@ -70,6 +86,10 @@ type Hooks struct {
 	// NoExtend turns heartbeats off: the lease is never extended (Lambda,
 	// where it must not outlive the invocation).
 	NoExtend bool
+	// CommitBy, when set, is when commit retries must have ended (Lambda:
+	// the invocation's deadline); otherwise CommitTimeout after the first
+	// attempt.
+	CommitBy time.Time
 }
 
 // Processor is the per-message exactly-once path.
@@ -81,7 +101,12 @@ type Processor struct {
 	Scope func(m effect.Message) dedup.Scope
 	Lease time.Duration // default claim lease
 	TTL   time.Duration // how long a record suppresses duplicates
-	Log   *slog.Logger
+	// CommitTimeout bounds the retries of a commit that fails without a
+	// verdict; CommitTimeoutDefault if 0. A commit that gives up releases
+	// its claim: in transactional mode nothing was applied; in claim mode
+	// the effect ran and the next delivery runs it again, with the same key.
+	CommitTimeout time.Duration
+	Log           *slog.Logger
 }
 
 // Process runs m exactly once, as far as the ledger can tell.
@@ -96,7 +121,7 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 		lease = h.Lease
 	}
 	hash := dedup.PayloadHash(m.Body)
-	claim, err := p.Store.Claim(ctx, dedup.ClaimRequest{
+	claim, err := p.claim(ctx, dedup.ClaimRequest{
 		Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group,
 		Attempts: m.ReceiveCount, Lease: lease, TTL: p.TTL,
 	})
@@ -116,16 +141,18 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 	}
 
 	res := Result{Outcome: dedup.Won, Key: key}
-	out, runErr, lost := p.runWithHeartbeat(ctx, &claim, m, lease, h)
-	res.LeaseLost = lost
+	hb := p.startHeartbeat(ctx, claim, lease, h)
+	out, runErr := p.apply(hb.ctx, m, key)
+	if runErr == nil && hb.lost.Load() {
+		runErr = dedup.ErrLeaseLost
+	}
 	if runErr != nil {
-		res.Err = runErr
+		lost := hb.stop()
+		res.LeaseLost, res.Err = lost, runErr
 		// Release so that the next delivery can claim at once. A release that
 		// fails leaves the lease to run out, which is also safe.
 		if !lost {
-			if rerr := p.Store.Release(context.WithoutCancel(ctx), claim); rerr != nil && !errors.Is(rerr, dedup.ErrLeaseLost) {
-				p.Log.Warn("cannot release claim", "key", key, "err", rerr)
-			}
+			p.release(ctx, claim)
 		}
 		if effect.IsPermanent(runErr) {
 			res.Action = Fail
@@ -134,28 +161,36 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 		}
 		return res
 	}
-	// Commit even if ctx was cancelled meanwhile: the effect has happened.
-	cctx := context.WithoutCancel(ctx)
+	// The heartbeat goes on while the commit is retried. Whatever it sees
+	// meanwhile (a lost lease, or our own commit that took effect with its
+	// response lost) is for the commit to tell: its answer is the verdict.
+	// It is stopped before anything is released: an extension after the
+	// release would take the claim back.
 	oversized := len(out.Result) > dedup.MaxResultBytes
+	var retries int
 	switch {
 	case len(out.Writes) > 0:
 		// Nothing has happened yet; an oversized result fails the commit
 		// (ErrResultTooLarge) before anything is applied.
-		err = p.Store.CompleteTx(cctx, claim, out.Result, p.TTL, out.Writes)
+		retries, err = p.commit(ctx, claim, out.Result, out.Writes, h)
 	case oversized:
 		// The outside effect has run: record it as done, so that no
 		// redelivery runs it again, without the result (never truncated),
 		// and fail loudly: the effect must return smaller results.
-		if err = p.Store.Complete(cctx, claim, nil, p.TTL); err == nil {
-			res.Applied = true
+		retries, err = p.commit(ctx, claim, nil, nil, h)
+		hb.stop()
+		if err == nil {
+			res.Applied, res.CommitRetries = true, retries
 			res.Action, res.Err = Fail, effect.Permanent(fmt.Errorf(
 				"effect applied and recorded, but its result of %d bytes exceeds %d: stored without it, duplicates replay none",
 				len(out.Result), dedup.MaxResultBytes))
 			return res
 		}
 	default:
-		err = p.Store.Complete(cctx, claim, out.Result, p.TTL)
+		retries, err = p.commit(ctx, claim, out.Result, nil, h)
 	}
+	hb.stop()
+	res.CommitRetries = retries
 	var ece *dedup.EffectConditionError
 	switch {
 	case err == nil:
@@ -164,47 +199,149 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 		// Another worker owns the message now; it will delete or retry it.
 		// Transactional effects applied nothing; claim-mode effects did run.
 		res.Action, res.LeaseLost, res.Err = Retry, true, err
-	case errors.As(err, &ece):
-		p.Store.Release(cctx, claim) //nolint:errcheck // best effort, lease runs out otherwise
-		res.Action, res.Err = Fail, effect.Permanent(err)
-	case errors.Is(err, dedup.ErrResultTooLarge):
-		p.Store.Release(cctx, claim) //nolint:errcheck // best effort
+	case errors.As(err, &ece), errors.Is(err, dedup.ErrResultTooLarge), errors.Is(err, dedup.ErrInvalid):
+		// Nothing was applied, and no retry can change that.
+		p.release(ctx, claim)
 		res.Action, res.Err = Fail, effect.Permanent(err)
 	default:
+		// The commit gave up (timeout, forced stop). Either nothing was
+		// applied, or the record is COMPLETED and the release is refused.
+		p.release(ctx, claim)
 		res.Action, res.Err = Retry, err
 	}
 	return res
 }
 
-// runWithHeartbeat runs the effect while extending the lease (and calling the
-// caller's heartbeat). If the lease is lost, the effect's context is cancelled.
-func (p *Processor) runWithHeartbeat(ctx context.Context, claim *dedup.Claim, m effect.Message, lease time.Duration, h Hooks) (out effect.Output, err error, lost bool) {
-	ectx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+// claim claims req's key. A claim that fails without an answer may have
+// taken effect with its response lost: it is retried with the same token, so
+// that a record it wrote is recognised as its own; one that still fails is
+// released (refused if it never took effect), so that the next delivery does
+// not find this worker's own claim busy.
+func (p *Processor) claim(ctx context.Context, req dedup.ClaimRequest) (dedup.Claim, error) {
+	token, err := dedup.NewToken()
+	if err != nil {
+		return dedup.Claim{}, err
+	}
+	req.Token = token
+	for attempt := 1; ; attempt++ {
+		c, err := p.Store.Claim(ctx, req)
+		if err == nil {
+			return c, nil
+		}
+		if attempt == claimAttempts || ctx.Err() != nil || !sleepCtx(ctx, backoff(attempt, 50*time.Millisecond, time.Second)) {
+			p.release(ctx, dedup.Claim{Key: req.Key, Token: token})
+			return dedup.Claim{}, err
+		}
+	}
+}
+
+// commit writes the COMPLETED record, with the effect's writes in one
+// transaction when there are any. An error that is no verdict is retried
+// with the same claim: at once after a TransactionConflict, with backoff
+// otherwise, until h.CommitBy or CommitTimeout, or until ctx is cancelled
+// (a forced stop; the first attempt is made even then: the effect has
+// happened). A retry after a lost response is recognised by the token.
+func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte, writes []types.TransactWriteItem, h Hooks) (retries int, err error) {
+	deadline := h.CommitBy
+	if deadline.IsZero() {
+		timeout := p.CommitTimeout
+		if timeout <= 0 {
+			timeout = CommitTimeoutDefault
+		}
+		deadline = time.Now().Add(timeout)
+	}
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		if len(writes) > 0 {
+			err = p.Store.CompleteTx(cctx, claim, result, p.TTL, writes)
+		} else {
+			err = p.Store.Complete(cctx, claim, result, p.TTL)
+		}
+		if err == nil || !retryableCommit(err) {
+			return attempt - 1, err
+		}
+		wait := backoff(attempt, 100*time.Millisecond, 5*time.Second)
+		if dedup.IsTransactionConflict(err) {
+			wait = backoff(attempt, 5*time.Millisecond, 200*time.Millisecond)
+		}
+		if attempt == 1 {
+			p.Log.Warn("commit failed; retrying with the same claim", "key", claim.Key, "err", err)
+		}
+		if time.Until(deadline) < wait || !sleepCtx(ctx, wait) {
+			p.Log.Warn("commit gave up", "key", claim.Key, "attempts", attempt, "err", err)
+			return attempt - 1, err
+		}
+	}
+}
+
+// retryableCommit reports whether a commit error is no verdict, so that the
+// same commit may be tried again.
+func retryableCommit(err error) bool {
+	var ece *dedup.EffectConditionError
+	return !errors.Is(err, dedup.ErrLeaseLost) && !errors.As(err, &ece) &&
+		!errors.Is(err, dedup.ErrResultTooLarge) && !errors.Is(err, dedup.ErrInvalid)
+}
+
+// release gives a claim up, best effort: a few tries, since a release lost
+// to a passing error leaves the next delivery waiting out the lease. It is
+// refused (ErrLeaseLost) when the token does not own an IN_PROGRESS record:
+// taken over, completed, or never written.
+func (p *Processor) release(ctx context.Context, claim dedup.Claim) {
+	ctx = context.WithoutCancel(ctx)
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := p.Store.Release(rctx, claim)
+		cancel()
+		if err == nil || errors.Is(err, dedup.ErrLeaseLost) {
+			return
+		}
+		if attempt == 3 {
+			p.Log.Warn("cannot release claim; its lease runs out instead", "key", claim.Key, "err", err)
+			return
+		}
+		time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
+	}
+}
+
+// heartbeat extends a claim's lease (and calls the caller's heartbeat) until
+// stopped. When the lease is lost, it cancels ctx, the effect's context.
+type heartbeat struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	exited chan struct{}
+	lost   atomic.Bool
+}
+
+func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease time.Duration, h Hooks) *heartbeat {
+	hb := &heartbeat{done: make(chan struct{}), exited: make(chan struct{})}
+	hb.ctx, hb.cancel = context.WithCancelCause(ctx)
+	if h.NoExtend {
+		close(hb.exited)
+		return hb
+	}
 	every := h.HeartbeatEvery
 	if every <= 0 {
 		every = lease / 2
 	}
-	if h.NoExtend {
-		every = time.Duration(math.MaxInt64)
-	}
-	done := make(chan struct{})
-	hbDone := make(chan bool, 1)
 	go func() {
-		lostLease := false
-		defer func() { hbDone <- lostLease }()
+		defer close(hb.exited)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-hb.done:
 				return
 			case <-t.C:
 			}
-			if err := p.Store.Extend(ectx, claim, lease); err != nil {
+			// Not on hb.ctx: the lease must be kept while the commit is
+			// retried, also after a forced stop cancelled the effect.
+			ectx := context.WithoutCancel(hb.ctx)
+			if err := p.Store.Extend(ectx, &claim, lease); err != nil {
 				if errors.Is(err, dedup.ErrLeaseLost) {
-					lostLease = true
-					cancel(err)
+					hb.lost.Store(true)
+					hb.cancel(err)
 					return
 				}
 				p.Log.Warn("cannot extend lease", "key", claim.Key, "err", err)
@@ -216,13 +353,19 @@ func (p *Processor) runWithHeartbeat(ctx context.Context, claim *dedup.Claim, m 
 			}
 		}
 	}()
-	out, err = p.apply(ectx, m, claim.Key)
-	close(done)
-	lost = <-hbDone
-	if lost && err == nil {
-		err = dedup.ErrLeaseLost
+	return hb
+}
+
+// stop ends the heartbeat and reports whether it saw the lease lost.
+func (hb *heartbeat) stop() (lost bool) {
+	select {
+	case <-hb.done:
+	default:
+		close(hb.done)
 	}
-	return out, err, lost
+	<-hb.exited
+	hb.cancel(nil)
+	return hb.lost.Load()
 }
 
 func (p *Processor) apply(ctx context.Context, m effect.Message, key string) (out effect.Output, err error) {
@@ -233,4 +376,25 @@ func (p *Processor) apply(ctx context.Context, m effect.Message, key string) (ou
 		}
 	}()
 	return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
+}
+
+// backoff is capped exponential backoff with jitter in [d/2, d].
+func backoff(attempt int, base, maxD time.Duration) time.Duration {
+	d := base << min(attempt-1, 20)
+	if d > maxD || d <= 0 {
+		d = maxD
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -1,0 +1,383 @@
+package process_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/process"
+)
+
+// fault is what faultDB does to one call.
+type fault int
+
+const (
+	pass         fault = iota
+	failBefore         // a 5xx after the SDK's retries: nothing applied
+	loseResponse       // applied, then the response is lost
+	txConflict         // TransactionCanceledException, reasons TransactionConflict
+	txValidation       // TransactionCanceledException, a ValidationError reason
+)
+
+// faultDB is the in-memory DynamoDB with faults per kind of ledger call:
+// "claim" (PutItem), "complete" (UpdateItem to COMPLETED), "lease" (extend
+// or release), "tx" (TransactWriteItems). Each kind takes its faults in
+// order; failUntil fails every call of a kind until a (virtual) time.
+type faultDB struct {
+	*memdynamo.DB
+	mu        sync.Mutex
+	faults    map[string][]fault
+	failUntil map[string]time.Time
+	calls     map[string]int
+}
+
+func newFaultDB(db *memdynamo.DB) *faultDB {
+	return &faultDB{DB: db, faults: map[string][]fault{}, failUntil: map[string]time.Time{}, calls: map[string]int{}}
+}
+
+func (f *faultDB) inject(kind string, fs ...fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults[kind] = append(f.faults[kind], fs...)
+}
+
+func (f *faultDB) clear(kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.faults, kind)
+}
+
+func (f *faultDB) failUntilTime(kind string, t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failUntil[kind] = t
+}
+
+func (f *faultDB) count(kind string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[kind]
+}
+
+func (f *faultDB) next(kind string) fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[kind]++
+	if time.Now().Before(f.failUntil[kind]) {
+		return failBefore
+	}
+	q := f.faults[kind]
+	if len(q) == 0 {
+		return pass
+	}
+	f.faults[kind] = q[1:]
+	return q[0]
+}
+
+var errServer = &smithy.GenericAPIError{Code: "InternalServerError", Message: "injected", Fault: smithy.FaultServer}
+
+func cancelled(n int, code string) error {
+	rs := make([]types.CancellationReason, n)
+	for i := range rs {
+		rs[i].Code = aws.String("None")
+	}
+	rs[n-1].Code = aws.String(code)
+	return &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: rs}
+}
+
+func do[T any](f *faultDB, kind string, call func() (T, error)) (T, error) {
+	var zero T
+	switch f.next(kind) {
+	case failBefore:
+		return zero, errServer
+	case loseResponse:
+		if _, err := call(); err != nil {
+			return zero, err
+		}
+		return zero, errServer
+	}
+	return call()
+}
+
+func (f *faultDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return do(f, "claim", func() (*dynamodb.PutItemOutput, error) { return f.DB.PutItem(ctx, in, o...) })
+}
+
+func (f *faultDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	kind := "lease"
+	if strings.Contains(aws.ToString(in.UpdateExpression), ":done") {
+		kind = "complete"
+	}
+	return do(f, kind, func() (*dynamodb.UpdateItemOutput, error) { return f.DB.UpdateItem(ctx, in, o...) })
+}
+
+func (f *faultDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	switch f.next("tx") {
+	case failBefore:
+		return nil, errServer
+	case loseResponse:
+		if _, err := f.DB.TransactWriteItems(ctx, in, o...); err != nil {
+			return nil, err
+		}
+		return nil, errServer
+	case txConflict:
+		return nil, cancelled(len(in.TransactItems), "TransactionConflict")
+	case txValidation:
+		return nil, cancelled(len(in.TransactItems), "ValidationError")
+	}
+	return f.DB.TransactWriteItems(ctx, in, o...)
+}
+
+// withFaults puts a faultDB between b's processor and its table.
+func withFaults(t *testing.T, b *bundle) *faultDB {
+	t.Helper()
+	f := newFaultDB(b.db)
+	b.store = dedup.NewStore(f, "dedup")
+	b.proc.Store = b.store
+	return f
+}
+
+// modes runs a test in claim mode (an outside effect) and in transactional
+// mode (the ledger's writes commit with the record).
+func modes(t *testing.T, test func(t *testing.T, b *bundle, commit string)) {
+	t.Helper()
+	for _, mode := range []string{"claim", "tx"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b := setup(t)
+				if mode == "tx" {
+					ledger := &effect.Ledger{Table: "ledger"}
+					b.effect = ledger.Apply
+				}
+				commit := "complete"
+				if mode == "tx" {
+					commit = "tx"
+				}
+				test(t, b, commit)
+			})
+		})
+	}
+}
+
+const deposit = `{"account":"a1","amount_cents":250,"seq":1}`
+
+// requireAppliedOnce checks the outcome of a commit that succeeded: the
+// effect ran once, the record is COMPLETED, and in transactional mode the
+// ledger holds one deposit.
+func requireAppliedOnce(t *testing.T, b *bundle, r process.Result, commit string) {
+	t.Helper()
+	require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
+	require.True(t, r.Applied)
+	require.EqualValues(t, 1, b.calls.Load(), "the effect ran once")
+	require.Equal(t, "COMPLETED", b.record(t, r.Key)["status"].(*types.AttributeValueMemberS).Value)
+	if commit == "tx" {
+		out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+			TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
+		})
+		require.NoError(t, err)
+		require.Equal(t, "250", out.Item["balance_cents"].(*types.AttributeValueMemberN).Value)
+	}
+}
+
+// TestCommitErrorKeepsTheClaim: a commit that fails without a verdict (a 5xx
+// after the SDK's retries) is retried with the same claim. Before, the claim
+// was dropped, the retry found it busy, and the redelivery ran the effect a
+// second time.
+func TestCommitErrorKeepsTheClaim(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, b *bundle, commit string) {
+		f := withFaults(t, b)
+		f.inject(commit, failBefore, failBefore, failBefore)
+		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+		requireAppliedOnce(t, b, r, commit)
+		require.Equal(t, 4, f.count(commit))
+	})
+}
+
+// TestCommitLostResponseIsRecognised: the commit took effect and its response
+// was lost; the retry recognises its own commit by the claim's token.
+func TestCommitLostResponseIsRecognised(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, b *bundle, commit string) {
+		f := withFaults(t, b)
+		f.inject(commit, loseResponse)
+		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+		requireAppliedOnce(t, b, r, commit)
+	})
+}
+
+// TestTransactionConflictIsRetriedPromptly: DynamoDB cancels a transaction
+// that meets another on one of its items (deposits to one hot account), and
+// the SDK does not retry it. It costs milliseconds, not a lease.
+func TestTransactionConflictIsRetriedPromptly(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t)
+		b.effect = (&effect.Ledger{Table: "ledger"}).Apply
+		f := withFaults(t, b)
+		f.inject("tx", txConflict, txConflict, txConflict)
+		start := time.Now()
+		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+		requireAppliedOnce(t, b, r, "tx")
+		require.Less(t, time.Since(start), 500*time.Millisecond)
+	})
+}
+
+// TestCommitOutlastsTheLease: DynamoDB refuses the commit for three leases;
+// the heartbeat keeps the claim alive meanwhile, so no other worker takes the
+// message over, and the commit goes through in the end.
+func TestCommitOutlastsTheLease(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, b *bundle, commit string) {
+		f := withFaults(t, b)
+		f.failUntilTime(commit, time.Now().Add(30*time.Second))
+		done := make(chan process.Result)
+		go func() { done <- b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{}) }()
+		time.Sleep(25 * time.Second) // two and a half leases
+		other := setup(t)
+		other.db, other.store = b.db, dedup.NewStore(b.db, "dedup")
+		other.proc.Store = other.store
+		ro := other.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+		require.Equal(t, dedup.Busy, ro.Outcome, "the claim is alive")
+		require.Zero(t, other.calls.Load())
+		requireAppliedOnce(t, b, <-done, commit)
+	})
+}
+
+// TestCommitGivesUpAndReleases: a commit that cannot get through within the
+// commit timeout gives the claim up, so that the next delivery claims at once.
+// Transactional mode has applied nothing.
+func TestCommitGivesUpAndReleases(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, b *bundle, commit string) {
+		f := withFaults(t, b)
+		f.failUntilTime(commit, time.Now().Add(time.Hour))
+		start := time.Now()
+		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+		require.Equal(t, process.Retry, r.Action)
+		require.ErrorIs(t, r.Err, errServer)
+		require.False(t, r.Applied)
+		took := time.Since(start)
+		// Retries back off up to 5 s and stop when the next would pass the timeout.
+		require.Greater(t, took, process.CommitTimeoutDefault-6*time.Second)
+		require.LessOrEqual(t, took, process.CommitTimeoutDefault)
+		rec := b.record(t, r.Key)
+		require.Equal(t, "IN_PROGRESS", rec["status"].(*types.AttributeValueMemberS).Value)
+		require.Equal(t, "0", rec["lease_until"].(*types.AttributeValueMemberN).Value, "released")
+		if commit == "tx" {
+			out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+				TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
+			})
+			require.NoError(t, err)
+			require.Empty(t, out.Item, "nothing applied")
+		}
+	})
+}
+
+// TestForcedStopEndsCommitRetries: a cancelled context (a forced shutdown)
+// stops the retries at once; the claim is released.
+func TestForcedStopEndsCommitRetries(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, b *bundle, commit string) {
+		f := withFaults(t, b)
+		f.failUntilTime(commit, time.Now().Add(time.Hour))
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(5*time.Second, cancel)
+		start := time.Now()
+		r := b.proc.Process(ctx, msg("1", deposit), process.Hooks{})
+		require.Equal(t, process.Retry, r.Action)
+		require.Less(t, time.Since(start), 6*time.Second)
+		require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
+	})
+}
+
+// TestCommitByBoundsRetries: Lambda's commit must end before the invocation's
+// deadline.
+func TestCommitByBoundsRetries(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, b *bundle, commit string) {
+		f := withFaults(t, b)
+		f.failUntilTime(commit, time.Now().Add(time.Hour))
+		by := time.Now().Add(3 * time.Second)
+		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{CommitBy: by, NoExtend: true, Lease: 2 * time.Second})
+		require.Equal(t, process.Retry, r.Action)
+		require.False(t, time.Now().After(by))
+	})
+}
+
+// TestClaimLostResponseIsOurs: the claim's put took effect and its response
+// was lost. The claim is retried with the same token and recognised as ours,
+// instead of leaving the worker busy with its own claim for a whole lease.
+func TestClaimLostResponseIsOurs(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t)
+		f := withFaults(t, b)
+		f.inject("claim", loseResponse, failBefore)
+		r := b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+		require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
+		require.Equal(t, dedup.Won, r.Outcome)
+		require.EqualValues(t, 1, b.calls.Load())
+	})
+}
+
+// TestClaimThatFailsIsReleased: when the claim cannot be confirmed at all, a
+// put that did take effect is released, so the next delivery is not kept
+// waiting by this worker's own lease.
+func TestClaimThatFailsIsReleased(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t)
+		f := withFaults(t, b)
+		f.inject("claim", loseResponse, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore)
+		r := b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+		require.Equal(t, process.Retry, r.Action)
+		require.ErrorIs(t, r.Err, errServer)
+		require.Zero(t, b.calls.Load())
+		f.clear("claim")
+		r = b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+		require.Equal(t, process.Delete, r.Action, "the next delivery claims at once: %v", r.Err)
+		require.EqualValues(t, 1, b.calls.Load())
+	})
+}
+
+// TestValidationErrorIsPermanent: DynamoDB rejecting the commit as invalid
+// (an effect that writes one item twice, or a ValidationError cancellation
+// reason) is permanent: retrying cannot help and would spend a lease a cycle.
+func TestValidationErrorIsPermanent(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t)
+		twice := func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			out, err := (&effect.Ledger{Table: "ledger"}).Apply(ctx, in)
+			out.Writes = append(out.Writes, out.Writes[0])
+			return out, err
+		}
+		b.effect = twice
+		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+		require.Equal(t, process.Fail, r.Action, "err: %v", r.Err)
+		require.True(t, effect.IsPermanent(r.Err))
+		require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
+
+		b.effect = (&effect.Ledger{Table: "ledger"}).Apply
+		f := withFaults(t, b)
+		f.inject("tx", txValidation)
+		r = b.proc.Process(context.Background(), msg("2", `{"account":"a2","amount_cents":1,"seq":1}`), process.Hooks{})
+		require.Equal(t, process.Fail, r.Action, "err: %v", r.Err)
+		require.True(t, effect.IsPermanent(r.Err))
+		require.Equal(t, 1, f.count("tx"), "not retried")
+	})
+}

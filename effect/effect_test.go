@@ -93,6 +93,9 @@ func TestHTTPClassifiesFailures(t *testing.T) {
 	}{
 		{400, "", true, 0}, {404, "", true, 0}, {422, "", true, 0},
 		{408, "", false, 0}, {429, "7", false, 7 * time.Second}, {500, "", false, 0}, {503, "2", false, 2 * time.Second},
+		// IETF Idempotency-Key draft: 409 = the same key still in progress downstream.
+		{409, "3", false, 3 * time.Second}, {425, "", false, 0},
+		{401, "", false, 0}, {403, "", false, 0}, {410, "", true, 0},
 	}
 	for _, c := range cases {
 		h := newHTTP(t, func(w http.ResponseWriter, r *http.Request) {

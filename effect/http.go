@@ -20,8 +20,12 @@ const HTTPResultBodyLimit = 4 << 10
 // The dedup key travels as the Idempotency-Key header, so a downstream that
 // honours it stays exactly-once even if a stalled worker's lease is taken
 // over. 2xx succeeds and its status and (bounded) body are stored and
-// replayed for duplicates; 408, 429, 5xx and transport errors are retryable
-// (Retry-After honoured); any other status is permanent.
+// replayed for duplicates. Retryable (Retry-After honoured): 408, 409 (the
+// same key still in progress downstream, as in the IETF Idempotency-Key
+// draft), 425, 429, 5xx, transport errors, and 401/403 (the worker's own
+// credentials: better to wait for a fix than to dead-letter every message).
+// Any other status is permanent, 422 (the key reused for another payload)
+// among them.
 type HTTP struct {
 	URL    string
 	Client *http.Client
@@ -74,11 +78,27 @@ func (h *HTTP) Apply(ctx context.Context, in Input) (Output, error) {
 	case code >= 200 && code < 300:
 		res, _ := json.Marshal(HTTPResult{Status: code, Body: string(body)})
 		return Output{Result: res}, nil
-	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		// The worker's own credentials are wrong: dead-lettering every
+		// message until someone fixes them would be worse than waiting.
+		return Output{}, RetryAfter(retryAfter(resp.Header.Get("Retry-After")),
+			fmt.Errorf("POST %s: %s: the downstream refuses the worker's credentials", h.URL, resp.Status))
+	case retryableStatus(code):
 		return Output{}, RetryAfter(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("POST %s: %s", h.URL, resp.Status))
 	default:
 		return Output{}, Permanent(fmt.Errorf("POST %s: %s", h.URL, resp.Status))
 	}
+}
+
+// retryableStatus: a response that a later try can change. 409 is the IETF
+// Idempotency-Key draft's "a request with this key is still in progress";
+// 422 ("this key was used for another payload") is a conflict: permanent.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	}
+	return code >= 500
 }
 
 // retryAfter parses a Retry-After header: seconds or an HTTP date.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -173,33 +174,32 @@ func TestNoKeyIsPermanentWithoutAClaim(t *testing.T) {
 // its claim (another worker is told busy) and the caller's heartbeat runs.
 func TestHeartbeatKeepsTheLease(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	var beats atomic.Int32
-	started := make(chan struct{})
-	release := make(chan struct{})
-	b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
-		close(started)
-		<-release
-		return effect.Output{}, nil
-	}
-	done := make(chan process.Result)
-	go func() {
-		done <- b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{
-			Lease: 200 * time.Millisecond, HeartbeatEvery: 40 * time.Millisecond,
-			Heartbeat: func(context.Context) error { beats.Add(1); return nil },
-		})
-	}()
-	<-started
-	for beats.Load() < 10 { // 10 beats = 400 ms, two leases
-		time.Sleep(10 * time.Millisecond)
-	}
-	c, err := b.store.Claim(context.Background(), dedup.ClaimRequest{Key: "t#q.fifo#d-1", PayloadSHA256: dedup.PayloadHash("x"), Lease: time.Second, TTL: time.Hour})
-	require.NoError(t, err)
-	require.Equal(t, dedup.Busy, c.Outcome, "the lease was extended")
-	close(release)
-	r := <-done
-	require.Equal(t, process.Delete, r.Action)
-	require.True(t, r.Applied)
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t)
+		var beats atomic.Int32
+		release := make(chan struct{})
+		b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			<-release
+			return effect.Output{}, nil
+		}
+		done := make(chan process.Result)
+		go func() {
+			done <- b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{
+				Lease: 10 * time.Second, HeartbeatEvery: 2 * time.Second,
+				Heartbeat: func(context.Context) error { beats.Add(1); return nil },
+			})
+		}()
+		time.Sleep(25 * time.Second) // two and a half leases
+		synctest.Wait()
+		require.EqualValues(t, 12, beats.Load())
+		c, err := b.store.Claim(context.Background(), dedup.ClaimRequest{Key: "t#q.fifo#d-1", PayloadSHA256: dedup.PayloadHash("x"), Lease: time.Second, TTL: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, dedup.Busy, c.Outcome, "the lease was extended")
+		close(release)
+		r := <-done
+		require.Equal(t, process.Delete, r.Action)
+		require.True(t, r.Applied)
+	})
 }
 
 // TestZombieTransactionalAppliesNothing: A's lease ends while its effect runs
@@ -207,40 +207,40 @@ func TestHeartbeatKeepsTheLease(t *testing.T) {
 // refused and applies nothing. The ledger shows one application.
 func TestZombieTransactionalAppliesNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ledger := &effect.Ledger{Table: "ledger"}
-	stall := make(chan struct{})
-	var first atomic.Bool
-	b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
-		if first.CompareAndSwap(false, true) {
-			<-stall // A stalls past its lease
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t)
+		ledger := &effect.Ledger{Table: "ledger"}
+		stall := make(chan struct{})
+		var first atomic.Bool
+		b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			if first.CompareAndSwap(false, true) {
+				<-stall // A stalls past its lease
+			}
+			return ledger.Apply(ctx, in)
 		}
-		return ledger.Apply(ctx, in)
-	}
-	body := `{"account":"a1","amount_cents":250,"seq":1}`
-	aDone := make(chan process.Result)
-	go func() {
-		aDone <- b.proc.Process(context.Background(), msg("1", body), process.Hooks{Lease: 50 * time.Millisecond, HeartbeatEvery: time.Hour})
-	}()
-	for !first.Load() {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(80 * time.Millisecond) // A's lease is over
-	rb := b.proc.Process(context.Background(), msg("1", body), process.Hooks{})
-	require.Equal(t, process.Delete, rb.Action, "B takes over and commits: %v", rb.Err)
-	require.True(t, rb.Applied)
-	close(stall)
-	ra := <-aDone
-	require.Equal(t, process.Retry, ra.Action)
-	require.True(t, ra.LeaseLost)
-	require.ErrorIs(t, ra.Err, dedup.ErrLeaseLost)
+		body := `{"account":"a1","amount_cents":250,"seq":1}`
+		aDone := make(chan process.Result)
+		go func() {
+			aDone <- b.proc.Process(context.Background(), msg("1", body), process.Hooks{Lease: 5 * time.Second, HeartbeatEvery: time.Hour})
+		}()
+		time.Sleep(6 * time.Second) // A's lease is over
+		require.True(t, first.Load())
+		rb := b.proc.Process(context.Background(), msg("1", body), process.Hooks{})
+		require.Equal(t, process.Delete, rb.Action, "B takes over and commits: %v", rb.Err)
+		require.True(t, rb.Applied)
+		close(stall)
+		ra := <-aDone
+		require.Equal(t, process.Retry, ra.Action)
+		require.True(t, ra.LeaseLost)
+		require.ErrorIs(t, ra.Err, dedup.ErrLeaseLost)
 
-	out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
+		out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+			TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
+		})
+		require.NoError(t, err)
+		require.Equal(t, "250", out.Item["balance_cents"].(*types.AttributeValueMemberN).Value)
+		require.Equal(t, "1", out.Item["applied"].(*types.AttributeValueMemberN).Value)
 	})
-	require.NoError(t, err)
-	require.Equal(t, "250", out.Item["balance_cents"].(*types.AttributeValueMemberN).Value)
-	require.Equal(t, "1", out.Item["applied"].(*types.AttributeValueMemberN).Value)
 }
 
 func TestEffectConditionIsPermanent(t *testing.T) {

@@ -25,6 +25,7 @@ type Metrics struct {
 	retries       *prometheus.CounterVec
 	permanent     *prometheus.CounterVec
 	leasesLost    *prometheus.CounterVec
+	commitRetries *prometheus.CounterVec
 	receiveErrors *prometheus.CounterVec
 	batchFailures *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
@@ -57,6 +58,7 @@ func NewMetrics() *Metrics {
 		retries:       counter("retries_total", "Retryable failures: retried in place, or handed back to SQS with backoff."),
 		permanent:     counter("permanent_failures_total", "Permanent failures, left to the redrive policy or moved to the DLQ."),
 		leasesLost:    counter("leases_lost_total", "Claims taken over by another worker while the effect ran."),
+		commitRetries: counter("commit_retries_total", "Commits tried again with the same claim after an error that was no verdict (5xx, throttling, timeout, TransactionConflict)."),
 		receiveErrors: counter("receive_errors_total", "Failed ReceiveMessage calls."),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "exactly", Name: "handler_duration_seconds", Help: "Time from the start of processing a message to its decision.",
@@ -102,6 +104,9 @@ func (m *Metrics) Done(queue string, r process.Result, took time.Duration) {
 		m.busy.WithLabelValues(queue).Inc()
 		m.totals.Busy.Add(1)
 		label = "busy"
+	}
+	if r.CommitRetries > 0 {
+		m.commitRetries.WithLabelValues(queue).Add(float64(r.CommitRetries))
 	}
 	if r.LeaseLost {
 		m.leasesLost.WithLabelValues(queue).Inc()

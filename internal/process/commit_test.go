@@ -184,11 +184,7 @@ func requireAppliedOnce(t *testing.T, b *bundle, r process.Result, commit string
 	require.EqualValues(t, 1, b.calls.Load(), "the effect ran once")
 	require.Equal(t, "COMPLETED", b.record(t, r.Key)["status"].(*types.AttributeValueMemberS).Value)
 	if commit == "tx" {
-		out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-			TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
-		})
-		require.NoError(t, err)
-		require.Equal(t, "250", out.Item["balance_cents"].(*types.AttributeValueMemberN).Value)
+		require.Equal(t, "250", b.account(t, "a1")["balance_cents"].(*types.AttributeValueMemberN).Value)
 	}
 }
 
@@ -278,11 +274,7 @@ func TestCommitGivesUpAndReleases(t *testing.T) {
 		require.Equal(t, "IN_PROGRESS", rec["status"].(*types.AttributeValueMemberS).Value)
 		require.Equal(t, "0", rec["lease_until"].(*types.AttributeValueMemberN).Value, "released")
 		if commit == "tx" {
-			out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-				TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
-			})
-			require.NoError(t, err)
-			require.Empty(t, out.Item, "nothing applied")
+			require.Empty(t, b.account(t, "a1"), "nothing applied")
 		}
 	})
 }

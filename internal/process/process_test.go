@@ -75,6 +75,16 @@ func (b *bundle) record(t *testing.T, key string) map[string]types.AttributeValu
 	return out.Item
 }
 
+// account reads the ledger's item of an account (empty when none).
+func (b *bundle) account(t *testing.T, id string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#" + id}}, ConsistentRead: aws.Bool(true),
+	})
+	require.NoError(t, err)
+	return out.Item
+}
+
 func TestWonThenDuplicate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -234,12 +244,9 @@ func TestZombieTransactionalAppliesNothing(t *testing.T) {
 		require.True(t, ra.LeaseLost)
 		require.ErrorIs(t, ra.Err, dedup.ErrLeaseLost)
 
-		out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-			TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
-		})
-		require.NoError(t, err)
-		require.Equal(t, "250", out.Item["balance_cents"].(*types.AttributeValueMemberN).Value)
-		require.Equal(t, "1", out.Item["applied"].(*types.AttributeValueMemberN).Value)
+		acct := b.account(t, "a1")
+		require.Equal(t, "250", acct["balance_cents"].(*types.AttributeValueMemberN).Value)
+		require.Equal(t, "1", acct["applied"].(*types.AttributeValueMemberN).Value)
 	})
 }
 
@@ -291,10 +298,6 @@ func TestOversizedResult(t *testing.T) {
 	require.Equal(t, process.Fail, r.Action)
 	require.False(t, r.Applied)
 	require.ErrorIs(t, r.Err, dedup.ErrResultTooLarge)
-	out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a9"}},
-	})
-	require.NoError(t, err)
-	require.Empty(t, out.Item, "nothing applied")
+	require.Empty(t, b.account(t, "a9"), "nothing applied")
 	require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
 }

@@ -140,6 +140,15 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 			Err: fmt.Errorf("dedup key %q is being processed by another worker", key)}
 	}
 
+	if left := time.Until(claim.LeaseUntil); left < lease/2 {
+		// The claim's answer came late (a congested network, long SDK
+		// retries): its lease has ended or is about to, and another worker
+		// may claim the key at any moment. Starting the effect on it could
+		// run it twice; giving the claim back costs a retry.
+		p.release(ctx, claim)
+		return Result{Action: Retry, Outcome: dedup.Won, Key: key, Err: fmt.Errorf(
+			"dedup key %q: the claim answered with %v of its %v lease left; not started on it", key, left.Round(time.Millisecond), lease)}
+	}
 	res := Result{Outcome: dedup.Won, Key: key}
 	hb := p.startHeartbeat(ctx, claim, lease, h)
 	out, runErr := p.apply(hb.ctx, m, key)
@@ -325,15 +334,20 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 	if every <= 0 {
 		every = lease / 2
 	}
+	// The first extension is due when the lease has run for one interval,
+	// counted from the claim, not from its answer: a claim that answered
+	// late has less of its lease left.
+	first := max(every-(lease-time.Until(claim.LeaseUntil)), 0)
 	go func() {
 		defer close(hb.exited)
-		t := time.NewTicker(every)
+		t := time.NewTimer(first)
 		defer t.Stop()
 		for {
 			select {
 			case <-hb.done:
 				return
 			case <-t.C:
+				t.Reset(every)
 			}
 			// Not on hb.ctx: the lease must be kept while the commit is
 			// retried, also after a forced stop cancelled the effect.

@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -96,14 +97,39 @@ func (k KeySource) Extract(m effect.Message) (string, error) {
 
 // jsonPointer resolves an RFC 6901 pointer in body to a string or number.
 func jsonPointer(body, ptr string) (string, error) {
+	doc, err := DecodeJSON([]byte(body))
+	if err != nil {
+		return "", fmt.Errorf("body %v", err)
+	}
+	v, ok := Pointer(doc, ptr)
+	if !ok {
+		return "", fmt.Errorf("body has no %s", ptr)
+	}
+	return KeyValue(v, ptr)
+}
+
+// DecodeJSON decodes exactly one JSON value, numbers kept as json.Number.
+func DecodeJSON(b []byte) (any, error) {
 	var doc any
-	dec := json.NewDecoder(strings.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return "", fmt.Errorf("body is not JSON: %v", err)
+		return nil, fmt.Errorf("is not JSON: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return "", errors.New("body is not one JSON value: it has data after the first")
+		return nil, errors.New("is not one JSON value: it has data after the first")
+	}
+	return doc, nil
+}
+
+// Pointer resolves an RFC 6901 JSON pointer ("/order/id") in a document
+// from DecodeJSON; false when the document has no such value.
+func Pointer(doc any, ptr string) (any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, false
 	}
 	cur := doc
 	for _, tok := range strings.Split(ptr[1:], "/") {
@@ -112,20 +138,26 @@ func jsonPointer(body, ptr string) (string, error) {
 		case map[string]any:
 			next, ok := v[tok]
 			if !ok {
-				return "", fmt.Errorf("body has no %s", ptr)
+				return nil, false
 			}
 			cur = next
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(v) || tok != strconv.Itoa(i) {
-				return "", fmt.Errorf("body has no %s", ptr)
+				return nil, false
 			}
 			cur = v[i]
 		default:
-			return "", fmt.Errorf("body has no %s", ptr)
+			return nil, false
 		}
 	}
-	switch v := cur.(type) {
+	return cur, true
+}
+
+// KeyValue is a pointed-to value as a key part: a non-empty string, or a
+// number as written.
+func KeyValue(v any, ptr string) (string, error) {
+	switch v := v.(type) {
 	case string:
 		if v == "" {
 			return "", fmt.Errorf("%s is empty", ptr)

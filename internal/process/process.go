@@ -116,14 +116,37 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 		return Result{Action: Fail, Err: err}
 	}
 	key := p.Scope(m).Key(m.Group, raw)
+	c := Call{Key: key, PayloadSHA256: dedup.PayloadHash(m.Body), MessageID: m.ID, Group: m.Group, Attempts: m.ReceiveCount}
+	return p.Run(ctx, c, h, func(ctx context.Context) (effect.Output, error) {
+		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
+	})
+}
+
+// Call is one operation to run exactly once under a dedup key.
+type Call struct {
+	Key string // the scoped dedup key
+	// PayloadSHA256 fingerprints the operation's input: a key completed with
+	// another fingerprint is a conflict, never replayed.
+	PayloadSHA256 string
+	// MessageID, Group and Attempts are kept in the record for operators.
+	MessageID string
+	Group     string
+	Attempts  int
+}
+
+// Run runs fn exactly once for c.Key, as far as the ledger can tell: it
+// claims the key, runs fn with heartbeats, and commits its output (its
+// Writes in one transaction with the record). A duplicate is not run: the
+// stored result comes back in Result.Result. Process is Run for a message.
+func (p *Processor) Run(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
+	key, hash := c.Key, c.PayloadSHA256
 	lease := p.Lease
 	if h.Lease > 0 {
 		lease = h.Lease
 	}
-	hash := dedup.PayloadHash(m.Body)
 	claim, err := p.claim(ctx, dedup.ClaimRequest{
-		Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group,
-		Attempts: m.ReceiveCount, Lease: lease, TTL: p.TTL,
+		Key: key, PayloadSHA256: hash, MessageID: c.MessageID, Group: c.Group,
+		Attempts: c.Attempts, Lease: lease, TTL: p.TTL,
 	})
 	if err != nil {
 		return Result{Action: Retry, Key: key, Err: err}
@@ -151,7 +174,7 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 	}
 	res := Result{Outcome: dedup.Won, Key: key}
 	hb := p.startHeartbeat(ctx, claim, lease, h)
-	out, runErr := p.apply(hb.ctx, m, key)
+	out, runErr := p.apply(hb.ctx, c, fn)
 	if runErr == nil && hb.lost.Load() {
 		runErr = dedup.ErrLeaseLost
 	}
@@ -382,14 +405,14 @@ func (hb *heartbeat) stop() (lost bool) {
 	return hb.lost.Load()
 }
 
-func (p *Processor) apply(ctx context.Context, m effect.Message, key string) (out effect.Output, err error) {
+func (p *Processor) apply(ctx context.Context, c Call, fn func(context.Context) (effect.Output, error)) (out effect.Output, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.Log.Error("effect panicked", "key", key, "message_id", m.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			p.Log.Error("effect panicked", "key", c.Key, "message_id", c.MessageID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			err = fmt.Errorf("effect panicked: %v", r)
 		}
 	}()
-	return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
+	return fn(ctx)
 }
 
 // backoff is capped exponential backoff with jitter in [d/2, d].

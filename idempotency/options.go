@@ -1,7 +1,6 @@
 package idempotency
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -112,23 +111,12 @@ func (s *settings) key(in any, doc []byte) (string, error) {
 
 // fingerprint is the payload hash stored with the record.
 func (s *settings) fingerprint(doc []byte) (string, error) {
+	src := dedup.PayloadSource{} // the whole input
 	switch {
 	case s.noValidate:
-		return "-", nil
-	case len(s.validate) == 0:
-		return hashOf(doc), nil
+		src = dedup.PayloadNone
+	case len(s.validate) > 0:
+		src = dedup.PayloadJSON(s.validate...)
 	}
-	parsed, err := dedup.DecodeJSON(doc)
-	if err != nil {
-		return "", fmt.Errorf("input %v", err)
-	}
-	picked := make([]any, len(s.validate))
-	for i, ptr := range s.validate {
-		picked[i], _ = dedup.Pointer(parsed, ptr) // absent: null
-	}
-	b, err := json.Marshal(picked) // maps marshal with sorted keys
-	if err != nil {
-		return "", err
-	}
-	return hashOf(b), nil
+	return src.Hash(string(doc))
 }

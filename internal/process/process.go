@@ -99,8 +99,11 @@ type Processor struct {
 	Keys   dedup.KeySource
 	// Scope returns the key scope of a message's queue.
 	Scope func(m effect.Message) dedup.Scope
-	Lease time.Duration // default claim lease
-	TTL   time.Duration // how long a record suppresses duplicates
+	// Payload fingerprints a message to tell duplicates from conflicts; the
+	// whole body when zero.
+	Payload dedup.PayloadSource
+	Lease   time.Duration // default claim lease
+	TTL     time.Duration // how long a record suppresses duplicates
 	// CommitTimeout bounds the retries of a commit that fails without a
 	// verdict; CommitTimeoutDefault if 0. A commit that gives up releases
 	// its claim: in transactional mode nothing was applied; in claim mode
@@ -116,7 +119,11 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 		return Result{Action: Fail, Err: err}
 	}
 	key := p.Scope(m).Key(m.Group, raw)
-	c := Call{Key: key, PayloadSHA256: dedup.PayloadHash(m.Body), MessageID: m.ID, Group: m.Group, Attempts: m.ReceiveCount}
+	hash, err := p.Payload.Hash(m.Body)
+	if err != nil {
+		return Result{Action: Fail, Key: key, Err: err}
+	}
+	c := Call{Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group, Attempts: m.ReceiveCount}
 	return p.Run(ctx, c, h, func(ctx context.Context) (effect.Output, error) {
 		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
 	})

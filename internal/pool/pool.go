@@ -554,9 +554,13 @@ func (qs *queueState) settle(d *delivery, del bool, vis time.Duration) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	delete(qs.held, d)
-	if del {
+	switch {
+	case del:
+		// Also for a lost delivery: a standard queue may still take it.
 		qs.b.delete(d.receipt)
-	} else {
+	case d.lost:
+		// SQS refused the receipt already: a hand-back cannot work.
+	default:
 		qs.b.changeVisibility(d.receipt, vis)
 	}
 	if len(qs.held) == 0 {

@@ -213,8 +213,9 @@ func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s set
 }
 
 // moveToDLQ sends a record to its queue's dead-letter queue as it came:
-// body, message attributes and, in a FIFO queue, its group and dedup id;
-// plus an idempotency-key attribute that keeps its dedup key.
+// body, message attributes and, in a FIFO queue, its group; plus an
+// idempotency-key attribute that keeps its dedup key, and a dedup id of its
+// own (pool.DeadLetterCopy).
 func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, rec events.SQSMessage) error {
 	q, ok := queues.byName[sqslambda.QueueName(rec.EventSourceARN)]
 	if !ok || q.dlq == "" {
@@ -225,10 +226,13 @@ func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, r
 		attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 	}
 	m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
-	// With ten attributes already the copy cannot carry its dedup key, and
-	// goes as it came.
-	in, _ := pool.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
-	_, err := client.SendMessage(ctx, in)
+	// With ten attributes already the copy cannot carry its dedup key: it is
+	// not made, and the handler leaves the record to the redrive policy.
+	in, err := pool.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
+	if err != nil {
+		return err
+	}
+	_, err = client.SendMessage(ctx, in)
 	return err
 }
 

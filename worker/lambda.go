@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -95,7 +96,6 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if api, _ := lookup(runtimeAPIEnv); api == "" {
 		return nil, config.Errorf("worker lambda serves AWS Lambda's Runtime API, but %s is not set: deploy the binary as a Lambda function's bootstrap (on ECS or any host, use worker run)", runtimeAPIEnv)
 	}
-	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
 	log, err := telemetry.NewLogger(stderr, s.logFormat, s.logLevel)
 	if err != nil {
 		return nil, config.Errorf("%s", err)
@@ -121,6 +121,36 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if err != nil {
 		return nil, err
 	}
+	h, err := lambdaHandler(s, cl.sqs, store, eff, log, queues)
+	if err != nil {
+		return nil, err
+	}
+	scope := s.dedupScope
+	if scope == "" {
+		scope = "queue"
+	}
+	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
+	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
+		"queues", strings.Join(queues.names, ","), "dedup_scope_default", scope, "fifo_fail_rest", failRest.String(),
+		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
+	return h, nil
+}
+
+// lambdaSQS is the part of the SQS client the Lambda worker calls itself
+// (the event source mapping receives and deletes). *sqs.Client and the
+// in-memory SQS satisfy it.
+type lambdaSQS interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ lambdaSQS = (*sqs.Client)(nil)
+
+// lambdaHandler wires the handler from checked settings, clients, the
+// effect and the queues read at cold start.
+func lambdaHandler(s settings, client lambdaSQS, store *dedup.Store, eff effect.Effect, log *slog.Logger, queues lambdaQueueSet) (*sqslambda.Handler, error) {
+	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
 	defaultPerGroup := s.dedupScope == "group"
 	proc := &process.Processor{
 		Store: store, Effect: eff, Keys: s.keys, TTL: s.dedupTTL, Log: log, Lease: lambdaLease,
@@ -138,21 +168,10 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	}
 	if s.moveToDLQ {
 		cfg.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
-			return moveToDLQ(ctx, cl.sqs, queues, rec)
+			return moveToDLQ(ctx, client, queues, rec)
 		}
 	}
-	h, err := sqslambda.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	scope := s.dedupScope
-	if scope == "" {
-		scope = "queue"
-	}
-	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
-		"queues", strings.Join(queues.names, ","), "dedup_scope_default", scope, "fifo_fail_rest", failRest.String(),
-		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
-	return h, nil
+	return sqslambda.New(cfg)
 }
 
 type lambdaQueue struct {
@@ -173,7 +192,7 @@ type lambdaQueueSet struct {
 // time. A queue that says messageGroup scopes its keys per group whatever
 // --dedup-scope says; a --dedup-scope given explicitly that contradicts a
 // listed queue is a configuration error.
-func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s settings) (lambdaQueueSet, error) {
+func lambdaQueues(ctx context.Context, client lambdaSQS, fs *config.Set, s settings) (lambdaQueueSet, error) {
 	set := lambdaQueueSet{byName: map[string]lambdaQueue{}}
 	for _, url := range s.queues {
 		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
@@ -216,7 +235,7 @@ func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s set
 // body, message attributes and, in a FIFO queue, its group; plus an
 // idempotency-key attribute that keeps its dedup key, and a dedup id of its
 // own (pool.DeadLetterCopy).
-func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, rec events.SQSMessage) error {
+func moveToDLQ(ctx context.Context, client lambdaSQS, queues lambdaQueueSet, rec events.SQSMessage) error {
 	q, ok := queues.byName[sqslambda.QueueName(rec.EventSourceARN)]
 	if !ok || q.dlq == "" {
 		return fmt.Errorf("queue %s is not named by --queue (WORKER_QUEUES), so its dead-letter queue is unknown", rec.EventSourceARN)

@@ -309,7 +309,12 @@ func describeQueues(ctx context.Context, log *slog.Logger, client *sqs.Client, s
 	return queues, scopes, nil
 }
 
-func deadLetterURL(ctx context.Context, client *sqs.Client, redrive string) (string, error) {
+// queueURLGetter resolves queue names to URLs.
+type queueURLGetter interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+}
+
+func deadLetterURL(ctx context.Context, client queueURLGetter, redrive string) (string, error) {
 	const key = `"deadLetterTargetArn":"`
 	i := strings.Index(redrive, key)
 	if i < 0 {

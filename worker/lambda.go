@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -162,16 +163,115 @@ func lambdaHandler(s settings, client lambdaSQS, store *dedup.Store, eff effect.
 			return dedup.Scope{Namespace: s.namespace, Queue: m.QueueName, PerGroup: perGroup}
 		},
 	}
+	res := newQueueResolver(client, queues, s, log)
 	cfg := sqslambda.Config{
 		Processor: proc, FailRest: failRest, Concurrency: s.concurrency, Log: log,
-		QueueURL: func(arn string) string { return queues.byName[sqslambda.QueueName(arn)].url },
+		Resolve: func(ctx context.Context, arn string) (sqslambda.Queue, error) {
+			q, err := res.resolve(ctx, arn)
+			return sqslambda.Queue{URL: q.url, PerGroup: q.perGroup}, err
+		},
 	}
 	if s.moveToDLQ {
 		cfg.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
-			return moveToDLQ(ctx, client, queues, rec)
+			return moveToDLQ(ctx, client, res, rec)
 		}
 	}
 	return sqslambda.New(cfg)
+}
+
+// queueResolver knows the event source queues: those of --queue as read at
+// cold start, and any other the first time one of its events arrives
+// (GetQueueUrl and GetQueueAttributes), for the container's life. A failed
+// read is not kept: the next event tries again. Safe for concurrent use.
+type queueResolver struct {
+	client    lambdaSQS
+	listed    lambdaQueueSet
+	moveToDLQ bool
+	scope     string // --dedup-scope as given: "", queue or group
+	log       *slog.Logger
+
+	mu    sync.Mutex
+	byARN map[string]*queueRead
+}
+
+// queueRead is one read of a queue's attributes; done is closed when q and
+// err are set.
+type queueRead struct {
+	done chan struct{}
+	q    lambdaQueue
+	err  error
+}
+
+func newQueueResolver(client lambdaSQS, listed lambdaQueueSet, s settings, log *slog.Logger) *queueResolver {
+	return &queueResolver{client: client, listed: listed, moveToDLQ: s.moveToDLQ, scope: s.dedupScope, log: log, byARN: map[string]*queueRead{}}
+}
+
+// resolve returns what is known of the queue with the given ARN, reading
+// its attributes once. Concurrent first calls share one read.
+func (r *queueResolver) resolve(ctx context.Context, arn string) (lambdaQueue, error) {
+	if q, ok := r.listed.byName[sqslambda.QueueName(arn)]; ok {
+		return q, nil // listed: as configured and read at cold start
+	}
+	r.mu.Lock()
+	c, ok := r.byARN[arn]
+	if !ok {
+		c = &queueRead{done: make(chan struct{})}
+		r.byARN[arn] = c
+		r.mu.Unlock()
+		c.q, c.err = r.read(ctx, arn)
+		if c.err != nil {
+			r.mu.Lock()
+			delete(r.byARN, arn)
+			r.mu.Unlock()
+		}
+		close(c.done)
+		return c.q, c.err
+	}
+	r.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.q, c.err
+	case <-ctx.Done():
+		return lambdaQueue{}, ctx.Err()
+	}
+}
+
+// read asks SQS about a queue that --queue does not list.
+func (r *queueResolver) read(ctx context.Context, arn string) (lambdaQueue, error) {
+	p := strings.Split(arn, ":") // arn:partition:sqs:region:account:name
+	if len(p) != 6 || p[5] == "" {
+		return lambdaQueue{}, fmt.Errorf("event source %q is not an SQS queue ARN", arn)
+	}
+	name := p[5]
+	got, err := r.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name), QueueOwnerAWSAccountId: aws.String(p[4])})
+	if err != nil {
+		return lambdaQueue{}, denied(fmt.Errorf("cannot find queue %s: %w", arn, err), "sqs:GetQueueUrl", arn)
+	}
+	url := aws.ToString(got.QueueUrl)
+	out, err := r.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameDeduplicationScope, sqstypes.QueueAttributeNameRedrivePolicy,
+		},
+	})
+	if err != nil {
+		return lambdaQueue{}, denied(fmt.Errorf("cannot read attributes of queue %s: %w", url, err), "sqs:GetQueueAttributes", url)
+	}
+	a := out.Attributes
+	q := lambdaQueue{url: url, perGroup: a[string(sqstypes.QueueAttributeNameDeduplicationScope)] == "messageGroup", fifo: a[string(sqstypes.QueueAttributeNameFifoQueue)] == "true"}
+	if r.moveToDLQ {
+		if rp := a[string(sqstypes.QueueAttributeNameRedrivePolicy)]; rp != "" {
+			if q.dlq, err = deadLetterURL(ctx, r.client, rp); err != nil {
+				return lambdaQueue{}, fmt.Errorf("queue %s: %w", name, err)
+			}
+		}
+	}
+	if r.scope != "" && (r.scope == "group") != q.perGroup {
+		r.log.Warn("queue not in --queue (WORKER_QUEUES) contradicts --dedup-scope (WORKER_DEDUP_SCOPE): its keys follow the queue's DeduplicationScope",
+			"queue", name, "dedup_scope", r.scope, "queue_dedup_scope", orQueue(a[string(sqstypes.QueueAttributeNameDeduplicationScope)]))
+	}
+	r.log.Info("queue not in --queue (WORKER_QUEUES) read", "queue", name, "fifo", q.fifo, "dedup_per_group", q.perGroup, "dlq", pool.QueueName(q.dlq))
+	return q, nil
 }
 
 type lambdaQueue struct {
@@ -235,10 +335,13 @@ func lambdaQueues(ctx context.Context, client lambdaSQS, fs *config.Set, s setti
 // body, message attributes and, in a FIFO queue, its group; plus an
 // idempotency-key attribute that keeps its dedup key, and a dedup id of its
 // own (pool.DeadLetterCopy).
-func moveToDLQ(ctx context.Context, client lambdaSQS, queues lambdaQueueSet, rec events.SQSMessage) error {
-	q, ok := queues.byName[sqslambda.QueueName(rec.EventSourceARN)]
-	if !ok || q.dlq == "" {
-		return fmt.Errorf("queue %s is not named by --queue (WORKER_QUEUES), so its dead-letter queue is unknown", rec.EventSourceARN)
+func moveToDLQ(ctx context.Context, client lambdaSQS, queues *queueResolver, rec events.SQSMessage) error {
+	q, err := queues.resolve(ctx, rec.EventSourceARN)
+	if err != nil {
+		return err
+	}
+	if q.dlq == "" {
+		return fmt.Errorf("queue %s has no redrive policy naming a dead-letter queue", rec.EventSourceARN)
 	}
 	attrs := map[string]sqstypes.MessageAttributeValue{}
 	for k, v := range rec.MessageAttributes {

@@ -90,6 +90,10 @@ type Hooks struct {
 	// the invocation's deadline); otherwise CommitTimeout after the first
 	// attempt.
 	CommitBy time.Time
+	// Scope, when set, is the message's key scope instead of the
+	// Processor's Scope answer (Lambda: that of a queue resolved while
+	// handling the event).
+	Scope *dedup.Scope
 }
 
 // Processor is the per-message exactly-once path.
@@ -115,7 +119,13 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 	if err != nil {
 		return Result{Action: Fail, Err: err}
 	}
-	key := p.Scope(m).Key(m.Group, raw)
+	var scope dedup.Scope
+	if h.Scope != nil {
+		scope = *h.Scope
+	} else {
+		scope = p.Scope(m)
+	}
+	key := scope.Key(m.Group, raw)
 	lease := p.Lease
 	if h.Lease > 0 {
 		lease = h.Lease

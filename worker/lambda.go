@@ -109,6 +109,7 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if err != nil {
 		return nil, err
 	}
+	warnWiderDLQScope(ctx, log, cl.sqs, queues.dlqs)
 	store := dedup.NewStore(cl.dynamo, s.table)
 	if err := store.Check(ctx); err != nil {
 		return nil, config.Errorf("%s: %v", fs.Name("table"), err)
@@ -284,6 +285,7 @@ type lambdaQueue struct {
 type lambdaQueueSet struct {
 	byName map[string]lambdaQueue
 	names  []string
+	dlqs   []queueDLQ
 }
 
 // lambdaQueues reads the attributes of the queues named by --queue, once at
@@ -327,6 +329,7 @@ func lambdaQueues(ctx context.Context, client lambdaSQS, fs *config.Set, s setti
 		}
 		set.byName[name] = q
 		set.names = append(set.names, name)
+		set.dlqs = append(set.dlqs, queueDLQ{name: name, fifo: q.fifo, perGroup: perGroup, redrive: out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]})
 	}
 	return set, nil
 }

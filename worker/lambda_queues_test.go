@@ -139,3 +139,29 @@ func TestLambdaMoveToDLQGivesTheCopyItsOwnDedupID(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"A", "B"}, groups)
 }
+
+// TestLambdaDoesNotCopyWithoutRoomForTheKey: a record with ten message
+// attributes and no idempotency-key is not copied to the DLQ (the copy
+// would lose its dedup key); it is reported, for the redrive policy.
+func TestLambdaDoesNotCopyWithoutRoomForTheKey(t *testing.T) {
+	t.Parallel()
+	c := memsqs.New()
+	url, dlq := memsqs.NewQueue(t, c, true, nil, 5)
+	arn := arnOf(t, c, url)
+	s, queues := lambdaSettings(t, c, "--queue", url, "--move-to-dlq")
+	h, err := lambdaHandler(s, c, memStore(t), &ranEffect{}, slog.New(slog.DiscardHandler), queues)
+	require.NoError(t, err)
+
+	rec := record(arn, "m-full", "A", "d-full", "poison")
+	rec.MessageAttributes = map[string]events.SQSMessageAttribute{}
+	for i := range 10 {
+		rec.MessageAttributes["a"+strconv.Itoa(i)] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String("v")}
+	}
+	failed := handle(t, h, rec)
+	require.Len(t, failed, 1, "reported: left to the redrive policy")
+	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: &dlq, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "0", out.Attributes["ApproximateNumberOfMessages"], "no lossy copy")
+}

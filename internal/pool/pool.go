@@ -716,7 +716,7 @@ func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Log
 			log.Error("permanent failure: moved to the dead-letter queue", "dlq", QueueName(q.DLQURL), "err", r.Err)
 			return
 		}
-		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "dlq", QueueName(q.DLQURL), "move_err", err)
+		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "dlq", QueueName(q.DLQURL), "err", err)
 	}
 	// Visible again at once: the redrive policy moves it after maxReceiveCount.
 	holdBack()

@@ -49,8 +49,9 @@ type Queue struct {
 	Visibility time.Duration // asked for at receive (the queue's VisibilityTimeout or an override); held messages are extended at about half of it
 	Lease      time.Duration // dedup lease per claim; DefaultLease(Visibility) if 0
 	Receivers  int           // concurrent long polls; ReceiversDefault if 0
-	// DLQURL, when set, receives permanent failures directly (keeping group
-	// and dedup ids); otherwise they are left to the queue's redrive policy.
+	// DLQURL, when set, receives permanent failures directly (DeadLetterCopy:
+	// group and dedup key kept, a dedup id of the copy's own); otherwise they
+	// are left to the queue's redrive policy.
 	DLQURL string
 }
 

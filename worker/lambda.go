@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -95,7 +97,6 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if api, _ := lookup(runtimeAPIEnv); api == "" {
 		return nil, config.Errorf("worker lambda serves AWS Lambda's Runtime API, but %s is not set: deploy the binary as a Lambda function's bootstrap (on ECS or any host, use worker run)", runtimeAPIEnv)
 	}
-	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
 	log, err := telemetry.NewLogger(stderr, s.logFormat, s.logLevel)
 	if err != nil {
 		return nil, config.Errorf("%s", err)
@@ -108,6 +109,7 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if err != nil {
 		return nil, err
 	}
+	warnWiderDLQScope(ctx, log, cl.sqs, queues.dlqs)
 	store := dedup.NewStore(cl.dynamo, s.table)
 	if err := store.Check(ctx); err != nil {
 		return nil, config.Errorf("%s: %v", fs.Name("table"), err)
@@ -121,6 +123,36 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if err != nil {
 		return nil, err
 	}
+	h, err := lambdaHandler(s, cl.sqs, store, eff, log, queues)
+	if err != nil {
+		return nil, err
+	}
+	scope := s.dedupScope
+	if scope == "" {
+		scope = "queue"
+	}
+	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
+	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
+		"queues", strings.Join(queues.names, ","), "dedup_scope_default", scope, "fifo_fail_rest", failRest.String(),
+		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
+	return h, nil
+}
+
+// lambdaSQS is the part of the SQS client the Lambda worker calls itself
+// (the event source mapping receives and deletes). *sqs.Client and the
+// in-memory SQS satisfy it.
+type lambdaSQS interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ lambdaSQS = (*sqs.Client)(nil)
+
+// lambdaHandler wires the handler from checked settings, clients, the
+// effect and the queues read at cold start.
+func lambdaHandler(s settings, client lambdaSQS, store *dedup.Store, eff effect.Effect, log *slog.Logger, queues lambdaQueueSet) (*sqslambda.Handler, error) {
+	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
 	defaultPerGroup := s.dedupScope == "group"
 	proc := &process.Processor{
 		Store: store, Effect: eff, Keys: s.keys, TTL: s.dedupTTL, Log: log, Lease: lambdaLease,
@@ -132,27 +164,115 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 			return dedup.Scope{Namespace: s.namespace, Queue: m.QueueName, PerGroup: perGroup}
 		},
 	}
+	res := newQueueResolver(client, queues, s, log)
 	cfg := sqslambda.Config{
 		Processor: proc, FailRest: failRest, Concurrency: s.concurrency, Log: log,
-		QueueURL: func(arn string) string { return queues.byName[sqslambda.QueueName(arn)].url },
+		Resolve: func(ctx context.Context, arn string) (sqslambda.Queue, error) {
+			q, err := res.resolve(ctx, arn)
+			return sqslambda.Queue{URL: q.url, PerGroup: q.perGroup}, err
+		},
 	}
 	if s.moveToDLQ {
 		cfg.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
-			return moveToDLQ(ctx, cl.sqs, queues, rec)
+			return moveToDLQ(ctx, client, res, rec)
 		}
 	}
-	h, err := sqslambda.New(cfg)
+	return sqslambda.New(cfg)
+}
+
+// queueResolver knows the event source queues: those of --queue as read at
+// cold start, and any other the first time one of its events arrives
+// (GetQueueUrl and GetQueueAttributes), for the container's life. A failed
+// read is not kept: the next event tries again. Safe for concurrent use.
+type queueResolver struct {
+	client    lambdaSQS
+	listed    lambdaQueueSet
+	moveToDLQ bool
+	scope     string // --dedup-scope as given: "", queue or group
+	log       *slog.Logger
+
+	mu    sync.Mutex
+	byARN map[string]*queueRead
+}
+
+// queueRead is one read of a queue's attributes; done is closed when q and
+// err are set.
+type queueRead struct {
+	done chan struct{}
+	q    lambdaQueue
+	err  error
+}
+
+func newQueueResolver(client lambdaSQS, listed lambdaQueueSet, s settings, log *slog.Logger) *queueResolver {
+	return &queueResolver{client: client, listed: listed, moveToDLQ: s.moveToDLQ, scope: s.dedupScope, log: log, byARN: map[string]*queueRead{}}
+}
+
+// resolve returns what is known of the queue with the given ARN, reading
+// its attributes once. Concurrent first calls share one read.
+func (r *queueResolver) resolve(ctx context.Context, arn string) (lambdaQueue, error) {
+	if q, ok := r.listed.byName[sqslambda.QueueName(arn)]; ok {
+		return q, nil // listed: as configured and read at cold start
+	}
+	r.mu.Lock()
+	c, ok := r.byARN[arn]
+	if !ok {
+		c = &queueRead{done: make(chan struct{})}
+		r.byARN[arn] = c
+		r.mu.Unlock()
+		c.q, c.err = r.read(ctx, arn)
+		if c.err != nil {
+			r.mu.Lock()
+			delete(r.byARN, arn)
+			r.mu.Unlock()
+		}
+		close(c.done)
+		return c.q, c.err
+	}
+	r.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.q, c.err
+	case <-ctx.Done():
+		return lambdaQueue{}, ctx.Err()
+	}
+}
+
+// read asks SQS about a queue that --queue does not list.
+func (r *queueResolver) read(ctx context.Context, arn string) (lambdaQueue, error) {
+	p := strings.Split(arn, ":") // arn:partition:sqs:region:account:name
+	if len(p) != 6 || p[5] == "" {
+		return lambdaQueue{}, fmt.Errorf("event source %q is not an SQS queue ARN", arn)
+	}
+	name := p[5]
+	got, err := r.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name), QueueOwnerAWSAccountId: aws.String(p[4])})
 	if err != nil {
-		return nil, err
+		return lambdaQueue{}, denied(fmt.Errorf("cannot find queue %s: %w", arn, err), "sqs:GetQueueUrl", arn)
 	}
-	scope := s.dedupScope
-	if scope == "" {
-		scope = "queue"
+	url := aws.ToString(got.QueueUrl)
+	out, err := r.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameDeduplicationScope, sqstypes.QueueAttributeNameRedrivePolicy,
+		},
+	})
+	if err != nil {
+		return lambdaQueue{}, denied(fmt.Errorf("cannot read attributes of queue %s: %w", url, err), "sqs:GetQueueAttributes", url)
 	}
-	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
-		"queues", strings.Join(queues.names, ","), "dedup_scope_default", scope, "fifo_fail_rest", failRest.String(),
-		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
-	return h, nil
+	a := out.Attributes
+	q := lambdaQueue{url: url, perGroup: a[string(sqstypes.QueueAttributeNameDeduplicationScope)] == "messageGroup", fifo: a[string(sqstypes.QueueAttributeNameFifoQueue)] == "true"}
+	if r.moveToDLQ {
+		if rp := a[string(sqstypes.QueueAttributeNameRedrivePolicy)]; rp != "" {
+			if q.dlq, err = deadLetterURL(ctx, r.client, rp); err != nil {
+				return lambdaQueue{}, fmt.Errorf("queue %s: %w", name, err)
+			}
+		}
+	}
+	if r.scope != "" && (r.scope == "group") != q.perGroup {
+		r.log.Warn("queue not in --queue (WORKER_QUEUES) contradicts --dedup-scope (WORKER_DEDUP_SCOPE): its keys follow the queue's DeduplicationScope",
+			"queue", name, "dedup_scope", r.scope, "queue_dedup_scope", orQueue(a[string(sqstypes.QueueAttributeNameDeduplicationScope)]))
+	}
+	r.log.Info("queue not in --queue (WORKER_QUEUES) read", "queue", name, "fifo", q.fifo, "dedup_per_group", q.perGroup, "dlq", pool.QueueName(q.dlq))
+	return q, nil
 }
 
 type lambdaQueue struct {
@@ -165,6 +285,7 @@ type lambdaQueue struct {
 type lambdaQueueSet struct {
 	byName map[string]lambdaQueue
 	names  []string
+	dlqs   []queueDLQ
 }
 
 // lambdaQueues reads the attributes of the queues named by --queue, once at
@@ -173,7 +294,7 @@ type lambdaQueueSet struct {
 // time. A queue that says messageGroup scopes its keys per group whatever
 // --dedup-scope says; a --dedup-scope given explicitly that contradicts a
 // listed queue is a configuration error.
-func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s settings) (lambdaQueueSet, error) {
+func lambdaQueues(ctx context.Context, client lambdaSQS, fs *config.Set, s settings) (lambdaQueueSet, error) {
 	set := lambdaQueueSet{byName: map[string]lambdaQueue{}}
 	for _, url := range s.queues {
 		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
@@ -208,27 +329,35 @@ func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s set
 		}
 		set.byName[name] = q
 		set.names = append(set.names, name)
+		set.dlqs = append(set.dlqs, queueDLQ{name: name, fifo: q.fifo, perGroup: perGroup, redrive: out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]})
 	}
 	return set, nil
 }
 
 // moveToDLQ sends a record to its queue's dead-letter queue as it came:
-// body, message attributes and, in a FIFO queue, its group and dedup id;
-// plus an idempotency-key attribute that keeps its dedup key.
-func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, rec events.SQSMessage) error {
-	q, ok := queues.byName[sqslambda.QueueName(rec.EventSourceARN)]
-	if !ok || q.dlq == "" {
-		return fmt.Errorf("queue %s is not named by --queue (WORKER_QUEUES), so its dead-letter queue is unknown", rec.EventSourceARN)
+// body, message attributes and, in a FIFO queue, its group; plus an
+// idempotency-key attribute that keeps its dedup key, and a dedup id of its
+// own (pool.DeadLetterCopy).
+func moveToDLQ(ctx context.Context, client lambdaSQS, queues *queueResolver, rec events.SQSMessage) error {
+	q, err := queues.resolve(ctx, rec.EventSourceARN)
+	if err != nil {
+		return err
+	}
+	if q.dlq == "" {
+		return fmt.Errorf("queue %s has no redrive policy naming a dead-letter queue", rec.EventSourceARN)
 	}
 	attrs := map[string]sqstypes.MessageAttributeValue{}
 	for k, v := range rec.MessageAttributes {
 		attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 	}
 	m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
-	// With ten attributes already the copy cannot carry its dedup key, and
-	// goes as it came.
-	in, _ := pool.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
-	_, err := client.SendMessage(ctx, in)
+	// With ten attributes already the copy cannot carry its dedup key: it is
+	// not made, and the handler leaves the record to the redrive policy.
+	in, err := pool.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
+	if err != nil {
+		return err
+	}
+	_, err = client.SendMessage(ctx, in)
 	return err
 }
 

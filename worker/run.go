@@ -270,6 +270,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 // timeout (heartbeats) and the dead-letter queue.
 func describeQueues(ctx context.Context, log *slog.Logger, client *sqs.Client, s settings) ([]pool.Queue, map[string]dedup.Scope, error) {
 	var queues []pool.Queue
+	var dlqs []queueDLQ
 	scopes := map[string]dedup.Scope{}
 	for _, url := range s.queues {
 		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
@@ -305,18 +306,37 @@ func describeQueues(ctx context.Context, log *slog.Logger, client *sqs.Client, s
 		}
 		queues = append(queues, q)
 		scopes[url] = dedup.Scope{Namespace: s.namespace, Queue: pool.QueueName(url), PerGroup: a["DeduplicationScope"] == "messageGroup"}
+		dlqs = append(dlqs, queueDLQ{name: pool.QueueName(url), fifo: q.FIFO, perGroup: scopes[url].PerGroup, redrive: a["RedrivePolicy"]})
 	}
+	warnWiderDLQScope(ctx, log, client, dlqs)
 	return queues, scopes, nil
 }
 
-func deadLetterURL(ctx context.Context, client *sqs.Client, redrive string) (string, error) {
+// queueURLGetter resolves queue names to URLs.
+type queueURLGetter interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+}
+
+// deadLetterARN returns the dead-letter queue ARN of a RedrivePolicy.
+func deadLetterARN(redrive string) (string, bool) {
 	const key = `"deadLetterTargetArn":"`
 	i := strings.Index(redrive, key)
 	if i < 0 {
-		return "", errors.New("it has no redrive policy with a dead-letter queue")
+		return "", false
 	}
 	arn := redrive[i+len(key):]
-	arn = arn[:strings.IndexByte(arn, '"')]
+	j := strings.IndexByte(arn, '"')
+	if j < 0 {
+		return "", false
+	}
+	return arn[:j], true
+}
+
+func deadLetterURL(ctx context.Context, client queueURLGetter, redrive string) (string, error) {
+	arn, ok := deadLetterARN(redrive)
+	if !ok {
+		return "", errors.New("it has no redrive policy with a dead-letter queue")
+	}
 	parts := strings.Split(arn, ":") // arn:aws:sqs:region:account:name
 	if len(parts) != 6 {
 		return "", fmt.Errorf("cannot read dead-letter queue ARN %q", arn)

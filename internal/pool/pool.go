@@ -49,8 +49,9 @@ type Queue struct {
 	Visibility time.Duration // asked for at receive (the queue's VisibilityTimeout or an override); held messages are extended at about half of it
 	Lease      time.Duration // dedup lease per claim; DefaultLease(Visibility) if 0
 	Receivers  int           // concurrent long polls; ReceiversDefault if 0
-	// DLQURL, when set, receives permanent failures directly (keeping group
-	// and dedup ids); otherwise they are left to the queue's redrive policy.
+	// DLQURL, when set, receives permanent failures directly (DeadLetterCopy:
+	// group and dedup key kept, a dedup id of the copy's own); otherwise they
+	// are left to the queue's redrive policy.
 	DLQURL string
 }
 
@@ -819,19 +820,18 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger, holdBack func()) {
 	q := qs.q
 	if q.DLQURL != "" {
-		in, ok := DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
-		if !ok {
-			log.Warn("the dead-letter copy cannot carry the message's dedup key in an idempotency-key attribute (it has 10 attributes already); replayed, it may get a new key under --dedup-key auto")
+		in, err := DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err = p.cfg.Client.SendMessage(ctx, in)
+			cancel()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := p.cfg.Client.SendMessage(ctx, in)
-		cancel()
 		if err == nil {
 			qs.settle(d, true, 0)
 			log.Error("permanent failure: moved to the dead-letter queue", "dlq", QueueName(q.DLQURL), "err", r.Err)
 			return
 		}
-		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "err", err)
+		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "dlq", QueueName(q.DLQURL), "err", err)
 	}
 	// Visible again at once: the redrive policy moves it after maxReceiveCount.
 	holdBack()

@@ -90,6 +90,10 @@ type Hooks struct {
 	// the invocation's deadline); otherwise CommitTimeout after the first
 	// attempt.
 	CommitBy time.Time
+	// Scope, when set, is the message's key scope instead of the
+	// Processor's Scope answer (Lambda: that of a queue resolved while
+	// handling the event).
+	Scope *dedup.Scope
 }
 
 // Processor is the per-message exactly-once path.
@@ -118,7 +122,11 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 	if err != nil {
 		return Result{Action: Fail, Err: err}
 	}
-	key := p.Scope(m).Key(m.Group, raw)
+	scope := p.Scope
+	if h.Scope != nil {
+		scope = func(effect.Message) dedup.Scope { return *h.Scope }
+	}
+	key := scope(m).Key(m.Group, raw)
 	hash, err := p.Payload.Hash(m.Body)
 	if err != nil {
 		return Result{Action: Fail, Key: key, Err: err}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,13 +353,45 @@ func deadLetterURL(ctx context.Context, client queueURLGetter, redrive string) (
 
 func buildEffect(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) (effect.Effect, error) {
 	factory, _ := effect.Lookup(s.effect)
-	eff, err := factory(effect.Env{
-		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, Lookup: lookup,
-	})
+	eff, err := factory(effectEnv(s, cl, log, lookup))
 	if err != nil {
 		return nil, config.Errorf("--effect %s: %v", s.effect, err)
 	}
 	return eff, nil
+}
+
+// effectEnv is what an effect's factory gets, on ECS and Lambda alike.
+func effectEnv(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) effect.Env {
+	cfg := cl.cfg.Copy()
+	// Clipped, so that an effect appending to its APIOptions gets an array
+	// of its own instead of writing into the worker's.
+	cfg.APIOptions = slices.Clip(cfg.APIOptions)
+	return effect.Env{
+		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, Lookup: lookup,
+		AWS: cfg, HTTPClient: newEffectHTTPClient(s.concurrency),
+	}
+}
+
+// Timeouts of the effects' HTTP client. A call that hangs would hold its
+// message's lease and its FIFO group; the effect's context bounds it too.
+const (
+	effectHTTPTimeout          = 30 * time.Second
+	effectHTTPDialTimeout      = 5 * time.Second
+	effectHTTPHandshakeTimeout = 10 * time.Second
+	effectHTTPHeaderTimeout    = 25 * time.Second
+)
+
+// newEffectHTTPClient keeps as many idle connections per host as handlers
+// can run at once: http.DefaultTransport keeps 2, and a worker calling one
+// downstream from 32 handlers would open and close connections all the time.
+func newEffectHTTPClient(concurrency int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: effectHTTPDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = effectHTTPHandshakeTimeout
+	t.ResponseHeaderTimeout = effectHTTPHeaderTimeout
+	t.MaxIdleConnsPerHost = max(concurrency, 2)
+	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)
+	return &http.Client{Timeout: effectHTTPTimeout, Transport: t}
 }
 
 func logProgress(ctx context.Context, log *slog.Logger, t *telemetry.Totals, every time.Duration) {

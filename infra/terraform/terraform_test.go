@@ -42,6 +42,9 @@ var (
 	workerShutdownSecs = int64(pool.ShutdownTimeoutDefault / time.Second)
 )
 
+// customEffectRoot deploys examples/custom-effect with the modules.
+const customEffectRoot = "../../examples/custom-effect/terraform"
+
 const (
 	fargateMaxStopSecs = 120
 	fifoMaxBatchSize   = 10
@@ -193,7 +196,7 @@ func load(t *testing.T, dir string) *module {
 func moduleDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	for _, pattern := range []string{"modules/*", "examples/*"} {
+	for _, pattern := range []string{"modules/*", "examples/*", customEffectRoot} {
 		found, err := filepath.Glob(pattern)
 		require.NoError(t, err)
 		dirs = append(dirs, found...)
@@ -1507,4 +1510,83 @@ func TestWorkerLambdaPassesEnvironmentAndSecretARNs(t *testing.T) {
 	}
 	require.True(t, guard(strMap("TOKEN", "x")))
 	require.False(t, guard(strMap("TOKEN_ARN", "x")), "TOKEN_ARN both plain and a secret's")
+}
+
+// ---------------------------------------------------------------------------
+// examples/custom-effect/terraform
+
+// TestCustomEffectExampleDeploysItsEffect: the example root runs the effect
+// main.go registers, gives it every setting newSendEmail reads (as a plain
+// variable or a secret), and, evaluated through the worker-ecs module, the
+// container gets them and the execution role may read the token's parameter.
+func TestCustomEffectExampleDeploysItsEffect(t *testing.T) {
+	m := load(t, customEffectRoot)
+	src, err := os.ReadFile(filepath.Join(customEffectRoot, "..", "main.go"))
+	require.NoError(t, err)
+	registered := regexp.MustCompile(`effect\.Register\("([^"]+)"`).FindAllStringSubmatch(string(src), -1)
+	require.Len(t, registered, 1)
+	var reads []string
+	for _, match := range regexp.MustCompile(`env\.Lookup\("([A-Z0-9_]+)"\)`).FindAllStringSubmatch(string(src), -1) {
+		reads = append(reads, match[1])
+	}
+	require.NotEmpty(t, reads)
+
+	call := m.call(t, "worker")
+	require.Equal(t, "../../../infra/terraform/modules/worker-ecs", literal(t, attr(t, call.Body, "source").Expr).AsString())
+	require.Equal(t, registered[0][1], literal(t, attr(t, call.Body, "effect").Expr).AsString(), "the effect main.go registers")
+	require.Equal(t, "var.container_image", m.text(attr(t, call.Body, "container_image").Expr))
+	require.Contains(t, m.variables["container_image"].Body.Attributes["description"].Expr.(*hclsyntax.TemplateExpr).Parts[0].(*hclsyntax.LiteralValueExpr).Val.AsString(),
+		"make image MAIN=./examples/custom-effect")
+
+	// The example's inputs, from terraform.tfvars.example: each passes its validations.
+	tfvars, err := os.ReadFile(filepath.Join(customEffectRoot, "terraform.tfvars.example"))
+	require.NoError(t, err)
+	f, diags := hclsyntax.ParseConfig(tfvars, "terraform.tfvars.example", hcl.InitialPos)
+	require.False(t, diags.HasErrors(), diags.Error())
+	given := map[string]cty.Value{}
+	for name, a := range f.Body.(*hclsyntax.Body).Attributes {
+		given[name] = literal(t, a.Expr)
+		require.True(t, m.valid(t, name, given[name]), "terraform.tfvars.example: %s", name)
+	}
+	for name, v := range m.variables {
+		if _, hasDefault := v.Body.Attributes["default"]; !hasDefault {
+			require.Contains(t, given, name, "terraform.tfvars.example sets every required variable")
+		}
+	}
+	vars := m.withVars(t, given)
+	s := scope{"var": vars}
+	environment := eval(t, attr(t, call.Body, "environment").Expr, s)
+	secrets := eval(t, attr(t, call.Body, "secrets").Expr, s)
+	for _, name := range reads {
+		inEnv, inSecrets := environment.Type().HasAttribute(name), secrets.Type().HasAttribute(name)
+		require.True(t, inEnv != inSecrets, "%s, which newSendEmail reads, must be set once: environment or secrets", name)
+	}
+	require.True(t, secrets.Type().HasAttribute("EMAIL_API_TOKEN"), "the token is a secret")
+	require.Equal(t, "var.policy_statements", m.text(attr(t, call.Body, "policy_statements").Expr))
+
+	// Through the module: the container and the execution role.
+	ecs := load(t, "modules/worker-ecs")
+	toMap := func(v cty.Value) cty.Value {
+		out := map[string]cty.Value{}
+		for k, e := range v.AsValueMap() {
+			out[k] = e
+		}
+		return cty.MapVal(out)
+	}
+	modVars := ecsVars(t, ecs, map[string]cty.Value{
+		"effect": str(registered[0][1]), "environment": toMap(environment), "secrets": toMap(secrets),
+		"secrets_kms_key_arns": eval(t, attr(t, call.Body, "secrets_kms_key_arns").Expr, s),
+	})
+	local := ecs.evalLocals(modVars)
+	var defs []map[string]any
+	ctx := scope{"var": modVars, "local": local, "aws_cloudwatch_log_group": {"this": cty.ObjectVal(map[string]cty.Value{"name": str("/ecs/w")})}}
+	require.NoError(t, json.Unmarshal([]byte(eval(t, attr(t, ecs.resource(t, "aws_ecs_task_definition.this").Body, "container_definitions").Expr, ctx).AsString()), &defs))
+	require.Contains(t, defs[0]["environment"], map[string]any{"name": "EMAIL_API_URL", "value": given["email_api_url"].AsString()})
+	require.Contains(t, defs[0]["environment"], map[string]any{"name": "WORKER_EFFECT", "value": "email"})
+	require.Equal(t, []any{map[string]any{"name": "EMAIL_API_TOKEN", "valueFrom": given["email_api_token_parameter_arn"].AsString()}}, defs[0]["secrets"])
+	n, _, p := rolePolicy(t, ecs, "aws_iam_role_policy.execution_secrets", modVars)
+	require.EqualValues(t, 1, n)
+	require.Len(t, p.Statement, 1)
+	require.Equal(t, []string{"ssm:GetParameters"}, p.Statement[0].Action)
+	require.Equal(t, []string{given["email_api_token_parameter_arn"].AsString()}, p.Statement[0].Resource)
 }

@@ -41,7 +41,10 @@ locals {
     { Sid = "ReadParameters", Effect = "Allow", Action = ["ssm:GetParameters"], Resource = local.secret_parameter },
     { Sid = "ReadSecrets", Effect = "Allow", Action = ["secretsmanager:GetSecretValue"], Resource = local.secret_secret },
     {
-      Sid = "DecryptSecrets", Effect = "Allow", Action = ["kms:Decrypt"], Resource = var.secrets_kms_key_arns,
+      Sid       = "DecryptSecrets"
+      Effect    = "Allow"
+      Action    = ["kms:Decrypt"]
+      Resource  = var.secrets_kms_key_arns
       Condition = { StringEquals = { "kms:ViaService" = local.secret_services } }
     },
   ] : s if length(s.Resource) > 0 && length(local.secret_arns) > 0]

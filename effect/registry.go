@@ -24,8 +24,8 @@ type Env struct {
 	DynamoDB DynamoDB
 	// AWS is the worker's own AWS configuration (region, credentials,
 	// endpoints, retryer, from the SDK's standard sources): build the clients
-	// of other services from it, as in sns.NewFromConfig(env.AWS). Their
-	// calls are counted in exactly_aws_requests_total like the worker's.
+	// of other services from it, as in sns.NewFromConfig(env.AWS). Under
+	// worker run their calls are counted in exactly_aws_requests_total too.
 	AWS aws.Config
 	// HTTPClient is a client with timeouts (30 s per request, bounded dial,
 	// TLS handshake and response headers) and a connection pool sized to the

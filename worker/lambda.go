@@ -27,10 +27,6 @@ const LambdaConcurrencyDefault = sqslambda.ConcurrencyDefault
 // runtimeAPIEnv is set by Lambda for the function's process.
 const runtimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"
 
-// lambdaLease is the claim lease when an invocation has no deadline, which
-// Lambda always sets; with one, the lease ends before the deadline.
-const lambdaLease = 30 * time.Second
-
 func newLambdaSet(s *settings, lookup func(string) (string, bool)) *config.Set {
 	fs := config.NewSet("worker lambda", nil, lookup)
 	s.define(fs, true)

@@ -40,8 +40,13 @@ stack-down: ## stop the local AWS stack that stack-up started
 	@scripts/stack down
 
 .PHONY: lint
-lint: ## gofmt and go vet
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(HOME)/.cache/exactly/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+lint: ## gofmt, go vet, staticcheck (pinned, installed once) and go mod tidy
 	@files=$$(git ls-files '*.go' | xargs gofmt -l); test -z "$$files" || { echo "$$files"; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	@test -x $(STATICCHECK) || GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(STATICCHECK) ./...
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 -include mk/*.mk

@@ -46,14 +46,3 @@ func TestSetupGivesAHighThroughputQueuesDLQItsScope(t *testing.T) {
 	require.NoError(t, setupQueue(context.Background(), c, &out, queueSpec{name: "plain.fifo", dlq: "plain-dlq.fifo", maxReceive: 5, visibility: 30e9}))
 	require.Equal(t, "queue", queueAttrs(t, c, "plain-dlq.fifo")["DeduplicationScope"])
 }
-
-func sqsSet(url string, attrs map[string]string) *sqs.SetQueueAttributesInput {
-	return &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: attrs}
-}
-
-func mustURL(t *testing.T, c setupSQS, name string) string {
-	t.Helper()
-	u, err := c.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-	require.NoError(t, err)
-	return aws.ToString(u.QueueUrl)
-}

@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,18 +19,13 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
 // TestREADMEShowsThisExample keeps README.md's "Your own effect" in step with
 // this file, which the build compiles.
 func TestREADMEShowsThisExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	src, err := os.ReadFile("main.go")
-	require.NoError(t, err)
-	code := string(src)
-	code = code[strings.Index(code, "package main"):]
-	require.Contains(t, string(readme), "```go\n"+code+"```", "README's example must be examples/custom-effect/main.go from `package main` on")
+	testenv.RequireREADMEShows(t, "examples/custom-effect")
 }
 
 // emailAPI is a fake email API that records what it is sent.

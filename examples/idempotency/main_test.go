@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,18 +14,13 @@ import (
 
 	"github.com/exactlyonce/exactly/idempotency"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
 // TestREADMEShowsThisExample keeps README.md's idempotency section in step
 // with this file, which the build compiles.
 func TestREADMEShowsThisExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	src, err := os.ReadFile("main.go")
-	require.NoError(t, err)
-	code := string(src)
-	code = code[strings.Index(code, "package main"):]
-	require.Contains(t, string(readme), "```go\n"+code+"```", "README's example must be examples/idempotency/main.go from `package main` on")
+	testenv.RequireREADMEShows(t, "examples/idempotency")
 }
 
 func TestPaymentsAreChargedOnce(t *testing.T) {

@@ -32,8 +32,15 @@ const MaxKeyBytes = 2048
 
 // KeySource says where a message's dedup key comes from.
 type KeySource struct {
-	kind string // auto, attr, json, body
+	kind string // auto, attr, json, body, func
 	arg  string // attribute name or JSON pointer
+	fn   func(effect.Message) (string, error)
+}
+
+// KeyFunc is the key source that calls f. Its error, or an empty key, is a
+// permanent failure of the message.
+func KeyFunc(f func(effect.Message) (string, error)) KeySource {
+	return KeySource{kind: "func", fn: f}
 }
 
 // ParseKeySource parses auto, attr:NAME, json:/pointer or body.
@@ -85,6 +92,15 @@ func (k KeySource) Extract(m effect.Message) (string, error) {
 		return "", effect.Permanent(fmt.Errorf("message has no %q attribute (dedup key source %s)", k.arg, k))
 	case "body":
 		return PayloadHash(m.Body), nil
+	case "func":
+		v, err := k.fn(m)
+		if err != nil {
+			return "", effect.Permanent(fmt.Errorf("dedup key function: %w", err))
+		}
+		if v == "" {
+			return "", effect.Permanent(errors.New("dedup key function returned an empty key"))
+		}
+		return v, nil
 	case "json":
 		v, err := jsonPointer(m.Body, k.arg)
 		if err != nil {

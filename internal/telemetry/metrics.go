@@ -42,7 +42,8 @@ type Totals struct {
 	InFlight                                                                       atomic.Int64
 }
 
-// NewMetrics registers the worker's collectors on a new registry.
+// NewMetrics registers the worker's collectors on a registry of its own
+// (Registry); Metrics is also a Collector of them for another registry.
 func NewMetrics() *Metrics {
 	r := prometheus.NewRegistry()
 	counter := func(name, help string) *prometheus.CounterVec {
@@ -75,8 +76,31 @@ func NewMetrics() *Metrics {
 		Help: "Delete and hand-back (visibility change) entries that failed (a failed delete after a commit is harmless: the redelivery is a duplicate). Visibility extensions are counted in exactly_visibility_extension_failures_total.",
 	}, []string{"queue", "op"})
 	r.MustRegister(m.latency, m.inflight, m.batchFailures)
-	r.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// own lists the worker's collectors (not the Go and process ones).
+func (m *Metrics) own() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.received, m.applied, m.duplicates, m.conflicts, m.busy, m.retries, m.permanent, m.leasesLost,
+		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.latency, m.inflight,
+	}
+}
+
+// Describe implements prometheus.Collector with the worker's own series
+// (exactly_*), so that a library user can register them on a registry of
+// their own.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.own() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.own() {
+		c.Collect(ch)
+	}
 }
 
 // Totals returns the running counts.

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
@@ -155,4 +159,43 @@ func TestPoolCountsVisibilityExtensionFailures(t *testing.T) {
 		require.Equal(t, 1.0, counter(t, m, "exactly_visibility_receipts_stale_total", name))
 		require.Zero(t, counter(t, m, "exactly_batch_entries_failed_total", nil), "not counted twice")
 	})
+}
+
+// TestMetricsRegisterElsewhere: a library user registers the worker's
+// series on a registry of their own: every exactly_* series, and no Go or
+// process collector that would clash with theirs.
+func TestMetricsRegisterElsewhere(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(collectors.NewGoCollector()), "the user's own Go collector")
+	require.NoError(t, reg.Register(m))
+	// Every series gets a sample, so that each must be in both.
+	m.Received("q", 1)
+	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Won, Applied: true, CommitRetries: 1}, time.Millisecond)
+	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Duplicate}, time.Millisecond)
+	m.Done("q", process.Result{Action: process.Fail, Outcome: dedup.Conflict}, time.Millisecond)
+	m.Done("q", process.Result{Action: process.Retry, Outcome: dedup.Busy}, time.Millisecond)
+	m.Done("q", process.Result{Action: process.Retry, Outcome: dedup.Won, LeaseLost: true}, time.Millisecond)
+	m.ReceiveError("q", errors.New("x"))
+	m.BatchFailed("q", "delete", 1)
+	m.ExtensionFailed("q", 1)
+	m.ReceiptStale("q", 1)
+	m.InFlight(1)
+	theirs, err := reg.Gather()
+	require.NoError(t, err)
+	ours, err := m.Registry.Gather()
+	require.NoError(t, err)
+	names := func(mfs []*dto.MetricFamily, prefix string) []string {
+		var out []string
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), prefix) {
+				out = append(out, mf.GetName())
+			}
+		}
+		return out
+	}
+	require.Equal(t, names(ours, "exactly_"), names(theirs, "exactly_"))
+	require.Len(t, names(theirs, "exactly_"), 15)
+	require.Empty(t, names(theirs, "process_"), "no process collector of ours")
 }

@@ -64,13 +64,20 @@ const (
 	ShutdownTimeoutDefault = 4 * time.Second
 	ResetPctDefault        = 2
 	DropPctDefault         = 2
-	SendRateDefault        = 25               // messages a second, for the default -send-for
-	SendForMinDefault      = 40 * time.Second // chaos needs time to happen
-	ChaosEveryDefault      = 4 * time.Second
-	KillPctDefault         = 35
-	PartitionPctDefault    = 30
-	TermsDefault           = 1
-	ChaosTailDefault       = 20 * time.Second
+	// Error responses the proxies answer themselves, in bursts of 1 to
+	// BurstDefault requests: a burst of 3 or more outlasts the SDK's three
+	// attempts, so the worker's own retries are exercised too.
+	Err5xxPctDefault     = 0.5
+	ThrottlePctDefault   = 0.5
+	TxConflictPctDefault = 5 // of TransactWriteItems
+	BurstDefault         = 4
+	SendRateDefault      = 25               // messages a second, for the default -send-for
+	SendForMinDefault    = 40 * time.Second // chaos needs time to happen
+	ChaosEveryDefault    = 4 * time.Second
+	KillPctDefault       = 35
+	PartitionPctDefault  = 30
+	TermsDefault         = 1
+	ChaosTailDefault     = 20 * time.Second
 	// TimeoutDefault outlasts the worker's longest backoff (pool.RetryMaxDefault,
 	// 5 min): a retry of a message with a high receive count, after a request
 	// that failed every SDK attempt, hides it that long.
@@ -99,6 +106,14 @@ type Config struct {
 
 	ResetPct float64 // percent of requests whose connection is reset before forwarding
 	DropPct  float64 // percent of requests forwarded whose response is dropped
+	// Error responses answered by the proxies (never forwarded): percent of
+	// requests that start a burst of 500/503, of throttling, and percent of
+	// TransactWriteItems that start a burst of TransactionConflict
+	// cancellations; Burst is the longest burst (1: none).
+	Err5xxPct     float64
+	ThrottlePct   float64
+	TxConflictPct float64
+	Burst         int
 
 	SendFor      time.Duration // the producer spreads its sends over this long; 0: N/25 s, at least 40 s
 	ChaosEvery   time.Duration // mean time between chaos actions
@@ -182,6 +197,10 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", ShutdownTimeoutDefault, "the workers' --shutdown-timeout")
 	fs.Float64Var(&c.ResetPct, "reset", ResetPctDefault, "percent of worker requests whose connection is reset before it is forwarded")
 	fs.Float64Var(&c.DropPct, "drop", DropPctDefault, "percent of worker requests forwarded whose response is dropped (lost acknowledgement)")
+	fs.Float64Var(&c.Err5xxPct, "err5xx", Err5xxPctDefault, "percent of worker requests that start a burst of HTTP 500/503 answered by the proxy (never forwarded)")
+	fs.Float64Var(&c.ThrottlePct, "throttle", ThrottlePctDefault, "percent of worker requests that start a burst of throttling errors (DynamoDB ProvisionedThroughputExceededException/ThrottlingException, SQS RequestThrottled)")
+	fs.Float64Var(&c.TxConflictPct, "tx-conflict", TxConflictPctDefault, "percent of TransactWriteItems that start a burst of TransactionCanceledException [TransactionConflict] (not retried by the SDK)")
+	fs.IntVar(&c.Burst, "burst", BurstDefault, "longest burst of error responses, in requests (1: single errors)")
 	fs.DurationVar(&c.SendFor, "send-for", 0, "spread the sends over this long (0: n/25 s, at least 40s)")
 	fs.DurationVar(&c.ChaosEvery, "chaos-every", ChaosEveryDefault, "mean time between chaos actions (SIGKILL, SIGSTOP, SIGTERM)")
 	fs.DurationVar(&c.Stall, "stall", 0, "how long a SIGSTOP freezes a worker, or a partition cuts it off; 0: lease + visibility")
@@ -209,8 +228,12 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 		return c, &UsageError{"-n must be at least 1"}
 	case c.Workers < 2:
 		return c, &UsageError{"-workers must be at least 2 (one stays untouched by every chaos action)"}
-	case c.ResetPct < 0 || c.DropPct < 0 || c.ResetPct+c.DropPct > 50:
-		return c, &UsageError{"-reset and -drop must be percentages that add up to at most 50"}
+	case c.ResetPct < 0 || c.DropPct < 0 || c.Err5xxPct < 0 || c.ThrottlePct < 0 || c.ResetPct+c.DropPct+c.Err5xxPct+c.ThrottlePct > 50:
+		return c, &UsageError{"-reset, -drop, -err5xx and -throttle must be percentages that add up to at most 50"}
+	case c.TxConflictPct < 0 || c.TxConflictPct > 50:
+		return c, &UsageError{"-tx-conflict must be a percentage of at most 50"}
+	case c.Burst < 0:
+		return c, &UsageError{"-burst must not be negative"}
 	case c.Visibility < 2*time.Second || c.Lease < 2*time.Second:
 		return c, &UsageError{"-visibility and -lease must be at least 2s (the worker's minimum)"}
 	case c.MaxReceive < 1:
@@ -392,14 +415,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 			p.Close()
 		}
 	}()
+	rates := FaultRates{ResetPct: cfg.ResetPct, DropPct: cfg.DropPct, Err5xPct: cfg.Err5xxPct, ThrotPct: cfg.ThrottlePct,
+		TxPct: cfg.TxConflictPct, Burst: cfg.Burst}
 	for i := range cfg.Workers {
 		w := fmt.Sprintf("w%d", i+1)
-		sp, err := NewProxy("sqs", sqsHost, RandomFaults(cfg.Seed^uint64(0x5153+i), cfg.ResetPct, cfg.DropPct), tracer.Observer(w, "sqs"))
+		sp, err := NewProxy("sqs", sqsHost, MixedFaults(cfg.Seed^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
 		if err != nil {
 			return Report{}, err
 		}
 		sqsProxies = append(sqsProxies, sp)
-		dp, err := NewProxy("dynamodb", ddbHost, RandomFaults(cfg.Seed^uint64(0xdd80+i), cfg.ResetPct, cfg.DropPct), tracer.Observer(w, "dynamodb"))
+		dp, err := NewProxy("dynamodb", ddbHost, MixedFaults(cfg.Seed^uint64(0xdd80+i), rates), tracer.Observer(w, "dynamodb"))
 		if err != nil {
 			return Report{}, err
 		}
@@ -409,7 +434,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		for _, p := range append(sqsProxies, ddbProxies...) {
 			n, by := p.Totals()
 			requests += n
-			faulted += by[Reset] + by[LostAck]
+			faulted += n - by[Pass]
 		}
 		return faulted, requests
 	}
@@ -419,9 +444,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		Poison: cfg.Poison, Sleepers: cfg.Sleepers, SleepMS: cfg.SleepFor.Milliseconds(), NoSeq: cfg.NoSeq,
 	}, cfg.Seed)
 	fmt.Fprintf(out, "chaos: seed %d; %d deposits over %d groups, %d exact resends, %d retries, %d poison, %d sleepers (%s); "+
-		"%d workers (concurrency %d, visibility %s, lease %s), maxReceiveCount %d; faults: %.1f%% reset, %.1f%% lost ack\n",
+		"%d workers (concurrency %d, visibility %s, lease %s), maxReceiveCount %d; faults: %.1f%% reset, %.1f%% lost ack, "+
+		"%.1f%% 5xx, %.1f%% throttling, %.1f%% of transactions TransactionConflict (bursts up to %d)\n",
 		cfg.Seed, len(plan.Deposits), len(plan.Groups), plan.Count(ExactResend), plan.Count(Retry), len(plan.Poison),
-		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct)
+		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct,
+		cfg.Err5xxPct, cfg.ThrottlePct, cfg.TxConflictPct, max(cfg.Burst, 1))
 	fmt.Fprintf(out, "chaos: worker %s; queue %s; logs in %s\n", version, names.queue, dir)
 	if cfg.NoSeq || cfg.WorkerArgs != "" {
 		fmt.Fprintf(out, "chaos: deposits without seq: %v; extra worker flags: %q\n", cfg.NoSeq, cfg.WorkerArgs)
@@ -441,6 +468,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		},
 		LogDir:        dir,
 		ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
+		Calm: func(n int, on bool) {
+			sqsProxies[n-1].Calm(on)
+			ddbProxies[n-1].Calm(on)
+		},
 		Partition: func(n int, on bool) {
 			for _, p := range []*Proxy{sqsProxies[n-1], ddbProxies[n-1]} {
 				if on {
@@ -681,28 +712,37 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\theld by a partition\t")
+	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\t500\t503\tthrottled\ttx conflict\theld by a partition\t")
 	for _, name := range sortedKeys(services) {
 		t := services[name]
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck], t.held)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck],
+			t.by[Err500], t.by[Err503], t.by[Throttle], t.by[TxConflict], t.held)
 	}
 	tw.Flush()
 	for _, name := range sortedKeys(services) {
 		var ops []string
 		for _, op := range sortedKeys(services[name].ops) {
-			if f := services[name].ops[op]; f[Reset]+f[LostAck] > 0 {
-				ops = append(ops, fmt.Sprintf("%s %d/%d", op, f[Reset], f[LostAck]))
+			f := services[name].ops[op]
+			var parts []string
+			for _, k := range Faults[1:] {
+				if f[k] > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", k, f[k]))
+				}
+			}
+			if len(parts) > 0 {
+				ops = append(ops, fmt.Sprintf("%s (%s)", op, strings.Join(parts, ", ")))
 			}
 		}
 		if len(ops) > 0 {
-			fmt.Fprintf(w, "  %s by operation (reset/lost ack): %s\n", name, strings.Join(ops, ", "))
+			fmt.Fprintf(w, "  %s by operation: %s\n", name, strings.Join(ops, "; "))
 		}
 	}
 
 	ex := Exercised(trace)
 	fmt.Fprintln(w, "\npaths exercised (from trace.log):")
 	for _, k := range []string{PathFencedCommit, PathHeldCommit, PathLostAckCommit, PathLostAckClaim, PathTakeover, PathBusy, PathDuplicate,
-		PathLostAckDelete, PathLostReceive, PathDLQSendLost, PathOrderRefused, PathEntryExists} {
+		PathLostAckDelete, PathLostReceive, PathDLQSendLost, PathOrderRefused, PathEntryExists,
+		PathConflictCommit, PathErrorCommit, PathErrorClaim, PathErrorExtend, PathExpiredClaim} {
 		fmt.Fprintf(w, "  %-80s %d\n", k, ex[k])
 	}
 

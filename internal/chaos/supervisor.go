@@ -34,6 +34,9 @@ type WorkerSpec struct {
 	// Partition cuts slot n's worker off the network (on) or heals it;
 	// nil: no partitions.
 	Partition func(n int, on bool)
+	// Calm turns the error responses of slot n's proxies off (on) while
+	// its worker stops gracefully, and back on; nil: nothing to calm.
+	Calm func(n int, on bool)
 }
 
 // Supervisor runs a fixed number of worker slots. Each slot holds one worker
@@ -345,6 +348,12 @@ func (s *Supervisor) Term(sl *slot, restart bool) {
 	}
 	s.count("SIGTERM")
 	s.logf("SIGTERM %s", p.name)
+	if s.spec.Calm != nil {
+		// The shutdown check measures the worker's shutdown, not the SDK's
+		// backoff after a burst of errors (up to seconds per request).
+		s.spec.Calm(sl.n, true)
+		defer s.spec.Calm(sl.n, false)
+	}
 	start := time.Now()
 	if err := s.signal(p, syscall.SIGTERM, true); err != nil {
 		s.logf("SIGTERM %s: %v", p.name, err)

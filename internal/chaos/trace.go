@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -212,6 +213,14 @@ func decodeDynamo(e Exchange) []string {
 	switch e.Op {
 	case "PutItem":
 		it := req.Item
+		if result == "ok" && !e.Sent.IsZero() {
+			// How much of its lease the claim had left when DynamoDB
+			// applied it: a request delayed past its lease (SDK retries,
+			// a partition) wins with a lease already over.
+			if lu, err := strconv.ParseInt(it["lease_until"].N, 10, 64); err == nil {
+				result += fmt.Sprintf(" lease_left=%dms", lu-e.Sent.UnixMilli())
+			}
+		}
 		return []string{fmt.Sprintf("claim %s token=%s attempts=%s -> %s", rawKey(it["pk"].S), short(it["token"].S), it["attempts"].N, result)}
 	case "UpdateItem":
 		what := "extend"
@@ -267,18 +276,23 @@ func History(trace string, key string, limit int) []string {
 // Paths the trace shows were taken, by name. They are the ways a worker can
 // go wrong; a run that exercised none of them proves little.
 const (
-	PathFencedCommit  = "stale commits refused by the fencing token"
-	PathLostAckCommit = "commits whose response was lost (then recognised)"
-	PathLostAckClaim  = "claims whose response was lost (then recognised)"
-	PathBusy          = "claims finding another worker's live lease"
-	PathDuplicate     = "claims finding the key COMPLETED (duplicates)"
-	PathTakeover      = "claims after an earlier claim of the key (lease expired or released)"
-	PathOrderRefused  = "ledger writes refused by last_seq < seq (order)"
-	PathLostAckDelete = "deletes whose response was lost"
-	PathLostReceive   = "ReceiveMessage responses lost (messages hidden until the visibility timeout)"
-	PathHeldCommit    = "commits held by a partition"
-	PathEntryExists   = "ledger writes refused: entry already there (a double)"
-	PathDLQSendLost   = "moves to the DLQ whose response was lost"
+	PathFencedCommit   = "stale commits refused by the fencing token"
+	PathLostAckCommit  = "commits whose response was lost (then recognised)"
+	PathLostAckClaim   = "claims whose response was lost (then recognised)"
+	PathBusy           = "claims finding another worker's live lease"
+	PathDuplicate      = "claims finding the key COMPLETED (duplicates)"
+	PathTakeover       = "claims after an earlier claim of the key (lease expired or released)"
+	PathOrderRefused   = "ledger writes refused by last_seq < seq (order)"
+	PathLostAckDelete  = "deletes whose response was lost"
+	PathLostReceive    = "ReceiveMessage responses lost (messages hidden until the visibility timeout)"
+	PathHeldCommit     = "commits held by a partition"
+	PathEntryExists    = "ledger writes refused: entry already there (a double)"
+	PathDLQSendLost    = "moves to the DLQ whose response was lost"
+	PathConflictCommit = "commits cancelled with TransactionConflict (retried by the worker)"
+	PathErrorCommit    = "commit attempts answered with 5xx or throttling"
+	PathErrorClaim     = "claim attempts answered with 5xx or throttling"
+	PathErrorExtend    = "heartbeat (extend) attempts failed (reset, 5xx, throttling)"
+	PathExpiredClaim   = "claims that won with their lease already over when applied"
 )
 
 // cancellationReasons returns the codes of "TransactionCanceledException(400)[A,B,C]" in l.
@@ -295,6 +309,15 @@ func cancellationReasons(l string) []string {
 	return strings.Split(rest[a+1:b], ",")
 }
 
+// isErrorFault reports whether a trace line's fault is an error response.
+func isErrorFault(fault string) bool {
+	switch fault {
+	case Err500.String(), Err503.String(), Throttle.String(), TxConflict.String():
+		return true
+	}
+	return false
+}
+
 // Exercised counts the paths of PathFencedCommit and its kin in a trace.
 func Exercised(trace string) map[string]int {
 	out := map[string]int{}
@@ -308,30 +331,45 @@ func Exercised(trace string) map[string]int {
 		held := strings.HasSuffix(fault, "+held")
 		fault = strings.TrimSuffix(fault, "+held")
 		switch event {
-		case "commit":
+		case "commit", "complete":
 			if held {
 				out[PathHeldCommit]++
 			}
+			if isErrorFault(fault) && fault != "tx-conflict" {
+				out[PathErrorCommit]++
+			}
 			reasons := cancellationReasons(l)
 			switch {
+			case len(reasons) > 0 && reasons[0] == "TransactionConflict":
+				out[PathConflictCommit]++
 			case len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed":
 				out[PathFencedCommit]++ // the dedup record's token or status
 			case len(reasons) > 1 && reasons[1] == "ConditionalCheckFailed":
 				out[PathOrderRefused]++ // the account's last_seq < seq
 			case len(reasons) > 2 && reasons[2] == "ConditionalCheckFailed":
 				out[PathEntryExists]++ // the entry's attribute_not_exists(pk)
-			case fault == "lost-ack" && strings.HasSuffix(l, "-> ok"):
+			case fault == "lost-ack" && strings.Contains(l, "-> ok"):
 				out[PathLostAckCommit]++
 			}
+		case "extend":
+			if fault != "pass" && fault != "lost-ack" {
+				out[PathErrorExtend]++
+			}
 		case "claim":
+			if isErrorFault(fault) {
+				out[PathErrorClaim]++
+			}
+			if i := strings.Index(l, " lease_left=-"); i >= 0 {
+				out[PathExpiredClaim]++
+			}
 			switch {
-			case fault == "lost-ack" && strings.HasSuffix(l, "-> ok"):
+			case fault == "lost-ack" && strings.Contains(l, "-> ok"):
 				out[PathLostAckClaim]++
 			case strings.Contains(l, "(held: IN_PROGRESS"):
 				out[PathBusy]++
 			case strings.Contains(l, "(held: COMPLETED"):
 				out[PathDuplicate]++
-			case strings.HasSuffix(l, "-> ok") && claimed[key]:
+			case strings.Contains(l, "-> ok") && claimed[key]:
 				out[PathTakeover]++ // a claim after an earlier one of this key: released or expired
 			}
 			claimed[key] = true

@@ -128,6 +128,12 @@ type Config struct {
 	ChaosUntilDrained bool
 	Timeout           time.Duration // after sending, how long the queue may take to drain
 
+	// Effects to run, side by side, each against its own queue, tables and
+	// workers: "ledger" (EffectName: transactional mode, exactly-once) and
+	// "http" (HTTPEffect: claim mode against a counting downstream). Empty:
+	// both.
+	Effects []string
+
 	NoSeq      bool   // deposits without seq (see PlanConfig.NoSeq)
 	WorkerArgs string // more `worker run` flags, space-separated; "{n}" becomes the slot number
 	LogLevel   string // the workers' --log-level; debug logs every message's outcome
@@ -155,6 +161,9 @@ func (c *Config) defaults() {
 	c.ChaosTail = orDur(c.ChaosTail, ChaosTailDefault)
 	if c.LogLevel == "" {
 		c.LogLevel = "debug"
+	}
+	if len(c.Effects) == 0 {
+		c.Effects = []string{"ledger", "http"}
 	}
 }
 
@@ -210,6 +219,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.ChaosTail, "chaos-tail", ChaosTailDefault, "chaos actions end this long after the last send (the proxies' faults go on to the end)")
 	fs.BoolVar(&c.ChaosUntilDrained, "chaos-until-drained", false, "keep the chaos actions going until the queue has drained (harsher on the last stragglers, slower)")
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
+	effects := fs.String("effect", "ledger,http", "effects to run side by side, comma-separated: ledger (transactional mode: exactly-once) and http (claim mode: a counting downstream; a repeat call only where a worker died or stalled between effect and commit)")
 	fs.BoolVar(&c.NoSeq, "no-seq", false, "deposits without seq: the ledger no longer refuses out-of-order or repeated seqs, so an order violation or a double is applied and shows in the entries")
 	fs.StringVar(&c.WorkerArgs, "worker-args", "", "more `worker run` flags, space-separated; {n} becomes the worker slot (1..workers), e.g. '--receivers 1'")
 	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
@@ -222,6 +232,18 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, &UsageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	c.Effects = nil
+	seenEff := map[string]bool{}
+	for _, e := range strings.Split(*effects, ",") {
+		e = strings.TrimSpace(e)
+		if e != "ledger" && e != "http" {
+			return c, &UsageError{fmt.Sprintf("-effect %q: want ledger, http or ledger,http", *effects)}
+		}
+		if !seenEff[e] {
+			seenEff[e] = true
+			c.Effects = append(c.Effects, e)
+		}
 	}
 	switch {
 	case c.N < 1:
@@ -359,6 +381,81 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	sqsc := sqs.NewFromConfig(awsCfg)
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 
+	// One run per effect, side by side: each has its own queue, tables,
+	// workers, proxies and directory, and its own verdict.
+	sh := shared{bin: bin, version: version, sqsc: sqsc, db: db, sqsURL: sqsURL, ddbURL: ddbURL,
+		sqsHost: sqsHost, ddbHost: ddbHost, began: began}
+	type result struct {
+		rep  Report
+		text string
+		err  error
+	}
+	results := make([]result, len(cfg.Effects))
+	var wg sync.WaitGroup
+	for i, eff := range cfg.Effects {
+		wg.Go(func() {
+			sub := dir
+			if len(cfg.Effects) > 1 {
+				sub = filepath.Join(dir, eff)
+				if err := os.MkdirAll(sub, 0o755); err != nil {
+					results[i].err = err
+					return
+				}
+			}
+			prefix := ""
+			if len(cfg.Effects) > 1 {
+				prefix = "[" + eff + "] "
+			}
+			elogf := func(format string, args ...any) { logf(prefix+format, args...) }
+			results[i].rep, results[i].text, results[i].err = runEffect(ctx, cfg, eff, uint64(i), sub, sh, elogf)
+		})
+	}
+	wg.Wait()
+	verdict := Report{}
+	var errs []error
+	for i, r := range results {
+		outMu.Lock()
+		fmt.Fprint(out, r.text)
+		outMu.Unlock()
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", cfg.Effects[i], r.err))
+			continue
+		}
+		verdict.Rows = append(verdict.Rows, r.rep.Rows...)
+		verdict.Problems = append(verdict.Problems, r.rep.Problems...)
+		verdict.Keys = append(verdict.Keys, r.rep.Keys...)
+	}
+	if len(errs) > 0 {
+		return verdict, errors.Join(errs...)
+	}
+	if len(cfg.Effects) > 1 {
+		v := "PASS"
+		if !verdict.OK() {
+			v = "FAIL"
+		}
+		fmt.Fprintf(out, "\n== chaos %s: effects %s, %s in all; reports in %s\n", v, strings.Join(cfg.Effects, ","), time.Since(began).Round(100*time.Millisecond), dir)
+	}
+	return verdict, nil
+}
+
+// shared is what the runs of the effects share.
+type shared struct {
+	bin, version     string
+	sqsc             *sqs.Client
+	db               *dynamodb.Client
+	sqsURL, ddbURL   string
+	sqsHost, ddbHost string
+	began            time.Time
+}
+
+// runEffect does the run of one effect in dir: EffectName (the ledger,
+// transactional mode) or HTTPEffect (claim mode, against a counting
+// downstream). It returns the verdict and the report's text.
+func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir string, sh shared, logf func(string, ...any)) (Report, string, error) {
+	bin, version, sqsc, db := sh.bin, sh.version, sh.sqsc, sh.db
+	sqsURL, ddbURL, sqsHost, ddbHost, began := sh.sqsURL, sh.ddbURL, sh.sqsHost, sh.ddbHost, sh.began
+	seed := cfg.Seed ^ idx*0x9e3779b97f4a7c15 // the effects' runs fault differently; the plan is the same
+	out := &strings.Builder{}
 	// Resources, created by the worker's own setup command (straight to the
 	// emulators).
 	id := newID()
@@ -372,7 +469,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	setup.Env = append(baseEnv, "AWS_ENDPOINT_URL_SQS="+sqsURL, "AWS_ENDPOINT_URL_DYNAMODB="+ddbURL)
 	so, err := setup.CombinedOutput()
 	if err != nil {
-		return Report{}, fmt.Errorf("worker setup failed: %v\n%s", err, so)
+		return Report{}, "", fmt.Errorf("worker setup failed: %v\n%s", err, so)
 	}
 	urls := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(so)), "\n") {
@@ -382,7 +479,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	}
 	queueURL, dlqURL := urls["queue"], urls["dlq"]
 	if queueURL == "" || dlqURL == "" {
-		return Report{}, fmt.Errorf("worker setup printed no queue URLs:\n%s", so)
+		return Report{}, "", fmt.Errorf("worker setup printed no queue URLs:\n%s", so)
 	}
 	cleanup := func() {
 		if cfg.Keep {
@@ -404,7 +501,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	// slot, so that the trace says which worker sent what.
 	traceFile, err := os.Create(filepath.Join(dir, "trace.log"))
 	if err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	defer traceFile.Close()
 	tracer := NewTracer(traceFile)
@@ -419,14 +516,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		TxPct: cfg.TxConflictPct, Burst: cfg.Burst}
 	for i := range cfg.Workers {
 		w := fmt.Sprintf("w%d", i+1)
-		sp, err := NewProxy("sqs", sqsHost, MixedFaults(cfg.Seed^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
+		sp, err := NewProxy("sqs", sqsHost, MixedFaults(seed^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
 		if err != nil {
-			return Report{}, err
+			return Report{}, "", err
 		}
 		sqsProxies = append(sqsProxies, sp)
-		dp, err := NewProxy("dynamodb", ddbHost, MixedFaults(cfg.Seed^uint64(0xdd80+i), rates), tracer.Observer(w, "dynamodb"))
+		dp, err := NewProxy("dynamodb", ddbHost, MixedFaults(seed^uint64(0xdd80+i), rates), tracer.Observer(w, "dynamodb"))
 		if err != nil {
-			return Report{}, err
+			return Report{}, "", err
 		}
 		ddbProxies = append(ddbProxies, dp)
 	}
@@ -449,16 +546,26 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		cfg.Seed, len(plan.Deposits), len(plan.Groups), plan.Count(ExactResend), plan.Count(Retry), len(plan.Poison),
 		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct,
 		cfg.Err5xxPct, cfg.ThrottlePct, cfg.TxConflictPct, max(cfg.Burst, 1))
-	fmt.Fprintf(out, "chaos: worker %s; queue %s; logs in %s\n", version, names.queue, dir)
+	fmt.Fprintf(out, "chaos: effect %s; worker %s; queue %s; logs in %s\n", eff, version, names.queue, dir)
 	if cfg.NoSeq || cfg.WorkerArgs != "" {
 		fmt.Fprintf(out, "chaos: deposits without seq: %v; extra worker flags: %q\n", cfg.NoSeq, cfg.WorkerArgs)
 	}
 
-	runArgs := []string{"run", "--queue", queueURL, "--effect", EffectName, "--table", names.table, "--ledger-table", names.ledger,
+	effArgs := []string{"--effect", EffectName, "--ledger-table", names.ledger}
+	var down *Downstream
+	if eff == HTTPEffect {
+		if down, err = NewDownstream(); err != nil {
+			return Report{}, "", err
+		}
+		defer down.Close()
+		// {n}: each worker slot calls its own path, so that a call says who made it.
+		effArgs = []string{"--effect", HTTPEffect, "--http-url", down.URL("w{n}")}
+	}
+	runArgs := []string{"run", "--queue", queueURL, "--table", names.table,
 		"--lease", cfg.Lease.String(), "--visibility", cfg.Visibility.String(), "--concurrency", fmt.Sprint(cfg.Concurrency),
 		"--shutdown-timeout", cfg.ShutdownTimeout.String(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--log-level", cfg.LogLevel, "--progress", "0"}
-	runArgs = append(runArgs, strings.Fields(cfg.WorkerArgs)...)
+	runArgs = append(append(runArgs, effArgs...), strings.Fields(cfg.WorkerArgs)...)
 	sup := NewSupervisor(WorkerSpec{
 		Bin:  bin,
 		Args: runArgs,
@@ -484,7 +591,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	}, cfg.Workers, logf)
 	if err := sup.Start(ctx, time.Minute); err != nil {
 		sup.KillAll()
-		return Report{}, err
+		return Report{}, "", err
 	}
 	logf("%d workers up", cfg.Workers)
 
@@ -505,7 +612,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		sup.Chaos(chaosCtx, ChaosConfig{
 			Every: cfg.ChaosEvery, Stall: cfg.Stall, Terms: cfg.Terms, TermAt: cfg.SendFor / 3,
 			KillPct: cfg.KillPct, PartitionPct: cfg.PartitionPct,
-		}, cfg.Seed)
+		}, seed)
 	}()
 	go func() {
 		defer close(prodDone)
@@ -536,17 +643,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		sup.KillAll()
 		stopScrape()
 		bg.Wait()
-		return Report{}, errors.New("interrupted")
+		return Report{}, "", errors.New("interrupted")
 	}
 	logf("stopping the workers (SIGTERM)")
 	sup.StopAll()
 	stopScrape()
 	bg.Wait()
 	if prodErr != nil {
-		return Report{}, fmt.Errorf("producer: %w", prodErr)
+		return Report{}, "", fmt.Errorf("producer: %w", prodErr)
 	}
 	if waitErr != nil {
-		return Report{}, waitErr
+		return Report{}, "", waitErr
 	}
 	if !drained {
 		logf("the queue did not drain within %s after the sends: verifying what is there", cfg.Timeout)
@@ -557,23 +664,33 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	defer cancel()
 	var o Observed
 	if o.Accounts, o.Entries, err = ReadLedger(vctx, db, names.ledger); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.Records, err = ReadRecords(vctx, db, names.table); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.Queue, err = Counts(vctx, sqsc, queueURL); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.DLQ, err = Counts(vctx, sqsc, dlqURL); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.DLQMessages, err = DrainDLQ(vctx, sqsc, dlqURL); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	sum := sup.Summary()
 	o.Stops = sum.Stops
-	rep := Verify(plan, o)
+	var (
+		rep     Report
+		calls   []Call
+		excused map[string]int
+	)
+	if down != nil {
+		calls = down.Calls()
+		rep, excused = VerifyClaim(plan, o, calls, Excuses(sup.Actions(), tracer.Marks))
+	} else {
+		rep = Verify(plan, o)
+	}
 
 	for _, p := range append(sqsProxies, ddbProxies...) {
 		p.Close() // no more traffic: the trace is complete
@@ -581,14 +698,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	_ = tracer.Flush()
 	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
 	report := &strings.Builder{}
-	writeReport(report, cfg, version, plan, o, rep, sum, append(sqsProxies, ddbProxies...), string(trace), drainTook, time.Since(began), dir)
-	outMu.Lock()
-	fmt.Fprint(out, report.String())
-	outMu.Unlock()
-	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report.String()), 0o644); err != nil {
-		return rep, err
+	writeReport(report, cfg, eff, version, plan, o, rep, sum, append(sqsProxies, ddbProxies...), string(trace), drainTook, time.Since(began), dir)
+	if down != nil {
+		writeCalls(report, plan, calls, excused)
 	}
-	return rep, nil
+	fmt.Fprint(out, report.String())
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report.String()), 0o644); err != nil {
+		return rep, out.String(), err
+	}
+	return rep, out.String(), nil
 }
 
 // waitDrained polls the queues until the producer is done and the queue has
@@ -641,13 +759,50 @@ func waitDrained(ctx context.Context, c *sqs.Client, queueURL, dlqURL string, po
 	}
 }
 
-func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed, rep Report, sum Summary, proxies []*Proxy, trace string, drain, total time.Duration, dir string) {
+// writeCalls adds claim mode's calls to a report.
+func writeCalls(w io.Writer, plan Plan, calls []Call, excused map[string]int) {
+	perKey := map[string]int{}
+	poison := 0
+	for _, c := range calls {
+		if c.Status == 200 {
+			perKey[c.Key]++
+		} else {
+			poison++
+		}
+	}
+	hist := map[int]int{}
+	maxN := 0
+	for _, n := range perKey {
+		hist[n]++
+		maxN = max(maxN, n)
+	}
+	var hs []string
+	for n := 1; n <= maxN; n++ {
+		if hist[n] > 0 {
+			hs = append(hs, fmt.Sprintf("%dx: %d", n, hist[n]))
+		}
+	}
+	var ex []string
+	for _, k := range sortedKeys(excused) {
+		ex = append(ex, fmt.Sprintf("%s %d", k, excused[k]))
+	}
+	fmt.Fprintf(w, "downstream calls: %d (%d refused poison calls); keys by calls: %s\n", len(calls), poison, strings.Join(hs, ", "))
+	if len(ex) > 0 {
+		fmt.Fprintf(w, "repeat calls excused by: %s\n", strings.Join(ex, ", "))
+	}
+}
+
+func writeReport(w io.Writer, cfg Config, eff, version string, plan Plan, o Observed, rep Report, sum Summary, proxies []*Proxy, trace string, drain, total time.Duration, dir string) {
 	verdict := "PASS"
 	if !rep.OK() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "\n== chaos %s: n=%d, %d groups, seed %d, worker %s; sends over %s, drained %s after the first send, %s in all\n\n",
-		verdict, cfg.N, len(plan.Groups), cfg.Seed, version, cfg.SendFor, drain.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
+	mode := "ledger effect, transactional mode"
+	if eff == HTTPEffect {
+		mode = "http effect, claim mode"
+	}
+	fmt.Fprintf(w, "\n== chaos %s (%s): n=%d, %d groups, seed %d, worker %s; sends over %s, drained %s after the first send, %s in all\n\n",
+		verdict, mode, cfg.N, len(plan.Groups), cfg.Seed, version, cfg.SendFor, drain.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
 	WriteTable(w, rep.Rows)
 	if len(rep.Problems) > 0 {
 		fmt.Fprintln(w, "\nviolations:")

@@ -21,11 +21,29 @@ type Tracer struct {
 	mu       sync.Mutex
 	w        *bufio.Writer
 	receipts map[string]string // receipt handle -> dedup key and message id
+	marks    map[string][]Mark // raw dedup key -> its claims, extends, completes and releases
+}
+
+// Mark is one dedup write of a key as the trace saw it, kept in memory for
+// the claim-mode verdict (see Excuses).
+type Mark struct {
+	At     time.Time
+	Worker string // slot: "w1"
+	Event  string // claim, extend, complete, release
+	Fault  string // as in the trace: pass, reset, lost-ack, 500, ..., with +held
+	OK     bool   // the write took effect (its response may be lost)
+}
+
+// Marks returns the dedup writes of key, in the order the proxies saw them.
+func (t *Tracer) Marks(key string) []Mark {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Mark(nil), t.marks[key]...)
 }
 
 // NewTracer writes to w; Flush before reading it.
 func NewTracer(w io.Writer) *Tracer {
-	return &Tracer{w: bufio.NewWriterSize(w, 64<<10), receipts: map[string]string{}}
+	return &Tracer{w: bufio.NewWriterSize(w, 64<<10), receipts: map[string]string{}, marks: map[string][]Mark{}}
 }
 
 // Flush writes what is buffered.
@@ -42,15 +60,26 @@ func (t *Tracer) Observer(worker, service string) func(Exchange) {
 		if len(lines) == 0 {
 			return
 		}
-		now := time.Now().Format("15:04:05.000")
+		now := time.Now().Format("15:04:05.000") // the trace's clock; marks take their own
 		fault := e.Fault.String()
 		if e.Held {
 			fault += "+held"
 		}
+		at := time.Now()
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, l := range lines {
 			fmt.Fprintf(t.w, "%s %s %s %s\n", now, worker, fault, l)
+			if service != "dynamodb" {
+				continue
+			}
+			if f := strings.Fields(l); len(f) >= 2 {
+				switch f[0] {
+				case "claim", "extend", "complete", "release", "commit":
+					t.marks[f[1]] = append(t.marks[f[1]], Mark{At: at, Worker: worker, Event: f[0], Fault: fault,
+						OK: strings.Contains(l, "-> ok")})
+				}
+			}
 		}
 	}
 }

@@ -2,18 +2,23 @@
 // worker double an effect, lose a message or break a group's order, and
 // shows that it does not.
 //
-// A run creates a FIFO queue with a DLQ and the two tables, starts several
+// A run does one chaos run per effect, side by side (-effect ledger,http):
+// each creates a FIFO queue with a DLQ and the two tables, starts several
 // worker processes (cmd/chaos/worker: the real worker plus an effect that can
 // sleep past the visibility timeout) behind a TCP fault proxy per emulator,
-// and sends N ledger deposits over many groups with duplicates of both kinds
-// and a few poison messages. Meanwhile it kills workers with SIGKILL, freezes
+// and sends N deposits over many groups with duplicates of both kinds and a
+// few poison messages. Meanwhile it kills workers with SIGKILL, freezes
 // them with SIGSTOP past their lease, cuts one off the network (its requests
 // and responses held past the lease, then released at once), stops one with
-// SIGTERM, and restarts them; the proxies reset connections and drop
-// responses after the request went through. When the queue has drained it
-// stops the workers and verifies the ledger, the dedup records and both
-// queues (see Verify). Every request that crossed a proxy is in trace.log, so
-// a violation comes with the history of the messages involved.
+// SIGTERM, and restarts them; the proxies reset connections, drop responses
+// after the request went through, and answer some requests themselves, in
+// short bursts, with 500/503, throttling errors and (TransactWriteItems)
+// TransactionConflict cancellations. When the queue has drained it stops
+// the workers and verifies what they left behind: for the ledger effect
+// (transactional mode) the ledger, the dedup records and both queues (see
+// Verify); for the http effect (claim mode) the calls a counting downstream
+// received (see VerifyClaim). Every request that crossed a proxy is in
+// trace.log, so a violation comes with the history of the messages involved.
 package chaos
 
 import (

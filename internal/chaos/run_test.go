@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -62,4 +63,18 @@ func TestRunSmall(t *testing.T) {
 		require.FileExists(t, dir+"/"+f)
 	}
 	t.Log(report)
+}
+
+func TestParseEffects(t *testing.T) {
+	c, err := Parse(nil, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"ledger", "http"}, c.Effects)
+	c, err = Parse([]string{"-effect", "http"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"http"}, c.Effects)
+	_, err = Parse([]string{"-effect", "ledger,smtp"}, io.Discard)
+	var ue *UsageError
+	require.ErrorAs(t, err, &ue)
+	_, err = Parse([]string{"-err5xx", "30", "-throttle", "30"}, io.Discard)
+	require.ErrorAs(t, err, &ue)
 }

@@ -702,6 +702,19 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	}
 	_ = tracer.Flush()
 	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
+	if down != nil {
+		// The downstream's calls, in the trace's format, so that a
+		// violation's history shows them among the key's requests.
+		cl := &strings.Builder{}
+		for _, c := range calls {
+			fmt.Fprintf(cl, "%s %s downstream call %s n=%d group=%s seq=%d status=%d\n",
+				c.At.Format("15:04:05.000"), c.Worker, c.Key, c.N, c.Group, c.Seq, c.Status)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "calls.log"), []byte(cl.String()), 0o644); err != nil {
+			return rep, "", err
+		}
+		trace = append(trace, cl.String()...)
+	}
 	report := &strings.Builder{}
 	writeReport(report, cfg, eff, version, plan, o, rep, sum, append(sqsProxies, ddbProxies...), string(trace), drainTook, time.Since(began), dir)
 	if down != nil {
@@ -819,7 +832,7 @@ func writeReport(w io.Writer, cfg Config, eff, version string, plan Plan, o Obse
 				fmt.Fprintf(w, "\n(histories of %d more keys: grep trace.log and the worker logs)\n", len(rep.Keys)-i)
 				break
 			}
-			fmt.Fprintf(w, "\nhistory of %s (trace.log: time, worker slot, fault, event; chaos actions in events.log):\n", k)
+			fmt.Fprintf(w, "\nhistory of %s (trace.log and calls.log: time, worker slot, fault, event; chaos actions in events.log):\n", k)
 			for _, l := range History(trace, k, 80) {
 				fmt.Fprintln(w, "  "+l)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,15 +292,16 @@ func short(token string) string {
 }
 
 // History returns the trace lines that mention key, for a violation's
-// write-up.
+// write-up, in time order (lines begin with the time of day).
 func History(trace string, key string, limit int) []string {
 	var out []string
 	for _, l := range strings.Split(trace, "\n") {
-		if strings.Contains(l, " "+key+" ") && len(out) < limit {
+		if strings.Contains(l, " "+key+" ") {
 			out = append(out, l)
 		}
 	}
-	return out
+	sort.SliceStable(out, func(i, j int) bool { return out[i][:min(12, len(out[i]))] < out[j][:min(12, len(out[j]))] })
+	return out[:min(len(out), limit)]
 }
 
 // Paths the trace shows were taken, by name. They are the ways a worker can

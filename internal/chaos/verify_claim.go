@@ -11,7 +11,7 @@ import (
 const (
 	MetricCalled       = "keys called at least once"
 	MetricCallsFirst   = "calls (first per key)"
-	MetricDoublesOK    = "repeat calls excused (worker down/stalled or write failed between effect and commit)"
+	MetricDoublesOK    = "repeat calls excused (a worker down/stalled or a write failed between effect and commit)"
 	MetricDoublesBad   = "repeat calls not excused"
 	MetricCallOrder    = "groups whose first calls follow seq order"
 	MetricUnknownCalls = "calls matching no message sent"
@@ -23,31 +23,68 @@ const (
 type Excuser func(prev, next Call) string
 
 // Excuses builds the claim-mode Excuser from the chaos actions and the
-// dedup writes the trace saw. A repeat call is excused only if the worker
-// that made the previous call did not complete the key before the next call
-// and, between the two calls, that worker was killed, frozen, partitioned
-// or stopped (an action overlapping the window), or one of its writes of the
-// key (heartbeat, commit) failed or was delayed: the window between the
-// effect and the commit that claim mode documents. A successful complete by
-// that worker closes the window: a call after it is never excused.
+// dedup writes the trace saw. A repeat call is excused only by the window
+// between an effect and its commit, as claim mode documents it:
+//
+//   - the worker of the earlier call did not complete the key before the
+//     next call and, between the two calls, it was killed, frozen,
+//     partitioned or stopped (an action overlapping the window), or one of
+//     its writes of the key (heartbeat, commit) failed or was held. A
+//     successful complete by that worker closes the window: a call after it
+//     is never excused;
+//   - or the later call came from a worker that was frozen or partitioned
+//     while it held its claim, between the claim's answer and the call: a
+//     worker stalled inside its effect, whose call went out after its lease
+//     had passed to another worker ("stalled holding its claim").
+//
+// A call after a claim that was only applied once its lease was over (a put
+// delayed by retries or a partition) is excused by neither: the worker did
+// not stall after its claim, it ran the effect with a lease already gone.
 func Excuses(actions []Action, marks func(key string) []Mark) Excuser {
-	return func(prev, next Call) string {
-		for _, m := range marks(prev.Key) {
-			if m.Worker == prev.Worker && m.Event == "complete" && m.OK && m.At.After(prev.At) && m.At.Before(next.At) {
-				return ""
+	overlaps := func(worker string, from, to time.Time) (Action, bool) {
+		for _, a := range actions {
+			if a.Worker == worker && !a.Start.After(to) && !a.End.Before(from) {
+				return a, true
 			}
 		}
-		for _, a := range actions {
-			if a.Worker == prev.Worker && !a.Start.After(next.At) && !a.End.Before(prev.At) {
+		return Action{}, false
+	}
+	return func(prev, next Call) string {
+		ms := marks(prev.Key)
+		closed := false
+		for _, m := range ms {
+			if m.Worker == prev.Worker && m.Event == "complete" && m.OK && m.At.After(prev.At) && m.At.Before(next.At) {
+				closed = true
+			}
+		}
+		if !closed {
+			if a, ok := overlaps(prev.Worker, prev.At, next.At); ok {
 				return fmt.Sprintf("%s %s at %s", a.Worker, a.Kind, a.Start.Format("15:04:05.000"))
 			}
-		}
-		for _, m := range marks(prev.Key) {
-			if m.Worker != prev.Worker || m.At.Before(prev.At) || m.At.After(next.At) {
-				continue
+			for _, m := range ms {
+				if m.Worker != prev.Worker || m.At.Before(prev.At) || m.At.After(next.At) {
+					continue
+				}
+				if (m.Event == "extend" || m.Event == "complete") && (m.Fault != "pass" || !m.OK) {
+					return fmt.Sprintf("%s %s %s at %s", m.Worker, m.Event, m.Fault, m.At.Format("15:04:05.000"))
+				}
 			}
-			if (m.Event == "extend" || m.Event == "complete") && (m.Fault != "pass" || !m.OK) {
-				return fmt.Sprintf("%s %s %s at %s", m.Worker, m.Event, m.Fault, m.At.Format("15:04:05.000"))
+		}
+		// The later call: its worker's last claim of the key that took
+		// effect before the call, and a stall between that claim's answer
+		// and the call.
+		var claimed time.Time
+		for _, m := range ms {
+			if m.Worker == next.Worker && m.Event == "claim" && m.OK && !m.At.After(next.At) {
+				claimed = m.At
+			}
+		}
+		if !claimed.IsZero() {
+			for _, a := range actions {
+				if a.Worker == next.Worker && (a.Kind == "SIGSTOP" || a.Kind == "partition") &&
+					!a.Start.After(next.At) && a.End.After(claimed) {
+					return fmt.Sprintf("%s %s holding its claim at %s", a.Worker, a.Kind, a.Start.Format("15:04:05.000"))
+				}
 			}
 		}
 		return ""
@@ -110,14 +147,15 @@ func VerifyClaim(p Plan, o Observed, calls []Call, excuse Excuser) (rep Report, 
 			why := excuse(cs[i-1], cs[i])
 			if why == "" {
 				bad++
-				pr.add("repeat call not excused", "key %s: call %d by %s at %s, again by %s at %s (%s later), with no kill, stall, partition, stop or failed heartbeat/commit of %s in between",
+				pr.add("repeat call not excused", "key %s: call %d by %s at %s, again by %s at %s (%s later), with no kill, stall, partition, stop or failed heartbeat/commit of %s in between and no stall of %s since its claim",
 					d.Key, cs[i-1].N, cs[i-1].Worker, cs[i-1].At.Format("15:04:05.000"), cs[i].Worker, cs[i].At.Format("15:04:05.000"),
-					cs[i].At.Sub(cs[i-1].At).Round(time.Millisecond), cs[i-1].Worker)
+					cs[i].At.Sub(cs[i-1].At).Round(time.Millisecond), cs[i-1].Worker, cs[i].Worker)
 				pr.key(d.Key)
 				continue
 			}
 			good++
-			kind, _, _ := strings.Cut(strings.TrimPrefix(why, cs[i-1].Worker+" "), " at ")
+			_, kind, _ := strings.Cut(why, " ") // the worker slot goes
+			kind, _, _ = strings.Cut(kind, " at ")
 			excused[kind]++
 		}
 	}

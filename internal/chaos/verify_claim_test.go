@@ -65,6 +65,23 @@ func TestVerifyClaimExcusesOnlyTheWindowBetweenEffectAndCommit(t *testing.T) {
 	require.Equal(t, "2", row.Actual)
 	require.Equal(t, map[string]int{"SIGKILL": 1, "complete throttle": 1}, excused)
 	require.Equal(t, []string{d2.Key}, rep.Keys)
+
+	// A later call by a worker frozen since its claim is excused; one by a
+	// worker whose claim only took effect after the stall (a delayed put)
+	// is not.
+	late := Call{N: 100, At: at(30), Worker: "w3", Key: d0.Key, Group: d0.Group, Seq: d0.Seq, Status: 200}
+	first := Call{N: 99, At: at(25), Worker: "w2", Key: d0.Key, Group: d0.Group, Seq: d0.Seq, Status: 200}
+	stop := []Action{{Worker: "w3", Kind: "SIGSTOP", Start: at(24), End: at(29)}}
+	claimedAt := func(s int) func(string) []Mark {
+		return func(string) []Mark {
+			return []Mark{
+				{At: at(s), Worker: "w3", Event: "claim", Fault: "pass", OK: true},
+				{At: at(26), Worker: "w2", Event: "complete", Fault: "pass", OK: true},
+			}
+		}
+	}
+	require.Equal(t, "w3 SIGSTOP holding its claim at 00:00:24.000", Excuses(stop, claimedAt(23))(first, late))
+	require.Empty(t, Excuses(stop, claimedAt(29))(first, late), "a claim applied after the stall, then a call: not excused")
 	row, _ = rep.Row(MetricCalled)
 	require.True(t, row.OK)
 	row, _ = rep.Row(MetricCallOrder)

@@ -138,6 +138,9 @@ type Config struct {
 	// "http" (HTTPEffect: claim mode against a counting downstream). Empty:
 	// both.
 	Effects []string
+	// AllowLateClaims counts claim mode's repeat calls on a claim that won
+	// with its lease already over (a product bug) without failing the run.
+	AllowLateClaims bool
 
 	NoSeq      bool   // deposits without seq (see PlanConfig.NoSeq)
 	WorkerArgs string // more `worker run` flags, space-separated; "{n}" becomes the slot number
@@ -225,6 +228,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.ChaosUntilDrained, "chaos-until-drained", false, "keep the chaos actions going until the queue has drained (harsher on the last stragglers, slower)")
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
 	effects := fs.String("effect", "ledger,http", "effects to run side by side, comma-separated: ledger (transactional mode: exactly-once) and http (claim mode: a counting downstream; a repeat call only where a worker died or stalled between effect and commit)")
+	fs.BoolVar(&c.AllowLateClaims, "allow-late-claims", false, "claim mode: count repeat calls made on a claim that won with its lease already over (a known worker bug) without failing the run")
 	fs.BoolVar(&c.NoSeq, "no-seq", false, "deposits without seq: the ledger no longer refuses out-of-order or repeated seqs, so an order violation or a double is applied and shows in the entries")
 	fs.StringVar(&c.WorkerArgs, "worker-args", "", "more `worker run` flags, space-separated; {n} becomes the worker slot (1..workers), e.g. '--receivers 1'")
 	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
@@ -692,7 +696,7 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	)
 	if down != nil {
 		calls = down.Calls()
-		rep, excused = VerifyClaim(plan, o, calls, Excuses(sup.Actions(), tracer.Marks))
+		rep, excused = VerifyClaim(plan, o, calls, Excuses(sup.Actions(), tracer.Marks), cfg.AllowLateClaims)
 	} else {
 		rep = Verify(plan, o)
 	}
@@ -915,7 +919,7 @@ func writeReport(w io.Writer, cfg Config, eff, version string, plan Plan, o Obse
 	fmt.Fprintln(w, "\npaths exercised (from trace.log):")
 	for _, k := range []string{PathFencedCommit, PathHeldCommit, PathLostAckCommit, PathLostAckClaim, PathTakeover, PathBusy, PathDuplicate,
 		PathLostAckDelete, PathLostReceive, PathDLQSendLost, PathOrderRefused, PathEntryExists,
-		PathConflictCommit, PathErrorCommit, PathErrorClaim, PathErrorExtend, PathExpiredClaim} {
+		PathConflictCommit, PathErrorCommit, PathErrorClaim, PathErrorExtend, PathExpiredClaim, PathExpiredAnswer} {
 		fmt.Fprintf(w, "  %-80s %d\n", k, ex[k])
 	}
 

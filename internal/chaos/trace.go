@@ -33,6 +33,9 @@ type Mark struct {
 	Event  string // claim, extend, complete, release
 	Fault  string // as in the trace: pass, reset, lost-ack, 500, ..., with +held
 	OK     bool   // the write took effect (its response may be lost)
+	// Late: a claim that won with its lease already over when it was
+	// applied or when its answer was delivered.
+	Late bool
 }
 
 // Marks returns the dedup writes of key, in the order the proxies saw them.
@@ -78,7 +81,7 @@ func (t *Tracer) Observer(worker, service string) func(Exchange) {
 				switch f[0] {
 				case "claim", "extend", "complete", "release", "commit":
 					t.marks[f[1]] = append(t.marks[f[1]], Mark{At: at, Worker: worker, Event: f[0], Fault: fault,
-						OK: strings.Contains(l, "-> ok")})
+						OK: strings.Contains(l, "-> ok"), Late: lateClaim(l)})
 				}
 			}
 		}
@@ -247,8 +250,11 @@ func decodeDynamo(e Exchange) []string {
 			// How much of its lease the claim had left when DynamoDB
 			// applied it: a request delayed past its lease (SDK retries,
 			// a partition) wins with a lease already over.
+			// And how much it had left when its answer reached the worker:
+			// an answer held past the lease (a partition) hands the worker
+			// a claim that is already over.
 			if lu, err := strconv.ParseInt(it["lease_until"].N, 10, 64); err == nil {
-				result += fmt.Sprintf(" lease_left=%dms", lu-e.Sent.UnixMilli())
+				result += fmt.Sprintf(" lease_left=%dms answer_left=%dms", lu-e.Sent.UnixMilli(), lu-time.Now().UnixMilli())
 			}
 		}
 		return []string{fmt.Sprintf("claim %s token=%s attempts=%s -> %s", rawKey(it["pk"].S), short(it["token"].S), it["attempts"].N, result)}
@@ -324,6 +330,7 @@ const (
 	PathErrorClaim     = "claim attempts answered with 5xx or throttling"
 	PathErrorExtend    = "heartbeat (extend) attempts failed (reset, 5xx, throttling)"
 	PathExpiredClaim   = "claims that won with their lease already over when applied"
+	PathExpiredAnswer  = "claims that won, answered after their lease was over"
 )
 
 // cancellationReasons returns the codes of "TransactionCanceledException(400)[A,B,C]" in l.
@@ -338,6 +345,12 @@ func cancellationReasons(l string) []string {
 		return nil
 	}
 	return strings.Split(rest[a+1:b], ",")
+}
+
+// lateClaim reports whether a trace line is a claim that won with its lease
+// over when applied or when answered.
+func lateClaim(l string) bool {
+	return strings.Contains(l, "-> ok") && (strings.Contains(l, " lease_left=-") || strings.Contains(l, " answer_left=-"))
 }
 
 // isErrorFault reports whether a trace line's fault is an error response.
@@ -390,8 +403,10 @@ func Exercised(trace string) map[string]int {
 			if isErrorFault(fault) {
 				out[PathErrorClaim]++
 			}
-			if i := strings.Index(l, " lease_left=-"); i >= 0 {
+			if strings.Contains(l, " lease_left=-") {
 				out[PathExpiredClaim]++
+			} else if strings.Contains(l, " answer_left=-") {
+				out[PathExpiredAnswer]++
 			}
 			switch {
 			case fault == "lost-ack" && strings.Contains(l, "-> ok"):

@@ -57,7 +57,7 @@ func TestVerifyClaimExcusesOnlyTheWindowBetweenEffectAndCommit(t *testing.T) {
 		d2.Key: {{At: at(2).Add(time.Millisecond), Worker: "w1", Event: "complete", Fault: "pass", OK: true},
 			{At: at(3), Worker: "w3", Event: "extend", Fault: "500"}},
 	}
-	rep, excused := VerifyClaim(p, o, calls, Excuses(actions, func(k string) []Mark { return marks[k] }))
+	rep, excused := VerifyClaim(p, o, calls, Excuses(actions, func(k string) []Mark { return marks[k] }), false)
 	require.False(t, rep.OK())
 	row, _ := rep.Row(MetricDoublesBad)
 	require.Equal(t, "1", row.Actual)
@@ -82,6 +82,27 @@ func TestVerifyClaimExcusesOnlyTheWindowBetweenEffectAndCommit(t *testing.T) {
 	}
 	require.Equal(t, "w3 SIGSTOP holding its claim at 00:00:24.000", Excuses(stop, claimedAt(23))(first, late))
 	require.Empty(t, Excuses(stop, claimedAt(29))(first, late), "a claim applied after the stall, then a call: not excused")
+
+	// A call on a claim that won with its lease over is the late-claim bug.
+	lateMarks := func(string) []Mark {
+		return []Mark{{At: at(29), Worker: "w3", Event: "claim", Fault: "pass+held", OK: true, Late: true}}
+	}
+	why := Excuses(nil, lateMarks)(first, late)
+	require.True(t, strings.HasPrefix(why, LateClaim), why)
+	lp := p
+	lp.Deposits = p.Deposits[:1]
+	lp.Groups = []string{d0.Group}
+	lp.Poison = nil
+	lcalls := []Call{first, late}
+	lo := Observed{Records: map[string]Record{d0.Key: {Status: "COMPLETED"}}}
+	rep, _ = VerifyClaim(lp, lo, lcalls, Excuses(nil, lateMarks), false)
+	row, _ = rep.Row(MetricDoublesLate)
+	require.Equal(t, "1", row.Actual)
+	require.False(t, row.OK)
+	rep, _ = VerifyClaim(lp, lo, lcalls, Excuses(nil, lateMarks), true)
+	row, _ = rep.Row(MetricDoublesLate)
+	require.True(t, row.OK, "-allow-late-claims counts them without failing")
+	require.True(t, rep.OK())
 	row, _ = rep.Row(MetricCalled)
 	require.True(t, row.OK)
 	row, _ = rep.Row(MetricCallOrder)
@@ -95,7 +116,7 @@ func TestVerifyClaimExcusesOnlyTheWindowBetweenEffectAndCommit(t *testing.T) {
 	for i, j := 0, len(g)-1; i < j; i, j = i+1, j-1 {
 		g[i].N, g[j].N = g[j].N, g[i].N
 	}
-	rep, _ = VerifyClaim(p, o, g, Excuses(nil, func(string) []Mark { return nil }))
+	rep, _ = VerifyClaim(p, o, g, Excuses(nil, func(string) []Mark { return nil }), false)
 	row, _ = rep.Row(MetricCallOrder)
 	require.False(t, row.OK)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -148,4 +149,21 @@ func TestMixedFaultsBurstsAndTxConflicts(t *testing.T) {
 		op := []string{"PutItem", "TransactWriteItems", "UpdateItem"}[i%3]
 		require.Equal(t, a(op), b(op), "the same seed gives the same faults")
 	}
+}
+
+func TestSlowResponsesTakeEffectAndComeLate(t *testing.T) {
+	t.Parallel()
+	p, u, c := setupProxy(t, always(Slow))
+	p.SetSlow(300 * time.Millisecond)
+	start := time.Now()
+	got, err := call(c, p.URL(), "Put", "ab")
+	require.NoError(t, err)
+	require.Equal(t, "ba", got)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	require.Equal(t, 1, u.count("Put"), "forwarded")
+	p.Calm(true)
+	start = time.Now()
+	_, err = call(c, p.URL(), "Put", "ab")
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 300*time.Millisecond, "calm turns slow responses off too")
 }

@@ -39,6 +39,10 @@ const (
 	// ThrottlingException, in turn; SQS RequestThrottled) without
 	// forwarding. The SDK retries it with backoff.
 	Throttle
+	// Slow forwards the request and returns its response only after the
+	// proxy's slow delay (SetSlow): a call slow past a lease or a
+	// visibility timeout. Off unless FaultRates.SlowPct is set.
+	Slow
 	// TxConflict answers a TransactWriteItems with HTTP 400
 	// TransactionCanceledException whose first cancellation reason is
 	// TransactionConflict, without forwarding. The SDK does not retry it:
@@ -47,7 +51,7 @@ const (
 )
 
 // Faults lists every fault, in the report's order.
-var Faults = []Fault{Pass, Reset, LostAck, Err500, Err503, Throttle, TxConflict}
+var Faults = []Fault{Pass, Reset, LostAck, Slow, Err500, Err503, Throttle, TxConflict}
 
 func (f Fault) String() string {
 	switch f {
@@ -57,6 +61,8 @@ func (f Fault) String() string {
 		return "reset"
 	case LostAck:
 		return "lost-ack"
+	case Slow:
+		return "slow"
 	case Err500:
 		return "500"
 	case Err503:
@@ -71,7 +77,13 @@ func (f Fault) String() string {
 
 // Answered reports whether the proxy answers the request itself with an
 // error response (it is never forwarded).
-func (f Fault) Answered() bool { return f >= Err500 }
+func (f Fault) Answered() bool {
+	switch f {
+	case Err500, Err503, Throttle, TxConflict:
+		return true
+	}
+	return false
+}
 
 // Decider picks the fault for one request, by operation (the part of the
 // X-Amz-Target header after the dot, "ReceiveMessage", "PutItem").
@@ -92,6 +104,8 @@ type FaultRates struct {
 	// TxPct is the percentage of TransactWriteItems requests that start a
 	// TxConflict.
 	TxPct float64
+	// SlowPct is the percentage of requests answered late (Slow).
+	SlowPct float64
 	// Burst: an error response (Err500, Err503, Throttle, TxConflict) that
 	// starts also answers the next 0..Burst-1 requests of that proxy (for
 	// TxConflict: its next TransactWriteItems), drawn uniformly: a burst of
@@ -142,6 +156,8 @@ func MixedFaults(seed uint64, r FaultRates) Decider {
 		case x < r.ResetPct+r.DropPct+r.Err5xPct+r.ThrotPct:
 			burst, left = Throttle, start()
 			return burst
+		case x < r.ResetPct+r.DropPct+r.Err5xPct+r.ThrotPct+r.SlowPct:
+			return Slow
 		}
 		if tx && rng.Float64()*100 < r.TxPct {
 			txTo = start()
@@ -182,8 +198,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
-	calm   bool  // error responses are turned off (Calm)
-	nth    int64 // error responses so far, to alternate the throttling errors
+	calm   bool          // error responses are turned off (Calm)
+	slow   time.Duration // how long a Slow fault holds a response
+	nth    int64         // error responses so far, to alternate the throttling errors
 	stats  map[statKey]int64
 	healed chan struct{} // non-nil while partitioned; closed by Heal
 	held   int64         // requests a partition held
@@ -306,6 +323,13 @@ func (p *Proxy) Calm(on bool) {
 	p.mu.Unlock()
 }
 
+// SetSlow sets how long a Slow fault holds a response (0: it does not).
+func (p *Proxy) SetSlow(d time.Duration) {
+	p.mu.Lock()
+	p.slow = d
+	p.mu.Unlock()
+}
+
 // Held returns the number of requests and responses a partition held.
 func (p *Proxy) Held() int64 {
 	p.mu.Lock()
@@ -369,9 +393,10 @@ func (p *Proxy) serve(client net.Conn) {
 		}
 		fault := p.decide(op)
 		p.mu.Lock()
-		if fault.Answered() && p.calm {
+		if (fault.Answered() || fault == Slow) && p.calm {
 			fault = Pass
 		}
+		slow := p.slow
 		if fault == TxConflict && op != "TransactWriteItems" {
 			fault = Pass // a Decider's mistake: no other operation has cancellation reasons
 		}
@@ -428,6 +453,15 @@ func (p *Proxy) serve(client net.Conn) {
 		if err != nil || len(rbody) > maxBody {
 			resetConn(client)
 			return
+		}
+		if fault == Slow && slow > 0 {
+			t := time.NewTimer(slow)
+			select {
+			case <-t.C:
+			case <-p.done:
+				t.Stop()
+				return
+			}
 		}
 		open, heldResp := p.hold()
 		if !open {

@@ -119,6 +119,11 @@ type Config struct {
 	ThrottlePct   float64
 	TxConflictPct float64
 	Burst         int
+	// SlowPct is the percent of requests whose response the proxy holds
+	// for SlowFor (0: lease + 2s) after the request took effect: a call
+	// slow past the lease. Off by default.
+	SlowPct float64
+	SlowFor time.Duration
 
 	SendFor      time.Duration // the producer spreads its sends over this long; 0: N/25 s, at least 40 s
 	ChaosEvery   time.Duration // mean time between chaos actions
@@ -167,6 +172,7 @@ func (c *Config) defaults() {
 	c.Stall = orDur(c.Stall, c.Lease+c.Visibility)
 	c.Timeout = orDur(c.Timeout, TimeoutDefault)
 	c.ChaosTail = orDur(c.ChaosTail, ChaosTailDefault)
+	c.SlowFor = orDur(c.SlowFor, c.Lease+2*time.Second)
 	if c.LogLevel == "" {
 		c.LogLevel = "debug"
 	}
@@ -218,6 +224,8 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.Float64Var(&c.ThrottlePct, "throttle", ThrottlePctDefault, "percent of worker requests that start a burst of throttling errors (DynamoDB ProvisionedThroughputExceededException/ThrottlingException, SQS RequestThrottled)")
 	fs.Float64Var(&c.TxConflictPct, "tx-conflict", TxConflictPctDefault, "percent of TransactWriteItems that start a burst of TransactionCanceledException [TransactionConflict] (not retried by the SDK)")
 	fs.IntVar(&c.Burst, "burst", BurstDefault, "longest burst of error responses, in requests (1: single errors)")
+	fs.Float64Var(&c.SlowPct, "slow", 0, "percent of worker requests whose response is held for -slow-for after the request took effect (a call slow past the lease)")
+	fs.DurationVar(&c.SlowFor, "slow-for", 0, "how long a -slow response is held; 0: lease + 2s")
 	fs.DurationVar(&c.SendFor, "send-for", 0, "spread the sends over this long (0: n/25 s, at least 40s)")
 	fs.DurationVar(&c.ChaosEvery, "chaos-every", ChaosEveryDefault, "mean time between chaos actions (SIGKILL, SIGSTOP, SIGTERM)")
 	fs.DurationVar(&c.Stall, "stall", 0, "how long a SIGSTOP freezes a worker, or a partition cuts it off; 0: lease + visibility")
@@ -259,8 +267,9 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 		return c, &UsageError{"-n must be at least 1"}
 	case c.Workers < 2:
 		return c, &UsageError{"-workers must be at least 2 (one stays untouched by every chaos action)"}
-	case c.ResetPct < 0 || c.DropPct < 0 || c.Err5xxPct < 0 || c.ThrottlePct < 0 || c.ResetPct+c.DropPct+c.Err5xxPct+c.ThrottlePct > 50:
-		return c, &UsageError{"-reset, -drop, -err5xx and -throttle must be percentages that add up to at most 50"}
+	case c.ResetPct < 0 || c.DropPct < 0 || c.Err5xxPct < 0 || c.ThrottlePct < 0 || c.SlowPct < 0 ||
+		c.ResetPct+c.DropPct+c.Err5xxPct+c.ThrottlePct+c.SlowPct > 50:
+		return c, &UsageError{"-reset, -drop, -err5xx, -throttle and -slow must be percentages that add up to at most 50"}
 	case c.TxConflictPct < 0 || c.TxConflictPct > 50:
 		return c, &UsageError{"-tx-conflict must be a percentage of at most 50"}
 	case c.Burst < 0:
@@ -522,7 +531,7 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		}
 	}()
 	rates := FaultRates{ResetPct: cfg.ResetPct, DropPct: cfg.DropPct, Err5xPct: cfg.Err5xxPct, ThrotPct: cfg.ThrottlePct,
-		TxPct: cfg.TxConflictPct, Burst: cfg.Burst}
+		TxPct: cfg.TxConflictPct, Burst: cfg.Burst, SlowPct: cfg.SlowPct}
 	for i := range cfg.Workers {
 		w := fmt.Sprintf("w%d", i+1)
 		sp, err := NewProxy("sqs", sqsHost, MixedFaults(seed^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
@@ -535,6 +544,8 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 			return Report{}, "", err
 		}
 		ddbProxies = append(ddbProxies, dp)
+		sp.SetSlow(cfg.SlowFor)
+		dp.SetSlow(cfg.SlowFor)
 	}
 	faults := func() (faulted, requests int64) {
 		for _, p := range append(sqsProxies, ddbProxies...) {
@@ -551,10 +562,10 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	}, cfg.Seed)
 	fmt.Fprintf(out, "chaos: seed %d; %d deposits over %d groups, %d exact resends, %d retries, %d poison, %d sleepers (%s); "+
 		"%d workers (concurrency %d, visibility %s, lease %s), maxReceiveCount %d; faults: %.1f%% reset, %.1f%% lost ack, "+
-		"%.1f%% 5xx, %.1f%% throttling, %.1f%% of transactions TransactionConflict (bursts up to %d)\n",
+		"%.1f%% 5xx, %.1f%% throttling, %.1f%% of transactions TransactionConflict (bursts up to %d), %.1f%% slow (%s)\n",
 		cfg.Seed, len(plan.Deposits), len(plan.Groups), plan.Count(ExactResend), plan.Count(Retry), len(plan.Poison),
 		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct,
-		cfg.Err5xxPct, cfg.ThrottlePct, cfg.TxConflictPct, max(cfg.Burst, 1))
+		cfg.Err5xxPct, cfg.ThrottlePct, cfg.TxConflictPct, max(cfg.Burst, 1), cfg.SlowPct, cfg.SlowFor)
 	fmt.Fprintf(out, "chaos: effect %s; worker %s; queue %s; logs in %s\n", eff, version, names.queue, dir)
 	if cfg.NoSeq || cfg.WorkerArgs != "" {
 		fmt.Fprintf(out, "chaos: deposits without seq: %v; extra worker flags: %q\n", cfg.NoSeq, cfg.WorkerArgs)
@@ -889,11 +900,11 @@ func writeReport(w io.Writer, cfg Config, eff, version string, plan Plan, o Obse
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\t500\t503\tthrottled\ttx conflict\theld by a partition\t")
+	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\t500\t503\tthrottled\ttx conflict\tslow\theld by a partition\t")
 	for _, name := range sortedKeys(services) {
 		t := services[name]
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck],
-			t.by[Err500], t.by[Err503], t.by[Throttle], t.by[TxConflict], t.held)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck],
+			t.by[Err500], t.by[Err503], t.by[Throttle], t.by[TxConflict], t.by[Slow], t.held)
 	}
 	tw.Flush()
 	for _, name := range sortedKeys(services) {

@@ -20,7 +20,8 @@
 # it names (one subdirectory per effect). N=1000 takes 1.5 to 2 minutes on a
 # 2-core machine once built. A repeat call made on a claim that won with its
 # lease already over (a worker bug) fails the http run; CHAOS_ARGS=-allow-late-claims
-# counts such calls without failing.
+# counts such calls without failing; CHAOS_ARGS='-effect http -slow 1' (responses
+# held past the lease) reproduces that bug within a run or two.
 # CHAOS_ARGS passes more flags (go run ./cmd/chaos -h lists them), e.g.
 # make chaos CHAOS_ARGS='-seed 42 -max-receive 5'.
 

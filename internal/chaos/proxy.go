@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -27,7 +28,30 @@ const (
 	// the client's connection instead of returning it: the request took
 	// effect but the client cannot know (the lost acknowledgement).
 	LostAck
+	// Err500 answers with HTTP 500 and the service's internal-error body
+	// (DynamoDB InternalServerError, SQS InternalFailure) without
+	// forwarding: nothing took effect. The SDK retries it.
+	Err500
+	// Err503 answers with HTTP 503 ServiceUnavailable without forwarding.
+	Err503
+	// Throttle answers with HTTP 400 and the service's throttling error
+	// (DynamoDB ProvisionedThroughputExceededException or
+	// ThrottlingException, in turn; SQS RequestThrottled) without
+	// forwarding. The SDK retries it with backoff.
+	Throttle
+	// Slow forwards the request and returns its response only after the
+	// proxy's slow delay (SetSlow): a call slow past a lease or a
+	// visibility timeout. Off unless FaultRates.SlowPct is set.
+	Slow
+	// TxConflict answers a TransactWriteItems with HTTP 400
+	// TransactionCanceledException whose first cancellation reason is
+	// TransactionConflict, without forwarding. The SDK does not retry it:
+	// the worker must.
+	TxConflict
 )
+
+// Faults lists every fault, in the report's order.
+var Faults = []Fault{Pass, Reset, LostAck, Slow, Err500, Err503, Throttle, TxConflict}
 
 func (f Fault) String() string {
 	switch f {
@@ -37,8 +61,28 @@ func (f Fault) String() string {
 		return "reset"
 	case LostAck:
 		return "lost-ack"
+	case Slow:
+		return "slow"
+	case Err500:
+		return "500"
+	case Err503:
+		return "503"
+	case Throttle:
+		return "throttle"
+	case TxConflict:
+		return "tx-conflict"
 	}
 	return fmt.Sprintf("fault(%d)", int(f))
+}
+
+// Answered reports whether the proxy answers the request itself with an
+// error response (it is never forwarded).
+func (f Fault) Answered() bool {
+	switch f {
+	case Err500, Err503, Throttle, TxConflict:
+		return true
+	}
+	return false
 }
 
 // Decider picks the fault for one request, by operation (the part of the
@@ -48,17 +92,76 @@ type Decider func(op string) Fault
 // RandomFaults returns a Decider that resets resetPct percent of requests and
 // loses the response of dropPct percent, drawn from a seeded generator.
 func RandomFaults(seed uint64, resetPct, dropPct float64) Decider {
-	var mu sync.Mutex
+	return MixedFaults(seed, FaultRates{ResetPct: resetPct, DropPct: dropPct})
+}
+
+// FaultRates are the percentages of requests that start each fault.
+type FaultRates struct {
+	ResetPct float64 // Reset
+	DropPct  float64 // LostAck
+	Err5xPct float64 // Err500 or Err503, half each
+	ThrotPct float64 // Throttle
+	// TxPct is the percentage of TransactWriteItems requests that start a
+	// TxConflict.
+	TxPct float64
+	// SlowPct is the percentage of requests answered late (Slow).
+	SlowPct float64
+	// Burst: an error response (Err500, Err503, Throttle, TxConflict) that
+	// starts also answers the next 0..Burst-1 requests of that proxy (for
+	// TxConflict: its next TransactWriteItems), drawn uniformly: a burst of
+	// Burst or more outlasts the SDK's three attempts. 0 or 1: no bursts.
+	Burst int
+}
+
+// MixedFaults returns a Decider that draws each request's fault from a
+// seeded generator at the given rates, with error responses in short bursts.
+func MixedFaults(seed uint64, r FaultRates) Decider {
+	var (
+		mu    sync.Mutex
+		burst Fault // the error response of the burst under way
+		left  int   // requests it still answers
+		txTo  int   // TransactWriteItems a TxConflict burst still answers
+	)
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	return func(string) Fault {
+	start := func() int {
+		if r.Burst <= 1 {
+			return 0
+		}
+		return rng.IntN(r.Burst)
+	}
+	return func(op string) Fault {
 		mu.Lock()
-		x := rng.Float64() * 100
-		mu.Unlock()
+		defer mu.Unlock()
+		x := rng.Float64() * 100 // drawn for every request: the sequence stays the seed's
+		tx := op == "TransactWriteItems"
 		switch {
-		case x < resetPct:
+		case tx && txTo > 0:
+			txTo--
+			return TxConflict
+		case left > 0:
+			left--
+			return burst
+		}
+		switch {
+		case x < r.ResetPct:
 			return Reset
-		case x < resetPct+dropPct:
+		case x < r.ResetPct+r.DropPct:
 			return LostAck
+		case x < r.ResetPct+r.DropPct+r.Err5xPct:
+			burst, left = Err500, start()
+			if rng.IntN(2) == 1 {
+				burst = Err503
+			}
+			return burst
+		case x < r.ResetPct+r.DropPct+r.Err5xPct+r.ThrotPct:
+			burst, left = Throttle, start()
+			return burst
+		case x < r.ResetPct+r.DropPct+r.Err5xPct+r.ThrotPct+r.SlowPct:
+			return Slow
+		}
+		if tx && rng.Float64()*100 < r.TxPct {
+			txTo = start()
+			return TxConflict
 		}
 		return Pass
 	}
@@ -76,6 +179,9 @@ type Exchange struct {
 	Response []byte // body; nil for Reset
 	Status   int    // 0 for Reset
 	Held     bool   // a partition held the request or its response
+	// Sent is when the request was forwarded to the upstream; zero when it
+	// was not (Reset, an error response).
+	Sent time.Time
 }
 
 // Proxy is a TCP proxy for one HTTP/1.1 upstream on a loopback port. It
@@ -92,6 +198,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	calm   bool          // error responses are turned off (Calm)
+	slow   time.Duration // how long a Slow fault holds a response
+	nth    int64         // error responses so far, to alternate the throttling errors
 	stats  map[statKey]int64
 	healed chan struct{} // non-nil while partitioned; closed by Heal
 	held   int64         // requests a partition held
@@ -203,6 +312,24 @@ func (p *Proxy) Heal() {
 	}
 }
 
+// Calm turns the error responses (Err500, Err503, Throttle, TxConflict) off
+// (on) or back on: such a request is forwarded as Pass instead. Resets and
+// lost responses go on. The harness calms a worker's proxies while the
+// worker shuts down gracefully, so that the SDK's backoff after a burst
+// does not eat the shutdown check's margin.
+func (p *Proxy) Calm(on bool) {
+	p.mu.Lock()
+	p.calm = on
+	p.mu.Unlock()
+}
+
+// SetSlow sets how long a Slow fault holds a response (0: it does not).
+func (p *Proxy) SetSlow(d time.Duration) {
+	p.mu.Lock()
+	p.slow = d
+	p.mu.Unlock()
+}
+
 // Held returns the number of requests and responses a partition held.
 func (p *Proxy) Held() int64 {
 	p.mu.Lock()
@@ -265,7 +392,32 @@ func (p *Proxy) serve(client net.Conn) {
 			return
 		}
 		fault := p.decide(op)
+		p.mu.Lock()
+		if (fault.Answered() || fault == Slow) && p.calm {
+			fault = Pass
+		}
+		slow := p.slow
+		if fault == TxConflict && op != "TransactWriteItems" {
+			fault = Pass // a Decider's mistake: no other operation has cancellation reasons
+		}
+		nth := p.nth
+		if fault.Answered() {
+			p.nth++
+		}
+		p.mu.Unlock()
 		p.count(op, fault)
+		if fault.Answered() {
+			status, hdr, rbody := errorResponse(p.name, fault, body, nth)
+			p.notify(Exchange{Op: op, Fault: fault, Request: body, Response: rbody, Status: status, Held: held})
+			resp := &http.Response{
+				StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Header: hdr, Request: req,
+				Body: io.NopCloser(bytes.NewReader(rbody)), ContentLength: int64(len(rbody)),
+			}
+			if err := resp.Write(client); err != nil || req.Close {
+				return
+			}
+			continue
+		}
 		if fault == Reset {
 			resetConn(client)
 			p.notify(Exchange{Op: op, Fault: fault, Request: body, Held: held})
@@ -286,6 +438,7 @@ func (p *Proxy) serve(client net.Conn) {
 		if len(body) > 0 {
 			req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
+		sent := time.Now()
 		if err := req.Write(up); err != nil {
 			resetConn(client)
 			return
@@ -301,11 +454,20 @@ func (p *Proxy) serve(client net.Conn) {
 			resetConn(client)
 			return
 		}
+		if fault == Slow && slow > 0 {
+			t := time.NewTimer(slow)
+			select {
+			case <-t.C:
+			case <-p.done:
+				t.Stop()
+				return
+			}
+		}
 		open, heldResp := p.hold()
 		if !open {
 			return
 		}
-		p.notify(Exchange{Op: op, Fault: fault, Request: body, Response: rbody, Status: resp.StatusCode, Held: held || heldResp})
+		p.notify(Exchange{Op: op, Fault: fault, Request: body, Response: rbody, Status: resp.StatusCode, Held: held || heldResp, Sent: sent})
 		if fault == LostAck {
 			resetConn(client)
 			return
@@ -321,6 +483,71 @@ func (p *Proxy) serve(client net.Conn) {
 			return
 		}
 	}
+}
+
+// errorResponse is the answer of an error fault: status, headers and the
+// AWS JSON 1.0 error body the service sends (service "sqs" or "dynamodb";
+// anything else is answered like DynamoDB). nth alternates DynamoDB's two
+// throttling errors.
+func errorResponse(service string, f Fault, reqBody []byte, nth int64) (int, http.Header, []byte) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("X-Amzn-Requestid", fmt.Sprintf("chaos-%s-%d", f, nth))
+	status, typ, msg := 500, "", ""
+	if service == "sqs" {
+		code, fault := "", "Receiver"
+		switch f {
+		case Err500:
+			code, msg = "InternalFailure", "The request processing has failed because of an unknown error, exception or failure."
+		case Err503:
+			status, code, msg = 503, "ServiceUnavailable", "The request has failed due to a temporary failure of the server."
+		default: // Throttle
+			status, code, fault, msg = 400, "RequestThrottled", "Sender", "The request was denied due to request throttling."
+		}
+		typ = "com.amazonaws.sqs#" + code
+		h.Set("X-Amzn-Query-Error", code+";"+fault)
+		b, _ := json.Marshal(map[string]string{"__type": typ, "message": msg})
+		return status, h, b
+	}
+	const ns = "com.amazonaws.dynamodb.v20120810#"
+	switch f {
+	case Err500:
+		typ, msg = "InternalServerError", "Internal server error"
+	case Err503:
+		status, typ, msg = 503, "ServiceUnavailable", "The service is currently unavailable or busy."
+	case Throttle:
+		status = 400
+		if nth%2 == 0 {
+			typ, msg = "ProvisionedThroughputExceededException", "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."
+		} else {
+			typ, msg = "ThrottlingException", "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling your table or index so please try again shortly."
+		}
+	case TxConflict:
+		// One cancellation reason per item, the first a TransactionConflict
+		// (the dedup record, where the worker's conflicts are).
+		var in struct {
+			TransactItems []json.RawMessage `json:"TransactItems"`
+		}
+		_ = json.Unmarshal(reqBody, &in)
+		type reason struct {
+			Code    string `json:"Code"`
+			Message string `json:"Message,omitempty"`
+		}
+		reasons := []reason{{Code: "TransactionConflict", Message: "Transaction is ongoing for the item"}}
+		codes := []string{"TransactionConflict"}
+		for range max(len(in.TransactItems)-1, 0) {
+			reasons = append(reasons, reason{Code: "None"})
+			codes = append(codes, "None")
+		}
+		b, _ := json.Marshal(map[string]any{
+			"__type":              ns + "TransactionCanceledException",
+			"Message":             "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]",
+			"CancellationReasons": reasons,
+		})
+		return 400, h, b
+	}
+	b, _ := json.Marshal(map[string]string{"__type": ns + typ, "message": msg})
+	return status, h, b
 }
 
 func (p *Proxy) notify(e Exchange) {

@@ -2,18 +2,23 @@
 // worker double an effect, lose a message or break a group's order, and
 // shows that it does not.
 //
-// A run creates a FIFO queue with a DLQ and the two tables, starts several
+// A run does one chaos run per effect, side by side (-effect ledger,http):
+// each creates a FIFO queue with a DLQ and the two tables, starts several
 // worker processes (cmd/chaos/worker: the real worker plus an effect that can
 // sleep past the visibility timeout) behind a TCP fault proxy per emulator,
-// and sends N ledger deposits over many groups with duplicates of both kinds
-// and a few poison messages. Meanwhile it kills workers with SIGKILL, freezes
+// and sends N deposits over many groups with duplicates of both kinds and a
+// few poison messages. Meanwhile it kills workers with SIGKILL, freezes
 // them with SIGSTOP past their lease, cuts one off the network (its requests
 // and responses held past the lease, then released at once), stops one with
-// SIGTERM, and restarts them; the proxies reset connections and drop
-// responses after the request went through. When the queue has drained it
-// stops the workers and verifies the ledger, the dedup records and both
-// queues (see Verify). Every request that crossed a proxy is in trace.log, so
-// a violation comes with the history of the messages involved.
+// SIGTERM, and restarts them; the proxies reset connections, drop responses
+// after the request went through, and answer some requests themselves, in
+// short bursts, with 500/503, throttling errors and (TransactWriteItems)
+// TransactionConflict cancellations. When the queue has drained it stops
+// the workers and verifies what they left behind: for the ledger effect
+// (transactional mode) the ledger, the dedup records and both queues (see
+// Verify); for the http effect (claim mode) the calls a counting downstream
+// received (see VerifyClaim). Every request that crossed a proxy is in
+// trace.log, so a violation comes with the history of the messages involved.
 package chaos
 
 import (
@@ -64,13 +69,20 @@ const (
 	ShutdownTimeoutDefault = 4 * time.Second
 	ResetPctDefault        = 2
 	DropPctDefault         = 2
-	SendRateDefault        = 25               // messages a second, for the default -send-for
-	SendForMinDefault      = 40 * time.Second // chaos needs time to happen
-	ChaosEveryDefault      = 4 * time.Second
-	KillPctDefault         = 35
-	PartitionPctDefault    = 30
-	TermsDefault           = 1
-	ChaosTailDefault       = 20 * time.Second
+	// Error responses the proxies answer themselves, in bursts of 1 to
+	// BurstDefault requests: a burst of 3 or more outlasts the SDK's three
+	// attempts, so the worker's own retries are exercised too.
+	Err5xxPctDefault     = 0.5
+	ThrottlePctDefault   = 0.5
+	TxConflictPctDefault = 5 // of TransactWriteItems
+	BurstDefault         = 4
+	SendRateDefault      = 25               // messages a second, for the default -send-for
+	SendForMinDefault    = 40 * time.Second // chaos needs time to happen
+	ChaosEveryDefault    = 4 * time.Second
+	KillPctDefault       = 35
+	PartitionPctDefault  = 30
+	TermsDefault         = 1
+	ChaosTailDefault     = 20 * time.Second
 	// TimeoutDefault outlasts the worker's longest backoff (pool.RetryMaxDefault,
 	// 5 min): a retry of a message with a high receive count, after a request
 	// that failed every SDK attempt, hides it that long.
@@ -99,6 +111,19 @@ type Config struct {
 
 	ResetPct float64 // percent of requests whose connection is reset before forwarding
 	DropPct  float64 // percent of requests forwarded whose response is dropped
+	// Error responses answered by the proxies (never forwarded): percent of
+	// requests that start a burst of 500/503, of throttling, and percent of
+	// TransactWriteItems that start a burst of TransactionConflict
+	// cancellations; Burst is the longest burst (1: none).
+	Err5xxPct     float64
+	ThrottlePct   float64
+	TxConflictPct float64
+	Burst         int
+	// SlowPct is the percent of requests whose response the proxy holds
+	// for SlowFor (0: lease + 2s) after the request took effect: a call
+	// slow past the lease. Off by default.
+	SlowPct float64
+	SlowFor time.Duration
 
 	SendFor      time.Duration // the producer spreads its sends over this long; 0: N/25 s, at least 40 s
 	ChaosEvery   time.Duration // mean time between chaos actions
@@ -112,6 +137,15 @@ type Config struct {
 	// piles receives onto a few innocent messages and slows the drain.
 	ChaosUntilDrained bool
 	Timeout           time.Duration // after sending, how long the queue may take to drain
+
+	// Effects to run, side by side, each against its own queue, tables and
+	// workers: "ledger" (EffectName: transactional mode, exactly-once) and
+	// "http" (HTTPEffect: claim mode against a counting downstream). Empty:
+	// both.
+	Effects []string
+	// AllowLateClaims counts claim mode's repeat calls on a claim that won
+	// with its lease already over (a product bug) without failing the run.
+	AllowLateClaims bool
 
 	NoSeq      bool   // deposits without seq (see PlanConfig.NoSeq)
 	WorkerArgs string // more `worker run` flags, space-separated; "{n}" becomes the slot number
@@ -138,8 +172,12 @@ func (c *Config) defaults() {
 	c.Stall = orDur(c.Stall, c.Lease+c.Visibility)
 	c.Timeout = orDur(c.Timeout, TimeoutDefault)
 	c.ChaosTail = orDur(c.ChaosTail, ChaosTailDefault)
+	c.SlowFor = orDur(c.SlowFor, c.Lease+2*time.Second)
 	if c.LogLevel == "" {
 		c.LogLevel = "debug"
+	}
+	if len(c.Effects) == 0 {
+		c.Effects = []string{"ledger", "http"}
 	}
 }
 
@@ -182,6 +220,12 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", ShutdownTimeoutDefault, "the workers' --shutdown-timeout")
 	fs.Float64Var(&c.ResetPct, "reset", ResetPctDefault, "percent of worker requests whose connection is reset before it is forwarded")
 	fs.Float64Var(&c.DropPct, "drop", DropPctDefault, "percent of worker requests forwarded whose response is dropped (lost acknowledgement)")
+	fs.Float64Var(&c.Err5xxPct, "err5xx", Err5xxPctDefault, "percent of worker requests that start a burst of HTTP 500/503 answered by the proxy (never forwarded)")
+	fs.Float64Var(&c.ThrottlePct, "throttle", ThrottlePctDefault, "percent of worker requests that start a burst of throttling errors (DynamoDB ProvisionedThroughputExceededException/ThrottlingException, SQS RequestThrottled)")
+	fs.Float64Var(&c.TxConflictPct, "tx-conflict", TxConflictPctDefault, "percent of TransactWriteItems that start a burst of TransactionCanceledException [TransactionConflict] (not retried by the SDK)")
+	fs.IntVar(&c.Burst, "burst", BurstDefault, "longest burst of error responses, in requests (1: single errors)")
+	fs.Float64Var(&c.SlowPct, "slow", 0, "percent of worker requests whose response is held for -slow-for after the request took effect (a call slow past the lease)")
+	fs.DurationVar(&c.SlowFor, "slow-for", 0, "how long a -slow response is held; 0: lease + 2s")
 	fs.DurationVar(&c.SendFor, "send-for", 0, "spread the sends over this long (0: n/25 s, at least 40s)")
 	fs.DurationVar(&c.ChaosEvery, "chaos-every", ChaosEveryDefault, "mean time between chaos actions (SIGKILL, SIGSTOP, SIGTERM)")
 	fs.DurationVar(&c.Stall, "stall", 0, "how long a SIGSTOP freezes a worker, or a partition cuts it off; 0: lease + visibility")
@@ -191,6 +235,8 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.ChaosTail, "chaos-tail", ChaosTailDefault, "chaos actions end this long after the last send (the proxies' faults go on to the end)")
 	fs.BoolVar(&c.ChaosUntilDrained, "chaos-until-drained", false, "keep the chaos actions going until the queue has drained (harsher on the last stragglers, slower)")
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
+	effects := fs.String("effect", "ledger,http", "effects to run side by side, comma-separated: ledger (transactional mode: exactly-once) and http (claim mode: a counting downstream; a repeat call only where a worker died or stalled between effect and commit)")
+	fs.BoolVar(&c.AllowLateClaims, "allow-late-claims", false, "claim mode: count repeat calls made on a claim that won with its lease already over (a known worker bug) without failing the run")
 	fs.BoolVar(&c.NoSeq, "no-seq", false, "deposits without seq: the ledger no longer refuses out-of-order or repeated seqs, so an order violation or a double is applied and shows in the entries")
 	fs.StringVar(&c.WorkerArgs, "worker-args", "", "more `worker run` flags, space-separated; {n} becomes the worker slot (1..workers), e.g. '--receivers 1'")
 	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
@@ -204,13 +250,30 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	if fs.NArg() > 0 {
 		return c, &UsageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
+	c.Effects = nil
+	seenEff := map[string]bool{}
+	for _, e := range strings.Split(*effects, ",") {
+		e = strings.TrimSpace(e)
+		if e != "ledger" && e != "http" {
+			return c, &UsageError{fmt.Sprintf("-effect %q: want ledger, http or ledger,http", *effects)}
+		}
+		if !seenEff[e] {
+			seenEff[e] = true
+			c.Effects = append(c.Effects, e)
+		}
+	}
 	switch {
 	case c.N < 1:
 		return c, &UsageError{"-n must be at least 1"}
 	case c.Workers < 2:
 		return c, &UsageError{"-workers must be at least 2 (one stays untouched by every chaos action)"}
-	case c.ResetPct < 0 || c.DropPct < 0 || c.ResetPct+c.DropPct > 50:
-		return c, &UsageError{"-reset and -drop must be percentages that add up to at most 50"}
+	case c.ResetPct < 0 || c.DropPct < 0 || c.Err5xxPct < 0 || c.ThrottlePct < 0 || c.SlowPct < 0 ||
+		c.ResetPct+c.DropPct+c.Err5xxPct+c.ThrottlePct+c.SlowPct > 50:
+		return c, &UsageError{"-reset, -drop, -err5xx, -throttle and -slow must be percentages that add up to at most 50"}
+	case c.TxConflictPct < 0 || c.TxConflictPct > 50:
+		return c, &UsageError{"-tx-conflict must be a percentage of at most 50"}
+	case c.Burst < 0:
+		return c, &UsageError{"-burst must not be negative"}
 	case c.Visibility < 2*time.Second || c.Lease < 2*time.Second:
 		return c, &UsageError{"-visibility and -lease must be at least 2s (the worker's minimum)"}
 	case c.MaxReceive < 1:
@@ -336,6 +399,81 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	sqsc := sqs.NewFromConfig(awsCfg)
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 
+	// One run per effect, side by side: each has its own queue, tables,
+	// workers, proxies and directory, and its own verdict.
+	sh := shared{bin: bin, version: version, sqsc: sqsc, db: db, sqsURL: sqsURL, ddbURL: ddbURL,
+		sqsHost: sqsHost, ddbHost: ddbHost, began: began}
+	type result struct {
+		rep  Report
+		text string
+		err  error
+	}
+	results := make([]result, len(cfg.Effects))
+	var wg sync.WaitGroup
+	for i, eff := range cfg.Effects {
+		wg.Go(func() {
+			sub := dir
+			if len(cfg.Effects) > 1 {
+				sub = filepath.Join(dir, eff)
+				if err := os.MkdirAll(sub, 0o755); err != nil {
+					results[i].err = err
+					return
+				}
+			}
+			prefix := ""
+			if len(cfg.Effects) > 1 {
+				prefix = "[" + eff + "] "
+			}
+			elogf := func(format string, args ...any) { logf(prefix+format, args...) }
+			results[i].rep, results[i].text, results[i].err = runEffect(ctx, cfg, eff, uint64(i), sub, sh, elogf)
+		})
+	}
+	wg.Wait()
+	verdict := Report{}
+	var errs []error
+	for i, r := range results {
+		outMu.Lock()
+		fmt.Fprint(out, r.text)
+		outMu.Unlock()
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", cfg.Effects[i], r.err))
+			continue
+		}
+		verdict.Rows = append(verdict.Rows, r.rep.Rows...)
+		verdict.Problems = append(verdict.Problems, r.rep.Problems...)
+		verdict.Keys = append(verdict.Keys, r.rep.Keys...)
+	}
+	if len(errs) > 0 {
+		return verdict, errors.Join(errs...)
+	}
+	if len(cfg.Effects) > 1 {
+		v := "PASS"
+		if !verdict.OK() {
+			v = "FAIL"
+		}
+		fmt.Fprintf(out, "\n== chaos %s: effects %s, %s in all; reports in %s\n", v, strings.Join(cfg.Effects, ","), time.Since(began).Round(100*time.Millisecond), dir)
+	}
+	return verdict, nil
+}
+
+// shared is what the runs of the effects share.
+type shared struct {
+	bin, version     string
+	sqsc             *sqs.Client
+	db               *dynamodb.Client
+	sqsURL, ddbURL   string
+	sqsHost, ddbHost string
+	began            time.Time
+}
+
+// runEffect does the run of one effect in dir: EffectName (the ledger,
+// transactional mode) or HTTPEffect (claim mode, against a counting
+// downstream). It returns the verdict and the report's text.
+func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir string, sh shared, logf func(string, ...any)) (Report, string, error) {
+	bin, version, sqsc, db := sh.bin, sh.version, sh.sqsc, sh.db
+	sqsURL, ddbURL, sqsHost, ddbHost, began := sh.sqsURL, sh.ddbURL, sh.sqsHost, sh.ddbHost, sh.began
+	seed := cfg.Seed ^ idx*0x9e3779b97f4a7c15 // the effects' runs fault differently; the plan is the same
+	out := &strings.Builder{}
 	// Resources, created by the worker's own setup command (straight to the
 	// emulators).
 	id := newID()
@@ -349,7 +487,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	setup.Env = append(baseEnv, "AWS_ENDPOINT_URL_SQS="+sqsURL, "AWS_ENDPOINT_URL_DYNAMODB="+ddbURL)
 	so, err := setup.CombinedOutput()
 	if err != nil {
-		return Report{}, fmt.Errorf("worker setup failed: %v\n%s", err, so)
+		return Report{}, "", fmt.Errorf("worker setup failed: %v\n%s", err, so)
 	}
 	urls := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(so)), "\n") {
@@ -359,7 +497,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	}
 	queueURL, dlqURL := urls["queue"], urls["dlq"]
 	if queueURL == "" || dlqURL == "" {
-		return Report{}, fmt.Errorf("worker setup printed no queue URLs:\n%s", so)
+		return Report{}, "", fmt.Errorf("worker setup printed no queue URLs:\n%s", so)
 	}
 	cleanup := func() {
 		if cfg.Keep {
@@ -381,7 +519,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	// slot, so that the trace says which worker sent what.
 	traceFile, err := os.Create(filepath.Join(dir, "trace.log"))
 	if err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	defer traceFile.Close()
 	tracer := NewTracer(traceFile)
@@ -392,24 +530,28 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 			p.Close()
 		}
 	}()
+	rates := FaultRates{ResetPct: cfg.ResetPct, DropPct: cfg.DropPct, Err5xPct: cfg.Err5xxPct, ThrotPct: cfg.ThrottlePct,
+		TxPct: cfg.TxConflictPct, Burst: cfg.Burst, SlowPct: cfg.SlowPct}
 	for i := range cfg.Workers {
 		w := fmt.Sprintf("w%d", i+1)
-		sp, err := NewProxy("sqs", sqsHost, RandomFaults(cfg.Seed^uint64(0x5153+i), cfg.ResetPct, cfg.DropPct), tracer.Observer(w, "sqs"))
+		sp, err := NewProxy("sqs", sqsHost, MixedFaults(seed^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
 		if err != nil {
-			return Report{}, err
+			return Report{}, "", err
 		}
 		sqsProxies = append(sqsProxies, sp)
-		dp, err := NewProxy("dynamodb", ddbHost, RandomFaults(cfg.Seed^uint64(0xdd80+i), cfg.ResetPct, cfg.DropPct), tracer.Observer(w, "dynamodb"))
+		dp, err := NewProxy("dynamodb", ddbHost, MixedFaults(seed^uint64(0xdd80+i), rates), tracer.Observer(w, "dynamodb"))
 		if err != nil {
-			return Report{}, err
+			return Report{}, "", err
 		}
 		ddbProxies = append(ddbProxies, dp)
+		sp.SetSlow(cfg.SlowFor)
+		dp.SetSlow(cfg.SlowFor)
 	}
 	faults := func() (faulted, requests int64) {
 		for _, p := range append(sqsProxies, ddbProxies...) {
 			n, by := p.Totals()
 			requests += n
-			faulted += by[Reset] + by[LostAck]
+			faulted += n - by[Pass]
 		}
 		return faulted, requests
 	}
@@ -419,19 +561,31 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		Poison: cfg.Poison, Sleepers: cfg.Sleepers, SleepMS: cfg.SleepFor.Milliseconds(), NoSeq: cfg.NoSeq,
 	}, cfg.Seed)
 	fmt.Fprintf(out, "chaos: seed %d; %d deposits over %d groups, %d exact resends, %d retries, %d poison, %d sleepers (%s); "+
-		"%d workers (concurrency %d, visibility %s, lease %s), maxReceiveCount %d; faults: %.1f%% reset, %.1f%% lost ack\n",
+		"%d workers (concurrency %d, visibility %s, lease %s), maxReceiveCount %d; faults: %.1f%% reset, %.1f%% lost ack, "+
+		"%.1f%% 5xx, %.1f%% throttling, %.1f%% of transactions TransactionConflict (bursts up to %d), %.1f%% slow (%s)\n",
 		cfg.Seed, len(plan.Deposits), len(plan.Groups), plan.Count(ExactResend), plan.Count(Retry), len(plan.Poison),
-		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct)
-	fmt.Fprintf(out, "chaos: worker %s; queue %s; logs in %s\n", version, names.queue, dir)
+		plan.Sleepers(), cfg.SleepFor, cfg.Workers, cfg.Concurrency, cfg.Visibility, cfg.Lease, cfg.MaxReceive, cfg.ResetPct, cfg.DropPct,
+		cfg.Err5xxPct, cfg.ThrottlePct, cfg.TxConflictPct, max(cfg.Burst, 1), cfg.SlowPct, cfg.SlowFor)
+	fmt.Fprintf(out, "chaos: effect %s; worker %s; queue %s; logs in %s\n", eff, version, names.queue, dir)
 	if cfg.NoSeq || cfg.WorkerArgs != "" {
 		fmt.Fprintf(out, "chaos: deposits without seq: %v; extra worker flags: %q\n", cfg.NoSeq, cfg.WorkerArgs)
 	}
 
-	runArgs := []string{"run", "--queue", queueURL, "--effect", EffectName, "--table", names.table, "--ledger-table", names.ledger,
+	effArgs := []string{"--effect", EffectName, "--ledger-table", names.ledger}
+	var down *Downstream
+	if eff == HTTPEffect {
+		if down, err = NewDownstream(); err != nil {
+			return Report{}, "", err
+		}
+		defer down.Close()
+		// {n}: each worker slot calls its own path, so that a call says who made it.
+		effArgs = []string{"--effect", HTTPEffect, "--http-url", down.URL("w{n}")}
+	}
+	runArgs := []string{"run", "--queue", queueURL, "--table", names.table,
 		"--lease", cfg.Lease.String(), "--visibility", cfg.Visibility.String(), "--concurrency", fmt.Sprint(cfg.Concurrency),
 		"--shutdown-timeout", cfg.ShutdownTimeout.String(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--log-level", cfg.LogLevel, "--progress", "0"}
-	runArgs = append(runArgs, strings.Fields(cfg.WorkerArgs)...)
+	runArgs = append(append(runArgs, effArgs...), strings.Fields(cfg.WorkerArgs)...)
 	sup := NewSupervisor(WorkerSpec{
 		Bin:  bin,
 		Args: runArgs,
@@ -441,6 +595,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		},
 		LogDir:        dir,
 		ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
+		Calm: func(n int, on bool) {
+			sqsProxies[n-1].Calm(on)
+			ddbProxies[n-1].Calm(on)
+		},
 		Partition: func(n int, on bool) {
 			for _, p := range []*Proxy{sqsProxies[n-1], ddbProxies[n-1]} {
 				if on {
@@ -453,7 +611,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	}, cfg.Workers, logf)
 	if err := sup.Start(ctx, time.Minute); err != nil {
 		sup.KillAll()
-		return Report{}, err
+		return Report{}, "", err
 	}
 	logf("%d workers up", cfg.Workers)
 
@@ -474,7 +632,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		sup.Chaos(chaosCtx, ChaosConfig{
 			Every: cfg.ChaosEvery, Stall: cfg.Stall, Terms: cfg.Terms, TermAt: cfg.SendFor / 3,
 			KillPct: cfg.KillPct, PartitionPct: cfg.PartitionPct,
-		}, cfg.Seed)
+		}, seed)
 	}()
 	go func() {
 		defer close(prodDone)
@@ -505,17 +663,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		sup.KillAll()
 		stopScrape()
 		bg.Wait()
-		return Report{}, errors.New("interrupted")
+		return Report{}, "", errors.New("interrupted")
 	}
 	logf("stopping the workers (SIGTERM)")
 	sup.StopAll()
 	stopScrape()
 	bg.Wait()
 	if prodErr != nil {
-		return Report{}, fmt.Errorf("producer: %w", prodErr)
+		return Report{}, "", fmt.Errorf("producer: %w", prodErr)
 	}
 	if waitErr != nil {
-		return Report{}, waitErr
+		return Report{}, "", waitErr
 	}
 	if !drained {
 		logf("the queue did not drain within %s after the sends: verifying what is there", cfg.Timeout)
@@ -526,38 +684,62 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	defer cancel()
 	var o Observed
 	if o.Accounts, o.Entries, err = ReadLedger(vctx, db, names.ledger); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.Records, err = ReadRecords(vctx, db, names.table); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.Queue, err = Counts(vctx, sqsc, queueURL); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.DLQ, err = Counts(vctx, sqsc, dlqURL); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	if o.DLQMessages, err = DrainDLQ(vctx, sqsc, dlqURL); err != nil {
-		return Report{}, err
+		return Report{}, "", err
 	}
 	sum := sup.Summary()
 	o.Stops = sum.Stops
-	rep := Verify(plan, o)
+	var (
+		rep     Report
+		calls   []Call
+		excused map[string]int
+	)
+	if down != nil {
+		calls = down.Calls()
+		rep, excused = VerifyClaim(plan, o, calls, Excuses(sup.Actions(), tracer.Marks), cfg.AllowLateClaims)
+	} else {
+		rep = Verify(plan, o)
+	}
 
 	for _, p := range append(sqsProxies, ddbProxies...) {
 		p.Close() // no more traffic: the trace is complete
 	}
 	_ = tracer.Flush()
 	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
-	report := &strings.Builder{}
-	writeReport(report, cfg, version, plan, o, rep, sum, append(sqsProxies, ddbProxies...), string(trace), drainTook, time.Since(began), dir)
-	outMu.Lock()
-	fmt.Fprint(out, report.String())
-	outMu.Unlock()
-	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report.String()), 0o644); err != nil {
-		return rep, err
+	if down != nil {
+		// The downstream's calls, in the trace's format, so that a
+		// violation's history shows them among the key's requests.
+		cl := &strings.Builder{}
+		for _, c := range calls {
+			fmt.Fprintf(cl, "%s %s downstream call %s n=%d group=%s seq=%d status=%d\n",
+				c.At.Format("15:04:05.000"), c.Worker, c.Key, c.N, c.Group, c.Seq, c.Status)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "calls.log"), []byte(cl.String()), 0o644); err != nil {
+			return rep, "", err
+		}
+		trace = append(trace, cl.String()...)
 	}
-	return rep, nil
+	report := &strings.Builder{}
+	writeReport(report, cfg, eff, version, plan, o, rep, sum, append(sqsProxies, ddbProxies...), string(trace), drainTook, time.Since(began), dir)
+	if down != nil {
+		writeCalls(report, plan, calls, excused)
+	}
+	fmt.Fprint(out, report.String())
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report.String()), 0o644); err != nil {
+		return rep, out.String(), err
+	}
+	return rep, out.String(), nil
 }
 
 // waitDrained polls the queues until the producer is done and the queue has
@@ -610,13 +792,50 @@ func waitDrained(ctx context.Context, c *sqs.Client, queueURL, dlqURL string, po
 	}
 }
 
-func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed, rep Report, sum Summary, proxies []*Proxy, trace string, drain, total time.Duration, dir string) {
+// writeCalls adds claim mode's calls to a report.
+func writeCalls(w io.Writer, plan Plan, calls []Call, excused map[string]int) {
+	perKey := map[string]int{}
+	poison := 0
+	for _, c := range calls {
+		if c.Status == 200 {
+			perKey[c.Key]++
+		} else {
+			poison++
+		}
+	}
+	hist := map[int]int{}
+	maxN := 0
+	for _, n := range perKey {
+		hist[n]++
+		maxN = max(maxN, n)
+	}
+	var hs []string
+	for n := 1; n <= maxN; n++ {
+		if hist[n] > 0 {
+			hs = append(hs, fmt.Sprintf("%dx: %d", n, hist[n]))
+		}
+	}
+	var ex []string
+	for _, k := range sortedKeys(excused) {
+		ex = append(ex, fmt.Sprintf("%s %d", k, excused[k]))
+	}
+	fmt.Fprintf(w, "downstream calls: %d (%d refused poison calls); keys by calls: %s\n", len(calls), poison, strings.Join(hs, ", "))
+	if len(ex) > 0 {
+		fmt.Fprintf(w, "repeat calls excused by: %s\n", strings.Join(ex, ", "))
+	}
+}
+
+func writeReport(w io.Writer, cfg Config, eff, version string, plan Plan, o Observed, rep Report, sum Summary, proxies []*Proxy, trace string, drain, total time.Duration, dir string) {
 	verdict := "PASS"
 	if !rep.OK() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "\n== chaos %s: n=%d, %d groups, seed %d, worker %s; sends over %s, drained %s after the first send, %s in all\n\n",
-		verdict, cfg.N, len(plan.Groups), cfg.Seed, version, cfg.SendFor, drain.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
+	mode := "ledger effect, transactional mode"
+	if eff == HTTPEffect {
+		mode = "http effect, claim mode"
+	}
+	fmt.Fprintf(w, "\n== chaos %s (%s): n=%d, %d groups, seed %d, worker %s; sends over %s, drained %s after the first send, %s in all\n\n",
+		verdict, mode, cfg.N, len(plan.Groups), cfg.Seed, version, cfg.SendFor, drain.Round(100*time.Millisecond), total.Round(100*time.Millisecond))
 	WriteTable(w, rep.Rows)
 	if len(rep.Problems) > 0 {
 		fmt.Fprintln(w, "\nviolations:")
@@ -628,7 +847,7 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 				fmt.Fprintf(w, "\n(histories of %d more keys: grep trace.log and the worker logs)\n", len(rep.Keys)-i)
 				break
 			}
-			fmt.Fprintf(w, "\nhistory of %s (trace.log: time, worker slot, fault, event; chaos actions in events.log):\n", k)
+			fmt.Fprintf(w, "\nhistory of %s (trace.log and calls.log: time, worker slot, fault, event; chaos actions in events.log):\n", k)
 			for _, l := range History(trace, k, 80) {
 				fmt.Fprintln(w, "  "+l)
 			}
@@ -681,28 +900,37 @@ func writeReport(w io.Writer, cfg Config, version string, plan Plan, o Observed,
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\theld by a partition\t")
+	fmt.Fprintln(tw, "  emulator\trequests\treset\tlost ack\t500\t503\tthrottled\ttx conflict\tslow\theld by a partition\t")
 	for _, name := range sortedKeys(services) {
 		t := services[name]
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck], t.held)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, t.requests, t.by[Reset], t.by[LostAck],
+			t.by[Err500], t.by[Err503], t.by[Throttle], t.by[TxConflict], t.by[Slow], t.held)
 	}
 	tw.Flush()
 	for _, name := range sortedKeys(services) {
 		var ops []string
 		for _, op := range sortedKeys(services[name].ops) {
-			if f := services[name].ops[op]; f[Reset]+f[LostAck] > 0 {
-				ops = append(ops, fmt.Sprintf("%s %d/%d", op, f[Reset], f[LostAck]))
+			f := services[name].ops[op]
+			var parts []string
+			for _, k := range Faults[1:] {
+				if f[k] > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", k, f[k]))
+				}
+			}
+			if len(parts) > 0 {
+				ops = append(ops, fmt.Sprintf("%s (%s)", op, strings.Join(parts, ", ")))
 			}
 		}
 		if len(ops) > 0 {
-			fmt.Fprintf(w, "  %s by operation (reset/lost ack): %s\n", name, strings.Join(ops, ", "))
+			fmt.Fprintf(w, "  %s by operation: %s\n", name, strings.Join(ops, "; "))
 		}
 	}
 
 	ex := Exercised(trace)
 	fmt.Fprintln(w, "\npaths exercised (from trace.log):")
 	for _, k := range []string{PathFencedCommit, PathHeldCommit, PathLostAckCommit, PathLostAckClaim, PathTakeover, PathBusy, PathDuplicate,
-		PathLostAckDelete, PathLostReceive, PathDLQSendLost, PathOrderRefused, PathEntryExists} {
+		PathLostAckDelete, PathLostReceive, PathDLQSendLost, PathOrderRefused, PathEntryExists,
+		PathConflictCommit, PathErrorCommit, PathErrorClaim, PathErrorExtend, PathExpiredClaim, PathExpiredAnswer} {
 		fmt.Fprintf(w, "  %-80s %d\n", k, ex[k])
 	}
 

@@ -34,6 +34,30 @@ type WorkerSpec struct {
 	// Partition cuts slot n's worker off the network (on) or heals it;
 	// nil: no partitions.
 	Partition func(n int, on bool)
+	// Calm turns the error responses of slot n's proxies off (on) while
+	// its worker stops gracefully, and back on; nil: nothing to calm.
+	Calm func(n int, on bool)
+}
+
+// Action is one chaos action on a worker slot, with when it began and ended
+// (a kill ends when it begins; an unexpected exit is a kill too).
+type Action struct {
+	Worker     string // slot: "w1"
+	Kind       string // SIGKILL, SIGSTOP, partition, SIGTERM, exit
+	Start, End time.Time
+}
+
+func (s *Supervisor) action(sl *slot, kind string, start time.Time) {
+	s.mu.Lock()
+	s.actions = append(s.actions, Action{Worker: fmt.Sprintf("w%d", sl.n), Kind: kind, Start: start, End: time.Now()})
+	s.mu.Unlock()
+}
+
+// Actions returns the chaos actions so far.
+func (s *Supervisor) Actions() []Action {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Action(nil), s.actions...)
 }
 
 // Supervisor runs a fixed number of worker slots. Each slot holds one worker
@@ -48,7 +72,8 @@ type Supervisor struct {
 	stopping bool
 	events   map[string]int
 	stops    []Stop
-	exits    []string           // unexpected exits
+	exits    []string // unexpected exits
+	actions  []Action
 	dead     map[string]float64 // metrics of ended lives, as last scraped
 	errs     map[string]int     // ERROR log lines by message, over all lives
 	restarts sync.WaitGroup
@@ -237,6 +262,7 @@ func (s *Supervisor) ended(sl *slot, p *proc) {
 		return
 	}
 	s.events["unexpected exit"]++
+	s.actions = append(s.actions, Action{Worker: fmt.Sprintf("w%d", sl.n), Kind: "exit", Start: time.Now(), End: time.Now()})
 	how := fmt.Sprintf("exit code %d", p.code)
 	if p.signal != "" {
 		how = "signal " + p.signal
@@ -271,6 +297,7 @@ func (s *Supervisor) Kill(sl *slot, delay time.Duration) {
 	}
 	s.count("SIGKILL")
 	s.logf("SIGKILL %s", p.name)
+	s.action(sl, "SIGKILL", time.Now())
 	if err := s.signal(p, syscall.SIGKILL, true); err != nil {
 		s.logf("SIGKILL %s: %v", p.name, err)
 	}
@@ -290,9 +317,11 @@ func (s *Supervisor) Stall(ctx context.Context, sl *slot, d time.Duration) {
 	}
 	s.count("SIGSTOP")
 	s.logf("SIGSTOP %s for %s", p.name, d)
+	start := time.Now()
 	if err := s.signal(p, syscall.SIGSTOP, false); err != nil {
 		return
 	}
+	defer s.action(sl, "SIGSTOP", start)
 	waitWhileUp(ctx, d, p)
 	_ = s.signal(p, syscall.SIGCONT, false)
 	s.logf("SIGCONT %s", p.name)
@@ -319,6 +348,7 @@ func (s *Supervisor) Partition(ctx context.Context, sl *slot, d time.Duration) {
 	}
 	s.count("partition")
 	s.logf("partition %s for %s", p.name, d)
+	defer s.action(sl, "partition", time.Now())
 	s.spec.Partition(sl.n, true)
 	waitWhileUp(ctx, d, p)
 	s.spec.Partition(sl.n, false)
@@ -345,6 +375,12 @@ func (s *Supervisor) Term(sl *slot, restart bool) {
 	}
 	s.count("SIGTERM")
 	s.logf("SIGTERM %s", p.name)
+	if s.spec.Calm != nil {
+		// The shutdown check measures the worker's shutdown, not the SDK's
+		// backoff after a burst of errors (up to seconds per request).
+		s.spec.Calm(sl.n, true)
+		defer s.spec.Calm(sl.n, false)
+	}
 	start := time.Now()
 	if err := s.signal(p, syscall.SIGTERM, true); err != nil {
 		s.logf("SIGTERM %s: %v", p.name, err)
@@ -362,6 +398,7 @@ func (s *Supervisor) Term(sl *slot, restart bool) {
 		stop.ExitCode = -1
 	}
 	stop.Took = time.Since(start)
+	s.action(sl, "SIGTERM", start)
 	s.mu.Lock()
 	s.stops = append(s.stops, stop)
 	s.mu.Unlock()

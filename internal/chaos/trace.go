@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,11 +22,32 @@ type Tracer struct {
 	mu       sync.Mutex
 	w        *bufio.Writer
 	receipts map[string]string // receipt handle -> dedup key and message id
+	marks    map[string][]Mark // raw dedup key -> its claims, extends, completes and releases
+}
+
+// Mark is one dedup write of a key as the trace saw it, kept in memory for
+// the claim-mode verdict (see Excuses).
+type Mark struct {
+	At     time.Time
+	Worker string // slot: "w1"
+	Event  string // claim, extend, complete, release
+	Fault  string // as in the trace: pass, reset, lost-ack, 500, ..., with +held
+	OK     bool   // the write took effect (its response may be lost)
+	// Late: a claim that won with its lease already over when it was
+	// applied or when its answer was delivered.
+	Late bool
+}
+
+// Marks returns the dedup writes of key, in the order the proxies saw them.
+func (t *Tracer) Marks(key string) []Mark {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Mark(nil), t.marks[key]...)
 }
 
 // NewTracer writes to w; Flush before reading it.
 func NewTracer(w io.Writer) *Tracer {
-	return &Tracer{w: bufio.NewWriterSize(w, 64<<10), receipts: map[string]string{}}
+	return &Tracer{w: bufio.NewWriterSize(w, 64<<10), receipts: map[string]string{}, marks: map[string][]Mark{}}
 }
 
 // Flush writes what is buffered.
@@ -41,15 +64,26 @@ func (t *Tracer) Observer(worker, service string) func(Exchange) {
 		if len(lines) == 0 {
 			return
 		}
-		now := time.Now().Format("15:04:05.000")
+		now := time.Now().Format("15:04:05.000") // the trace's clock; marks take their own
 		fault := e.Fault.String()
 		if e.Held {
 			fault += "+held"
 		}
+		at := time.Now()
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, l := range lines {
 			fmt.Fprintf(t.w, "%s %s %s %s\n", now, worker, fault, l)
+			if service != "dynamodb" {
+				continue
+			}
+			if f := strings.Fields(l); len(f) >= 2 {
+				switch f[0] {
+				case "claim", "extend", "complete", "release", "commit":
+					t.marks[f[1]] = append(t.marks[f[1]], Mark{At: at, Worker: worker, Event: f[0], Fault: fault,
+						OK: strings.Contains(l, "-> ok"), Late: lateClaim(l)})
+				}
+			}
 		}
 	}
 }
@@ -212,6 +246,17 @@ func decodeDynamo(e Exchange) []string {
 	switch e.Op {
 	case "PutItem":
 		it := req.Item
+		if result == "ok" && !e.Sent.IsZero() {
+			// How much of its lease the claim had left when DynamoDB
+			// applied it: a request delayed past its lease (SDK retries,
+			// a partition) wins with a lease already over.
+			// And how much it had left when its answer reached the worker:
+			// an answer held past the lease (a partition) hands the worker
+			// a claim that is already over.
+			if lu, err := strconv.ParseInt(it["lease_until"].N, 10, 64); err == nil {
+				result += fmt.Sprintf(" lease_left=%dms answer_left=%dms", lu-e.Sent.UnixMilli(), lu-time.Now().UnixMilli())
+			}
+		}
 		return []string{fmt.Sprintf("claim %s token=%s attempts=%s -> %s", rawKey(it["pk"].S), short(it["token"].S), it["attempts"].N, result)}
 	case "UpdateItem":
 		what := "extend"
@@ -253,32 +298,39 @@ func short(token string) string {
 }
 
 // History returns the trace lines that mention key, for a violation's
-// write-up.
+// write-up, in time order (lines begin with the time of day).
 func History(trace string, key string, limit int) []string {
 	var out []string
 	for _, l := range strings.Split(trace, "\n") {
-		if strings.Contains(l, " "+key+" ") && len(out) < limit {
+		if strings.Contains(l, " "+key+" ") {
 			out = append(out, l)
 		}
 	}
-	return out
+	sort.SliceStable(out, func(i, j int) bool { return out[i][:min(12, len(out[i]))] < out[j][:min(12, len(out[j]))] })
+	return out[:min(len(out), limit)]
 }
 
 // Paths the trace shows were taken, by name. They are the ways a worker can
 // go wrong; a run that exercised none of them proves little.
 const (
-	PathFencedCommit  = "stale commits refused by the fencing token"
-	PathLostAckCommit = "commits whose response was lost (then recognised)"
-	PathLostAckClaim  = "claims whose response was lost (then recognised)"
-	PathBusy          = "claims finding another worker's live lease"
-	PathDuplicate     = "claims finding the key COMPLETED (duplicates)"
-	PathTakeover      = "claims after an earlier claim of the key (lease expired or released)"
-	PathOrderRefused  = "ledger writes refused by last_seq < seq (order)"
-	PathLostAckDelete = "deletes whose response was lost"
-	PathLostReceive   = "ReceiveMessage responses lost (messages hidden until the visibility timeout)"
-	PathHeldCommit    = "commits held by a partition"
-	PathEntryExists   = "ledger writes refused: entry already there (a double)"
-	PathDLQSendLost   = "moves to the DLQ whose response was lost"
+	PathFencedCommit   = "stale commits refused by the fencing token"
+	PathLostAckCommit  = "commits whose response was lost (then recognised)"
+	PathLostAckClaim   = "claims whose response was lost (then recognised)"
+	PathBusy           = "claims finding another worker's live lease"
+	PathDuplicate      = "claims finding the key COMPLETED (duplicates)"
+	PathTakeover       = "claims after an earlier claim of the key (lease expired or released)"
+	PathOrderRefused   = "ledger writes refused by last_seq < seq (order)"
+	PathLostAckDelete  = "deletes whose response was lost"
+	PathLostReceive    = "ReceiveMessage responses lost (messages hidden until the visibility timeout)"
+	PathHeldCommit     = "commits held by a partition"
+	PathEntryExists    = "ledger writes refused: entry already there (a double)"
+	PathDLQSendLost    = "moves to the DLQ whose response was lost"
+	PathConflictCommit = "commits cancelled with TransactionConflict (retried by the worker)"
+	PathErrorCommit    = "commit attempts answered with 5xx or throttling"
+	PathErrorClaim     = "claim attempts answered with 5xx or throttling"
+	PathErrorExtend    = "heartbeat (extend) attempts failed (reset, 5xx, throttling)"
+	PathExpiredClaim   = "claims that won with their lease already over when applied"
+	PathExpiredAnswer  = "claims that won, answered after their lease was over"
 )
 
 // cancellationReasons returns the codes of "TransactionCanceledException(400)[A,B,C]" in l.
@@ -295,6 +347,21 @@ func cancellationReasons(l string) []string {
 	return strings.Split(rest[a+1:b], ",")
 }
 
+// lateClaim reports whether a trace line is a claim that won with its lease
+// over when applied or when answered.
+func lateClaim(l string) bool {
+	return strings.Contains(l, "-> ok") && (strings.Contains(l, " lease_left=-") || strings.Contains(l, " answer_left=-"))
+}
+
+// isErrorFault reports whether a trace line's fault is an error response.
+func isErrorFault(fault string) bool {
+	switch fault {
+	case Err500.String(), Err503.String(), Throttle.String(), TxConflict.String():
+		return true
+	}
+	return false
+}
+
 // Exercised counts the paths of PathFencedCommit and its kin in a trace.
 func Exercised(trace string) map[string]int {
 	out := map[string]int{}
@@ -308,30 +375,47 @@ func Exercised(trace string) map[string]int {
 		held := strings.HasSuffix(fault, "+held")
 		fault = strings.TrimSuffix(fault, "+held")
 		switch event {
-		case "commit":
+		case "commit", "complete":
 			if held {
 				out[PathHeldCommit]++
 			}
+			if isErrorFault(fault) && fault != "tx-conflict" {
+				out[PathErrorCommit]++
+			}
 			reasons := cancellationReasons(l)
 			switch {
+			case len(reasons) > 0 && reasons[0] == "TransactionConflict":
+				out[PathConflictCommit]++
 			case len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed":
 				out[PathFencedCommit]++ // the dedup record's token or status
 			case len(reasons) > 1 && reasons[1] == "ConditionalCheckFailed":
 				out[PathOrderRefused]++ // the account's last_seq < seq
 			case len(reasons) > 2 && reasons[2] == "ConditionalCheckFailed":
 				out[PathEntryExists]++ // the entry's attribute_not_exists(pk)
-			case fault == "lost-ack" && strings.HasSuffix(l, "-> ok"):
+			case fault == "lost-ack" && strings.Contains(l, "-> ok"):
 				out[PathLostAckCommit]++
 			}
+		case "extend":
+			if fault != "pass" && fault != "lost-ack" {
+				out[PathErrorExtend]++
+			}
 		case "claim":
+			if isErrorFault(fault) {
+				out[PathErrorClaim]++
+			}
+			if strings.Contains(l, " lease_left=-") {
+				out[PathExpiredClaim]++
+			} else if strings.Contains(l, " answer_left=-") {
+				out[PathExpiredAnswer]++
+			}
 			switch {
-			case fault == "lost-ack" && strings.HasSuffix(l, "-> ok"):
+			case fault == "lost-ack" && strings.Contains(l, "-> ok"):
 				out[PathLostAckClaim]++
 			case strings.Contains(l, "(held: IN_PROGRESS"):
 				out[PathBusy]++
 			case strings.Contains(l, "(held: COMPLETED"):
 				out[PathDuplicate]++
-			case strings.HasSuffix(l, "-> ok") && claimed[key]:
+			case strings.Contains(l, "-> ok") && claimed[key]:
 				out[PathTakeover]++ // a claim after an earlier one of this key: released or expired
 			}
 			claimed[key] = true

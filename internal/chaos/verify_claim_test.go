@@ -109,10 +109,7 @@ func TestVerifyClaimExcusesOnlyTheWindowBetweenEffectAndCommit(t *testing.T) {
 	require.True(t, row.OK, "repeat calls do not count for the order")
 
 	// A group whose first calls come out of seq order fails.
-	var g []Call
-	for _, c := range calls[:len(p.Deposits)] {
-		g = append(g, c)
-	}
+	g := append([]Call(nil), calls[:len(p.Deposits)]...)
 	for i, j := 0, len(g)-1; i < j; i, j = i+1, j-1 {
 		g[i].N, g[j].N = g[j].N, g[i].N
 	}

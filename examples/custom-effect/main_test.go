@@ -1,24 +1,17 @@
 package main
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
-	"github.com/exactlyonce/exactly/internal/dedup"
-	"github.com/exactlyonce/exactly/internal/memdynamo"
-	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/exactlytest"
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
@@ -61,35 +54,22 @@ func (a *emailAPI) sent() []*http.Request {
 	return append([]*http.Request(nil), a.requests...)
 }
 
-// setup runs the email effect behind the worker's real processor on an
-// in-memory DynamoDB, as the worker would for each message.
-func setup(t *testing.T, api *emailAPI) *process.Processor {
+// harness runs the email effect behind the worker's real processor on an
+// in-memory ledger (the test kit), as the worker would for each message.
+func harness(t *testing.T, api *emailAPI) *exactlytest.Harness {
 	t.Helper()
-	db := memdynamo.New()
-	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:            aws.String("exactly-dedup"),
-		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-	})
-	require.NoError(t, err)
 	settings := map[string]string{"EMAIL_API_URL": api.URL + "/send", "EMAIL_API_TOKEN": "s3cret"}
 	eff, err := newSendEmail(effect.Env{
 		HTTPClient: api.Client(),
 		Lookup:     func(k string) (string, bool) { v, ok := settings[k]; return v, ok },
 	})
 	require.NoError(t, err)
-	keys, err := dedup.ParseKeySource("auto")
-	require.NoError(t, err)
-	return &process.Processor{
-		Store: dedup.NewStore(db, "exactly-dedup"), Effect: eff, Keys: keys,
-		Scope: func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "exactly", Queue: m.QueueName} },
-		Lease: 30 * time.Second, TTL: 24 * time.Hour, Log: slog.New(slog.DiscardHandler),
-	}
+	return exactlytest.New(t, eff)
 }
 
 func message(id, body string) effect.Message {
-	return effect.Message{QueueName: "emails.fifo", ID: id, DedupID: "order-7-confirmation", Group: "customer-42", Body: body, ReceiveCount: 1}
+	return exactlytest.Msg(body, exactlytest.DedupID("order-7-confirmation"), exactlytest.Group("customer-42"),
+		func(m *effect.Message) { m.ID, m.QueueName = id, "emails.fifo" })
 }
 
 const welcome = `{"to":"ada@example.com","template":"order-confirmation","order":"7"}`
@@ -100,19 +80,11 @@ const welcome = `{"to":"ada@example.com","template":"order-confirmation","order"
 func TestEmailIsSentOnce(t *testing.T) {
 	t.Parallel()
 	api := newEmailAPI(t)
-	proc := setup(t, api)
-	ctx := context.Background()
+	h := harness(t, api)
 
-	first := proc.Process(ctx, message("m1", welcome), process.Hooks{})
-	require.Equal(t, process.Delete, first.Action, "%v", first.Err)
-	require.Equal(t, dedup.Won, first.Outcome)
-	require.True(t, first.Applied)
-
+	first := h.RequireApplied(message("m1", welcome))
 	for _, again := range []effect.Message{message("m1", welcome), message("m2", welcome)} {
-		r := proc.Process(ctx, again, process.Hooks{})
-		require.Equal(t, process.Delete, r.Action)
-		require.Equal(t, dedup.Duplicate, r.Outcome)
-		require.False(t, r.Applied)
+		r := h.RequireDuplicate(again)
 		require.JSONEq(t, `{"sent":true}`, string(r.Result), "the stored result, replayed")
 	}
 
@@ -129,19 +101,13 @@ func TestEmailIsSentOnce(t *testing.T) {
 // dead letter; a retry sends again with the same idempotency key.
 func TestEmailFailuresSteerTheMessage(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-
 	api := newEmailAPI(t, http.StatusServiceUnavailable, http.StatusTooManyRequests)
-	proc := setup(t, api)
-	r := proc.Process(ctx, message("m1", welcome), process.Hooks{})
-	require.Equal(t, process.Retry, r.Action, "5xx: retried")
-	require.Zero(t, r.After, "with the worker's backoff")
-	r = proc.Process(ctx, message("m1", welcome), process.Hooks{})
-	require.Equal(t, process.Retry, r.Action, "429: retried")
-	require.Equal(t, time.Minute, r.After, "no sooner than a minute")
-	r = proc.Process(ctx, message("m1", welcome), process.Hooks{})
-	require.Equal(t, process.Delete, r.Action)
-	require.True(t, r.Applied)
+	h := harness(t, api)
+	r := h.RequireRetry(message("m1", welcome))
+	require.Zero(t, effect.RetryDelay(r.Err), "5xx: retried with the worker's backoff")
+	r = h.RequireRetry(message("m1", welcome))
+	require.Equal(t, time.Minute, effect.RetryDelay(r.Err), "429: no sooner than a minute")
+	r = h.RequireApplied(message("m1", welcome))
 	sent := api.sent()
 	require.Len(t, sent, 3)
 	for _, req := range sent {
@@ -149,13 +115,11 @@ func TestEmailFailuresSteerTheMessage(t *testing.T) {
 	}
 
 	api = newEmailAPI(t, http.StatusUnprocessableEntity)
-	proc = setup(t, api)
-	r = proc.Process(ctx, message("m1", welcome), process.Hooks{})
-	require.Equal(t, process.Fail, r.Action, "4xx: to the DLQ")
-	require.True(t, effect.IsPermanent(r.Err))
+	h = harness(t, api)
+	r = h.RequireFailed(message("m1", welcome))
+	require.True(t, effect.IsPermanent(r.Err), "4xx: to the DLQ")
 
-	r = proc.Process(ctx, message("m2", ""), process.Hooks{})
-	require.Equal(t, process.Fail, r.Action, "an empty body: to the DLQ")
+	h.RequireFailed(message("m2", "")) // an empty body: to the DLQ
 	require.Len(t, api.sent(), 1, "and never sent")
 }
 

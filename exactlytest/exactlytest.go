@@ -1,0 +1,326 @@
+// Package exactlytest tests effects and workers without AWS and without
+// emulators, as rivertest does for river: an in-memory DynamoDB and SQS
+// (the same fakes the project's own fast tests use, held to DynamoDB
+// Local's and the SQS emulators' behaviour by shared contract suites), and
+// a Harness that runs an effect through the real exactly-once path (key,
+// claim, effect, commit) and asserts what happened: applied once, a
+// duplicate absorbed, a conflict, a retry, a permanent failure.
+//
+//	h := exactlytest.New(t, myEffect, exactlytest.KeySource("json:/order_id"))
+//	h.RequireApplied(exactlytest.Msg(`{"order_id":"o-1"}`))
+//	h.RequireDuplicate(exactlytest.Msg(`{"order_id":"o-1"}`))
+//	h.RequireConflict(exactlytest.Msg(`{"order_id":"o-1","amount":2}`))
+//
+// For a whole Worker, pass NewSQS and NewDynamoDB to exactly.Config, and
+// testing/synctest makes its leases and timeouts cost no wall time.
+package exactlytest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/process"
+)
+
+// Table is the name of the dedup table NewDynamoDB creates.
+const Table = "exactly-dedup"
+
+// DynamoDB is the in-memory DynamoDB: the item and table operations the
+// worker, the ledger and common effects use, with DynamoDB's conditions,
+// transactions and cancellation reasons. What it does not model fails with
+// an error rather than being guessed.
+type DynamoDB = memdynamo.DB
+
+// SQS is the in-memory SQS: standard and FIFO queues, message groups,
+// deduplication by scope, visibility, redrive policies.
+type SQS = memsqs.Server
+
+// NewDynamoDB returns an in-memory DynamoDB holding an empty dedup table
+// named Table (partition key pk, TTL on expires_at).
+func NewDynamoDB(t testing.TB) *DynamoDB {
+	t.Helper()
+	db := memdynamo.New()
+	CreateTable(t, db, Table)
+	_, err := db.UpdateTimeToLive(context.Background(), &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(Table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(dedup.AttrExpiresAt), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		t.Fatalf("exactlytest: enable TTL: %v", err)
+	}
+	return db
+}
+
+// CreateTable creates a table keyed by pk (a string), for an effect's own
+// writes.
+func CreateTable(t testing.TB, db *DynamoDB, name string) {
+	t.Helper()
+	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+	})
+	if err != nil {
+		t.Fatalf("exactlytest: create table %s: %v", name, err)
+	}
+}
+
+// NewSQS returns an in-memory SQS.
+func NewSQS() *SQS { return memsqs.New() }
+
+// NewQueue creates a queue on s (FIFO when name ends in .fifo) with a
+// visibility timeout of 30 s and, when maxReceive > 0, a dead-letter queue
+// of the same kind after maxReceive receives. It returns both URLs.
+func NewQueue(t testing.TB, s *SQS, name string, maxReceive int) (url, dlq string) {
+	t.Helper()
+	ctx := context.Background()
+	attrs := map[string]string{"VisibilityTimeout": "30"}
+	fifo := len(name) > 5 && name[len(name)-5:] == ".fifo"
+	if fifo {
+		attrs["FifoQueue"] = "true"
+	}
+	if maxReceive > 0 {
+		dattrs := map[string]string{}
+		dname := name + "-dlq"
+		if fifo {
+			dattrs["FifoQueue"] = "true"
+			dname = name[:len(name)-5] + "-dlq.fifo"
+		}
+		out, err := s.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &dname, Attributes: dattrs})
+		if err != nil {
+			t.Fatalf("exactlytest: create %s: %v", dname, err)
+		}
+		dlq = aws.ToString(out.QueueUrl)
+		a, err := s.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &dlq, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			t.Fatalf("exactlytest: %v", err)
+		}
+		attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"` + a.Attributes["QueueArn"] + `","maxReceiveCount":"` + strconv.Itoa(maxReceive) + `"}`
+	}
+	out, err := s.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &name, Attributes: attrs})
+	if err != nil {
+		t.Fatalf("exactlytest: create %s: %v", name, err)
+	}
+	return aws.ToString(out.QueueUrl), dlq
+}
+
+// Option tunes a Harness.
+type Option func(*Harness) error
+
+// KeySource sets where a message's dedup key comes from, as
+// exactly.Config.KeySource: auto (default), attr:NAME, json:/pointer, body.
+func KeySource(s string) Option {
+	return func(h *Harness) (err error) {
+		h.proc.Keys, err = dedup.ParseKeySource(s)
+		return err
+	}
+}
+
+// PayloadHash sets what tells a duplicate from a conflict, as
+// exactly.Config.PayloadHash: body (default), json:/a,/b, none.
+func PayloadHash(s string) Option {
+	return func(h *Harness) (err error) {
+		h.proc.Payload, err = dedup.ParsePayloadSource(s)
+		return err
+	}
+}
+
+// WithDynamoDB runs the harness on db (made by NewDynamoDB), for an effect
+// that reads or writes tables of its own there.
+func WithDynamoDB(db *DynamoDB) Option {
+	return func(h *Harness) error {
+		h.DynamoDB = db
+		h.proc.Store = dedup.NewStore(db, Table)
+		return nil
+	}
+}
+
+// Harness runs an effect through the worker's real exactly-once path on an
+// in-memory ledger, one delivery at a time.
+type Harness struct {
+	t testing.TB
+	// DynamoDB holds the dedup table (and any table of the effect's).
+	DynamoDB *DynamoDB
+	proc     *process.Processor
+	runs     atomic.Int64
+}
+
+// New returns a Harness running eff.
+func New(t testing.TB, eff effect.Effect, opts ...Option) *Harness {
+	t.Helper()
+	h := &Harness{t: t}
+	keys, _ := dedup.ParseKeySource("auto")
+	h.proc = &process.Processor{
+		Keys: keys, TTL: 24 * time.Hour, Lease: 30 * time.Second, Log: slog.New(slog.DiscardHandler),
+		Scope: func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "exactly", Queue: m.QueueName} },
+		Effect: effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			h.runs.Add(1)
+			return eff.Apply(ctx, in)
+		}),
+	}
+	if err := WithDynamoDB(NewDynamoDB(t))(h); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts {
+		if err := o(h); err != nil {
+			t.Fatalf("exactlytest: %v", err)
+		}
+	}
+	return h
+}
+
+// Outcome is what a delivery came to.
+type Outcome string
+
+// The outcomes of a delivery.
+const (
+	// Applied: the effect ran and committed; the message would be deleted.
+	Applied Outcome = "applied"
+	// Duplicate: the key was completed for the same payload; the effect did
+	// not run, the stored result was replayed, the message would be deleted.
+	Duplicate Outcome = "duplicate"
+	// Conflict: the key was completed for another payload; the effect did
+	// not run; the message would go to the dead-letter queue.
+	Conflict Outcome = "conflict"
+	// Retry: a retryable failure; the message would come back.
+	Retry Outcome = "retry"
+	// Failed: a permanent failure; the message would go to the dead-letter
+	// queue.
+	Failed Outcome = "failed"
+)
+
+// Delivery is the result of delivering one message.
+type Delivery struct {
+	Outcome Outcome
+	Key     string // the scoped dedup key
+	Result  []byte // the effect's stored result (Applied, Duplicate)
+	Err     error  // why (Conflict, Retry, Failed)
+	// Ran is how many times the effect ran during this delivery (0 or 1).
+	Ran int
+}
+
+// Deliver runs one delivery of m: claim, effect, commit.
+func (h *Harness) Deliver(m effect.Message) Delivery {
+	before := h.runs.Load()
+	if m.QueueName == "" {
+		m.QueueName = "test.fifo"
+	}
+	if m.ReceiveCount == 0 {
+		m.ReceiveCount = 1
+	}
+	r := h.proc.Process(context.Background(), m, process.Hooks{})
+	d := Delivery{Key: r.Key, Result: r.Result, Err: r.Err, Ran: int(h.runs.Load() - before)}
+	switch {
+	case r.Outcome == dedup.Conflict:
+		d.Outcome = Conflict
+	case r.Action == process.Delete && r.Outcome == dedup.Duplicate:
+		d.Outcome = Duplicate
+	case r.Action == process.Delete:
+		d.Outcome = Applied
+	case r.Action == process.Retry:
+		d.Outcome = Retry
+	default:
+		d.Outcome = Failed
+	}
+	return d
+}
+
+// Runs is how many times the effect has run so far.
+func (h *Harness) Runs() int { return int(h.runs.Load()) }
+
+func (h *Harness) require(m effect.Message, want Outcome) Delivery {
+	h.t.Helper()
+	d := h.Deliver(m)
+	if d.Outcome != want {
+		h.t.Fatalf("exactlytest: message %q: want %s, got %s (err: %v)", m.Body, want, d.Outcome, d.Err)
+	}
+	return d
+}
+
+// RequireApplied delivers m and fails the test unless its effect ran and
+// committed.
+func (h *Harness) RequireApplied(m effect.Message) Delivery {
+	h.t.Helper()
+	d := h.require(m, Applied)
+	if d.Ran != 1 {
+		h.t.Fatalf("exactlytest: message %q applied, but the effect ran %d times", m.Body, d.Ran)
+	}
+	return d
+}
+
+// RequireDuplicate delivers m and fails the test unless it was absorbed as
+// a duplicate, without running the effect.
+func (h *Harness) RequireDuplicate(m effect.Message) Delivery {
+	h.t.Helper()
+	return h.requireNotRun(m, Duplicate)
+}
+
+// RequireConflict delivers m and fails the test unless it was refused as a
+// conflict (its key completed for another payload), without running the
+// effect.
+func (h *Harness) RequireConflict(m effect.Message) Delivery {
+	h.t.Helper()
+	return h.requireNotRun(m, Conflict)
+}
+
+func (h *Harness) requireNotRun(m effect.Message, want Outcome) Delivery {
+	h.t.Helper()
+	d := h.require(m, want)
+	if d.Ran != 0 {
+		h.t.Fatalf("exactlytest: message %q was a %s, but the effect ran", m.Body, want)
+	}
+	return d
+}
+
+// RequireRetry delivers m and fails the test unless it failed retryably.
+func (h *Harness) RequireRetry(m effect.Message) Delivery {
+	h.t.Helper()
+	return h.require(m, Retry)
+}
+
+// RequireFailed delivers m and fails the test unless it failed
+// permanently (the dead-letter queue's way).
+func (h *Harness) RequireFailed(m effect.Message) Delivery {
+	h.t.Helper()
+	return h.require(m, Failed)
+}
+
+// Msg is a FIFO message with body, in group "g", whose dedup id is derived
+// from the body (as content-based deduplication does); opts change it.
+func Msg(body string, opts ...func(*effect.Message)) effect.Message {
+	m := effect.Message{
+		QueueName: "test.fifo", ID: fmt.Sprintf("m-%x", dedup.PayloadHash(body)[:12]), Body: body,
+		Group: "g", DedupID: dedup.PayloadHash(body), ReceiveCount: 1, Attributes: map[string]string{},
+	}
+	for _, o := range opts {
+		o(&m)
+	}
+	return m
+}
+
+// Group sets a message's group.
+func Group(g string) func(*effect.Message) { return func(m *effect.Message) { m.Group = g } }
+
+// DedupID sets a message's MessageDeduplicationId.
+func DedupID(id string) func(*effect.Message) { return func(m *effect.Message) { m.DedupID = id } }
+
+// Attr sets a message attribute, such as "idempotency-key".
+func Attr(name, value string) func(*effect.Message) {
+	return func(m *effect.Message) { m.Attributes[name] = value }
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,9 +63,11 @@ const (
 // The zero value of every optional field means its documented default.
 type Config struct {
 	// SQS and DynamoDB are the clients (sqs.NewFromConfig,
-	// dynamodb.NewFromConfig); required. Retries are the SDK's.
+	// dynamodb.NewFromConfig). Retries are the SDK's.
 	SQS      SQS
 	DynamoDB DynamoDB
+	// AWS, when set, makes the clients that SQS and DynamoDB leave nil.
+	AWS *aws.Config
 	// Queues are the URLs of the queues to consume: required by a Worker.
 	// A Lambda handler reads a listed queue's attributes at start and any
 	// other event source queue the first time one of its events arrives.
@@ -209,11 +212,17 @@ func (c Config) ValidateLambda() error {
 // check validates cfg for a Worker (lambda false) or a Lambda handler,
 // clients and effect included, and fills the defaults in.
 func check(cfg Config, lambda bool) (*settings, error) {
+	if cfg.AWS != nil && cfg.SQS == nil {
+		cfg.SQS = sqs.NewFromConfig(*cfg.AWS)
+	}
+	if cfg.AWS != nil && cfg.DynamoDB == nil {
+		cfg.DynamoDB = dynamodb.NewFromConfig(*cfg.AWS)
+	}
 	switch {
 	case cfg.SQS == nil:
-		return nil, configErr("SQS", " is nil: pass sqs.NewFromConfig(cfg)")
+		return nil, configErr("SQS", " is nil: pass sqs.NewFromConfig(cfg), or set Config.AWS")
 	case cfg.DynamoDB == nil:
-		return nil, configErr("DynamoDB", " is nil: pass dynamodb.NewFromConfig(cfg)")
+		return nil, configErr("DynamoDB", " is nil: pass dynamodb.NewFromConfig(cfg), or set Config.AWS")
 	case cfg.Effect == nil:
 		return nil, configErr("Effect", " is nil: pass the effect to run once per message (effect.Func adapts a func)")
 	}

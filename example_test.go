@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -76,4 +77,30 @@ func inMemory() (*memsqs.Server, string, *memdynamo.DB) {
 		panic(err)
 	}
 	return queue, aws.ToString(q.QueueUrl), db
+}
+
+// ExampleNewLambdaHandler: the Lambda function's main, on the same Config as
+// a Worker. The event source mapping needs ReportBatchItemFailures.
+func ExampleNewLambdaHandler() {
+	queue, url, db := inMemory()
+	h, err := exactly.NewLambdaHandler(context.Background(), exactly.Config{
+		SQS: queue, DynamoDB: db, Table: "dedup", Queues: []string{url},
+		Effect: effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			return effect.Output{}, nil
+		}),
+		LeaveToRedrivePolicy: true,
+		Lambda:               exactly.LambdaConfig{FailRest: "group"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// In main: lambda.Start(h.Handle). Here, one event with a message twice.
+	rec := events.SQSMessage{MessageId: "m1", Body: "hello", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:orders.fifo",
+		Attributes: map[string]string{"MessageGroupId": "g", "MessageDeduplicationId": "d1", "ApproximateReceiveCount": "1"}}
+	again := rec
+	again.MessageId = "m2"
+	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec, again}})
+	fmt.Println("failures:", len(resp.BatchItemFailures))
+	// Output: failures: 0
 }

@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/prometheus/client_golang/prometheus"
@@ -176,4 +179,25 @@ func TestNewWarnsOfADLQWiderThanItsQueue(t *testing.T) {
 	require.NoError(t, err)
 	other, _ := memsqs.NewQueue(t, c, true, map[string]string{"RedrivePolicy": attrs.Attributes["RedrivePolicy"]}, 0)
 	require.Contains(t, start(c, plain, other), "queues share one FIFO dead-letter queue")
+}
+
+// TestConfigAWSMakesTheClients: with Config.AWS, the clients left nil are
+// made from it (here they reach a local server that refuses everything, so
+// New fails on the queue's attributes, not on a nil client).
+func TestConfigAWSMakesTheClients(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"no such queue"}`))
+	}))
+	defer srv.Close()
+	cfg := aws.Config{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""), RetryMaxAttempts: 1}
+	_, err := exactly.New(context.Background(), exactly.Config{
+		AWS: &cfg, Table: "dedup", Effect: &counted{}, Queues: []string{srv.URL + "/1/q.fifo"},
+	})
+	var ce *exactly.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Queues", ce.Setting, "the SQS client was made and called: %v", err)
 }

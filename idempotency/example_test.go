@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/exactlyonce/exactly/idempotency"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 )
@@ -74,4 +77,30 @@ func ExampleMiddleware() {
 	// 201  order 1
 	// 201 true order 1
 	// 422  this Idempotency-Key was used for a different request
+}
+
+// ExampleWrapTx: a function whose effect is DynamoDB writes returns them;
+// they commit with the record, once, whatever is retried.
+func ExampleWrapTx() {
+	db := table()
+	ledger, err := idempotency.New(idempotency.Config{DynamoDB: db, Table: "dedup"})
+	if err != nil {
+		panic(err)
+	}
+	deposit := idempotency.WrapTx(ledger, "deposit", func(ctx context.Context, p Payment) (string, []types.TransactWriteItem, error) {
+		return "deposited", []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 aws.String("orders"),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "total"}},
+			UpdateExpression:          aws.String("ADD amount :a"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: fmt.Sprint(p.Amount)}},
+		}}}, nil
+	}, idempotency.KeyPointers("/order"))
+	for range 3 { // a retry storm
+		_, _ = deposit(context.Background(), Payment{Order: "o-1", Amount: 250})
+	}
+	out, _ := db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("orders"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "total"}},
+	})
+	fmt.Println(out.Item["amount"].(*types.AttributeValueMemberN).Value)
+	// Output: 250
 }

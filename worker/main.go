@@ -39,6 +39,9 @@ commands:
   redrive   move messages from a dead-letter queue back to their queue,
             keeping group, attributes and dedup key
   ledger    print the balances of the ledger demo effect
+  healthcheck
+            ask the running worker's /healthz (exit 0 when healthy): the
+            container health check, as the image has no shell or curl
   version   print the build version
 
 Run 'worker <command> --help' for the command's flags. Every flag has a
@@ -87,6 +90,8 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
 			return ledgerCommand(ctx, rest, stdout, stderr, lookup)
 		})
+	case "healthcheck":
+		err = healthcheckCommand(context.Background(), rest, stdout, stderr, lookup)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "worker", Version)
 		return ExitOK

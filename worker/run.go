@@ -222,6 +222,19 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	if err != nil {
 		return err
 	}
+	// /healthz answers from the start; /readyz only once the start-up checks
+	// have passed, and no more from the moment a drain starts.
+	var bg sync.WaitGroup
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopBG(); bg.Wait() }()
+	var srv *telemetry.Server
+	if s.metricsAddr != "" {
+		if srv, err = telemetry.Listen(s.metricsAddr, reg); err != nil {
+			return config.Errorf("%s %q: %v", fs.Name("metrics-addr"), s.metricsAddr, err)
+		}
+		bg.Go(func() { srv.Serve(bgCtx, log) })
+		log.Info("serving /healthz, /readyz and /metrics", "addr", srv.Addr())
+	}
 	eff, err := buildEffect(s, cl, log, lookup)
 	if err != nil {
 		return err
@@ -230,18 +243,15 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	if err != nil {
 		return cliError(fs, err)
 	}
-
-	var bg sync.WaitGroup
-	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() { stopBG(); bg.Wait() }()
-	if s.metricsAddr != "" {
-		srv, err := telemetry.Listen(s.metricsAddr, reg)
-		if err != nil {
-			return config.Errorf("%s %q: %v", fs.Name("metrics-addr"), s.metricsAddr, err)
-		}
+	if srv != nil {
 		srv.SetReady(true)
-		bg.Go(func() { srv.Serve(bgCtx, log) })
-		log.Info("serving /healthz, /readyz and /metrics", "addr", srv.Addr())
+		bg.Go(func() {
+			select {
+			case <-ctx.Done():
+				srv.SetReady(false) // draining: take no new traffic
+			case <-bgCtx.Done():
+			}
+		})
 	}
 	if s.progress > 0 {
 		bg.Go(func() { logProgress(bgCtx, log, w.Stats, s.progress) })

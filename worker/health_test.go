@@ -1,0 +1,117 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
+	status := http.StatusOK
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndexByte(srv.URL, ':'):]
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, ExitOK, run([]string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()), stderr.String())
+	require.Contains(t, stdout.String(), "healthy")
+	require.Equal(t, ExitOK, run([]string{"healthcheck", "--path", "/readyz"}, &stdout, &stderr, env("WORKER_METRICS_ADDR", port)))
+
+	mu.Lock()
+	status = http.StatusServiceUnavailable
+	mu.Unlock()
+	stderr.Reset()
+	require.Equal(t, ExitError, run([]string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()))
+	require.Contains(t, stderr.String(), "503")
+
+	srv.Close()
+	require.Equal(t, ExitError, run([]string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()), "nothing listening")
+	require.Equal(t, ExitConfig, run([]string{"healthcheck", "--metrics-addr", "nonsense"}, &stdout, &stderr, env()))
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestReadyOnlyAfterStartupChecks: while the start-up checks run (here SQS
+// holds the first call), /healthz answers and /readyz does not: ECS and a
+// load balancer must not count a worker that may yet fail its checks.
+func TestReadyOnlyAfterStartupChecks(t *testing.T) {
+	release := make(chan struct{})
+	aws := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"no such queue"}`))
+	}))
+	defer aws.Close()
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open() // also when a check fails
+	t.Setenv("AWS_ENDPOINT_URL", aws.URL)
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	stderr := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runCommand(context.Background(), nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop",
+			"--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, stderr, env())
+	}()
+	var addr string
+	require.Eventually(t, func() bool {
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "serving /healthz, /readyz and /metrics" {
+				addr, _ = rec["addr"].(string)
+			}
+		}
+		return addr != ""
+	}, 10*time.Second, 10*time.Millisecond, "the health server starts before the checks")
+	get := func(path string) int {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, get("/healthz"))
+	require.Equal(t, http.StatusServiceUnavailable, get("/readyz"), "not ready while the checks run")
+	open()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "does not exist")
+	case <-time.After(30 * time.Second):
+		t.Fatal("runCommand did not return")
+	}
+}

@@ -377,7 +377,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 			v = strings.TrimSpace(string(b))
 		}
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin,
-			"-ldflags", "-X github.com/exactlyonce/exactly/worker.Version="+v, "github.com/exactlyonce/exactly/cmd/chaos/worker")
+			"-ldflags", "-X github.com/exactlyonce/exactly/worker.Version="+v, "github.com/exactlyonce/exactly/tools/cmd/chaos/worker")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return Report{}, fmt.Errorf("cannot build the chaos worker: %v\n%s", err, b)
 		}

@@ -18,13 +18,22 @@ help: ## list the targets
 run: ## start the local AWS stack, send a demo burst with duplicates, run the worker (Ctrl-C stops all)
 	@scripts/with-stack scripts/demo
 
+# Two Go modules: the library at the root (what a program that imports it
+# pulls), and tools/ (the bench and chaos harnesses, the demo, the Terraform
+# and LocalStack tests, with their own dependencies). Every Go target below
+# runs in both.
+GO_MODULES := . tools
+# Test and tooling dependencies that the library's go.mod must not require
+# (make lint fails if it does; they belong in tools/go.mod).
+ROOT_FORBIDDEN_MODULES := github.com/hashicorp/hcl github.com/zclconf/go-cty
+
 .PHONY: test
-test: ## run every unit and integration test with the race detector (starts the local stack if needed)
-	@EXACTLY_REQUIRE_INTEGRATION=1 scripts/with-stack $(GO) test -race -count=1 -timeout 20m ./...
+test: ## run every unit and integration test of both modules (root, tools/) with the race detector (starts the local stack if needed)
+	@EXACTLY_REQUIRE_INTEGRATION=1 scripts/with-stack bash -c 'set -e; for m in $(GO_MODULES); do echo ">> go test -race ./... in $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); done'
 
 .PHONY: test-short
-test-short: ## unit tests only, no emulators
-	$(GO) test -race -short ./...
+test-short: ## unit tests only, no emulators, both modules
+	@set -e; for m in $(GO_MODULES); do echo ">> go test -race -short ./... in $$m"; (cd $$m && $(GO) test -race -short ./...); done
 
 .PHONY: build
 build: worker dist ## bin/worker for this machine, and the release artefacts in dist/ (make dist)
@@ -42,11 +51,15 @@ stack-down: ## stop the local AWS stack that stack-up started
 .PHONY: lint
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(HOME)/.cache/exactly/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
-lint: ## gofmt, go vet, staticcheck (pinned, installed once) and go mod tidy
+lint: ## gofmt, go vet, staticcheck (pinned, installed once) and go mod tidy, in both modules; no test tooling in the root go.mod
 	@files=$$(git ls-files '*.go' | xargs gofmt -l); test -z "$$files" || { echo "$$files"; echo "gofmt: files above need formatting"; exit 1; }
-	$(GO) vet ./...
 	@test -x $(STATICCHECK) || GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	$(STATICCHECK) ./...
-	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@bad=$$($(GO) mod edit -json | grep -o '"Path": "[^"]*"' | grep -F $(patsubst %,-e '"%',$(ROOT_FORBIDDEN_MODULES)) || true); \
+		test -z "$$bad" || { echo "$$bad"; echo "go.mod: the library module must not require the modules above (test tooling: they belong in tools/go.mod)"; exit 1; }
+	@set -e; for m in $(GO_MODULES); do \
+		echo ">> go vet, staticcheck, go mod tidy -diff in $$m"; \
+		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
+		(cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy in $$m"; exit 1; }; \
+	done
 
 -include mk/*.mk

@@ -1,15 +1,16 @@
 # Benchmarks. The top-level Makefile includes this file; it also runs alone:
 # make -f mk/bench.mk bench
 #
-#   make bench          in-memory Go benchmarks (go test -bench ./internal/..., with the emulator
-#                       endpoints unset, so benchmark variants that need them skip),
-#                       then the emulator harness (cmd/bench) through scripts/with-stack:
+#   make bench          in-memory Go benchmarks (go test -bench ./internal/... in the root module
+#                       and in tools/, with the emulator endpoints unset, so benchmark variants
+#                       that need them skip), then the emulator harness (tools/cmd/bench, built
+#                       from the tools module, run from the root) through scripts/with-stack:
 #                       tables on stdout (progress on stderr), a few minutes
 #   make bench-report   the same, and rewrites docs/BENCHMARKS.md, docs/bench-throughput.svg and
-#                       docs/bench-results.json (the raw numbers; cmd/bench -render re-renders them)
+#                       docs/bench-results.json (the raw numbers; tools/cmd/bench -render re-renders them)
 #
-# BENCH_ARGS passes flags to cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',
-# BENCH_ARGS=-quick; `go run ./cmd/bench -help` lists them); BENCH_GO_ARGS to go test
+# BENCH_ARGS passes flags to tools/cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',
+# BENCH_ARGS=-quick; `cd tools && go run ./cmd/bench -help` lists them); BENCH_GO_ARGS to go test
 # (BENCH_GO_ARGS='-benchtime 3s -count 3'). Benchmarks are not part of make test.
 
 BENCH_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
@@ -18,22 +19,26 @@ SHELL := /bin/bash
 GO ?= go
 BENCH_ARGS ?=
 BENCH_GO_ARGS ?=
+# The packages whose benchmarks run, in each module of BENCH_MODULES.
 BENCH_PKGS ?= ./internal/...
+BENCH_MODULES ?= . tools
 BENCH_REPORT ?= docs/BENCHMARKS.md
 
-# $(call exactly-bench,EXTRA cmd/bench FLAGS)
+# $(call exactly-bench,EXTRA tools/cmd/bench FLAGS)
 define exactly-bench
 	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd $(BENCH_ROOT); \
-	echo ">> go test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS)"; \
-	env -u EXACTLY_REQUIRE_INTEGRATION -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB \
-		$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS) | tee "$$tmp/inmem.txt"; \
-	$(GO) build -o "$$tmp/bench" ./cmd/bench; \
-	echo ">> cmd/bench $(BENCH_ARGS) (against the local emulators)"; \
+	for m in $(BENCH_MODULES); do \
+		echo ">> go test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS) in $$m"; \
+		(cd $$m && env -u EXACTLY_REQUIRE_INTEGRATION -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB \
+			$(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) $(BENCH_PKGS)) | tee -a "$$tmp/inmem.txt"; \
+	done; \
+	(cd tools && $(GO) build -o "$$tmp/bench" ./cmd/bench); \
+	echo ">> tools/cmd/bench $(BENCH_ARGS) (against the local emulators)"; \
 	scripts/with-stack "$$tmp/bench" -inmem "$$tmp/inmem.txt" $(1) $(BENCH_ARGS)
 endef
 
 .PHONY: bench
-bench: ## benchmarks as tables: in memory (go test -bench), then against the local emulators (cmd/bench)
+bench: ## benchmarks as tables: in memory (go test -bench), then against the local emulators (tools/cmd/bench)
 	$(call exactly-bench,)
 
 .PHONY: bench-report

@@ -1,4 +1,4 @@
-# The chaos harness (cmd/chaos, internal/chaos). The top-level Makefile
+# The chaos harness (tools/cmd/chaos, tools/internal/chaos, in the tools module). The top-level Makefile
 # includes this file; it also runs alone: make -f mk/chaos.mk chaos N=5000
 #
 # make chaos starts the local stack (scripts/with-stack) unless it runs, then
@@ -22,16 +22,20 @@
 # lease already over (a worker bug) fails the http run; CHAOS_ARGS=-allow-late-claims
 # counts such calls without failing; CHAOS_ARGS='-effect http -slow 1' (responses
 # held past the lease) reproduces that bug within a run or two.
-# CHAOS_ARGS passes more flags (go run ./cmd/chaos -h lists them), e.g.
+# CHAOS_ARGS passes more flags (cd tools && go run ./cmd/chaos -h lists them), e.g.
 # make chaos CHAOS_ARGS='-seed 42 -max-receive 5'.
 
 CHAOS_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 
 SHELL := /bin/bash
 GO ?= go
+# The chaos harness and its worker (the real worker plus the chaos effect) are
+# built from the tools module: bin/chaos, bin/chaos-worker.
+CHAOS_VERSION ?= $(shell git -C $(CHAOS_ROOT) describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: chaos
 chaos: N ?= 1000
 chaos: ## chaos runs against the local stack, ledger and http effects side by side: 3 workers each killed, frozen, partitioned, stopped; resets, lost acks, 5xx/throttling/TransactionConflict bursts; verifies exactly-once (claim mode: repeat calls only when excused), order, DLQ (N=1000; make chaos N=5000)
-	@cd $(CHAOS_ROOT) && mkdir -p bin && $(GO) build -o bin/chaos ./cmd/chaos
-	@cd $(CHAOS_ROOT) && scripts/with-stack bin/chaos -n $(N) $(CHAOS_ARGS)
+	@cd $(CHAOS_ROOT)/tools && mkdir -p ../bin && $(GO) build -o ../bin/chaos ./cmd/chaos && \
+		$(GO) build -ldflags '-X github.com/exactlyonce/exactly/worker.Version=$(CHAOS_VERSION)' -o ../bin/chaos-worker ./cmd/chaos/worker
+	@cd $(CHAOS_ROOT) && scripts/with-stack bin/chaos -worker-bin bin/chaos-worker -n $(N) $(CHAOS_ARGS)

@@ -5,7 +5,7 @@
 # Terraform root of examples/custom-effect. The AWS provider cannot be downloaded where CI runs,
 # so terraform init/validate/plan are out of reach; instead it runs terraform
 # fmt, tflint with its bundled rules, tfsec, Go tests that parse the .tf files
-# (infra/terraform/terraform_test.go) and the LocalStack static checks. The
+# (tools/infratest/terraform, in the tools module) and the LocalStack static checks. The
 # tools are pinned and built once from the Go module proxy into ~/.cache/exactly/tools/bin (EXACTLY_CACHE); a
 # version bump builds the new one. See infra/terraform/README.md.
 
@@ -97,8 +97,8 @@ tf-sec: $(TFSEC)
 
 .PHONY: tf-test
 tf-test:
-	@echo ">> go test ./infra/terraform (references, module calls, the settings the worker relies on)"
-	@cd $(EXACTLY_ROOT) && $(GO) test -count=1 ./infra/terraform/
+	@echo ">> go test ./infratest/terraform (tools module: references, module calls, the settings the worker relies on)"
+	@cd $(EXACTLY_ROOT)/tools && $(GO) test -count=1 ./infratest/terraform/
 
 # --- terraform validate against the real AWS provider (slow; not in CI) -------
 # The provider cannot be downloaded here, but it is a Go module: built from
@@ -133,8 +133,8 @@ localstack-check: $(COMPOSE_SPEC) shellcheck-installed ## offline checks of loca
 	@echo ">> bash -n and shellcheck: localstack/init/ready.d"
 	@for s in $(INIT_SCRIPTS); do bash -n $$s || exit 1; done
 	@$(SHELLCHECK) --severity=style $(INIT_SCRIPTS)
-	@echo ">> go test ./localstack"
-	@cd $(EXACTLY_ROOT) && $(GO) test -count=1 ./localstack/
+	@echo ">> go test ./infratest/localstack (tools module)"
+	@cd $(EXACTLY_ROOT)/tools && $(GO) test -count=1 ./infratest/localstack/
 
 # shellcheck comes from Debian packages (no Go build of it exists).
 .PHONY: shellcheck-installed
@@ -162,10 +162,12 @@ localstack-down: ## stop LocalStack and drop its state
 	$(LOCALSTACK_COMPOSE) down --volumes --remove-orphans
 
 .PHONY: localstack-test
-localstack-test: ## go test -race ./... against LocalStack on 127.0.0.1:4566 (after make localstack-up)
+localstack-test: ## go test -race ./... of both modules (root, tools/) against LocalStack on 127.0.0.1:4566 (after make localstack-up)
 	@curl -fsS --max-time 5 $(LOCALSTACK_URL)/_localstack/health >/dev/null || { \
 		echo "LocalStack does not answer on $(LOCALSTACK_URL): run make localstack-up" >&2; exit 1; }
-	cd $(EXACTLY_ROOT) && env -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_PROFILE \
-		AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_REGION=us-east-1 \
-		AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
-		EXACTLY_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 20m ./...
+	set -e; for m in $(EXACTLY_ROOT) $(EXACTLY_ROOT)/tools; do \
+		cd $$m && env -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_PROFILE \
+			AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_REGION=us-east-1 \
+			AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+			EXACTLY_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 20m ./...; \
+	done

@@ -152,7 +152,7 @@ type Config struct {
 	LogLevel   string // the workers' --log-level; debug logs every message's outcome
 	Seed       uint64 // 0: random; printed so that a run's plan and faults can be replayed
 	Dir        string // logs and report; "" makes a temporary directory
-	WorkerBin  string // a prebuilt cmd/chaos/worker; "" builds it
+	WorkerBin  string // a prebuilt tools/cmd/chaos/worker; "" builds it (from within the tools module)
 	Keep       bool   // keep the queues and tables
 }
 
@@ -242,7 +242,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the plan, the faults and the chaos (0: random)")
 	fs.StringVar(&c.Dir, "dir", "", "directory for worker logs and the report (default: a new temporary directory)")
-	fs.StringVar(&c.WorkerBin, "worker-bin", "", "prebuilt cmd/chaos/worker binary (default: go build it)")
+	fs.StringVar(&c.WorkerBin, "worker-bin", "", "prebuilt tools/cmd/chaos/worker binary (default: go build it, from within the tools module)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the queues and tables after the run")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -371,13 +371,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	if bin == "" {
 		bin = filepath.Join(dir, "chaos-worker")
 		defer os.Remove(bin) // tens of MB; the logs stay
-		logf("building the chaos worker (cmd/chaos/worker) into %s", dir)
+		logf("building the chaos worker (tools/cmd/chaos/worker) into %s", dir)
 		v := "dev"
 		if b, err := exec.CommandContext(ctx, "git", "describe", "--tags", "--always", "--dirty").Output(); err == nil {
 			v = strings.TrimSpace(string(b))
 		}
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin,
-			"-ldflags", "-X github.com/exactlyonce/exactly/worker.Version="+v, "github.com/exactlyonce/exactly/cmd/chaos/worker")
+			"-ldflags", "-X github.com/exactlyonce/exactly/worker.Version="+v, "github.com/exactlyonce/exactly/tools/cmd/chaos/worker")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return Report{}, fmt.Errorf("cannot build the chaos worker: %v\n%s", err, b)
 		}

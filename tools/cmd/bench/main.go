@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/exactlyonce/exactly/internal/bench"
+	"github.com/exactlyonce/exactly/tools/internal/bench"
 )
 
 func main() {

@@ -92,7 +92,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		res.Args = harnessArgs(args)
-		res.Command = "go run ./cmd/bench " + res.Args
+		res.Command = "cd tools && go run ./cmd/bench " + res.Args
 	}
 	if *command != "" {
 		res.Command = *command

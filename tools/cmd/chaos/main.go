@@ -11,7 +11,7 @@ package main
 import (
 	"os"
 
-	"github.com/exactlyonce/exactly/internal/chaos"
+	"github.com/exactlyonce/exactly/tools/internal/chaos"
 )
 
 func main() { os.Exit(chaos.Main(os.Args[1:], os.Stdout, os.Stderr)) }

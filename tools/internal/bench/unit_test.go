@@ -109,19 +109,19 @@ func TestWorkloadShardsKeepGroupOrder(t *testing.T) {
 func TestParseGoBench(t *testing.T) {
 	t.Parallel()
 	out := `goos: linux
-pkg: github.com/exactlyonce/exactly/internal/bench
+pkg: github.com/exactlyonce/exactly/tools/internal/bench
 cpu: Intel(R) Xeon(R) Processor
 BenchmarkPoolLedger/effect=ledger/concurrency=1-2   9669   123250 ns/op   8114 msgs/s   45.00 p50-us   18532 B/op   278 allocs/op
 BenchmarkBroken-2   x   1 ns/op
 PASS
 pkg: github.com/exactlyonce/exactly/internal/dedup
 BenchmarkClaimComplete   500   2000 ns/op   12 allocs/op
-ok  	github.com/exactlyonce/exactly/internal/bench	14.892s
+ok  	github.com/exactlyonce/exactly/tools/internal/bench	14.892s
 `
 	bs := ParseGoBench(out)
 	require.Len(t, bs, 2)
 	require.Equal(t, "PoolLedger/effect=ledger/concurrency=1", bs[0].Name)
-	require.Equal(t, "github.com/exactlyonce/exactly/internal/bench", bs[0].Package)
+	require.Equal(t, "github.com/exactlyonce/exactly/tools/internal/bench", bs[0].Package)
 	require.Equal(t, 9669, bs[0].N)
 	require.Equal(t, 8114.0, bs[0].Values["msgs/s"])
 	require.Equal(t, []string{"ns/op", "msgs/s", "p50-us", "B/op", "allocs/op"}, bs[0].Units)

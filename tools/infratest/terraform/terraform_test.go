@@ -1,4 +1,5 @@
-// Package terraform_test checks the Terraform under infra/terraform offline.
+// Package terraform_test checks the Terraform under infra/terraform offline
+// (from the tools module, so that hcl/v2 and go-cty stay out of the library's go.mod).
 //
 // terraform validate needs the AWS provider, which cannot be downloaded where
 // CI runs, so these tests parse the .tf files with hcl/v2 instead. They check

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/exactlyonce/exactly/effect"
-	"github.com/exactlyonce/exactly/internal/chaos"
+	"github.com/exactlyonce/exactly/tools/internal/chaos"
 	"github.com/exactlyonce/exactly/worker"
 )
 

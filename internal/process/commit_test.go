@@ -451,3 +451,36 @@ func TestLateClaimExtendsAtOnce(t *testing.T) {
 		require.Equal(t, process.Delete, (<-done).Action)
 	})
 }
+
+// TestHungHeartbeatCancelsTheEffectAtTheLeaseEnd: the heartbeat's extension
+// hangs (a request stuck past the lease) while the effect runs. The effect's
+// context is cancelled by the time the confirmed lease ends, so an effect
+// that checks it before an outside call makes no call on a lease another
+// worker may hold by then. Before, nothing cancelled it: a stalled effect
+// woke up and called the downstream after the takeover.
+func TestHungHeartbeatCancelsTheEffectAtTheLeaseEnd(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t) // lease 10 s, heartbeat every 5 s
+		f := withFaults(t, b)
+		f.slow("lease", time.Hour)
+		start := time.Now()
+		var cancelledAt time.Duration
+		b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			select {
+			case <-ctx.Done():
+				cancelledAt = time.Since(start)
+				return effect.Output{}, context.Cause(ctx)
+			case <-time.After(time.Minute):
+				return effect.Output{}, nil
+			}
+		}
+		r := b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+		require.Equal(t, process.Retry, r.Action)
+		require.ErrorIs(t, r.Err, process.ErrLeaseExpired)
+		require.NotZero(t, cancelledAt)
+		require.LessOrEqual(t, cancelledAt, 10*time.Second, "cancelled by the lease's end")
+		require.Greater(t, cancelledAt, 8*time.Second, "not long before it")
+		f.slow("lease", 0)
+	})
+}

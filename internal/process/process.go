@@ -49,6 +49,14 @@ func (a Action) String() string {
 // is retried with the same claim while the heartbeat keeps its lease alive.
 const CommitTimeoutDefault = time.Minute
 
+// ErrLeaseExpired is the cause of an effect's cancelled context when the
+// claim's lease is about to end without a confirmed extension (the
+// heartbeat's requests fail or hang): another worker may claim the key once
+// it has ended, so the effect must make no further outside call. Nothing
+// says another worker has the key yet; the commit, conditioned on the
+// claim's token, still decides.
+var ErrLeaseExpired = errors.New("process: the claim's lease is ending without a confirmed extension")
+
 // claimAttempts is how many times a claim that fails without an answer is
 // tried, with the same token, before the message is handed back.
 const claimAttempts = 3
@@ -192,6 +200,12 @@ func (p *Processor) Run(ctx context.Context, c Call, h Hooks, fn func(ctx contex
 	out, runErr := p.apply(hb.ctx, c, fn)
 	if runErr == nil && hb.lost.Load() {
 		runErr = dedup.ErrLeaseLost
+	}
+	expired := runErr != nil && errors.Is(context.Cause(hb.ctx), ErrLeaseExpired)
+	if expired && !errors.Is(runErr, ErrLeaseExpired) {
+		// Whatever the effect made of its cancelled context, the message
+		// comes back: it was stopped, not judged.
+		runErr = fmt.Errorf("%w (the effect returned: %v)", ErrLeaseExpired, runErr)
 	}
 	if runErr != nil {
 		lost := hb.stop()
@@ -356,6 +370,7 @@ func (p *Processor) release(ctx context.Context, claim dedup.Claim) {
 type heartbeat struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	expiry *time.Timer // cancels ctx when the confirmed lease is ending
 	done   chan struct{}
 	exited chan struct{}
 	lost   atomic.Bool
@@ -364,6 +379,12 @@ type heartbeat struct {
 func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease time.Duration, h Hooks) *heartbeat {
 	hb := &heartbeat{done: make(chan struct{}), exited: make(chan struct{})}
 	hb.ctx, hb.cancel = context.WithCancelCause(ctx)
+	// The effect's context ends shortly before the confirmed lease does,
+	// unless an extension is confirmed first: an effect that checks it
+	// before an outside call makes none on a lease another worker may hold.
+	margin := min(lease/10, time.Second)
+	expire := func() { hb.cancel(ErrLeaseExpired) }
+	hb.expiry = time.AfterFunc(time.Until(claim.LeaseUntil)-margin, expire)
 	if h.NoExtend {
 		close(hb.exited)
 		return hb
@@ -388,18 +409,23 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 				t.Reset(every)
 			}
 			// Not on hb.ctx: the lease must be kept while the commit is
-			// retried, also after a forced stop cancelled the effect.
-			ectx := context.WithoutCancel(hb.ctx)
-			if err := p.Store.Extend(ectx, &claim, lease); err != nil {
-				if errors.Is(err, dedup.ErrLeaseLost) {
-					hb.lost.Store(true)
-					hb.cancel(err)
-					return
-				}
+			// retried, also after a forced stop cancelled the effect. Bounded
+			// by the lease left: an extension that answers later is no use.
+			ectx, cancel := context.WithTimeout(context.WithoutCancel(hb.ctx), max(time.Until(claim.LeaseUntil), every/4))
+			err := p.Store.Extend(ectx, &claim, lease)
+			cancel()
+			switch {
+			case err == nil:
+				hb.expiry.Reset(time.Until(claim.LeaseUntil) - margin)
+			case errors.Is(err, dedup.ErrLeaseLost):
+				hb.lost.Store(true)
+				hb.cancel(err)
+				return
+			default:
 				p.Log.Warn("cannot extend lease", "key", claim.Key, "err", err)
 			}
 			if h.Heartbeat != nil {
-				if err := h.Heartbeat(ectx); err != nil {
+				if err := h.Heartbeat(context.WithoutCancel(hb.ctx)); err != nil {
 					p.Log.Warn("heartbeat failed", "key", claim.Key, "err", err)
 				}
 			}
@@ -416,6 +442,7 @@ func (hb *heartbeat) stop() (lost bool) {
 		close(hb.done)
 	}
 	<-hb.exited
+	hb.expiry.Stop()
 	hb.cancel(nil)
 	return hb.lost.Load()
 }

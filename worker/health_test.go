@@ -79,7 +79,9 @@ func TestReadyOnlyAfterStartupChecks(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	defer open() // also when a check fails
-	t.Setenv("AWS_ENDPOINT_URL", aws.URL)
+	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"} {
+		t.Setenv(v, aws.URL) // the service-specific ones win over the general one
+	}
 	t.Setenv("AWS_REGION", "eu-west-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")

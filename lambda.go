@@ -41,12 +41,20 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	listed, infos, err := s.lambdaQueues(ctx)
+	type read struct {
+		listed map[string]queueInfo
+		infos  []queueInfo
+	}
+	r, err := startup(ctx, s.log, "read the queues", func() (read, error) {
+		l, i, err := s.lambdaQueues(ctx)
+		return read{l, i}, err
+	})
 	if err != nil {
 		return nil, err
 	}
+	listed, infos := r.listed, r.infos
 	warnWiderDLQScope(ctx, s.log, s.SQS, infos)
-	store, err := s.store(ctx)
+	store, err := startup(ctx, s.log, "check the dedup table", func() (*dedup.Store, error) { return s.store(ctx) })
 	if err != nil {
 		return nil, err
 	}

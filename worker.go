@@ -33,11 +33,19 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	queues, scopes, err := s.describeQueues(ctx)
+	type described struct {
+		queues []pool.Queue
+		scopes map[string]dedup.Scope
+	}
+	d, err := startup(ctx, s.log, "read the queues", func() (described, error) {
+		q, sc, err := s.describeQueues(ctx)
+		return described{q, sc}, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	store, err := s.store(ctx)
+	queues, scopes := d.queues, d.scopes
+	store, err := startup(ctx, s.log, "check the dedup table", func() (*dedup.Store, error) { return s.store(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +75,9 @@ func (s *settings) store(ctx context.Context) (*dedup.Store, error) {
 	if err := store.Check(ctx); err != nil {
 		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.Table); d != err {
 			return nil, d
+		}
+		if transient(err) {
+			return nil, err
 		}
 		return nil, configErr("Table", ": %v", err)
 	}

@@ -3,19 +3,23 @@ package exactly_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -200,4 +204,46 @@ func TestConfigAWSMakesTheClients(t *testing.T) {
 	var ce *exactly.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "Queues", ce.Setting, "the SQS client was made and called: %v", err)
+}
+
+// flakyDB fails DescribeTimeToLive with throttling `fails` times (after the
+// SDK's own retries, as far as the worker can tell).
+type flakyDB struct {
+	exactly.DynamoDB
+	fails atomic.Int32
+	calls atomic.Int32
+}
+
+func (f *flakyDB) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	f.calls.Add(1)
+	if f.fails.Add(-1) >= 0 {
+		return nil, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "slow down"}
+	}
+	return f.DynamoDB.DescribeTimeToLive(ctx, in, o...)
+}
+
+// TestStartupRidesOutTransientErrors: a start-up check that fails with
+// throttling or a 5xx is tried again for up to a minute: a service's bad
+// minute is no configuration error (the worker used to exit with code 2,
+// "fix the setting", and chaos runs saw it).
+func TestStartupRidesOutTransientErrors(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		db := &flakyDB{DynamoDB: memTable(t)}
+		db.fails.Store(3)
+		cfg := exactly.Config{SQS: c, DynamoDB: db, Table: "dedup", Queues: []string{url}, Effect: &counted{}}
+		_, err := exactly.New(context.Background(), cfg)
+		require.NoError(t, err)
+		require.EqualValues(t, 4, db.calls.Load())
+
+		db.fails.Store(1 << 20) // throttled for good
+		start := time.Now()
+		_, err = exactly.New(context.Background(), cfg)
+		require.Error(t, err)
+		var ce *exactly.ConfigError
+		require.False(t, errors.As(err, &ce), "not a configuration error: %v", err)
+		require.InDelta(t, time.Minute, time.Since(start), float64(10*time.Second), "given up after about a minute")
+	})
 }

@@ -1,0 +1,316 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	flagSeed    = flag.Uint64("sim.seed", 0, "run only this seed (0: sim.seeds seeds from sim.first)")
+	flagSeeds   = flag.Int("sim.seeds", 8, "how many seeds to run")
+	flagFirst   = flag.Uint64("sim.first", 1, "first seed of the budget")
+	flagFaults  = flag.String("sim.faults", "", "fault kinds to inject, comma-separated (default all): "+strings.Join(kindNames[1:], ","))
+	flagOps     = flag.String("sim.ops", "", "operations that get faults, comma-separated (default all): "+strings.Join(Ops, ","))
+	flagRate    = flag.Float64("sim.rate", 0.04, "probability that a call gets a fault")
+	flagWorkers = flag.Int("sim.workers", 3, "pool workers")
+	flagLambdas = flag.Int("sim.lambdas", 2, "concurrent Lambda pollers of the event source mapping")
+	flagShrink  = flag.Duration("sim.shrink", 45*time.Second, "wall time spent shrinking a failing seed's faults (0: no shrinking)")
+	flagReport  = flag.String("sim.report", "", "also write the summary to this file")
+)
+
+// replay is the one command that replays a seed with the current settings.
+func replay(seed uint64) string {
+	cmd := fmt.Sprintf("make sim SEED=%d", seed)
+	if *flagFaults != "" {
+		cmd += " FAULTS=" + *flagFaults
+	}
+	if *flagOps != "" {
+		cmd += " OPS=" + *flagOps
+	}
+	return cmd
+}
+
+// runSeed runs one configuration in its own synctest bubble.
+func runSeed(t *testing.T, cfg Config) (res Result) {
+	t.Run("bubble", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) { res = run(cfg) })
+	})
+	return res
+}
+
+type summary struct {
+	mu      sync.Mutex
+	runs    int
+	red     []string
+	stats   map[string]int
+	wall    time.Duration
+	virtual time.Duration
+}
+
+func TestSim(t *testing.T) {
+	if testing.Short() && *flagSeed == 0 {
+		t.Skip("the simulation runs with `make sim` (or -sim.seed=N); -short skips it")
+	}
+	kinds, err := ParseKinds(*flagFaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ParseOps(*flagOps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := []uint64{*flagSeed}
+	if *flagSeed == 0 {
+		seeds = nil
+		for i := range *flagSeeds {
+			seeds = append(seeds, *flagFirst+uint64(i))
+		}
+	}
+	sum := &summary{stats: map[string]int{}}
+	start := time.Now()
+	t.Cleanup(func() { sum.print(t, start, kinds, ops) })
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Seed: seed, Rate: *flagRate, Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas}
+			t0 := time.Now()
+			res := runSeed(t, cfg)
+			took := time.Since(t0)
+			sum.add(res, took)
+			if !res.Failed() {
+				t.Logf("seed %d green: %d faults, %s virtual in %s", seed, len(res.Faults), res.Virtual.Round(time.Second), took.Round(time.Millisecond))
+				return
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "seed %d RED after %s wall (%s virtual), %d faults injected\n", seed, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
+			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -v%s)\n", replay(seed), seed, extraFlags())
+			b.WriteString("violations:\n")
+			for _, v := range first(res.Violations, 12) {
+				fmt.Fprintf(&b, "  - %s\n", v)
+			}
+			minimal, mres, tries := shrink(t, cfg, res)
+			fmt.Fprintf(&b, "smallest fault set that still fails (%d runs of shrinking): %d fault(s)\n", tries, len(minimal))
+			for _, f := range minimal {
+				fmt.Fprintf(&b, "  * %s\n", f)
+			}
+			if len(minimal) > 0 || mres.Failed() {
+				b.WriteString("  its violations:\n")
+				for _, v := range first(mres.Violations, 6) {
+					fmt.Fprintf(&b, "    - %s\n", v)
+				}
+			}
+			sum.addRed(fmt.Sprintf("seed %d (%d violations, minimal faults %d): %s", seed, len(res.Violations), len(minimal), replay(seed)))
+			t.Error(b.String())
+		})
+	}
+}
+
+func extraFlags() string {
+	s := ""
+	if *flagFaults != "" {
+		s += " -sim.faults=" + *flagFaults
+	}
+	if *flagOps != "" {
+		s += " -sim.ops=" + *flagOps
+	}
+	return s
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("... and %d more", len(s)-n))
+	}
+	return s
+}
+
+// shrink looks for a small subset of res's faults under which the run still
+// fails: first none at all, then delta debugging (ddmin) on the fault IDs,
+// within the -sim.shrink wall budget. The runs are replays with only the
+// chosen faults allowed to fire, so the set found can only get smaller.
+func shrink(t *testing.T, cfg Config, res Result) ([]Fault, Result, int) {
+	if *flagShrink <= 0 {
+		return res.Faults, res, 0
+	}
+	deadline := time.Now().Add(*flagShrink)
+	tries := 0
+	try := func(ids []string) (Result, bool) {
+		tries++
+		c := cfg
+		c.Only = map[string]bool{}
+		for _, id := range ids {
+			c.Only[id] = true
+		}
+		r := runSeed(t, c)
+		return r, r.Failed()
+	}
+	if r, failed := try(nil); failed {
+		return nil, r, tries
+	}
+	cur, curRes := ids(res.Faults), res
+	n := 2
+	for len(cur) >= 2 && time.Now().Before(deadline) {
+		chunk := (len(cur) + n - 1) / n
+		reduced := false
+		for i := 0; i < len(cur) && time.Now().Before(deadline); i += chunk {
+			sub := cur[i:min(i+chunk, len(cur))]
+			if r, failed := try(sub); failed {
+				cur, curRes, n, reduced = ids(r.Faults), r, 2, true
+				break
+			}
+			comp := append(append([]string(nil), cur[:i]...), cur[min(i+chunk, len(cur)):]...)
+			if n > 2 {
+				if r, failed := try(comp); failed {
+					cur, curRes, n, reduced = ids(r.Faults), r, max(n-1, 2), true
+					break
+				}
+			}
+		}
+		if !reduced {
+			if n >= len(cur) {
+				break
+			}
+			n = min(2*n, len(cur))
+		}
+	}
+	return curRes.Faults, curRes, tries
+}
+
+func ids(fs []Fault) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.ID
+	}
+	return out
+}
+
+func (s *summary) add(r Result, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs++
+	s.wall += took
+	s.virtual += r.Virtual
+	for k, v := range r.Stats {
+		s.stats[k] += v
+	}
+}
+
+func (s *summary) addRed(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.red = append(s.red, line)
+}
+
+func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n==== simulation: %d runs, %d red, %s wall (%s virtual simulated) ====\n", s.runs, len(s.red), time.Since(start).Round(time.Millisecond), s.virtual.Round(time.Second))
+	var ks []string
+	for k := range kinds {
+		ks = append(ks, k.String())
+	}
+	sort.Strings(ks)
+	var os_ []string
+	for o := range ops {
+		os_ = append(os_, o)
+	}
+	sort.Strings(os_)
+	fmt.Fprintf(&b, "fault kinds: %s\noperations:  %s\nrate:        %.3f per call\n", strings.Join(ks, ","), strings.Join(os_, ","), *flagRate)
+	names := make([]string, 0, len(s.stats))
+	for k := range s.stats {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, sect := range []string{"fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "dynamo:", "downstream", "log:"} {
+		for _, k := range names {
+			if strings.HasPrefix(k, sect) {
+				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])
+			}
+		}
+	}
+	if len(s.red) > 0 {
+		b.WriteString("red seeds:\n")
+		for _, r := range s.red {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	var out io.Writer = os.Stdout
+	fmt.Fprint(out, b.String())
+	if *flagReport != "" {
+		if err := os.WriteFile(*flagReport, []byte(b.String()), 0o644); err != nil {
+			t.Log(err)
+		}
+	}
+}
+
+// The injector's decisions depend on the seed and the call's identity only.
+func TestInjectorIsAFunctionOfSeedAndCall(t *testing.T) {
+	all, _ := ParseKinds("")
+	ops, _ := ParseOps("")
+	a := newInjector(7, 0.5, all, ops, nil)
+	b := newInjector(7, 0.5, all, ops, nil)
+	var ka, kb []Kind
+	for i := range 200 {
+		k, _ := a.decide("PutItem", fmt.Sprint("key", i), "w0")
+		ka = append(ka, k)
+	}
+	// Another order of the same calls, from other processes.
+	kb = make([]Kind, 200)
+	for i := 199; i >= 0; i-- {
+		k, _ := b.decide("PutItem", fmt.Sprint("key", i), "w9")
+		kb[i] = k
+	}
+	for i := range ka {
+		if ka[i] != kb[i] {
+			t.Fatalf("call %d: %s then %s", i, ka[i], kb[i])
+		}
+	}
+	c := newInjector(8, 0.5, all, ops, nil)
+	same := 0
+	for i := range 200 {
+		k, _ := c.decide("PutItem", fmt.Sprint("key", i), "w0")
+		if k == ka[i] {
+			same++
+		}
+	}
+	if same == 200 {
+		t.Fatal("another seed made the same decisions")
+	}
+}
+
+func TestInjectorRestrictions(t *testing.T) {
+	kinds, err := ParseKinds("lost,partial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ParseOps("DeleteMessageBatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := newInjector(1, 1, kinds, ops, nil)
+	for i := range 50 {
+		if k, _ := in.decide("PutItem", fmt.Sprint(i), "w"); k != None {
+			t.Fatalf("PutItem got %s", k)
+		}
+		if k, _ := in.decide("DeleteMessageBatch", fmt.Sprint(i), "w"); k != Lost && k != Partial {
+			t.Fatalf("DeleteMessageBatch got %s", k)
+		}
+	}
+	if _, err := ParseKinds("nope"); err == nil {
+		t.Fatal("unknown kind accepted")
+	}
+	only := newInjector(1, 1, kinds, ops, map[string]bool{"DeleteMessageBatch|x|2": true})
+	k1, _ := only.decide("DeleteMessageBatch", "x", "w")
+	k2, _ := only.decide("DeleteMessageBatch", "x", "w")
+	if k1 != None || k2 == None {
+		t.Fatalf("only: %s %s", k1, k2)
+	}
+}

@@ -133,7 +133,7 @@ func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessag
 	q := pool.QueueName(aws.ToString(in.QueueUrl))
 	first := ""
 	if len(in.Entries) > 0 {
-		first = receiptID(aws.ToString(in.Entries[0].ReceiptHandle))
+		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
 	}
 	k, id, err := c.p.before(ctx, "DeleteMessageBatch", q+"|"+first)
 	if err != nil {
@@ -172,7 +172,7 @@ func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Ch
 	q := pool.QueueName(aws.ToString(in.QueueUrl))
 	first := ""
 	if len(in.Entries) > 0 {
-		first = receiptID(aws.ToString(in.Entries[0].ReceiptHandle))
+		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
 	}
 	k, id, err := c.p.before(ctx, "ChangeMessageVisibilityBatch", q+"|"+first)
 	if err != nil {

@@ -41,7 +41,12 @@ func replay(seed uint64) string {
 // runSeed runs one configuration in its own synctest bubble.
 func runSeed(t *testing.T, cfg Config) (res Result) {
 	t.Run("bubble", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) { res = run(cfg) })
+		synctest.Test(t, func(t *testing.T) {
+			res = run(cfg)
+			// Long polls a cancelled caller left behind go on, as on SQS,
+			// until their wait ends.
+			time.Sleep(time.Minute)
+		})
 	})
 	return res
 }

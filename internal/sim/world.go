@@ -172,6 +172,17 @@ func (w *world) observeSend(p *proc, q, body string) {
 	}
 }
 
+// lidOfReceipt names the logical message of a receipt handle: a stable
+// identity for fault decisions (SQS message ids are random).
+func (w *world) lidOfReceipt(h string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if lid, ok := w.msgLid[receiptID(h)]; ok {
+		return strconv.Itoa(lid)
+	}
+	return "?"
+}
+
 func (w *world) checkDelete(p *proc, q, receipt string) {
 	id := receiptID(receipt)
 	w.mu.Lock()
@@ -240,9 +251,23 @@ func (w *world) downstream(p *proc, s *msgSpec) {
 	}
 	w.stats["downstream: second call inside the window"]++
 	if !w.excused[s.lid] {
-		w.violations = append(w.violations, fmt.Sprintf("+%s claim mode: downstream called %d times for logical %d (%s) by %v, and no worker died, stalled or lost its commit between an effect and its commit",
-			time.Since(w.start).Round(time.Millisecond), w.applied[s.lid], s.lid, s.key, w.callers[s.lid]))
+		w.violations = append(w.violations, fmt.Sprintf("+%s claim mode: downstream called %d times for logical %d (%s) by %v, and no worker died, stalled or lost its commit between an effect and its commit; faults on the key: %s",
+			time.Since(w.start).Round(time.Millisecond), w.applied[s.lid], s.lid, s.key, w.callers[s.lid], w.faultsOn(s.key)))
 	}
+}
+
+// faultsOn lists the faults injected so far on calls about key.
+func (w *world) faultsOn(key string) string {
+	var out []string
+	for _, f := range w.inj.Injected() {
+		if strings.Contains(f.ID, "|"+key+"|") {
+			out = append(out, fmt.Sprintf("%s %s by %s at +%s", f.Kind, f.ID, f.Proc, f.At.Round(time.Millisecond)))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }
 
 // faultOnKey: a fault hit a ledger call of p on key; if p's effect for it
@@ -659,7 +684,9 @@ func (w *world) invoke(ctx context.Context, p *proc, msgs []types.Message) {
 }
 
 // redriveDLQ1 is the operator's redrive of DLQ1 into Q1 mid-run, with the
-// product's redrive; rerun after a failure, as its error message asks.
+// product's redrive: rerun after a failure, as its error message asks, and
+// once more past the redrive's visibility timeout until a run finds nothing
+// old left to move (a message whose delete failed comes back then).
 func (w *world) redriveDLQ1(ctx context.Context) {
 	time.Sleep(redriveAt - time.Since(w.start))
 	before := time.Now()
@@ -672,11 +699,13 @@ func (w *world) redriveDLQ1(ctx context.Context) {
 		cancel()
 		w.stat("redrive: runs", 1)
 		w.stat("redrive: moved", res.Moved)
-		if err == nil && !p.dead.Load() {
+		if err == nil && !p.dead.Load() && res.Moved == 0 {
 			return
 		}
-		w.stat("redrive: failed runs", 1)
-		time.Sleep(30 * time.Second)
+		if err != nil || p.dead.Load() {
+			w.stat("redrive: failed runs", 1)
+		}
+		time.Sleep(61 * time.Second)
 	}
 }
 

@@ -24,7 +24,43 @@ var (
 	flagLambdas = flag.Int("sim.lambdas", 2, "concurrent Lambda pollers of the event source mapping")
 	flagShrink  = flag.Duration("sim.shrink", 45*time.Second, "wall time spent shrinking a failing seed's faults (0: no shrinking)")
 	flagReport  = flag.String("sim.report", "", "also write the summary to this file")
+	flagShrinkN = flag.Int("sim.shrinkmax", 3, "shrink at most this many red seeds (the first found)")
+	flagRepeat  = flag.Int("sim.repeat", 1, "runs per seed: a seed is red when any run is (goroutine scheduling, map order and the product's backoff jitter are not the seed's, so a replay may need a few)")
+	flagVerbose = flag.Bool("sim.verbose", false, "log every seed, green ones too")
 )
+
+// classes name the kinds of violations, for the summary.
+var classes = []struct{ name, match, also string }{
+	{"lost: the DLQ copy was dropped (same MessageDeduplicationId in a DLQ of wider scope)", "dropped by the DLQ's deduplication", ""},
+	{"order broken among messages redriven together", "order:", "dead-lettered: true"},
+	{"order broken (never dead-lettered)", "order:", "dead-lettered: false"},
+	{"claim mode: downstream called again outside the documented window", "claim mode: downstream called", ""},
+	{"transactional mode: applied twice", "transactional mode", ""},
+	{"lost: moved to the DLQ by the queue's redrive policy", "moved by the queue's redrive policy", ""},
+	{"lost: other", "lost:", ""},
+	{"deleted before its record committed", "before its record committed", ""},
+	{"COMPLETED record reopened", "reopened", ""},
+	{"not settled (stuck messages)", "not settled", ""},
+	{"DLQ holds a message that is not poison", "which is not poison", ""},
+	{"applied and left in the DLQ", "applied but also left", ""},
+}
+
+func classify(vs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range vs {
+		for _, c := range classes {
+			if strings.Contains(v, c.match) && (c.also == "" || strings.Contains(v, c.also)) {
+				if !seen[c.name] {
+					seen[c.name] = true
+					out = append(out, c.name)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
 
 // replay is the one command that replays a seed with the current settings.
 func replay(seed uint64) string {
@@ -36,6 +72,19 @@ func replay(seed uint64) string {
 		cmd += " OPS=" + *flagOps
 	}
 	return cmd
+}
+
+// runRepeat runs cfg up to n times and returns the first failing result
+// (or the last), and how many runs it took.
+func runRepeat(t *testing.T, cfg Config, n int) (Result, int) {
+	var res Result
+	for i := 1; i <= max(n, 1); i++ {
+		res = runSeed(t, cfg)
+		if res.Failed() {
+			return res, i
+		}
+	}
+	return res, max(n, 1)
 }
 
 // runSeed runs one configuration in its own synctest bubble.
@@ -53,6 +102,8 @@ func runSeed(t *testing.T, cfg Config) (res Result) {
 
 type summary struct {
 	mu      sync.Mutex
+	shrunk  int
+	found   map[string]*foundClass
 	runs    int
 	red     []string
 	stats   map[string]int
@@ -79,7 +130,7 @@ func TestSim(t *testing.T) {
 			seeds = append(seeds, *flagFirst+uint64(i))
 		}
 	}
-	sum := &summary{stats: map[string]int{}}
+	sum := &summary{stats: map[string]int{}, found: map[string]*foundClass{}}
 	start := time.Now()
 	t.Cleanup(func() { sum.print(t, start, kinds, ops) })
 	for _, seed := range seeds {
@@ -87,21 +138,31 @@ func TestSim(t *testing.T) {
 			t.Parallel()
 			cfg := Config{Seed: seed, Rate: *flagRate, Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas}
 			t0 := time.Now()
-			res := runSeed(t, cfg)
+			res, runs := runRepeat(t, cfg, *flagRepeat)
 			took := time.Since(t0)
 			sum.add(res, took)
 			if !res.Failed() {
+				if !*flagVerbose {
+					return
+				}
 				t.Logf("seed %d green: %d faults, %s virtual in %s", seed, len(res.Faults), res.Virtual.Round(time.Second), took.Round(time.Millisecond))
 				return
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "seed %d RED after %s wall (%s virtual), %d faults injected\n", seed, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
+			fmt.Fprintf(&b, "seed %d RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seed, runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
 			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -v%s)\n", replay(seed), seed, extraFlags())
 			b.WriteString("violations:\n")
 			for _, v := range first(res.Violations, 12) {
 				fmt.Fprintf(&b, "  - %s\n", v)
 			}
-			minimal, mres, tries := shrink(t, cfg, res)
+			fmt.Fprintf(&b, "classes: %s\n", strings.Join(classify(res.Violations), "; "))
+			sum.addClasses(seed, classify(res.Violations), time.Since(start))
+			minimal, mres, tries := res.Faults, res, 0
+			if sum.shrinkSlot() {
+				minimal, mres, tries = shrink(t, cfg, res)
+			} else {
+				b.WriteString("(not shrunk: -sim.shrinkmax seeds were shrunk already)\n")
+			}
 			fmt.Fprintf(&b, "smallest fault set that still fails (%d runs of shrinking): %d fault(s)\n", tries, len(minimal))
 			for _, f := range minimal {
 				fmt.Fprintf(&b, "  * %s\n", f)
@@ -153,7 +214,7 @@ func shrink(t *testing.T, cfg Config, res Result) ([]Fault, Result, int) {
 		for _, id := range ids {
 			c.Only[id] = true
 		}
-		r := runSeed(t, c)
+		r, _ := runRepeat(t, c, 4)
 		return r, r.Failed()
 	}
 	if r, failed := try(nil); failed {
@@ -207,6 +268,41 @@ func (s *summary) add(r Result, took time.Duration) {
 	}
 }
 
+type foundClass struct {
+	seeds     int
+	firstSeed uint64
+	after     time.Duration
+}
+
+func (s *summary) addClasses(seed uint64, cs []string, after time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range cs {
+		f := s.found[c]
+		if f == nil {
+			f = &foundClass{firstSeed: seed, after: after}
+			s.found[c] = f
+		}
+		f.seeds++
+		if seed < f.firstSeed {
+			f.firstSeed = seed
+		}
+		if after < f.after {
+			f.after = after
+		}
+	}
+}
+
+func (s *summary) shrinkSlot() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shrunk >= *flagShrinkN {
+		return false
+	}
+	s.shrunk++
+	return true
+}
+
 func (s *summary) addRed(line string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -241,7 +337,16 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 			}
 		}
 	}
+	if len(s.found) > 0 {
+		b.WriteString("violations found (class: red seeds, lowest seed, wall time to the first):\n")
+		for _, c := range classes {
+			if f := s.found[c.name]; f != nil {
+				fmt.Fprintf(&b, "  %-84s %4d  seed %-6d %s\n", c.name, f.seeds, f.firstSeed, f.after.Round(time.Millisecond))
+			}
+		}
+	}
 	if len(s.red) > 0 {
+		sort.Strings(s.red)
 		b.WriteString("red seeds:\n")
 		for _, r := range s.red {
 			fmt.Fprintf(&b, "  %s\n", r)

@@ -152,26 +152,26 @@ func TestSim(t *testing.T) {
 			fmt.Fprintf(&b, "seed %d RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seed, runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
 			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -v%s)\n", replay(seed), seed, extraFlags())
 			b.WriteString("violations:\n")
-			for _, v := range first(res.Violations, 12) {
+			for _, v := range first(res.Violations, 6) {
 				fmt.Fprintf(&b, "  - %s\n", v)
 			}
 			fmt.Fprintf(&b, "classes: %s\n", strings.Join(classify(res.Violations), "; "))
 			sum.addClasses(seed, classify(res.Violations), time.Since(start))
-			minimal, mres, tries := res.Faults, res, 0
+			minimal := res.Faults
 			if sum.shrinkSlot() {
+				var mres Result
+				var tries int
 				minimal, mres, tries = shrink(t, cfg, res)
-			} else {
-				b.WriteString("(not shrunk: -sim.shrinkmax seeds were shrunk already)\n")
-			}
-			fmt.Fprintf(&b, "smallest fault set that still fails (%d runs of shrinking): %d fault(s)\n", tries, len(minimal))
-			for _, f := range minimal {
-				fmt.Fprintf(&b, "  * %s\n", f)
-			}
-			if len(minimal) > 0 || mres.Failed() {
+				fmt.Fprintf(&b, "smallest fault set that still fails (%d runs of shrinking): %d fault(s)\n", tries, len(minimal))
+				for _, f := range minimal {
+					fmt.Fprintf(&b, "  * %s\n", f)
+				}
 				b.WriteString("  its violations:\n")
 				for _, v := range first(mres.Violations, 6) {
 					fmt.Fprintf(&b, "    - %s\n", v)
 				}
+			} else {
+				fmt.Fprintf(&b, "(not shrunk: the first %d red seeds were; replay this one to shrink it)\n", *flagShrinkN)
 			}
 			sum.addRed(fmt.Sprintf("seed %d (%d violations, minimal faults %d): %s", seed, len(res.Violations), len(minimal), replay(seed)))
 			t.Error(b.String())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -89,13 +90,11 @@ func runRepeat(t *testing.T, cfg Config, n int) (Result, int) {
 
 // runSeed runs one configuration in its own synctest bubble.
 func runSeed(t *testing.T, cfg Config) (res Result) {
-	t.Run("bubble", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			res = run(cfg)
-			// Long polls a cancelled caller left behind go on, as on SQS,
-			// until their wait ends.
-			time.Sleep(time.Minute)
-		})
+	synctest.Test(t, func(t *testing.T) {
+		res = run(cfg)
+		// Long polls a cancelled caller left behind go on, as on SQS,
+		// until their wait ends.
+		time.Sleep(time.Minute)
 	})
 	return res
 }
@@ -133,9 +132,29 @@ func TestSim(t *testing.T) {
 	sum := &summary{stats: map[string]int{}, found: map[string]*foundClass{}}
 	start := time.Now()
 	t.Cleanup(func() { sum.print(t, start, kinds, ops) })
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+	// A few parallel workers take the seeds in turn: tens of thousands of
+	// parallel subtests would cost more than the runs.
+	next := make(chan uint64)
+	go func() {
+		defer close(next)
+		for _, s := range seeds {
+			next <- s
+		}
+	}()
+	workers := min(runtime.GOMAXPROCS(0), len(seeds))
+	for i := range workers {
+		t.Run(fmt.Sprintf("worker=%d", i), func(t *testing.T) {
 			t.Parallel()
+			for seed := range next {
+				simSeed(t, seed, kinds, ops, sum, start)
+			}
+		})
+	}
+}
+
+func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool, sum *summary, start time.Time) {
+	{
+		{
 			cfg := Config{Seed: seed, Rate: *flagRate, Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas}
 			t0 := time.Now()
 			res, runs := runRepeat(t, cfg, *flagRepeat)
@@ -175,7 +194,7 @@ func TestSim(t *testing.T) {
 			}
 			sum.addRed(fmt.Sprintf("seed %d (%d violations, minimal faults %d): %s", seed, len(res.Violations), len(minimal), replay(seed)))
 			t.Error(b.String())
-		})
+		}
 	}
 }
 

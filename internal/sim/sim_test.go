@@ -192,7 +192,11 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 			} else {
 				fmt.Fprintf(&b, "(not shrunk: the first %d red seeds were; replay this one to shrink it)\n", *flagShrinkN)
 			}
-			sum.addRed(fmt.Sprintf("seed %d (%d violations, minimal faults %d): %s", seed, len(res.Violations), len(minimal), replay(seed)))
+			shrunk := ""
+			if len(minimal) != len(res.Faults) || minimal == nil {
+				shrunk = fmt.Sprintf(", shrunk to %d", len(minimal))
+			}
+			sum.addRed(fmt.Sprintf("seed %-6d %-70s faults %d%s: %s", seed, strings.Join(classify(res.Violations), "; "), len(res.Faults), shrunk, replay(seed)))
 			t.Error(b.String())
 		}
 	}

@@ -532,6 +532,21 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 		if s.poison || (s.fixable && time.Since(w.start) < fixedAt) {
 			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: poison message %d", s.lid))
 		}
+		// The effect takes time: Q1's sometimes longer than the visibility
+		// timeout (the keeper and the heartbeat must hold the message),
+		// Q2's well inside the Lambda function's timeout.
+		x := hash64(w.cfg.Seed, "latency", strconv.Itoa(s.lid))
+		d := time.Duration(x%2000) * time.Millisecond
+		if in.Message.QueueName == q1Name && x%100 < 15 {
+			d = 20*time.Second + time.Duration(x%30000)*time.Millisecond
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return effect.Output{}, ctx.Err()
+		}
 		if in.Message.QueueName == q1Name {
 			return ledger.Apply(ctx, in)
 		}

@@ -20,7 +20,7 @@ var (
 	flagFirst   = flag.Uint64("sim.first", 1, "first seed of the budget")
 	flagFaults  = flag.String("sim.faults", "", "fault kinds to inject, comma-separated (default all): "+strings.Join(kindNames[1:], ","))
 	flagOps     = flag.String("sim.ops", "", "operations that get faults, comma-separated (default all): "+strings.Join(Ops, ","))
-	flagRate    = flag.Float64("sim.rate", 0.04, "probability that a call gets a fault")
+	flagRate    = flag.Float64("sim.rate", defaultRate, "probability that a call gets a fault")
 	flagWorkers = flag.Int("sim.workers", 3, "pool workers")
 	flagLambdas = flag.Int("sim.lambdas", 2, "concurrent Lambda pollers of the event source mapping")
 	flagShrink  = flag.Duration("sim.shrink", 45*time.Second, "wall time spent shrinking a failing seed's faults (0: no shrinking)")
@@ -72,7 +72,28 @@ func replay(seed uint64) string {
 	if *flagOps != "" {
 		cmd += " OPS=" + *flagOps
 	}
+	if *flagRate != defaultRate {
+		cmd += fmt.Sprintf(" RATE=%g", *flagRate)
+	}
+	if a := nonDefault(); a != "" {
+		cmd += " SIM_ARGS='" + a + "'"
+	}
 	return cmd
+}
+
+const defaultRate = 0.04
+
+// nonDefault lists the flags that change a run and are not set by the
+// Makefile's own variables.
+func nonDefault() string {
+	var a []string
+	if *flagWorkers != 3 {
+		a = append(a, fmt.Sprintf("-sim.workers=%d", *flagWorkers))
+	}
+	if *flagLambdas != 2 {
+		a = append(a, fmt.Sprintf("-sim.lambdas=%d", *flagLambdas))
+	}
+	return strings.Join(a, " ")
 }
 
 // runRepeat runs cfg up to n times and returns the first failing result
@@ -209,6 +230,12 @@ func extraFlags() string {
 	}
 	if *flagOps != "" {
 		s += " -sim.ops=" + *flagOps
+	}
+	if *flagRate != defaultRate {
+		s += fmt.Sprintf(" -sim.rate=%g", *flagRate)
+	}
+	if a := nonDefault(); a != "" {
+		s += " " + a
 	}
 	return s
 }

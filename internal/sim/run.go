@@ -88,8 +88,8 @@ func (w *world) check(ctx context.Context) {
 		dlq := dlqOf[s.queue]
 		n := w.applied[s.lid]
 		switch {
-		case s.poison:
-			if n > 0 {
+		case s.deadEnd():
+			if n > 0 && !s.conflict {
 				bad("poison message %d (%s) was applied", s.lid, s.key)
 			}
 			if inDLQ[dlq][s.lid] == 0 {
@@ -97,7 +97,11 @@ func (w *world) check(ctx context.Context) {
 				if w.dlqSent[s.lid] {
 					why = " (a copy was sent to it: dropped by the DLQ's deduplication?)"
 				}
-				bad("lost: poison message %d (%s, group %s, dedup id %s) is not in %s%s", s.lid, s.queue, s.group, s.dedupID, dlq, why)
+				kind := "poison"
+				if s.conflict {
+					kind = "conflict"
+				}
+				bad("lost: %s message %d (%s, group %s, dedup id %s) is not in %s%s", kind, s.lid, s.queue, s.group, s.dedupID, dlq, why)
 			}
 		default:
 			if n == 0 {
@@ -127,7 +131,7 @@ func (w *world) check(ctx context.Context) {
 	}
 	for q, m := range inDLQ {
 		for lid := range m {
-			if s := w.byLid[lid]; s == nil || !s.poison {
+			if s := w.byLid[lid]; s == nil || !s.deadEnd() {
 				if s != nil && w.applied[lid] == 0 {
 					continue // reported as lost above
 				}

@@ -41,6 +41,7 @@ var classes = []struct{ name, match, also string }{
 	{"lost: other", "lost:", ""},
 	{"deleted before its record committed", "before its record committed", ""},
 	{"COMPLETED record reopened", "reopened", ""},
+	{"conflict ran its effect", "ran its effect under key", ""},
 	{"not settled (stuck messages)", "not settled", ""},
 	{"DLQ holds a message that is not poison", "which is not poison", ""},
 	{"applied and left in the DLQ", "applied but also left", ""},

@@ -70,10 +70,13 @@ type msgSpec struct {
 	keyAttr string // idempotency-key attribute, "" for none
 	dedupID string
 	poison  bool // fails permanently, always
-	fixable bool // fails permanently until fixedAt (then redriven)
-	key     string
-	body    string
-	sends   []send
+	// conflict: the previous message's idempotency-key with another body:
+	// the ledger must refuse it (conflict → DLQ), never run its effect.
+	conflict bool
+	fixable  bool // fails permanently until fixedAt (then redriven)
+	key      string
+	body     string
+	sends    []send
 }
 
 type send struct {
@@ -113,6 +116,9 @@ type world struct {
 	redriven     map[int]bool
 	stats        map[string]int
 }
+
+// deadEnd reports whether a message must end in its DLQ, never applied.
+func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict }
 
 // lidOf reads the logical id out of a body.
 func lidOf(body string) string {
@@ -407,6 +413,10 @@ func (w *world) workload() {
 						s.fixable = false
 					}
 				}
+				if prev := w.byLid[lid-1]; i > 0 && prev != nil && prev.keyAttr != "" && !prev.poison && !prev.fixable && !prev.conflict &&
+					!s.poison && !s.fixable && (x>>32)%10 == 0 {
+					s.conflict, s.keyAttr = true, prev.keyAttr
+				}
 				if s.fixable {
 					t += time.Duration(1+r(id, "gap")%10) * time.Second
 				} else {
@@ -435,7 +445,9 @@ func (w *world) workload() {
 		}
 	}
 	for _, s := range w.msgs {
-		w.byKey[s.key] = s
+		if !s.conflict {
+			w.byKey[s.key] = s
+		}
 	}
 }
 
@@ -528,6 +540,10 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 		s := w.byLid[lidNum(in.Message.Body)]
 		if s == nil {
 			return effect.Output{}, effect.Permanent(errors.New("sim: unknown message"))
+		}
+		if s.conflict {
+			w.violate("conflict message %d ran its effect under key %s (the ledger should have refused it)", s.lid, s.key)
+			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: conflict message %d", s.lid))
 		}
 		if s.poison || (s.fixable && time.Since(w.start) < fixedAt) {
 			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: poison message %d", s.lid))

@@ -225,7 +225,9 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.committed[s.lid] = true
+	p.mu.Lock()
 	delete(p.open, key)
+	p.mu.Unlock()
 	if !tx {
 		return
 	}
@@ -300,15 +302,19 @@ func (w *world) crash(p *proc, why string) {
 	if p.dead.Swap(true) {
 		return
 	}
-	p.mu.Lock()
+	p.mu.Lock() // never while holding w.mu: the order is w.mu, then p.mu
+	var open []string
 	for key := range p.open {
-		if s := w.byKey[key]; s != nil {
-			w.mu.Lock()
-			w.excused[s.lid] = true
-			w.mu.Unlock()
-		}
+		open = append(open, key)
 	}
 	p.mu.Unlock()
+	w.mu.Lock()
+	for _, key := range open {
+		if s := w.byKey[key]; s != nil {
+			w.excused[s.lid] = true
+		}
+	}
+	w.mu.Unlock()
 	w.stat("process: died ("+strings.SplitN(why, " ", 2)[0]+")", 1)
 	p.kill()
 }

@@ -548,8 +548,12 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 			return effect.Output{}, effect.Permanent(errors.New("sim: unknown message"))
 		}
 		if s.conflict {
-			w.violate("conflict message %d ran its effect under key %s (the ledger should have refused it)", s.lid, s.key)
-			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: conflict message %d", s.lid))
+			// It won the claim: the message whose key it reuses has not
+			// committed yet (it may have gone to the DLQ by the redrive
+			// policy meanwhile). The downstream refuses a key reused for
+			// another payload, as an HTTP 422 would: permanent.
+			w.stat("workload: conflict message reached its effect first (refused downstream)", 1)
+			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: key of message %d reused by conflict message %d", s.lid-1, s.lid))
 		}
 		if s.poison || (s.fixable && time.Since(w.start) < fixedAt) {
 			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: poison message %d", s.lid))

@@ -122,7 +122,7 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 	if err != nil {
 		return nil, err
 	}
-	c.p.w.observeReceive(q, out.Messages)
+	c.p.w.observeReceive(c.p, q, out.Messages)
 	if err := c.p.after(ctx, "ReceiveMessage", k, id); err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o
 	if err != nil {
 		return nil, err
 	}
-	c.p.w.observeSend(c.p, q, aws.ToString(in.MessageBody))
+	c.p.w.observeSend(c.p, q, aws.ToString(in.MessageBody), aws.ToString(out.MessageId), aws.ToString(in.MessageDeduplicationId))
 	if err := c.p.after(ctx, "SendMessage", k, id); err != nil {
 		return nil, err
 	}
@@ -257,12 +257,13 @@ func (c *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 		if err != nil {
 			return nil, err
 		}
-		byID := map[string]string{}
+		byID := map[string]types.SendMessageBatchRequestEntry{}
 		for _, e := range call.Entries {
-			byID[aws.ToString(e.Id)] = aws.ToString(e.MessageBody)
+			byID[aws.ToString(e.Id)] = e
 		}
 		for _, s := range out.Successful {
-			c.p.w.observeSend(c.p, q, byID[aws.ToString(s.Id)])
+			e := byID[aws.ToString(s.Id)]
+			c.p.w.observeSend(c.p, q, aws.ToString(e.MessageBody), aws.ToString(s.MessageId), aws.ToString(e.MessageDeduplicationId))
 		}
 	}
 	out.Failed = append(out.Failed, failed...)

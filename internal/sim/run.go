@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -101,7 +102,7 @@ func (w *world) check(ctx context.Context) {
 				if s.conflict {
 					kind = "conflict"
 				}
-				bad("lost: %s message %d (%s, group %s, dedup id %s) is not in %s%s", kind, s.lid, s.queue, s.group, s.dedupID, dlq, why)
+				bad("lost: %s message %d (%s, group %s, dedup id %s) is not in %s%s; its story: %s", kind, s.lid, s.queue, s.group, s.dedupID, dlq, why, strings.Join(w.trace[s.lid], " | "))
 			}
 		default:
 			if n == 0 {
@@ -115,7 +116,7 @@ func (w *world) check(ctx context.Context) {
 				if left[s.lid] {
 					where = "still in " + s.queue
 				}
-				bad("lost: message %d (%s, group %s, poison until fixed: %v) never applied; it is %s", s.lid, s.queue, s.group, s.fixable, where)
+				bad("lost: message %d (%s, group %s, poison until fixed: %v) never applied; it is %s; its story: %s", s.lid, s.queue, s.group, s.fixable, where, strings.Join(w.trace[s.lid], " | "))
 			}
 			if inDLQ[dlq][s.lid] > 0 && n > 0 {
 				bad("message %d (%s) applied but also left in %s", s.lid, s.queue, dlq)

@@ -115,6 +115,12 @@ type world struct {
 	dlqSent      map[int]bool
 	redriven     map[int]bool
 	stats        map[string]int
+	trace        map[int][]string // per logical message: its SQS story, for the report of a violation
+}
+
+// tr appends to a logical message's story. Called with w.mu held.
+func (w *world) tr(lid int, format string, args ...any) {
+	w.trace[lid] = append(w.trace[lid], fmt.Sprintf("+%s ", time.Since(w.start).Round(time.Millisecond))+fmt.Sprintf(format, args...))
 }
 
 // deadEnd reports whether a message must end in its DLQ, never applied.
@@ -152,22 +158,29 @@ func isDLQ(q string) bool { return q == dlq1Name || q == dlq2Name }
 
 // ---------------------------------------------------------------- observations
 
-func (w *world) observeReceive(q string, ms []types.Message) {
+func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	who := "ESM"
+	if p != nil {
+		who = p.id
+	}
 	for _, m := range ms {
 		lid := lidNum(aws.ToString(m.Body))
 		w.msgLid[aws.ToString(m.MessageId)] = lid
+		w.tr(lid, "%s received %s from %s (receive count %s, dedup id %s)", who, aws.ToString(m.MessageId), q,
+			m.Attributes["ApproximateReceiveCount"], m.Attributes["MessageDeduplicationId"])
 		if isDLQ(q) {
 			w.deadLettered[lid] = true
 		}
 	}
 }
 
-func (w *world) observeSend(p *proc, q, body string) {
+func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 	lid := lidNum(body)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.tr(lid, "%s sent a copy to %s: message id %s, dedup id %s", p.id, q, msgID, dedupID)
 	switch {
 	case isDLQ(q):
 		w.dlqSent[lid], w.deadLettered[lid] = true, true
@@ -193,6 +206,9 @@ func (w *world) checkDelete(p *proc, q, receipt string) {
 	id := receiptID(receipt)
 	w.mu.Lock()
 	lid, ok := w.msgLid[id]
+	if ok {
+		w.tr(lid, "%s deletes %s from %s", p.id, id, q)
+	}
 	okDel := w.committed[lid] || w.dlqSent[lid]
 	if isDLQ(q) {
 		okDel = w.redriven[lid]
@@ -332,7 +348,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{},
-		redriven: map[int]bool{}, stats: map[string]int{},
+		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 	}
 	_, err := w.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
@@ -410,8 +426,12 @@ func (w *world) workload() {
 					// messageGroup-scoped queue.
 					s.dedupID = fmt.Sprintf("shared-%d-%d", g-1, i)
 					s.keyAttr = ""
-					if prev := w.byLid[lid-msgsPerGroup]; prev != nil && prev.keyAttr == "" {
+					if prev := w.byLid[lid-msgsPerGroup]; prev != nil && prev.keyAttr == "" && !prev.conflict {
 						prev.dedupID = s.dedupID
+						prev.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: true}.Key(prev.group, prev.dedupID)
+						for j := range prev.sends {
+							prev.sends[j].dedupID = prev.dedupID
+						}
 						// both poison or both not: the DLQ copies collide then
 						s.poison = prev.poison || (x>>24)%4 == 0
 						prev.poison = s.poison
@@ -647,7 +667,7 @@ func (w *world) esm(ctx context.Context, n int) {
 		if err != nil || len(out.Messages) == 0 {
 			continue
 		}
-		w.observeReceive(q2Name, out.Messages)
+		w.observeReceive(nil, q2Name, out.Messages)
 		p := w.newProc(fmt.Sprintf("λ%d.%d", n, i))
 		w.invoke(ctx, p, out.Messages)
 	}
@@ -774,8 +794,16 @@ func (w *world) drain(ctx context.Context, name string) []int {
 		if err != nil || len(out.Messages) == 0 {
 			break
 		}
-		for _, m := range out.Messages {
+		var dels []types.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
 			lids = append(lids, lidNum(aws.ToString(m.Body)))
+			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		// Deleted at once: in a FIFO queue the rest of a group stays
+		// blocked while some of it is in flight.
+		if _, err := w.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(w.urls[name]), Entries: dels}); err != nil {
+			w.violate("drain %s: %v", name, err)
+			break
 		}
 	}
 	return lids

@@ -4,6 +4,9 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/exactlyonce/exactly/worker.Version=$(VERSION)
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+# The main package that worker, dist and image build: the stock worker, or
+# your own that registers effects (make worker MAIN=./examples/custom-effect).
+MAIN ?= ./cmd/worker
 
 .DEFAULT_GOAL := help
 
@@ -27,8 +30,8 @@ test-short: ## unit tests only, no emulators
 build: worker dist ## bin/worker for this machine, and the release artefacts in dist/ (make dist)
 
 .PHONY: worker
-worker: ## build the worker for this machine into bin/worker
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worker ./cmd/worker
+worker: ## build the worker for this machine into bin/worker (MAIN=./path builds your own main package instead)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/worker $(MAIN)
 
 .PHONY: stack-up stack-down
 stack-up: ## start the local AWS stack in the background (scripts/stack up)
@@ -37,8 +40,13 @@ stack-down: ## stop the local AWS stack that stack-up started
 	@scripts/stack down
 
 .PHONY: lint
-lint: ## gofmt and go vet
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(HOME)/.cache/exactly/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+lint: ## gofmt, go vet, staticcheck (pinned, installed once) and go mod tidy
 	@files=$$(git ls-files '*.go' | xargs gofmt -l); test -z "$$files" || { echo "$$files"; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	@test -x $(STATICCHECK) || GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(STATICCHECK) ./...
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 -include mk/*.mk

@@ -1,14 +1,20 @@
 // Package exactly_test checks the build artefacts that no test can build
 // here: there is no Docker engine, so the Dockerfile is parsed and its
 // promises are checked statically (multi-stage, static binary, non-root,
-// certificates, entry point), together with .dockerignore and mk/build.mk.
+// certificates, entry point, any main package via MAIN), together with
+// .dockerignore and the make targets that build worker, dist and image.
 package exactly_test
 
 import (
+	"archive/zip"
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,10 +160,22 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, goBuild.args, "the build stage runs go build")
-	for _, want := range []string{"-trimpath", "-o /out/worker", "./cmd/worker", "-X github.com/exactlyonce/exactly/worker.Version=${VERSION}", "GOARCH=$TARGETARCH"} {
+	for _, want := range []string{"-trimpath", "-o /out/worker", "-X github.com/exactlyonce/exactly/worker.Version=${VERSION}", "GOARCH=$TARGETARCH"} {
 		require.Contains(t, goBuild.args, want)
 	}
 	require.NotContains(t, goBuild.args, "CGO_ENABLED=1")
+
+	// Any main package, the stock worker by default: the build argument MAIN
+	// is what go build compiles, always into /out/worker.
+	stageArgs := map[string]string{}
+	for _, in := range build.all("ARG") {
+		k, v, _ := strings.Cut(in.args, "=")
+		stageArgs[k] = v
+	}
+	require.Equal(t, "./cmd/worker", stageArgs["MAIN"], "ARG MAIN in the build stage, ./cmd/worker by default")
+	require.True(t, strings.HasSuffix(goBuild.args, `-o /out/worker "${MAIN}"`), "go build compiles ${MAIN}: %s", goBuild.args)
+	require.NotContains(t, goBuild.args, "./cmd/worker", "no main package but MAIN")
+	require.True(t, strings.HasSuffix(expand(goBuild.args, stageArgs), `-o /out/worker "./cmd/worker"`))
 
 	// The final stage: nothing but what the worker needs, not root.
 	final := stages[len(stages)-1]
@@ -246,4 +264,92 @@ func TestBuildMakefile(t *testing.T) {
 		require.Contains(t, mk, want)
 	}
 	require.Regexp(t, `(?m)^dist: .*## `, mk, "dist documents itself for make help")
+}
+
+// makeDryRun prints the commands make would run, running none.
+func makeDryRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("make", append([]string{"-s", "-n"}, args...)...).CombinedOutput()
+	require.NoError(t, err, "make %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+// TestMakeBuildsAnyMain: make worker, dist and image build the main package
+// MAIN names the way they build the stock worker (./cmd/worker by default).
+// There is no Docker engine here, so image is checked from make's dry run.
+func TestMakeBuildsAnyMain(t *testing.T) {
+	t.Parallel()
+	const custom = "./examples/custom-effect"
+	goBuilds := func(out string) []string {
+		var lines []string
+		for _, l := range strings.Split(strings.ReplaceAll(out, "\\\n", " "), "\n") {
+			if strings.Contains(l, "go build ") || strings.Contains(l, "docker build ") {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	for name, target := range map[string][]string{
+		"worker": {"worker"},
+		"dist":   {"-f", "mk/build.mk", "dist", "DIST=" + t.TempDir()},
+		"image":  {"image"},
+	} {
+		stock := goBuilds(makeDryRun(t, target...))
+		mine := goBuilds(makeDryRun(t, append(target, "MAIN="+custom)...))
+		require.NotEmpty(t, stock, "make %s builds nothing", name)
+		require.Len(t, mine, len(stock), name)
+		for i := range stock {
+			require.Contains(t, stock[i], "./cmd/worker", "make %s: the stock worker by default", name)
+			require.Contains(t, mine[i], custom, "make %s MAIN=%s", name, custom)
+			require.NotContains(t, mine[i], "./cmd/worker", "make %s MAIN=%s", name, custom)
+			// The same command otherwise: same flags, same output.
+			require.Equal(t, stock[i], strings.ReplaceAll(strings.ReplaceAll(mine[i], custom, "./cmd/worker"), "exactly-custom-effect:", "exactly-worker:"), name)
+		}
+	}
+	image := makeDryRun(t, "image", "MAIN="+custom, "VERSION=v9")
+	require.Contains(t, image, "docker build --platform linux/arm64")
+	require.Contains(t, image, "--build-arg MAIN="+custom)
+	require.Contains(t, image, "--build-arg VERSION=v9")
+	require.Contains(t, image, "-t exactly-custom-effect:v9 .")
+	require.Contains(t, makeDryRun(t, "image", "VERSION=v9"), "-t exactly-worker:v9 .")
+	require.Regexp(t, `(?m)^image: .*## `, readFile(t, "mk/build.mk"), "image documents itself for make help")
+}
+
+// TestMakeDistBuildsACustomMain builds the Lambda zip of
+// examples/custom-effect with make dist's recipe and runs its bootstrap:
+// it knows the email effect, which the stock worker does not.
+func TestMakeDistBuildsACustomMain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
+		t.Skipf("the zip's bootstrap runs on linux/amd64 or linux/arm64, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	zipPath := filepath.Join(dir, "worker-lambda-"+runtime.GOARCH+".zip")
+	out, err := exec.Command("make", "-s", "-f", "mk/build.mk", "DIST="+dir, "MAIN=./examples/custom-effect", "VERSION=custom-test", zipPath).CombinedOutput()
+	require.NoError(t, err, "make: %s", out)
+
+	zr, err := zip.OpenReader(zipPath)
+	require.NoError(t, err)
+	defer zr.Close()
+	require.Len(t, zr.File, 1)
+	require.Equal(t, "bootstrap", zr.File[0].Name)
+	rc, err := zr.File[0].Open()
+	require.NoError(t, err)
+	bootstrap := filepath.Join(dir, "bootstrap")
+	b, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	require.NoError(t, os.WriteFile(bootstrap, b, 0o755))
+
+	cmd := exec.Command(bootstrap, "run", "--help")
+	cmd.Env = []string{}
+	help, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", help)
+	require.Contains(t, string(help), "email|http|ledger|noop", "the custom binary registers email")
+	version, err := exec.Command(bootstrap, "version").CombinedOutput()
+	require.NoError(t, err, "%s", version)
+	require.Contains(t, string(version), "custom-test")
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
@@ -20,7 +21,16 @@ type DynamoDB interface {
 
 // Env is what a factory gets to build an effect.
 type Env struct {
-	DynamoDB    DynamoDB
+	DynamoDB DynamoDB
+	// AWS is the worker's own AWS configuration (region, credentials,
+	// endpoints, retryer, from the SDK's standard sources): build the clients
+	// of other services from it, as in sns.NewFromConfig(env.AWS). Under
+	// worker run their calls are counted in exactly_aws_requests_total too.
+	AWS aws.Config
+	// HTTPClient is a client with timeouts (30 s per request, bounded dial,
+	// TLS handshake and response headers) and a connection pool sized to the
+	// worker's concurrency; share it rather than using http.DefaultClient,
+	// which has none. The effect's context still bounds each call.
 	HTTPClient  *http.Client
 	Log         *slog.Logger
 	LedgerTable string // --ledger-table

@@ -10,6 +10,17 @@
 # written by scripts/lambdazip with a fixed time stamp and mode 0755.
 # lambda.norpc drops aws-lambda-go's RPC mode, which only the retired go1.x
 # runtime used. DIST=dir builds elsewhere (the end-to-end test does).
+#
+# MAIN=./path builds another main package the same way: a binary of your own
+# that registers its effects and calls worker.Main (examples/custom-effect).
+# The artefacts keep their names (the Terraform modules expect them), so
+# give it a DIST of its own to keep the stock worker's:
+#   make dist MAIN=./examples/custom-effect DIST=dist/custom-effect
+#
+# make image builds the Dockerfile's image of MAIN for IMAGE_PLATFORM
+# (linux/arm64, the ECS module's default ARM64), tagged IMAGE:VERSION.
+# It needs a Docker engine with BuildKit (none here, nor in CI: build_test.go
+# checks the command and the Dockerfile statically).
 
 DIST_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 
@@ -17,6 +28,7 @@ SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git -C $(DIST_ROOT) describe --tags --always --dirty 2>/dev/null || echo dev)
 DIST ?= $(DIST_ROOT)/dist
+MAIN ?= ./cmd/worker
 DIST_ARCHES := amd64 arm64
 DIST_TAGS := lambda.norpc
 DIST_LDFLAGS = -s -w -X github.com/exactlyonce/exactly/worker.Version=$(VERSION)
@@ -25,7 +37,7 @@ DIST_BINARIES := $(foreach a,$(DIST_ARCHES),$(DIST)/worker-linux-$(a))
 DIST_ZIPS := $(foreach a,$(DIST_ARCHES),$(DIST)/worker-lambda-$(a).zip)
 
 .PHONY: dist
-dist: $(DIST_BINARIES) $(DIST_ZIPS) ## static linux/amd64 and linux/arm64 binaries and Lambda zips (bootstrap, provided.al2023) in dist/
+dist: $(DIST_BINARIES) $(DIST_ZIPS) ## static linux/amd64 and linux/arm64 binaries and Lambda zips (bootstrap, provided.al2023) in dist/ (MAIN=./path: your own main package)
 	@cd $(DIST) && sha256sum $(notdir $^)
 
 # Always handed to go build, whose cache knows whether anything changed; it
@@ -35,10 +47,20 @@ dist: $(DIST_BINARIES) $(DIST_ZIPS) ## static linux/amd64 and linux/arm64 binari
 $(DIST)/worker-linux-%: dist-force
 	@mkdir -p $(DIST)
 	cd $(DIST_ROOT) && CGO_ENABLED=0 GOOS=linux GOARCH=$* GOFLAGS= $(GO) build -trimpath -buildvcs=false \
-		-tags $(DIST_TAGS) -ldflags '$(DIST_LDFLAGS)' -o $@ ./cmd/worker
+		-tags $(DIST_TAGS) -ldflags '$(DIST_LDFLAGS)' -o $@ $(MAIN)
 
 $(DIST)/worker-lambda-%.zip: $(DIST)/worker-linux-%
 	cd $(DIST_ROOT) && $(GO) run ./scripts/lambdazip -o $@ -name bootstrap $<
+
+DOCKER ?= docker
+# exactly-worker for the stock worker, exactly-<dir> for MAIN=./.../<dir>.
+IMAGE ?= exactly-$(notdir $(patsubst %/,%,$(MAIN)))
+IMAGE_PLATFORM ?= linux/arm64
+
+.PHONY: image
+image: ## container image of MAIN (./cmd/worker) from the Dockerfile, IMAGE:VERSION for IMAGE_PLATFORM (linux/arm64); needs Docker
+	cd $(DIST_ROOT) && $(DOCKER) build --platform $(IMAGE_PLATFORM) \
+		--build-arg MAIN=$(MAIN) --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
 
 .PHONY: dist-clean
 dist-clean: ## remove dist/

@@ -1,7 +1,8 @@
 # Terraform and LocalStack targets. The top-level Makefile includes this file;
 # it also runs alone: make -f mk/terraform.mk tf-check
 #
-# tf-check runs offline. The AWS provider cannot be downloaded where CI runs,
+# tf-check runs offline, on infra/terraform, localstack/terraform and the
+# Terraform root of examples/custom-effect. The AWS provider cannot be downloaded where CI runs,
 # so terraform init/validate/plan are out of reach; instead it runs terraform
 # fmt, tflint with its bundled rules, tfsec, Go tests that parse the .tf files
 # (infra/terraform/terraform_test.go) and the LocalStack static checks. The
@@ -27,6 +28,8 @@ COMPOSE_SPEC      := $(EXACTLY_TOOLS_BIN)/compose-spec-$(COMPOSE_GO_VERSION)
 SHELLCHECK        ?= shellcheck
 
 TF_DIR        := $(EXACTLY_ROOT)/infra/terraform
+# The Terraform root of examples/custom-effect, checked with the modules.
+CUSTOM_EFFECT_TF := $(EXACTLY_ROOT)/examples/custom-effect/terraform
 LOCALSTACK    := $(EXACTLY_ROOT)/localstack
 TF_OVERRIDE   := $(LOCALSTACK)/terraform/localstack_override.tf
 TF_STAGE      := $(EXACTLY_ROOT)/.tools/tf-localstack
@@ -69,6 +72,7 @@ tf-fmt: $(TERRAFORM)
 	@echo ">> terraform fmt -check ($(TERRAFORM_VERSION))"
 	@$(TERRAFORM_ENV) $(TERRAFORM) fmt -check -recursive -diff $(TF_DIR)
 	@$(TERRAFORM_ENV) $(TERRAFORM) fmt -check -recursive -diff $(LOCALSTACK)/terraform
+	@$(TERRAFORM_ENV) $(TERRAFORM) fmt -check -recursive -diff $(CUSTOM_EFFECT_TF)
 
 # The examples are linted twice: as they are, and with the LocalStack provider
 # override merged in (staged under .tools, since the override must sit beside them).
@@ -76,6 +80,7 @@ tf-fmt: $(TERRAFORM)
 tf-lint: $(TFLINT)
 	@echo ">> tflint $(TFLINT_VERSION) (bundled terraform ruleset, preset all)"
 	@cd $(TF_DIR) && $(TFLINT) --recursive --config=$(TF_DIR)/.tflint.hcl --format=compact
+	@cd $(CUSTOM_EFFECT_TF) && $(TFLINT) --config=$(TF_DIR)/.tflint.hcl --format=compact
 	@echo ">> tflint on the examples with localstack_override.tf"
 	@rm -rf $(TF_STAGE) && mkdir -p $(TF_STAGE) && cp -R $(TF_DIR)/modules $(TF_DIR)/examples $(TF_STAGE)/
 	@set -e; for ex in $(TF_STAGE)/examples/*/; do \
@@ -88,6 +93,7 @@ tf-sec: $(TFSEC)
 	@echo ">> tfsec $(TFSEC_VERSION), MEDIUM and above"
 	@$(TFSEC) $(TF_DIR) --minimum-severity MEDIUM --no-module-downloads --no-color --concise-output
 	@$(TFSEC) $(LOCALSTACK)/terraform --minimum-severity MEDIUM --no-module-downloads --no-color --concise-output
+	@$(TFSEC) $(CUSTOM_EFFECT_TF) --minimum-severity MEDIUM --no-module-downloads --no-color --concise-output
 
 .PHONY: tf-test
 tf-test:

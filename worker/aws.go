@@ -2,16 +2,14 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go"
 
+	"github.com/exactlyonce/exactly/internal/awserr"
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
@@ -19,16 +17,8 @@ import (
 // denied turns a credential or permission error from a start-up call into a
 // configuration error naming the action and resource; other errors pass.
 func denied(err error, action, resource string) error {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return err
-	}
-	switch code := ae.ErrorCode(); {
-	case strings.Contains(code, "AccessDenied"):
-		return config.Errorf("permission denied: the worker's role needs %s on %s (%s)", action, resource, ae.ErrorMessage())
-	case code == "UnrecognizedClientException", code == "InvalidClientTokenId", code == "ExpiredToken",
-		code == "ExpiredTokenException", code == "InvalidSignatureException", code == "SignatureDoesNotMatch":
-		return config.Errorf("AWS credentials rejected calling %s on %s: %s (%s)", action, resource, code, ae.ErrorMessage())
+	if msg, ok := awserr.Denied(err, action, resource); ok {
+		return config.Errorf("%s", msg)
 	}
 	return err
 }

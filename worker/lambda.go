@@ -6,24 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-	awslambda "github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/exactlyonce/exactly"
 
-	"github.com/exactlyonce/exactly/effect"
+	awslambda "github.com/aws/aws-lambda-go/lambda"
+
 	"github.com/exactlyonce/exactly/internal/config"
-	"github.com/exactlyonce/exactly/internal/dedup"
 	sqslambda "github.com/exactlyonce/exactly/internal/lambda"
-	"github.com/exactlyonce/exactly/internal/pool"
-	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
@@ -34,30 +27,10 @@ const LambdaConcurrencyDefault = sqslambda.ConcurrencyDefault
 // runtimeAPIEnv is set by Lambda for the function's process.
 const runtimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"
 
-// lambdaLease is the claim lease when an invocation has no deadline, which
-// Lambda always sets; with one, the lease ends before the deadline.
-const lambdaLease = 30 * time.Second
-
 func newLambdaSet(s *settings, lookup func(string) (string, bool)) *config.Set {
 	fs := config.NewSet("worker lambda", nil, lookup)
 	s.define(fs, true)
 	return fs
-}
-
-// validateLambda checks the settings only Lambda has.
-func (s *settings) validateLambda(fs *config.Set) error {
-	if _, err := sqslambda.ParseFailRest(s.fifoFailRest); err != nil {
-		return config.Errorf("%s %v", fs.Name("fifo-fail-rest"), err)
-	}
-	if s.moveToDLQ && len(s.queues) == 0 {
-		return config.Errorf("%s needs %s: the queues' redrive policies name their dead-letter queues", fs.Name("move-to-dlq"), fs.Name("queue"))
-	}
-	switch s.dedupScope {
-	case "", "queue", "group":
-	default:
-		return config.Errorf("%s %q: want queue (one key per queue, the queue's DeduplicationScope=queue) or group (per message group, DeduplicationScope=messageGroup)", fs.Name("dedup-scope"), s.dedupScope)
-	}
-	return nil
 }
 
 // startLambda hands the handler to aws-lambda-go's runtime loop, which talks
@@ -82,7 +55,7 @@ func lambdaCommand(ctx context.Context, args []string, stderr io.Writer, lookup 
 	return nil
 }
 
-func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup func(string) (string, bool)) (*sqslambda.Handler, error) {
+func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup func(string) (string, bool)) (*exactly.LambdaHandler, error) {
 	var s settings
 	fs := newLambdaSet(&s, lookup)
 	fs.SetOutput(stderr)
@@ -95,7 +68,6 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if api, _ := lookup(runtimeAPIEnv); api == "" {
 		return nil, config.Errorf("worker lambda serves AWS Lambda's Runtime API, but %s is not set: deploy the binary as a Lambda function's bootstrap (on ECS or any host, use worker run)", runtimeAPIEnv)
 	}
-	failRest, _ := sqslambda.ParseFailRest(s.fifoFailRest)
 	log, err := telemetry.NewLogger(stderr, s.logFormat, s.logLevel)
 	if err != nil {
 		return nil, config.Errorf("%s", err)
@@ -104,139 +76,22 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if err != nil {
 		return nil, err
 	}
-	queues, err := lambdaQueues(ctx, cl.sqs, fs, s)
-	if err != nil {
-		return nil, err
-	}
-	store := dedup.NewStore(cl.dynamo, s.table)
-	if err := store.Check(ctx); err != nil {
-		return nil, config.Errorf("%s: %v", fs.Name("table"), err)
-	}
-	// The event source mapping receives, deletes and hands messages back;
-	// the function itself only writes DynamoDB.
-	if err := preflight(ctx, log, cl.sqs, cl.dynamo, nil, s.table); err != nil {
-		return nil, err
-	}
 	eff, err := buildEffect(s, cl, log, lookup)
 	if err != nil {
 		return nil, err
 	}
-	defaultPerGroup := s.dedupScope == "group"
-	proc := &process.Processor{
-		Store: store, Effect: eff, Keys: s.keys, TTL: s.dedupTTL, Log: log, Lease: lambdaLease,
-		Scope: func(m effect.Message) dedup.Scope {
-			perGroup := defaultPerGroup
-			if q, ok := queues.byName[m.QueueName]; ok {
-				perGroup = q.perGroup
-			}
-			return dedup.Scope{Namespace: s.namespace, Queue: m.QueueName, PerGroup: perGroup}
-		},
-	}
-	cfg := sqslambda.Config{
-		Processor: proc, FailRest: failRest, Concurrency: s.concurrency, Log: log,
-		QueueURL: func(arn string) string { return queues.byName[sqslambda.QueueName(arn)].url },
-	}
-	if s.moveToDLQ {
-		cfg.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
-			return moveToDLQ(ctx, cl.sqs, queues, rec)
-		}
-	}
-	h, err := sqslambda.New(cfg)
+	h, err := exactly.NewLambdaHandler(ctx, s.config(cl, eff, log, nil))
 	if err != nil {
-		return nil, err
+		return nil, cliError(fs, err)
 	}
 	scope := s.dedupScope
 	if scope == "" {
 		scope = "queue"
 	}
 	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
-		"queues", strings.Join(queues.names, ","), "dedup_scope_default", scope, "fifo_fail_rest", failRest.String(),
-		"concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
+		"queues", strings.Join(s.queueNames(), ","), "dedup_scope_default", scope, "fifo_fail_rest", s.fifoFailRest,
+		"concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
 	return h, nil
-}
-
-type lambdaQueue struct {
-	url      string
-	perGroup bool   // DeduplicationScope=messageGroup
-	fifo     bool   // FifoQueue
-	dlq      string // dead-letter queue URL, with --move-to-dlq
-}
-
-type lambdaQueueSet struct {
-	byName map[string]lambdaQueue
-	names  []string
-}
-
-// lambdaQueues reads the attributes of the queues named by --queue, once at
-// cold start: an event carries its queue's ARN but not its
-// DeduplicationScope, and reading it per invocation would cost a call each
-// time. A queue that says messageGroup scopes its keys per group whatever
-// --dedup-scope says; a --dedup-scope given explicitly that contradicts a
-// listed queue is a configuration error.
-func lambdaQueues(ctx context.Context, client *sqs.Client, fs *config.Set, s settings) (lambdaQueueSet, error) {
-	set := lambdaQueueSet{byName: map[string]lambdaQueue{}}
-	for _, url := range s.queues {
-		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl: aws.String(url),
-			AttributeNames: []sqstypes.QueueAttributeName{
-				sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameDeduplicationScope, sqstypes.QueueAttributeNameRedrivePolicy,
-			},
-		})
-		if err != nil {
-			var nf *sqstypes.QueueDoesNotExist
-			if errors.As(err, &nf) {
-				return set, config.Errorf("%s: queue %s does not exist", fs.Name("queue"), url)
-			}
-			if d := denied(err, "sqs:GetQueueAttributes", url); d != err {
-				return set, d
-			}
-			return set, fmt.Errorf("cannot read attributes of queue %s: %w", url, err)
-		}
-		name := pool.QueueName(url)
-		perGroup := out.Attributes[string(sqstypes.QueueAttributeNameDeduplicationScope)] == "messageGroup"
-		if s.dedupScope != "" && (s.dedupScope == "group") != perGroup {
-			return set, config.Errorf("%s %s contradicts queue %s, whose DeduplicationScope is %s: keys must be scoped as the queue deduplicates (leave %s unset to follow the queue)",
-				fs.Name("dedup-scope"), s.dedupScope, name, orQueue(out.Attributes[string(sqstypes.QueueAttributeNameDeduplicationScope)]), fs.Name("dedup-scope"))
-		}
-		q := lambdaQueue{url: url, perGroup: perGroup, fifo: out.Attributes[string(sqstypes.QueueAttributeNameFifoQueue)] == "true"}
-		if s.moveToDLQ {
-			dlq, err := deadLetterURL(ctx, client, out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)])
-			if err != nil {
-				return set, config.Errorf("%s: queue %s: %v", fs.Name("move-to-dlq"), name, err)
-			}
-			q.dlq = dlq
-		}
-		set.byName[name] = q
-		set.names = append(set.names, name)
-	}
-	return set, nil
-}
-
-// moveToDLQ sends a record to its queue's dead-letter queue as it came:
-// body, message attributes and, in a FIFO queue, its group and dedup id;
-// plus an idempotency-key attribute that keeps its dedup key.
-func moveToDLQ(ctx context.Context, client *sqs.Client, queues lambdaQueueSet, rec events.SQSMessage) error {
-	q, ok := queues.byName[sqslambda.QueueName(rec.EventSourceARN)]
-	if !ok || q.dlq == "" {
-		return fmt.Errorf("queue %s is not named by --queue (WORKER_QUEUES), so its dead-letter queue is unknown", rec.EventSourceARN)
-	}
-	attrs := map[string]sqstypes.MessageAttributeValue{}
-	for k, v := range rec.MessageAttributes {
-		attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
-	}
-	m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
-	// With ten attributes already the copy cannot carry its dedup key, and
-	// goes as it came.
-	in, _ := pool.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
-	_, err := client.SendMessage(ctx, in)
-	return err
-}
-
-func orQueue(scope string) string {
-	if scope == "" {
-		return "queue (standard queue)"
-	}
-	return scope
 }
 
 // reportInitError tells the Runtime API why init failed; Lambda then reports

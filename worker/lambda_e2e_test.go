@@ -31,6 +31,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/exactlyonce/exactly/worker"
 )
@@ -637,7 +638,14 @@ func TestLambdaBootstrap(t *testing.T) {
 		require.Len(t, dl.Messages, 1)
 		require.Equal(t, `{"account":"M"}`, aws.ToString(dl.Messages[0].Body))
 		require.Equal(t, "M", dl.Messages[0].Attributes["MessageGroupId"])
-		require.Equal(t, "m1", dl.Messages[0].Attributes["MessageDeduplicationId"])
+		var poisonID string
+		for _, r := range ev.Records {
+			if r.Body == `{"account":"M"}` {
+				poisonID = r.MessageId
+			}
+		}
+		require.Equal(t, pool.CopyDeduplicationID(poisonID), dl.Messages[0].Attributes["MessageDeduplicationId"],
+			"a dedup id of its own, not the source's m1")
 		require.Equal(t, "m1", aws.ToString(dl.Messages[0].MessageAttributes["idempotency-key"].StringValue))
 		ev = receiveEvent(t, sqsc, moving, 1)
 		require.Equal(t, deposit("M", 9, 2), ev.Records[0].Body, "the group goes on without it")

@@ -32,7 +32,6 @@ func TestLambdaCommandLine(t *testing.T) {
 		{"bad dedup scope", []string{"lambda", "--effect", "noop", "--dedup-scope", "messagegroup"}, env(), `--dedup-scope (WORKER_DEDUP_SCOPE) "messagegroup": want queue`},
 		{"zero concurrency", []string{"lambda", "--effect", "noop"}, env("WORKER_CONCURRENCY", "0"), "--concurrency (WORKER_CONCURRENCY) must be at least 1"},
 		{"queue not a URL", []string{"lambda", "--effect", "noop", "--queue", "orders.fifo"}, env(), "is not a queue URL"},
-		{"move-to-dlq without queues", []string{"lambda", "--effect", "noop", "--move-to-dlq"}, env(), "--move-to-dlq (WORKER_MOVE_TO_DLQ) needs --queue (WORKER_QUEUES)"},
 		{"run-only flag", []string{"lambda", "--effect", "noop", "--shutdown-timeout", "1s"}, env(), "-shutdown-timeout"},
 	}
 	for _, c := range cases {

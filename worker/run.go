@@ -3,23 +3,22 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
+	"net"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/exactlyonce/exactly"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/config"
-	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/pool"
-	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
@@ -42,6 +41,7 @@ type settings struct {
 	effect          string
 	ledgerTable     string
 	dedupKey        string
+	payloadHash     string
 	namespace       string
 	dedupTTL        time.Duration
 	lease           time.Duration
@@ -61,8 +61,6 @@ type settings struct {
 	retryInPlace    int
 	fifoFailRest    string // lambda only
 	dedupScope      string // lambda only
-
-	keys dedup.KeySource
 }
 
 func newRunSet(s *settings, lookup func(string) (string, bool)) *config.Set {
@@ -83,13 +81,14 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(effect.Names(), "|")+" or one registered in code (required)")
 	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", LedgerTableDefault, "DynamoDB table of the ledger effect")
 	fs.String(&s.dedupKey, "dedup-key", "WORKER_DEDUP_KEY", "auto", "dedup key source: auto (idempotency-key attribute, else MessageDeduplicationId, else MessageId), attr:NAME, json:/pointer or body")
+	fs.String(&s.payloadHash, "payload-hash", "WORKER_PAYLOAD_HASH", "body", "what tells a duplicate from a conflict (same key, another payload): body (byte for byte), json:/a,/b (those JSON values, canonicalised: a producer that re-serialises or adds a timestamp on retry is still a duplicate) or none")
 	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", NamespaceDefault, "first part of every dedup key; workers that must dedup together share it")
 	fs.Duration(&s.dedupTTL, "dedup-ttl", "WORKER_DEDUP_TTL", DedupTTLDefault, "how long a completed message suppresses its duplicates")
 	fs.String(&s.httpURL, "http-url", "WORKER_HTTP_URL", "", "URL the http effect POSTs to")
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
 	if forLambda {
-		fs.Bool(&s.moveToDLQ, "move-to-dlq", "WORKER_MOVE_TO_DLQ", false, "send permanent failures straight to the queue's dead-letter queue instead of waiting for the redrive policy (needs --queue)")
+		fs.Bool(&s.moveToDLQ, "move-to-dlq", "WORKER_MOVE_TO_DLQ", false, "send permanent failures straight to the queue's dead-letter queue instead of waiting for the redrive policy (a queue not in --queue is read at its first event)")
 	} else {
 		// By default: a poison message that waits for the redrive policy holds
 		// its FIFO group back, and the rest of the group, received along with
@@ -115,67 +114,92 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Duration(&s.progress, "progress", "WORKER_PROGRESS", 10*time.Second, "interval of the progress log line (0: off)")
 }
 
-// validate checks values; every error names the setting and the fix.
+// validate checks values; every error names the setting and the fix. The
+// library checks the settings it shares (exactly.Config.Validate); the
+// command line adds its own.
 func (s *settings) validate(fs *config.Set, forLambda bool) error {
-	if !forLambda && len(s.queues) == 0 {
-		return config.Errorf("%s is required: give the URL of at least one SQS queue", fs.Name("queue"))
-	}
-	for _, q := range s.queues {
-		if !strings.HasPrefix(q, "http://") && !strings.HasPrefix(q, "https://") {
-			return config.Errorf("%s %q is not a queue URL: want https://sqs.<region>.amazonaws.com/<account>/<name>", fs.Name("queue"), q)
-		}
-	}
 	if s.effect == "" {
 		return config.Errorf("%s is required: one of %s", fs.Name("effect"), strings.Join(effect.Names(), ", "))
 	}
 	if _, ok := effect.Lookup(s.effect); !ok {
 		return config.Errorf("%s %q is unknown: want one of %s", fs.Name("effect"), s.effect, strings.Join(effect.Names(), ", "))
 	}
-	if s.table == "" {
-		return config.Errorf("%s must not be empty", fs.Name("table"))
-	}
-	keys, err := dedup.ParseKeySource(s.dedupKey)
-	if err != nil {
-		return config.Errorf("%s: %v", fs.Name("dedup-key"), err)
-	}
-	s.keys = keys
-	if s.namespace == "" || strings.ContainsAny(s.namespace, "#%") {
+	if s.namespace == "" {
 		return config.Errorf("%s %q: want a non-empty name without '#' or '%%'", fs.Name("namespace"), s.namespace)
-	}
-	if s.dedupTTL < time.Minute {
-		return config.Errorf("%s %s is too short: want at least 1m (SQS alone deduplicates for 5m; hours or days is the point)", fs.Name("dedup-ttl"), s.dedupTTL)
 	}
 	if s.concurrency < 1 {
 		return config.Errorf("%s must be at least 1", fs.Name("concurrency"))
 	}
+	cfg := s.config(nil, nil, nil, nil)
 	if forLambda {
-		return s.validateLambda(fs)
+		return cliError(fs, cfg.ValidateLambda())
 	}
-	if s.receivers < 1 {
+	switch {
+	case s.receivers < 1:
 		return config.Errorf("%s must be at least 1", fs.Name("receivers"))
-	}
-	if s.retryInPlace < 0 || s.retryInPlace > 20 {
+	case s.retryInPlace < 0:
 		return config.Errorf("%s must be between 0 and 20", fs.Name("retry-in-place"))
-	}
-	if s.maxInFlight < 0 {
-		return config.Errorf("%s must not be negative", fs.Name("max-in-flight"))
-	}
-	if s.waitTime < time.Second || s.waitTime > 20*time.Second || s.waitTime%time.Second != 0 {
+	case s.shutdownTimeout <= 0:
+		return config.Errorf("%s must be positive", fs.Name("shutdown-timeout"))
+	case s.waitTime <= 0:
 		return config.Errorf("%s must be whole seconds from 1s to 20s (SQS's long-poll range)", fs.Name("wait-time"))
-	}
-	if s.ackDelay < time.Millisecond || s.ackDelay > 5*time.Second {
+	case s.ackDelay <= 0:
 		return config.Errorf("%s must be between 1ms and 5s", fs.Name("ack-delay"))
 	}
-	if s.shutdownTimeout <= 0 {
-		return config.Errorf("%s must be positive", fs.Name("shutdown-timeout"))
+	return cliError(fs, cfg.Validate())
+}
+
+// config is the library's configuration for these settings.
+func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg prometheus.Registerer) exactly.Config {
+	retry := s.retryInPlace
+	if retry == 0 {
+		retry = -1 // none: the command line's 0 is the library's negative
 	}
-	if s.lease < 0 || (s.lease > 0 && s.lease < 2*time.Second) {
-		return config.Errorf("%s must be 0 (the queue's visibility timeout) or at least 2s", fs.Name("lease"))
+	c := exactly.Config{
+		Queues: s.queues, Table: s.table, Effect: eff, KeySource: s.dedupKey, PayloadHash: s.payloadHash,
+		Namespace: s.namespace, TTL: s.dedupTTL, Lease: s.lease, Visibility: s.visibility,
+		Concurrency: s.concurrency, Receivers: s.receivers, MaxInFlight: s.maxInFlight,
+		WaitTime: s.waitTime, AckDelay: s.ackDelay, RetryInPlace: retry, ShutdownTimeout: s.shutdownTimeout,
+		LeaveToRedrivePolicy: !s.moveToDLQ,
+		Lambda:               exactly.LambdaConfig{FailRest: s.fifoFailRest, DedupScope: s.dedupScope},
+		Logger:               log, Registerer: reg,
 	}
-	if s.visibility < 0 || s.visibility > 12*time.Hour {
-		return config.Errorf("%s must be between 0 and 12h", fs.Name("visibility"))
+	if cl != nil {
+		c.SQS, c.DynamoDB = cl.sqs, cl.dynamo
 	}
-	return nil
+	return c
+}
+
+// flagOf names the flag of each library setting, for its errors.
+var flagOf = map[string]string{
+	"Queues": "queue", "Table": "table", "Effect": "effect", "KeySource": "dedup-key", "PayloadHash": "payload-hash",
+	"Namespace": "namespace", "TTL": "dedup-ttl", "Lease": "lease", "Visibility": "visibility",
+	"Concurrency": "concurrency", "Receivers": "receivers", "MaxInFlight": "max-in-flight", "WaitTime": "wait-time",
+	"AckDelay": "ack-delay", "RetryInPlace": "retry-in-place", "ShutdownTimeout": "shutdown-timeout",
+	"LeaveToRedrivePolicy": "move-to-dlq", "Lambda.FailRest": "fifo-fail-rest", "Lambda.DedupScope": "dedup-scope",
+}
+
+// cliError turns the library's *exactly.ConfigError into the command
+// line's configuration error, naming flags instead of Config fields.
+func cliError(fs *config.Set, err error) error {
+	var ce *exactly.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	name := func(setting string) string {
+		if f, ok := flagOf[setting]; ok {
+			return fs.Name(f)
+		}
+		return "Config." + setting
+	}
+	msg := ce.Msg
+	for setting := range flagOf {
+		msg = strings.ReplaceAll(msg, "Config."+setting, name(setting))
+	}
+	if ce.Setting == "" {
+		return config.Errorf("%s", strings.TrimLeft(msg, ": "))
+	}
+	return config.Errorf("%s%s", name(ce.Setting), msg)
 }
 
 func runCommand(ctx context.Context, force <-chan struct{}, args []string, stderr io.Writer, lookup func(string) (string, bool)) error {
@@ -192,48 +216,26 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	if err != nil {
 		return config.Errorf("%s", err)
 	}
-	metrics := telemetry.NewMetrics()
-	cl, err := newClients(ctx, lookup, telemetry.NewRequests(metrics.Registry))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cl, err := newClients(ctx, lookup, telemetry.NewRequests(reg))
 	if err != nil {
-		return err
-	}
-	queues, scopes, err := describeQueues(ctx, log, cl.sqs, s)
-	if err != nil {
-		return err
-	}
-	store := dedup.NewStore(cl.dynamo, s.table)
-	if err := store.Check(ctx); err != nil {
-		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.table); d != err {
-			return d
-		}
-		return config.Errorf("%s: %v", fs.Name("table"), err)
-	}
-	if err := preflight(ctx, log, cl.sqs, cl.dynamo, queues, s.table); err != nil {
 		return err
 	}
 	eff, err := buildEffect(s, cl, log, lookup)
 	if err != nil {
 		return err
 	}
-	proc := &process.Processor{
-		Store: store, Effect: eff, Keys: s.keys, TTL: s.dedupTTL, Log: log,
-		Lease: 30 * time.Second,
-		Scope: func(m effect.Message) dedup.Scope { return scopes[m.QueueURL] },
-	}
-	p, err := pool.New(pool.Config{
-		Client: cl.sqs, Queues: queues, Processor: proc,
-		Concurrency: s.concurrency, MaxInFlight: s.maxInFlight, ShutdownTimeout: s.shutdownTimeout, WaitTime: s.waitTime, AckDelay: s.ackDelay,
-		RetryInPlace: s.retryInPlace, Log: log, Observer: metrics,
-	})
+	w, err := exactly.New(ctx, s.config(cl, eff, log, reg))
 	if err != nil {
-		return err
+		return cliError(fs, err)
 	}
 
 	var bg sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopBG(); bg.Wait() }()
 	if s.metricsAddr != "" {
-		srv, err := telemetry.Listen(s.metricsAddr, metrics)
+		srv, err := telemetry.Listen(s.metricsAddr, reg)
 		if err != nil {
 			return config.Errorf("%s %q: %v", fs.Name("metrics-addr"), s.metricsAddr, err)
 		}
@@ -242,104 +244,69 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 		log.Info("serving /healthz, /readyz and /metrics", "addr", srv.Addr())
 	}
 	if s.progress > 0 {
-		bg.Go(func() { logProgress(bgCtx, log, metrics.Totals(), s.progress) })
+		bg.Go(func() { logProgress(bgCtx, log, w.Stats, s.progress) })
 	}
 	bg.Go(func() {
 		select {
 		case <-force:
 			log.Warn("second signal: cancelling running handlers now")
-			p.Force()
+			w.Force()
 		case <-bgCtx.Done():
 		}
 	})
-	names := make([]string, len(queues))
-	for i, q := range queues {
-		names[i] = pool.QueueName(q.URL)
-	}
-	log.Info("worker started", "version", Version, "queues", strings.Join(names, ","), "effect", s.effect,
-		"table", s.table, "concurrency", s.concurrency, "dedup_key", s.keys.String(), "dedup_ttl", s.dedupTTL)
-	err = p.Run(ctx)
-	t := metrics.Totals()
-	log.Info("worker stopped", "received", t.Received.Load(), "applied", t.Applied.Load(), "duplicates", t.Duplicates.Load(),
-		"retries", t.Retries.Load(), "permanent_failures", t.Permanent.Load(), "conflicts", t.Conflicts.Load())
+	log.Info("worker started", "version", Version, "queues", strings.Join(s.queueNames(), ","), "effect", s.effect,
+		"table", s.table, "concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl", s.dedupTTL)
+	err = w.Run(ctx)
+	t := w.Stats()
+	log.Info("worker stopped", "received", t.Received, "applied", t.Applied, "duplicates", t.Duplicates,
+		"retries", t.Retries, "permanent_failures", t.PermanentFailures, "conflicts", t.Conflicts)
 	return err
-}
-
-// describeQueues reads each queue's attributes once at start-up: FIFO, the
-// deduplication scope (dedup keys are scoped the same way), the visibility
-// timeout (heartbeats) and the dead-letter queue.
-func describeQueues(ctx context.Context, log *slog.Logger, client *sqs.Client, s settings) ([]pool.Queue, map[string]dedup.Scope, error) {
-	var queues []pool.Queue
-	scopes := map[string]dedup.Scope{}
-	for _, url := range s.queues {
-		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
-		})
-		if err != nil {
-			var nf *sqstypes.QueueDoesNotExist
-			if errors.As(err, &nf) {
-				return nil, nil, config.Errorf("--queue (WORKER_QUEUES): queue %s does not exist: create it with `worker setup --queue %s` or the infra/terraform/modules/queue module", url, pool.QueueName(url))
-			}
-			return nil, nil, denied(fmt.Errorf("cannot read attributes of queue %s: %w", url, err), "sqs:GetQueueAttributes", url)
-		}
-		a := out.Attributes
-		q := pool.Queue{URL: url, FIFO: a["FifoQueue"] == "true", Receivers: s.receivers, Lease: s.lease}
-		vis, _ := strconv.Atoi(a["VisibilityTimeout"])
-		q.Visibility = time.Duration(vis) * time.Second
-		if s.visibility > 0 {
-			q.Visibility = s.visibility
-		}
-		if q.Visibility < 2*time.Second {
-			return nil, nil, config.Errorf("queue %s has a visibility timeout of %s: want at least 2s (set it on the queue, or --visibility)", pool.QueueName(url), q.Visibility)
-		}
-		switch {
-		case a["RedrivePolicy"] == "":
-			log.Warn("queue has no dead-letter queue: a permanent failure is retried until the message's retention period ends; give it a redrive policy",
-				"queue", pool.QueueName(url))
-		case s.moveToDLQ:
-			dlq, err := deadLetterURL(ctx, client, a["RedrivePolicy"])
-			if err != nil {
-				return nil, nil, config.Errorf("--move-to-dlq (WORKER_MOVE_TO_DLQ): queue %s: %v", pool.QueueName(url), err)
-			}
-			q.DLQURL = dlq
-		}
-		queues = append(queues, q)
-		scopes[url] = dedup.Scope{Namespace: s.namespace, Queue: pool.QueueName(url), PerGroup: a["DeduplicationScope"] == "messageGroup"}
-	}
-	return queues, scopes, nil
-}
-
-func deadLetterURL(ctx context.Context, client *sqs.Client, redrive string) (string, error) {
-	const key = `"deadLetterTargetArn":"`
-	i := strings.Index(redrive, key)
-	if i < 0 {
-		return "", errors.New("it has no redrive policy with a dead-letter queue")
-	}
-	arn := redrive[i+len(key):]
-	arn = arn[:strings.IndexByte(arn, '"')]
-	parts := strings.Split(arn, ":") // arn:aws:sqs:region:account:name
-	if len(parts) != 6 {
-		return "", fmt.Errorf("cannot read dead-letter queue ARN %q", arn)
-	}
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &parts[5], QueueOwnerAWSAccountId: &parts[4]})
-	if err != nil {
-		return "", fmt.Errorf("cannot find dead-letter queue %s: %w", arn, err)
-	}
-	return aws.ToString(out.QueueUrl), nil
 }
 
 func buildEffect(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) (effect.Effect, error) {
 	factory, _ := effect.Lookup(s.effect)
-	eff, err := factory(effect.Env{
-		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, Lookup: lookup,
-	})
+	eff, err := factory(effectEnv(s, cl, log, lookup))
 	if err != nil {
 		return nil, config.Errorf("--effect %s: %v", s.effect, err)
 	}
 	return eff, nil
 }
 
-func logProgress(ctx context.Context, log *slog.Logger, t *telemetry.Totals, every time.Duration) {
+// effectEnv is what an effect's factory gets, on ECS and Lambda alike.
+func effectEnv(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) effect.Env {
+	cfg := cl.cfg.Copy()
+	// Clipped, so that an effect appending to its APIOptions gets an array
+	// of its own instead of writing into the worker's.
+	cfg.APIOptions = slices.Clip(cfg.APIOptions)
+	return effect.Env{
+		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, Lookup: lookup,
+		AWS: cfg, HTTPClient: newEffectHTTPClient(s.concurrency),
+	}
+}
+
+// Timeouts of the effects' HTTP client. A call that hangs would hold its
+// message's lease and its FIFO group; the effect's context bounds it too.
+const (
+	effectHTTPTimeout          = 30 * time.Second
+	effectHTTPDialTimeout      = 5 * time.Second
+	effectHTTPHandshakeTimeout = 10 * time.Second
+	effectHTTPHeaderTimeout    = 25 * time.Second
+)
+
+// newEffectHTTPClient keeps as many idle connections per host as handlers
+// can run at once: http.DefaultTransport keeps 2, and a worker calling one
+// downstream from 32 handlers would open and close connections all the time.
+func newEffectHTTPClient(concurrency int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: effectHTTPDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = effectHTTPHandshakeTimeout
+	t.ResponseHeaderTimeout = effectHTTPHeaderTimeout
+	t.MaxIdleConnsPerHost = max(concurrency, 2)
+	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)
+	return &http.Client{Timeout: effectHTTPTimeout, Transport: t}
+}
+
+func logProgress(ctx context.Context, log *slog.Logger, stats func() exactly.Stats, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var last int64 = -1
@@ -349,13 +316,22 @@ func logProgress(ctx context.Context, log *slog.Logger, t *telemetry.Totals, eve
 			return
 		case <-tick.C:
 		}
-		r := t.Received.Load()
-		if r == last {
+		t := stats()
+		if t.Received == last {
 			continue // quiet while idle
 		}
-		last = r
-		log.Info("progress", "received", r, "applied", t.Applied.Load(), "duplicates", t.Duplicates.Load(),
-			"retries", t.Retries.Load(), "permanent_failures", t.Permanent.Load(), "conflicts", t.Conflicts.Load(),
-			"in_flight", t.InFlight.Load())
+		last = t.Received
+		log.Info("progress", "received", t.Received, "applied", t.Applied, "duplicates", t.Duplicates,
+			"retries", t.Retries, "permanent_failures", t.PermanentFailures, "conflicts", t.Conflicts,
+			"in_flight", t.InFlight)
 	}
+}
+
+// queueNames are the short names of --queue.
+func (s *settings) queueNames() []string {
+	names := make([]string, len(s.queues))
+	for i, q := range s.queues {
+		names[i] = pool.QueueName(q)
+	}
+	return names
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"time"
 
@@ -60,36 +61,10 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		return err
 	}
 	if queue != "" {
-		attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
-		if pool.IsFIFO(queue) {
-			attrs["FifoQueue"] = "true"
-			attrs["ContentBasedDeduplication"] = strconv.FormatBool(contentDedup)
-			if perGroup {
-				attrs["DeduplicationScope"] = "messageGroup"
-				attrs["FifoThroughputLimit"] = "perMessageGroupId"
-			}
-		}
-		if dlq != "" {
-			dlqAttrs := map[string]string{}
-			if pool.IsFIFO(dlq) {
-				dlqAttrs["FifoQueue"] = "true"
-			}
-			dlqURL, err := ensureQueue(ctx, cl.sqs, dlq, dlqAttrs)
-			if err != nil {
-				return err
-			}
-			arn, err := queueARN(ctx, cl.sqs, dlqURL)
-			if err != nil {
-				return err
-			}
-			attrs["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, arn, maxReceive)
-			fmt.Fprintf(stdout, "dlq %s\n", dlqURL)
-		}
-		url, err := ensureQueue(ctx, cl.sqs, queue, attrs)
-		if err != nil {
+		spec := queueSpec{name: queue, dlq: dlq, maxReceive: maxReceive, visibility: visibility, contentDedup: contentDedup, perGroup: perGroup}
+		if err := setupQueue(ctx, cl.sqs, stdout, spec); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "queue %s\n", url)
 	}
 	if table != "" {
 		if err := ensureTable(ctx, cl.dynamo, table, true); err != nil {
@@ -106,8 +81,68 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	return nil
 }
 
+// setupSQS is the part of the SQS client setup calls. *sqs.Client and the
+// in-memory SQS satisfy it.
+type setupSQS interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	SetQueueAttributes(ctx context.Context, in *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+var _ setupSQS = (*sqs.Client)(nil)
+
+// queueSpec is what setup makes of --queue and its settings.
+type queueSpec struct {
+	name, dlq              string
+	maxReceive             int
+	visibility             time.Duration
+	contentDedup, perGroup bool
+}
+
+// setupQueue creates (or updates) the queue and its dead-letter queue. The
+// DLQ of a high-throughput queue gets its deduplication scope too: a plain
+// FIFO DLQ would dedup queue-wide, wider than the queue, so that copies of
+// two messages with one dedup id in two groups could not both arrive there.
+func setupQueue(ctx context.Context, client setupSQS, stdout io.Writer, q queueSpec) error {
+	attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(q.visibility / time.Second))}
+	highThroughput := map[string]string{}
+	if pool.IsFIFO(q.name) {
+		attrs["FifoQueue"] = "true"
+		attrs["ContentBasedDeduplication"] = strconv.FormatBool(q.contentDedup)
+		if q.perGroup {
+			highThroughput["DeduplicationScope"] = "messageGroup"
+			highThroughput["FifoThroughputLimit"] = "perMessageGroupId"
+		}
+	}
+	maps.Copy(attrs, highThroughput)
+	if q.dlq != "" {
+		dlqAttrs := map[string]string{}
+		if pool.IsFIFO(q.dlq) {
+			dlqAttrs["FifoQueue"] = "true"
+			maps.Copy(dlqAttrs, highThroughput)
+		}
+		dlqURL, err := ensureQueue(ctx, client, q.dlq, dlqAttrs)
+		if err != nil {
+			return err
+		}
+		arn, err := queueARN(ctx, client, dlqURL)
+		if err != nil {
+			return err
+		}
+		attrs["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, arn, q.maxReceive)
+		fmt.Fprintf(stdout, "dlq %s\n", dlqURL)
+	}
+	url, err := ensureQueue(ctx, client, q.name, attrs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "queue %s\n", url)
+	return nil
+}
+
 // ensureQueue creates the queue, or brings an existing one's attributes in line.
-func ensureQueue(ctx context.Context, client *sqs.Client, name string, attrs map[string]string) (string, error) {
+func ensureQueue(ctx context.Context, client setupSQS, name string, attrs map[string]string) (string, error) {
 	got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name})
 	if err == nil {
 		url := aws.ToString(got.QueueUrl)
@@ -133,7 +168,7 @@ func ensureQueue(ctx context.Context, client *sqs.Client, name string, attrs map
 	return aws.ToString(out.QueueUrl), nil
 }
 
-func queueARN(ctx context.Context, client *sqs.Client, url string) (string, error) {
+func queueARN(ctx context.Context, client setupSQS, url string) (string, error) {
 	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
 	})

@@ -9,6 +9,7 @@
 package terraform_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,6 +41,9 @@ var (
 	workerLedgerTable  = worker.LedgerTableDefault
 	workerShutdownSecs = int64(pool.ShutdownTimeoutDefault / time.Second)
 )
+
+// customEffectRoot deploys examples/custom-effect with the modules.
+const customEffectRoot = "../../examples/custom-effect/terraform"
 
 const (
 	fargateMaxStopSecs = 120
@@ -192,7 +196,7 @@ func load(t *testing.T, dir string) *module {
 func moduleDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	for _, pattern := range []string{"modules/*", "examples/*"} {
+	for _, pattern := range []string{"modules/*", "examples/*", customEffectRoot} {
 		found, err := filepath.Glob(pattern)
 		require.NoError(t, err)
 		dirs = append(dirs, found...)
@@ -256,26 +260,42 @@ func nestedBlock(t *testing.T, body *hclsyntax.Body, blockType string) *hclsynta
 // Evaluating expressions
 
 var functions = map[string]function.Function{
-	"alltrue":    allTrueFunc,
-	"can":        tryfunc.CanFunc,
-	"coalesce":   stdlib.CoalesceFunc,
-	"compact":    stdlib.CompactFunc,
-	"contains":   stdlib.ContainsFunc,
-	"distinct":   stdlib.DistinctFunc,
-	"floor":      stdlib.FloorFunc,
-	"join":       stdlib.JoinFunc,
-	"jsonencode": stdlib.JSONEncodeFunc,
-	"keys":       stdlib.KeysFunc,
-	"length":     stdlib.LengthFunc,
-	"merge":      stdlib.MergeFunc,
-	"range":      stdlib.RangeFunc,
-	"regex":      stdlib.RegexFunc,
-	"sort":       stdlib.SortFunc,
-	"split":      stdlib.SplitFunc,
-	"tostring":   stdlib.MakeToFunc(cty.String),
-	"trimsuffix": stdlib.TrimSuffixFunc,
-	"values":     stdlib.ValuesFunc,
+	"alltrue":         allTrueFunc,
+	"can":             tryfunc.CanFunc,
+	"coalesce":        stdlib.CoalesceFunc,
+	"compact":         stdlib.CompactFunc,
+	"concat":          stdlib.ConcatFunc,
+	"contains":        stdlib.ContainsFunc,
+	"distinct":        stdlib.DistinctFunc,
+	"floor":           stdlib.FloorFunc,
+	"join":            stdlib.JoinFunc,
+	"jsonencode":      stdlib.JSONEncodeFunc,
+	"keys":            stdlib.KeysFunc,
+	"length":          lengthFunc,
+	"merge":           stdlib.MergeFunc,
+	"range":           stdlib.RangeFunc,
+	"regex":           stdlib.RegexFunc,
+	"slice":           stdlib.SliceFunc,
+	"sort":            stdlib.SortFunc,
+	"split":           stdlib.SplitFunc,
+	"setintersection": stdlib.SetIntersectionFunc,
+	"tostring":        stdlib.MakeToFunc(cty.String),
+	"trimsuffix":      stdlib.TrimSuffixFunc,
+	"values":          stdlib.ValuesFunc,
 }
+
+// lengthFunc is Terraform's length: an object (such as a map variable's
+// literal default, {}) counts its attributes.
+var lengthFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
+	Type:   function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, ret cty.Type) (cty.Value, error) {
+		if args[0].Type().IsObjectType() {
+			return cty.NumberIntVal(int64(len(args[0].Type().AttributeTypes()))), nil
+		}
+		return stdlib.LengthFunc.Call(args)
+	},
+})
 
 var allTrueFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
@@ -829,15 +849,7 @@ func TestWorkerECSSettings(t *testing.T) {
 	}
 	require.ElementsMatch(t, managedSettings, passed, "the settings this module manages")
 
-	vars := m.withVars(t, map[string]cty.Value{
-		"cluster_arn": str("arn:aws:ecs:eu-west-1:123456789012:cluster/c"), "container_image": str("img"),
-		"subnet_ids": cty.ListVal([]cty.Value{str("s")}), "security_group_ids": cty.ListVal([]cty.Value{str("g")}),
-		"dedup_table_arn": str("arn:aws:dynamodb:eu-west-1:123456789012:table/exactly-dedup"), "effect": str("noop"),
-		"queues": cty.MapVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{
-			"arn": str("arn:aws:sqs:eu-west-1:123456789012:exactly-demo.fifo"), "url": str("https://q/exactly-demo.fifo"),
-			"visibility_timeout_seconds": cty.NullVal(cty.Number), "dlq_arn": nullString(),
-		})}),
-	})
+	vars := ecsVars(t, m, nil)
 	l := m.evalLocals(vars)
 	env := l["environment"].AsValueMap()
 	shutdown, err := time.ParseDuration(env["WORKER_SHUTDOWN_TIMEOUT"].AsString())
@@ -886,7 +898,7 @@ func TestWorkerECSStopsGracefully(t *testing.T) {
 		return preconditions(t, td, scope{"var": {
 			"shutdown_timeout_seconds": num(shutdown), "stop_timeout": num(stop),
 			"effect": str("noop"), "ledger_table_name": nullString(), "ledger_table_arn": nullString(), "http_url": nullString(),
-			"move_to_dlq": cty.False, "queues": cty.EmptyObjectVal,
+			"move_to_dlq": cty.False, "queues": cty.EmptyObjectVal, "environment": cty.EmptyObjectVal, "secrets": cty.EmptyObjectVal,
 		}})
 	}
 	require.True(t, check(workerShutdownSecs, fargateMaxStopSecs))
@@ -1134,6 +1146,7 @@ func TestDeadLetterSendOnlyWithMoveToDLQ(t *testing.T) {
 				"move_to_dlq": cty.BoolVal(move), "queues": queues, "effect": str("noop"),
 				"ledger_table_name": nullString(), "ledger_table_arn": nullString(), "http_url": nullString(),
 				"shutdown_timeout_seconds": num(workerShutdownSecs), "stop_timeout": num(fargateMaxStopSecs),
+				"environment": cty.EmptyObjectVal, "secrets": cty.EmptyObjectVal,
 			}})
 		}
 		require.True(t, check(false, queue(nullString())), tc.dir)
@@ -1157,4 +1170,423 @@ func TestModuleREADMEsDocumentEveryVariableAndOutput(t *testing.T) {
 			require.True(t, strings.Contains(string(readme), "| `"+name+"` |"), "%s/README.md does not list output %s", dir, name)
 		}
 	}
+}
+
+// ---------------------------------------------------------------------------
+// Custom effects: any effect name, extra environment, secrets, statements
+
+// ecsVars are a complete set of worker-ecs variables, with overrides.
+func ecsVars(t *testing.T, m *module, extra map[string]cty.Value) map[string]cty.Value {
+	t.Helper()
+	vars := map[string]cty.Value{
+		"cluster_arn": str("arn:aws:ecs:eu-west-1:123456789012:cluster/c"), "container_image": str("img"),
+		"subnet_ids": cty.ListVal([]cty.Value{str("s")}), "security_group_ids": cty.ListVal([]cty.Value{str("g")}),
+		"dedup_table_arn": str("arn:aws:dynamodb:eu-west-1:123456789012:table/exactly-dedup"), "effect": str("noop"),
+		"queues": cty.MapVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{
+			"arn": str("arn:aws:sqs:eu-west-1:123456789012:exactly-demo.fifo"), "url": str("https://q/exactly-demo.fifo"),
+			"visibility_timeout_seconds": cty.NullVal(cty.Number), "dlq_arn": nullString(),
+		})}),
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return m.withVars(t, vars)
+}
+
+// lambdaVars are a complete set of worker-lambda variables, with overrides.
+func lambdaVars(t *testing.T, m *module, extra map[string]cty.Value) map[string]cty.Value {
+	t.Helper()
+	vars := map[string]cty.Value{
+		"package_path":    str("dist/worker-lambda-arm64.zip"),
+		"dedup_table_arn": str("arn:aws:dynamodb:eu-west-1:123456789012:table/exactly-dedup"), "effect": str("noop"),
+		"queues": cty.MapVal(map[string]cty.Value{"a": cty.ObjectVal(map[string]cty.Value{
+			"arn": str("arn:aws:sqs:eu-west-1:123456789012:exactly-demo.fifo"), "url": str("https://q/exactly-demo.fifo"),
+			"visibility_timeout_seconds": num(180), "dlq_arn": nullString(),
+		})}),
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return m.withVars(t, vars)
+}
+
+func strMap(kv ...string) cty.Value {
+	m := map[string]cty.Value{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = str(kv[i+1])
+	}
+	if len(m) == 0 {
+		return cty.MapValEmpty(cty.String)
+	}
+	return cty.MapVal(m)
+}
+
+func strList(items ...string) cty.Value {
+	if len(items) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	var vs []cty.Value
+	for _, i := range items {
+		vs = append(vs, str(i))
+	}
+	return cty.ListVal(vs)
+}
+
+// iamPolicy is a policy document as jsonencode writes it.
+type iamPolicy struct {
+	Version   string
+	Statement []struct {
+		Sid       string
+		Effect    string
+		Action    []string
+		Resource  []string
+		Condition map[string]map[string][]string
+	}
+}
+
+// rolePolicy evaluates an aws_iam_role_policy: how many (its count), the
+// role it attaches to, and the policy it would write.
+func rolePolicy(t *testing.T, m *module, key string, vars map[string]cty.Value) (count int64, role string, policy iamPolicy) {
+	t.Helper()
+	r := m.resource(t, key)
+	s := scope{"var": vars, "local": m.evalLocals(vars)}
+	count = asInt(eval(t, attr(t, r.Body, "count").Expr, s))
+	role = m.text(attr(t, r.Body, "role").Expr)
+	if count > 0 {
+		doc := eval(t, attr(t, r.Body, "policy").Expr, s)
+		require.NoError(t, json.Unmarshal([]byte(doc.AsString()), &policy), doc.AsString())
+		require.Equal(t, "2012-10-17", policy.Version)
+	}
+	return count, role, policy
+}
+
+const (
+	testParameterARN = "arn:aws:ssm:eu-west-1:123456789012:parameter/email/api-token"
+	testSecretARN    = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:email/db-AbCdEf"
+	testKeyARN       = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+)
+
+// TestWorkerModulesAcceptAnyEffectName: a binary of one's own registers its
+// effects, so the modules take any name; ledger and http keep the settings
+// they need.
+func TestWorkerModulesAcceptAnyEffectName(t *testing.T) {
+	for _, tc := range []struct{ dir, guarded string }{
+		{"modules/worker-ecs", "aws_ecs_task_definition.this"},
+		{"modules/worker-lambda", "aws_lambda_function.this"},
+	} {
+		m := load(t, tc.dir)
+		for _, name := range []string{"email", "ledger", "http", "noop", "send-sms.v2"} {
+			require.True(t, m.valid(t, "effect", str(name)), "%s: effect %q", tc.dir, name)
+		}
+		for _, name := range []string{"", " ", "send email", "email\n"} {
+			require.False(t, m.valid(t, "effect", str(name)), "%s: effect %q", tc.dir, name)
+		}
+		check := func(effect string, ledger, url cty.Value) bool {
+			return preconditions(t, m.resource(t, tc.guarded), scope{"var": {
+				"effect": str(effect), "ledger_table_name": ledger, "ledger_table_arn": ledger, "http_url": url,
+				"move_to_dlq": cty.False, "queues": cty.EmptyObjectVal, "environment": cty.EmptyObjectVal, "secrets": cty.EmptyObjectVal,
+				"shutdown_timeout_seconds": num(workerShutdownSecs), "stop_timeout": num(fargateMaxStopSecs),
+			}})
+		}
+		require.True(t, check("email", nullString(), nullString()), "%s: a custom effect needs neither a ledger table nor a URL", tc.dir)
+		require.False(t, check("ledger", nullString(), nullString()), "%s: ledger without its table", tc.dir)
+		require.True(t, check("ledger", str("t"), nullString()), tc.dir)
+		require.False(t, check("http", nullString(), nullString()), "%s: http without its URL", tc.dir)
+		require.True(t, check("http", nullString(), str("https://h")), tc.dir)
+
+		env := m.evalLocals(m.withVars(t, map[string]cty.Value{"effect": str("email"), "queues": cty.MapVal(map[string]cty.Value{
+			"a": cty.ObjectVal(map[string]cty.Value{"arn": str("arn:aws:sqs:eu-west-1:123456789012:q"), "url": str("https://q/q"),
+				"visibility_timeout_seconds": num(180), "dlq_arn": nullString()}),
+		})}))["environment"].AsValueMap()
+		require.Equal(t, "email", env["WORKER_EFFECT"].AsString(), tc.dir)
+	}
+}
+
+// TestWorkerECSPassesEnvironmentAndSecretsToTheContainer evaluates the
+// container definition itself: the extra environment and the secrets (as
+// valueFrom references, never values) reach the container.
+func TestWorkerECSPassesEnvironmentAndSecretsToTheContainer(t *testing.T) {
+	m := load(t, "modules/worker-ecs")
+	td := m.resource(t, "aws_ecs_task_definition.this")
+	container := func(vars map[string]cty.Value) map[string]any {
+		s := scope{"var": vars, "local": m.evalLocals(vars), "aws_cloudwatch_log_group": {"this": cty.ObjectVal(map[string]cty.Value{"name": str("/ecs/w")})}}
+		var defs []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(eval(t, attr(t, td.Body, "container_definitions").Expr, s).AsString()), &defs))
+		require.Len(t, defs, 1)
+		return defs[0]
+	}
+	env := func(c map[string]any) map[string]string {
+		out := map[string]string{}
+		for _, e := range c["environment"].([]any) {
+			kv := e.(map[string]any)
+			out[kv["name"].(string)] = kv["value"].(string)
+		}
+		return out
+	}
+
+	c := container(ecsVars(t, m, map[string]cty.Value{
+		"effect":      str("email"),
+		"environment": strMap("EMAIL_FROM", "orders@example.com", "WORKER_LEASE", "2m"),
+		"secrets":     strMap("EMAIL_API_TOKEN", testParameterARN, "DB_PASSWORD", testSecretARN+":password::"),
+	}))
+	e := env(c)
+	require.Equal(t, "orders@example.com", e["EMAIL_FROM"])
+	require.Equal(t, "2m", e["WORKER_LEASE"])
+	require.Equal(t, "email", e["WORKER_EFFECT"])
+	require.NotContains(t, e, "EMAIL_API_TOKEN", "a secret is no plain variable")
+	require.Equal(t, []any{
+		map[string]any{"name": "DB_PASSWORD", "valueFrom": testSecretARN + ":password::"},
+		map[string]any{"name": "EMAIL_API_TOKEN", "valueFrom": testParameterARN},
+	}, c["secrets"])
+
+	// Without secrets, no secrets key at all.
+	c = container(ecsVars(t, m, nil))
+	require.Nil(t, c["secrets"])
+	require.NotContains(t, env(c), "EMAIL_FROM")
+
+	// A secret name cannot shadow a managed setting, or a plain variable.
+	require.False(t, m.valid(t, "secrets", strMap("WORKER_EFFECT", testParameterARN)))
+	require.False(t, m.valid(t, "secrets", strMap("AWS_REGION", testParameterARN)))
+	require.False(t, m.valid(t, "secrets", strMap("BAD NAME", testParameterARN)))
+	require.False(t, m.valid(t, "secrets", strMap("TOKEN", "email/api-token")), "a full ARN: the grant names it")
+	require.False(t, m.valid(t, "secrets", strMap("TOKEN", "arn:aws:s3:::bucket/key")))
+	require.True(t, m.valid(t, "secrets", strMap("TOKEN", testSecretARN)))
+	require.True(t, m.valid(t, "secrets", strMap("TOKEN", testSecretARN+":password:AWSCURRENT:")))
+	guard := func(env cty.Value) bool {
+		return preconditions(t, td, scope{"var": ecsVars(t, m, map[string]cty.Value{
+			"environment": env, "secrets": strMap("TOKEN", testParameterARN), "move_to_dlq": cty.False,
+		})})
+	}
+	require.True(t, guard(strMap("OTHER", "x")))
+	require.False(t, guard(strMap("TOKEN", "x")), "TOKEN both plain and secret")
+}
+
+// TestWorkerECSSecretsAreLeastPrivilege: the execution role (which ECS uses
+// to read secrets at task start) gets read on exactly the given ARNs, and
+// kms:Decrypt on exactly the given keys through those services; the task
+// role (the worker's own identity) gets nothing of it.
+func TestWorkerECSSecretsAreLeastPrivilege(t *testing.T) {
+	m := load(t, "modules/worker-ecs")
+	n, role, p := rolePolicy(t, m, "aws_iam_role_policy.execution_secrets", ecsVars(t, m, map[string]cty.Value{
+		"secrets": strMap(
+			"EMAIL_API_TOKEN", testParameterARN,
+			"DB_PASSWORD", testSecretARN+":password::",
+			"DB_USER", testSecretARN+":username::",
+		),
+		"secrets_kms_key_arns": strList(testKeyARN),
+	}))
+	require.EqualValues(t, 1, n)
+	require.Equal(t, "aws_iam_role.execution.id", role)
+	require.Len(t, p.Statement, 3)
+	got := map[string][2][]string{}
+	for _, st := range p.Statement {
+		require.Equal(t, "Allow", st.Effect)
+		got[st.Sid] = [2][]string{st.Action, st.Resource}
+		if st.Sid == "DecryptSecrets" {
+			require.ElementsMatch(t, []string{"ssm.eu-west-1.amazonaws.com", "secretsmanager.eu-west-1.amazonaws.com"},
+				st.Condition["StringEquals"]["kms:ViaService"], "the keys only through SSM and Secrets Manager")
+		}
+	}
+	require.Equal(t, map[string][2][]string{
+		"ReadParameters": {{"ssm:GetParameters"}, {testParameterARN}},
+		"ReadSecrets":    {{"secretsmanager:GetSecretValue"}, {testSecretARN}},
+		"DecryptSecrets": {{"kms:Decrypt"}, {testKeyARN}},
+	}, got, "the secret's own ARN (no json key), once")
+
+	// Parameters only, no customer managed key: one statement.
+	_, _, p = rolePolicy(t, m, "aws_iam_role_policy.execution_secrets", ecsVars(t, m, map[string]cty.Value{
+		"secrets": strMap("EMAIL_API_TOKEN", testParameterARN),
+	}))
+	require.Len(t, p.Statement, 1)
+	require.Equal(t, []string{"ssm:GetParameters"}, p.Statement[0].Action)
+
+	// No secrets: no policy, whatever keys are listed.
+	n, _, _ = rolePolicy(t, m, "aws_iam_role_policy.execution_secrets", ecsVars(t, m, map[string]cty.Value{"secrets_kms_key_arns": strList(testKeyARN)}))
+	require.Zero(t, n)
+
+	// The task role's own document has no secrets statement (the worker's
+	// least-privilege test compares it statement by statement).
+	require.NotContains(t, statements(t, m, m.dataSource(t, "aws_iam_policy_document.task")), "ReadSecrets")
+	require.Contains(t, m.text(attr(t, m.resource(t, "aws_ecs_service.this").Body, "depends_on").Expr), "aws_iam_role_policy.execution_secrets",
+		"tasks start once they may read their secrets")
+}
+
+// TestWorkerModulesAttachExtraStatements: what a custom effect calls goes
+// into a policy of its own on the role the effect runs as.
+func TestWorkerModulesAttachExtraStatements(t *testing.T) {
+	statementsVar := cty.MapVal(map[string]cty.Value{
+		"SendEmail": cty.ObjectVal(map[string]cty.Value{
+			"actions":   strList("ses:SendRawEmail", "ses:SendEmail"),
+			"resources": strList("arn:aws:ses:eu-west-1:123456789012:identity/example.com"),
+		}),
+		"Publish": cty.ObjectVal(map[string]cty.Value{
+			"actions":   strList("sns:Publish"),
+			"resources": strList("arn:aws:sns:eu-west-1:123456789012:sent"),
+		}),
+	})
+	for _, tc := range []struct {
+		dir, role string
+		vars      func(*testing.T, *module, map[string]cty.Value) map[string]cty.Value
+	}{
+		{"modules/worker-ecs", "aws_iam_role.task.id", ecsVars},
+		{"modules/worker-lambda", "aws_iam_role.this.id", lambdaVars},
+	} {
+		m := load(t, tc.dir)
+		n, role, p := rolePolicy(t, m, "aws_iam_role_policy.effect", tc.vars(t, m, map[string]cty.Value{"policy_statements": statementsVar}))
+		require.EqualValues(t, 1, n, tc.dir)
+		require.Equal(t, tc.role, role, "%s: on the role the effect runs as", tc.dir)
+		require.Len(t, p.Statement, 2, tc.dir)
+		require.Equal(t, "Publish", p.Statement[0].Sid)
+		require.Equal(t, []string{"sns:Publish"}, p.Statement[0].Action)
+		require.Equal(t, []string{"arn:aws:sns:eu-west-1:123456789012:sent"}, p.Statement[0].Resource)
+		require.Equal(t, "SendEmail", p.Statement[1].Sid)
+		require.Equal(t, "Allow", p.Statement[1].Effect)
+		require.Equal(t, []string{"ses:SendEmail", "ses:SendRawEmail"}, p.Statement[1].Action)
+		require.Equal(t, []string{"arn:aws:ses:eu-west-1:123456789012:identity/example.com"}, p.Statement[1].Resource)
+
+		n, _, _ = rolePolicy(t, m, "aws_iam_role_policy.effect", tc.vars(t, m, nil))
+		require.Zero(t, n, "%s: no statements, no policy", tc.dir)
+
+		stmt := func(sid string, actions, resources cty.Value) cty.Value {
+			return cty.MapVal(map[string]cty.Value{sid: cty.ObjectVal(map[string]cty.Value{"actions": actions, "resources": resources})})
+		}
+		res := strList("arn:aws:sns:eu-west-1:123456789012:sent")
+		require.True(t, m.valid(t, "policy_statements", stmt("Publish", strList("sns:Publish"), res)), tc.dir)
+		require.False(t, m.valid(t, "policy_statements", stmt("Publish", strList("sns:*"), res)), "%s: wildcard action", tc.dir)
+		require.False(t, m.valid(t, "policy_statements", stmt("Publish", strList("*"), res)), "%s: every action", tc.dir)
+		require.False(t, m.valid(t, "policy_statements", stmt("Publish", strList("sns:Publish"), strList("*"))), "%s: every resource", tc.dir)
+		require.False(t, m.valid(t, "policy_statements", stmt("Publish", strList(), res)), "%s: no action", tc.dir)
+		require.False(t, m.valid(t, "policy_statements", stmt("Publish", strList("sns:Publish"), strList())), "%s: no resource", tc.dir)
+		require.False(t, m.valid(t, "policy_statements", stmt("send-email", strList("sns:Publish"), res)), "%s: a Sid is letters and digits", tc.dir)
+	}
+	// Lambda starts once its effect may make its calls.
+	m := load(t, "modules/worker-lambda")
+	require.Contains(t, m.text(attr(t, m.resource(t, "aws_lambda_function.this").Body, "depends_on").Expr), "aws_iam_role_policy.effect")
+	m = load(t, "modules/worker-ecs")
+	require.Contains(t, m.text(attr(t, m.resource(t, "aws_ecs_service.this").Body, "depends_on").Expr), "aws_iam_role_policy.effect")
+}
+
+// TestWorkerLambdaPassesEnvironmentAndSecretARNs: Lambda cannot inject
+// secrets, so the function gets <NAME>_ARN and its role may read exactly
+// those ARNs (through SSM or Secrets Manager with the given keys).
+func TestWorkerLambdaPassesEnvironmentAndSecretARNs(t *testing.T) {
+	m := load(t, "modules/worker-lambda")
+	vars := lambdaVars(t, m, map[string]cty.Value{
+		"effect":               str("email"),
+		"environment":          strMap("EMAIL_FROM", "orders@example.com"),
+		"secrets":              strMap("EMAIL_API_TOKEN", testParameterARN, "DB_PASSWORD", testSecretARN),
+		"secrets_kms_key_arns": strList(testKeyARN),
+	})
+	env := m.evalLocals(vars)["environment"].AsValueMap()
+	require.Equal(t, "orders@example.com", env["EMAIL_FROM"].AsString())
+	require.Equal(t, testParameterARN, env["EMAIL_API_TOKEN_ARN"].AsString())
+	require.Equal(t, testSecretARN, env["DB_PASSWORD_ARN"].AsString())
+	require.NotContains(t, env, "EMAIL_API_TOKEN", "the value is read by the effect, never put in the configuration")
+	require.Equal(t, "email", env["WORKER_EFFECT"].AsString())
+	require.Equal(t, "local.environment", m.text(attr(t, m.resource(t, "aws_lambda_function.this").Body, "environment", "variables").Expr))
+
+	n, role, p := rolePolicy(t, m, "aws_iam_role_policy.effect", vars)
+	require.EqualValues(t, 1, n)
+	require.Equal(t, "aws_iam_role.this.id", role)
+	got := map[string][2][]string{}
+	for _, st := range p.Statement {
+		got[st.Sid] = [2][]string{st.Action, st.Resource}
+		if st.Sid == "DecryptSecrets" {
+			require.ElementsMatch(t, []string{"ssm.eu-west-1.amazonaws.com", "secretsmanager.eu-west-1.amazonaws.com"}, st.Condition["StringEquals"]["kms:ViaService"])
+		}
+	}
+	require.Equal(t, map[string][2][]string{
+		"ReadParameters": {{"ssm:GetParameter"}, {testParameterARN}},
+		"ReadSecrets":    {{"secretsmanager:GetSecretValue"}, {testSecretARN}},
+		"DecryptSecrets": {{"kms:Decrypt"}, {testKeyARN}},
+	}, got)
+
+	require.False(t, m.valid(t, "secrets", strMap("WORKER_X", testParameterARN)))
+	require.False(t, m.valid(t, "secrets", strMap("TOKEN", "email/api-token")))
+	guard := func(env cty.Value) bool {
+		return preconditions(t, m.resource(t, "aws_lambda_function.this"), scope{"var": lambdaVars(t, m, map[string]cty.Value{
+			"environment": env, "secrets": strMap("TOKEN", testParameterARN), "move_to_dlq": cty.False,
+		})})
+	}
+	require.True(t, guard(strMap("TOKEN", "x")))
+	require.False(t, guard(strMap("TOKEN_ARN", "x")), "TOKEN_ARN both plain and a secret's")
+}
+
+// ---------------------------------------------------------------------------
+// examples/custom-effect/terraform
+
+// TestCustomEffectExampleDeploysItsEffect: the example root runs the effect
+// main.go registers, gives it every setting newSendEmail reads (as a plain
+// variable or a secret), and, evaluated through the worker-ecs module, the
+// container gets them and the execution role may read the token's parameter.
+func TestCustomEffectExampleDeploysItsEffect(t *testing.T) {
+	m := load(t, customEffectRoot)
+	src, err := os.ReadFile(filepath.Join(customEffectRoot, "..", "main.go"))
+	require.NoError(t, err)
+	registered := regexp.MustCompile(`effect\.Register\("([^"]+)"`).FindAllStringSubmatch(string(src), -1)
+	require.Len(t, registered, 1)
+	var reads []string
+	for _, match := range regexp.MustCompile(`env\.Lookup\("([A-Z0-9_]+)"\)`).FindAllStringSubmatch(string(src), -1) {
+		reads = append(reads, match[1])
+	}
+	require.NotEmpty(t, reads)
+
+	call := m.call(t, "worker")
+	require.Equal(t, "../../../infra/terraform/modules/worker-ecs", literal(t, attr(t, call.Body, "source").Expr).AsString())
+	require.Equal(t, registered[0][1], literal(t, attr(t, call.Body, "effect").Expr).AsString(), "the effect main.go registers")
+	require.Equal(t, "var.container_image", m.text(attr(t, call.Body, "container_image").Expr))
+	require.Contains(t, m.variables["container_image"].Body.Attributes["description"].Expr.(*hclsyntax.TemplateExpr).Parts[0].(*hclsyntax.LiteralValueExpr).Val.AsString(),
+		"make image MAIN=./examples/custom-effect")
+
+	// The example's inputs, from terraform.tfvars.example: each passes its validations.
+	tfvars, err := os.ReadFile(filepath.Join(customEffectRoot, "terraform.tfvars.example"))
+	require.NoError(t, err)
+	f, diags := hclsyntax.ParseConfig(tfvars, "terraform.tfvars.example", hcl.InitialPos)
+	require.False(t, diags.HasErrors(), diags.Error())
+	given := map[string]cty.Value{}
+	for name, a := range f.Body.(*hclsyntax.Body).Attributes {
+		given[name] = literal(t, a.Expr)
+		require.True(t, m.valid(t, name, given[name]), "terraform.tfvars.example: %s", name)
+	}
+	for name, v := range m.variables {
+		if _, hasDefault := v.Body.Attributes["default"]; !hasDefault {
+			require.Contains(t, given, name, "terraform.tfvars.example sets every required variable")
+		}
+	}
+	vars := m.withVars(t, given)
+	s := scope{"var": vars}
+	environment := eval(t, attr(t, call.Body, "environment").Expr, s)
+	secrets := eval(t, attr(t, call.Body, "secrets").Expr, s)
+	for _, name := range reads {
+		inEnv, inSecrets := environment.Type().HasAttribute(name), secrets.Type().HasAttribute(name)
+		require.True(t, inEnv != inSecrets, "%s, which newSendEmail reads, must be set once: environment or secrets", name)
+	}
+	require.True(t, secrets.Type().HasAttribute("EMAIL_API_TOKEN"), "the token is a secret")
+	require.Equal(t, "var.policy_statements", m.text(attr(t, call.Body, "policy_statements").Expr))
+
+	// Through the module: the container and the execution role.
+	ecs := load(t, "modules/worker-ecs")
+	toMap := func(v cty.Value) cty.Value {
+		out := map[string]cty.Value{}
+		for k, e := range v.AsValueMap() {
+			out[k] = e
+		}
+		return cty.MapVal(out)
+	}
+	modVars := ecsVars(t, ecs, map[string]cty.Value{
+		"effect": str(registered[0][1]), "environment": toMap(environment), "secrets": toMap(secrets),
+		"secrets_kms_key_arns": eval(t, attr(t, call.Body, "secrets_kms_key_arns").Expr, s),
+	})
+	local := ecs.evalLocals(modVars)
+	var defs []map[string]any
+	ctx := scope{"var": modVars, "local": local, "aws_cloudwatch_log_group": {"this": cty.ObjectVal(map[string]cty.Value{"name": str("/ecs/w")})}}
+	require.NoError(t, json.Unmarshal([]byte(eval(t, attr(t, ecs.resource(t, "aws_ecs_task_definition.this").Body, "container_definitions").Expr, ctx).AsString()), &defs))
+	require.Contains(t, defs[0]["environment"], map[string]any{"name": "EMAIL_API_URL", "value": given["email_api_url"].AsString()})
+	require.Contains(t, defs[0]["environment"], map[string]any{"name": "WORKER_EFFECT", "value": "email"})
+	require.Equal(t, []any{map[string]any{"name": "EMAIL_API_TOKEN", "valueFrom": given["email_api_token_parameter_arn"].AsString()}}, defs[0]["secrets"])
+	n, _, p := rolePolicy(t, ecs, "aws_iam_role_policy.execution_secrets", modVars)
+	require.EqualValues(t, 1, n)
+	require.Len(t, p.Statement, 1)
+	require.Equal(t, []string{"ssm:GetParameters"}, p.Statement[0].Action)
+	require.Equal(t, []string{given["email_api_token_parameter_arn"].AsString()}, p.Statement[0].Resource)
 }

@@ -94,13 +94,6 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f", a/b)
 }
 
-func pct(a, b float64) string {
-	if b <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f%%", 100*a/b)
-}
-
 // perReceive is messages per ReceiveMessage request.
 func (r Drain) perReceive() string {
 	n := r.Window.Requests["SQS.ReceiveMessage"]

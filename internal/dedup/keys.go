@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -31,8 +32,15 @@ const MaxKeyBytes = 2048
 
 // KeySource says where a message's dedup key comes from.
 type KeySource struct {
-	kind string // auto, attr, json, body
+	kind string // auto, attr, json, body, func
 	arg  string // attribute name or JSON pointer
+	fn   func(effect.Message) (string, error)
+}
+
+// KeyFunc is the key source that calls f. Its error, or an empty key, is a
+// permanent failure of the message.
+func KeyFunc(f func(effect.Message) (string, error)) KeySource {
+	return KeySource{kind: "func", fn: f}
 }
 
 // ParseKeySource parses auto, attr:NAME, json:/pointer or body.
@@ -84,6 +92,15 @@ func (k KeySource) Extract(m effect.Message) (string, error) {
 		return "", effect.Permanent(fmt.Errorf("message has no %q attribute (dedup key source %s)", k.arg, k))
 	case "body":
 		return PayloadHash(m.Body), nil
+	case "func":
+		v, err := k.fn(m)
+		if err != nil {
+			return "", effect.Permanent(fmt.Errorf("dedup key function: %w", err))
+		}
+		if v == "" {
+			return "", effect.Permanent(errors.New("dedup key function returned an empty key"))
+		}
+		return v, nil
 	case "json":
 		v, err := jsonPointer(m.Body, k.arg)
 		if err != nil {
@@ -96,14 +113,39 @@ func (k KeySource) Extract(m effect.Message) (string, error) {
 
 // jsonPointer resolves an RFC 6901 pointer in body to a string or number.
 func jsonPointer(body, ptr string) (string, error) {
+	doc, err := DecodeJSON([]byte(body))
+	if err != nil {
+		return "", fmt.Errorf("body %v", err)
+	}
+	v, ok := Pointer(doc, ptr)
+	if !ok {
+		return "", fmt.Errorf("body has no %s", ptr)
+	}
+	return KeyValue(v, ptr)
+}
+
+// DecodeJSON decodes exactly one JSON value, numbers kept as json.Number.
+func DecodeJSON(b []byte) (any, error) {
 	var doc any
-	dec := json.NewDecoder(strings.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return "", fmt.Errorf("body is not JSON: %v", err)
+		return nil, fmt.Errorf("is not JSON: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return "", errors.New("body is not one JSON value: it has data after the first")
+		return nil, errors.New("is not one JSON value: it has data after the first")
+	}
+	return doc, nil
+}
+
+// Pointer resolves an RFC 6901 JSON pointer ("/order/id") in a document
+// from DecodeJSON; false when the document has no such value.
+func Pointer(doc any, ptr string) (any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, false
 	}
 	cur := doc
 	for _, tok := range strings.Split(ptr[1:], "/") {
@@ -112,20 +154,26 @@ func jsonPointer(body, ptr string) (string, error) {
 		case map[string]any:
 			next, ok := v[tok]
 			if !ok {
-				return "", fmt.Errorf("body has no %s", ptr)
+				return nil, false
 			}
 			cur = next
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(v) || tok != strconv.Itoa(i) {
-				return "", fmt.Errorf("body has no %s", ptr)
+				return nil, false
 			}
 			cur = v[i]
 		default:
-			return "", fmt.Errorf("body has no %s", ptr)
+			return nil, false
 		}
 	}
-	switch v := cur.(type) {
+	return cur, true
+}
+
+// KeyValue is a pointed-to value as a key part: a non-empty string, or a
+// number as written.
+func KeyValue(v any, ptr string) (string, error) {
+	switch v := v.(type) {
 	case string:
 		if v == "" {
 			return "", fmt.Errorf("%s is empty", ptr)

@@ -1,6 +1,7 @@
 package dedup_test
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -181,4 +182,23 @@ func TestPayloadHash(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", dedup.PayloadHash(""))
 	require.NotEqual(t, dedup.PayloadHash("a"), dedup.PayloadHash("b"))
+}
+
+func TestKeyFunc(t *testing.T) {
+	t.Parallel()
+	k := dedup.KeyFunc(func(m effect.Message) (string, error) {
+		if m.Body == "bad" {
+			return "", errors.New("no order id")
+		}
+		return strings.ToUpper(m.Body), nil
+	})
+	got, err := k.Extract(effect.Message{Body: "o-1"})
+	require.NoError(t, err)
+	require.Equal(t, "O-1", got)
+	_, err = k.Extract(effect.Message{Body: "bad"})
+	require.True(t, effect.IsPermanent(err))
+	require.ErrorContains(t, err, "no order id")
+	_, err = k.Extract(effect.Message{Body: ""})
+	require.True(t, effect.IsPermanent(err), "an empty key is permanent")
+	require.Equal(t, "func", k.String())
 }

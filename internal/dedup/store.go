@@ -169,7 +169,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		// The lease runs from the put that took effect, not from this one.
 		won.LeaseUntil, won.ExpiresAt = rec.LeaseUntil, rec.ExpiresAt
 		return won, nil
-	case rec.Status == StatusCompleted && rec.PayloadSHA256 == req.PayloadSHA256:
+	case rec.Status == StatusCompleted && (rec.PayloadSHA256 == req.PayloadSHA256 || !Comparable(rec.PayloadSHA256, req.PayloadSHA256)):
+		// Fingerprints of different kinds (the payload source changed, or
+		// none) cannot tell a conflict: the completed key stands.
 		c.Outcome = Duplicate
 	case rec.Status == StatusCompleted:
 		c.Outcome = Conflict

@@ -99,8 +99,18 @@ type Config struct {
 	// Default MinLeaseDefault.
 	MinLease time.Duration
 	// QueueURL returns the URL of the queue with the given ARN, for effects.
-	// Nil, or an empty answer: the AWS URL built from the ARN.
+	// Nil, or an empty answer: the AWS URL built from the ARN. Resolve's
+	// answer, when it has a URL, wins.
 	QueueURL func(arn string) string
+	// Resolve, when set, tells what the handler needs to know of the queue
+	// with the given ARN; it is called for each queue of a batch before any
+	// of the queue's records runs, and should answer from a cache after the
+	// first call (the worker reads a queue's attributes once per container).
+	// Its PerGroup scopes the dedup keys of the queue's messages, whatever
+	// the Processor's Scope says: an event names its queue but not the
+	// queue's DeduplicationScope. When it fails, the queue's records in the
+	// batch are reported, to come back. It must be safe for concurrent use.
+	Resolve func(ctx context.Context, arn string) (Queue, error)
 	// MoveToDLQ, when set, sends a permanently failed record to its queue's
 	// dead-letter queue. A record moved is not reported, so the mapping
 	// deletes it, and the rest of its FIFO group in the batch goes on (were it
@@ -111,6 +121,21 @@ type Config struct {
 	MoveToDLQ func(ctx context.Context, rec events.SQSMessage) error
 	// Log receives one line per failed message and one per batch.
 	Log *slog.Logger
+}
+
+// Queue is what the handler knows of an event source queue (Config.Resolve).
+type Queue struct {
+	// URL is the queue's URL, for effects; "" for Config.QueueURL's answer.
+	URL string
+	// PerGroup: the queue's DeduplicationScope is messageGroup, so the same
+	// dedup key in two message groups is two messages.
+	PerGroup bool
+}
+
+// resolved is Resolve's answer for one queue of a batch.
+type resolved struct {
+	q   Queue
+	err error
 }
 
 // Handler handles SQS events. It is safe for concurrent use.
@@ -158,6 +183,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	start := time.Now()
 	done := make([]bool, len(ev.Records)) // may be deleted: committed, or a duplicate
 	var t tally
+	queues := h.resolve(ctx, ev.Records)
 	lanes := h.lanes(ev.Records)
 
 	sem := make(chan struct{}, h.cfg.Concurrency)
@@ -167,7 +193,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for i, idx := range lane {
-				ok, stop := h.one(ctx, ev.Records[idx], &t)
+				ok, stop := h.one(ctx, ev.Records[idx], queues, &t)
 				done[idx] = ok
 				if !stop {
 					continue
@@ -240,14 +266,50 @@ func (h *Handler) lanes(recs []events.SQSMessage) [][]int {
 	return lanes
 }
 
+// resolve asks Config.Resolve about each queue of the batch, once.
+func (h *Handler) resolve(ctx context.Context, recs []events.SQSMessage) map[string]resolved {
+	if h.cfg.Resolve == nil {
+		return nil
+	}
+	out := map[string]resolved{}
+	for _, r := range recs {
+		arn := r.EventSourceARN
+		if _, done := out[arn]; done || queueName(arn) == "" {
+			continue
+		}
+		q, err := h.cfg.Resolve(ctx, arn)
+		out[arn] = resolved{q: q, err: err}
+		if err != nil {
+			h.cfg.Log.Error("cannot read the queue's attributes: its messages are reported, to come back",
+				"queue", queueName(arn), "err", err)
+		}
+	}
+	return out
+}
+
 // one processes one record. ok: it may be deleted (not reported); stop: the
 // rest of its lane must not run.
-func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) (ok, stop bool) {
+func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[string]resolved, t *tally) (ok, stop bool) {
 	log := h.cfg.Log.With("queue", queueName(r.EventSourceARN), "message_id", r.MessageId, "group", r.Attributes[attrGroup])
 	m, err := h.message(r)
 	if err != nil {
 		moved := h.permanent(ctx, r, log, t, 0, err)
 		return moved, !moved
+	}
+	var scope *dedup.Scope
+	if h.cfg.Resolve != nil {
+		q := queues[r.EventSourceARN]
+		if q.err != nil {
+			t.count(func() { t.retried++ })
+			log.Info("retry: reported as a batch item failure (the queue's attributes are unknown)", "err", q.err)
+			return false, true
+		}
+		if q.q.URL != "" {
+			m.QueueURL = q.q.URL
+		}
+		s := h.cfg.Processor.Scope(m)
+		s.PerGroup = q.q.PerGroup
+		scope = &s
 	}
 	hooks := process.Hooks{}
 	wctx := ctx
@@ -266,6 +328,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, t *tally) (ok, s
 		// Commit retries end before the deadline, leaving time to answer.
 		hooks = process.Hooks{Lease: lease, NoExtend: true, CommitBy: deadline.Add(-h.cfg.LeaseMargin / 4)}
 	}
+	hooks.Scope = scope
 	start := time.Now()
 	res := h.cfg.Processor.Process(wctx, m, hooks)
 	log = log.With("dedup_key", res.Key, "action", res.Action.String(), "duration_ms", time.Since(start).Milliseconds())

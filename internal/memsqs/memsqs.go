@@ -1023,7 +1023,8 @@ func (s *Server) view(q *queue, m *message, in *sqs.ReceiveMessageInput) types.M
 	for _, n := range in.MessageSystemAttributeNames {
 		sys[string(n)] = true
 	}
-	for _, n := range in.AttributeNames { //nolint:staticcheck // the deprecated spelling still works on SQS
+	//lint:ignore SA1019 the deprecated spelling still works on SQS, so the fake takes it too
+	for _, n := range in.AttributeNames {
 		sys[string(n)] = true
 	}
 	if len(sys) > 0 {

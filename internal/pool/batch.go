@@ -2,7 +2,9 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,12 +21,26 @@ const maxBatch = 10
 type batchOp struct {
 	receipt    string
 	visibility int32 // seconds; -1 means delete
+	// done, set for a visibility extension, is told the entry's outcome:
+	// nil when SQS confirmed it, else the call's or the entry's error (a
+	// batchError for an entry). Its failures are reported as opExtend, not
+	// as failed hand-backs. It is not called when a later operation on the
+	// same receipt replaces the entry before it is sent.
+	done func(err error)
 }
+
+// Ops reported to a batcher's onFail.
+const (
+	opDelete = "delete"
+	opChange = "change_visibility" // hand-backs and final visibility changes
+	opExtend = "extend"            // the keeper's visibility extensions
+)
 
 // batcher groups deletes and visibility changes of one queue into batch
 // requests, flushed at 10 entries, after a short delay, or at once when the
 // pool says nothing else is coming (idle). It is owned by the pool: started
-// by run, ended by close, which flushes what is pending.
+// by run, ended by close, which flushes what is pending. onFail is told of
+// failed entries per request and op (opDelete, opChange, opExtend).
 type batcher struct {
 	client  SQS
 	url     string
@@ -54,6 +70,12 @@ func (b *batcher) changeVisibility(receipt string, d time.Duration) {
 	b.add(batchOp{receipt: receipt, visibility: visibilitySeconds(d)})
 }
 
+// extend queues a visibility extension; done is told whether SQS confirmed
+// it (see batchOp.done).
+func (b *batcher) extend(receipt string, d time.Duration, done func(err error)) {
+	b.add(batchOp{receipt: receipt, visibility: visibilitySeconds(d), done: done})
+}
+
 // add queues op. Operations on one receipt handle coalesce: a later
 // visibility change replaces a pending one (a heartbeat's extension must not
 // be sent after the final hand-back), and a delete drops pending changes.
@@ -67,7 +89,7 @@ func (b *batcher) add(op batchOp) {
 	} else {
 		for i := range b.changes {
 			if b.changes[i].receipt == op.receipt {
-				b.changes[i].visibility = op.visibility
+				b.changes[i] = op
 				b.mu.Unlock()
 				return
 			}
@@ -207,12 +229,15 @@ func (b *batcher) sendDeletes(ctx context.Context, ops []batchOp) {
 	out, err := b.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &b.url, Entries: entries})
 	switch {
 	case err != nil:
-		b.onFail("delete", len(ops), err)
+		b.onFail(opDelete, len(ops), err)
 	case len(out.Failed) > 0:
-		b.onFail("delete", len(out.Failed), batchErr(out.Failed))
+		b.onFail(opDelete, len(out.Failed), batchErr(out.Failed))
 	}
 }
 
+// sendChanges sends one ChangeMessageVisibilityBatch. Hand-backs and
+// extensions are reported apart (opChange, opExtend); each extension learns
+// its own outcome: confirmed only when its entry is in Successful.
 func (b *batcher) sendChanges(ctx context.Context, ops []batchOp) {
 	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(ops))
 	for i, op := range ops {
@@ -221,12 +246,56 @@ func (b *batcher) sendChanges(ctx context.Context, ops []batchOp) {
 		}
 	}
 	out, err := b.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &b.url, Entries: entries})
-	switch {
-	case err != nil:
-		b.onFail("change_visibility", len(ops), err)
-	case len(out.Failed) > 0:
-		b.onFail("change_visibility", len(out.Failed), batchErr(out.Failed))
+	errs := make([]error, len(ops))
+	if err != nil {
+		// It may have taken effect, or not: an extension counts as failed
+		// (and is tried again); SQS's deadline is then later than ours.
+		for i := range errs {
+			errs[i] = err
+		}
+	} else {
+		for i := range errs {
+			errs[i] = errNoResult
+		}
+		for _, s := range out.Successful {
+			if i, ok := entryIndex(s.Id, len(ops)); ok {
+				errs[i] = nil
+			}
+		}
+		for _, f := range out.Failed {
+			if i, ok := entryIndex(f.Id, len(ops)); ok {
+				errs[i] = batchError{code: aws.ToString(f.Code), msg: aws.ToString(f.Message)}
+			}
+		}
 	}
+	var failed [2]int // hand-backs, extensions
+	var first [2]error
+	for i, op := range ops {
+		k := 0
+		if op.done != nil {
+			k = 1
+			op.done(errs[i])
+		}
+		if errs[i] != nil {
+			failed[k]++
+			if first[k] == nil {
+				first[k] = errs[i]
+			}
+		}
+	}
+	for k, op := range []string{opChange, opExtend} {
+		if failed[k] > 0 {
+			b.onFail(op, failed[k], first[k])
+		}
+	}
+}
+
+// errNoResult: SQS's answer names an entry neither successful nor failed.
+var errNoResult = errors.New("no result for the entry in the batch response")
+
+func entryIndex(id *string, n int) (int, bool) {
+	i, err := strconv.Atoi(aws.ToString(id))
+	return i, err == nil && i >= 0 && i < n
 }
 
 func (b *batcher) close() {
@@ -237,6 +306,27 @@ func (b *batcher) close() {
 type batchError struct{ code, msg string }
 
 func (e batchError) Error() string { return e.code + ": " + e.msg }
+
+// staleReceipt reports whether err is an entry's answer saying that its
+// receipt handle no longer works: the message was received again, or is no
+// longer in flight (its visibility lapsed, or it is gone). The worker no
+// longer owns that delivery, and trying again cannot help.
+func staleReceipt(err error) bool {
+	var be batchError
+	if !errors.As(err, &be) {
+		return false
+	}
+	switch {
+	case strings.HasSuffix(be.code, "ReceiptHandleIsInvalid"), strings.HasSuffix(be.code, "MessageNotInflight"):
+		return true
+	case strings.HasSuffix(be.code, "InvalidParameterValue"):
+		// SQS's answer for an expired handle: "Value ... for parameter
+		// ReceiptHandle is invalid. Reason: Message does not exist or is not
+		// available for visibility timeout change."
+		return strings.Contains(be.msg, "ReceiptHandle")
+	}
+	return false
+}
 
 func batchErr(f []types.BatchResultErrorEntry) error {
 	return batchError{code: aws.ToString(f[0].Code), msg: aws.ToString(f[0].Message)}

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -180,4 +181,78 @@ func TestBatcherFlushesAtOnceWhenIdle(t *testing.T) {
 	b.delete("r2")
 	time.Sleep(200 * time.Millisecond)
 	require.Equal(t, 2, c.deleted(), "a lone entry after a spent signal waits for company")
+}
+
+// changeFailSQS fails the ChangeMessageVisibilityBatch entries whose
+// receipt is in fail, with that code.
+type changeFailSQS struct {
+	SQS
+	fail map[string]string
+}
+
+func (c changeFailSQS) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	out := &sqs.ChangeMessageVisibilityBatchOutput{}
+	for _, e := range in.Entries {
+		if code, ok := c.fail[aws.ToString(e.ReceiptHandle)]; ok {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String(code), Message: aws.String("nope"), SenderFault: true})
+			continue
+		}
+		out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// TestBatcherTellsEachExtensionItsOutcome: an extension learns its own
+// entry's answer, and failed extensions are reported apart from failed
+// hand-backs (so that a failure is counted once, where it belongs).
+func TestBatcherTellsEachExtensionItsOutcome(t *testing.T) {
+	t.Parallel()
+	c := changeFailSQS{fail: map[string]string{"e2": "InternalError", "e3": "ReceiptHandleIsInvalid", "h2": "MessageNotInflight"}}
+	var mu sync.Mutex
+	var reports []string
+	outcome := map[string]error{}
+	b := newBatcher(c, "q", time.Hour, func(op string, n int, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, op+":"+strconv.Itoa(n))
+	})
+	go b.run()
+	for _, r := range []string{"e1", "e2", "e3"} {
+		b.extend(r, 30*time.Second, func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcome[r] = err
+		})
+	}
+	b.changeVisibility("h1", 0)
+	b.changeVisibility("h2", 0)
+	b.close()
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, outcome, 3)
+	require.NoError(t, outcome["e1"])
+	require.EqualError(t, outcome["e2"], "InternalError: nope")
+	require.False(t, staleReceipt(outcome["e2"]))
+	require.True(t, staleReceipt(outcome["e3"]))
+	require.ElementsMatch(t, []string{"change_visibility:1", "extend:2"}, reports)
+}
+
+func TestStaleReceiptCodes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		code, msg string
+		stale     bool
+	}{
+		{"ReceiptHandleIsInvalid", "", true},
+		{"MessageNotInflight", "", true},
+		{"AWS.SimpleQueueService.MessageNotInflight", "", true},
+		{"InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", true},
+		{"InvalidParameterValue", "Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", false},
+		{"InternalError", "", false},
+		{"ServiceUnavailable", "", false},
+	} {
+		require.Equal(t, c.stale, staleReceipt(batchError{code: c.code, msg: c.msg}), c.code+" "+c.msg)
+	}
+	require.False(t, staleReceipt(errors.New("ReceiptHandleIsInvalid")), "only an entry's answer says so")
 }

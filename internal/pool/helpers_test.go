@@ -90,18 +90,6 @@ func (r *recordingSQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput
 	return r.SQS.SendMessage(ctx, in, opts...)
 }
 
-func (r *recordingSQS) changesFor(receipt string) []int32 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []int32
-	for _, e := range r.changes {
-		if aws.ToString(e.ReceiptHandle) == receipt {
-			out = append(out, e.VisibilityTimeout)
-		}
-	}
-	return out
-}
-
 // testObserver counts what the pool reports.
 type testObserver struct {
 	nopObserver

@@ -49,8 +49,9 @@ type Queue struct {
 	Visibility time.Duration // asked for at receive (the queue's VisibilityTimeout or an override); held messages are extended at about half of it
 	Lease      time.Duration // dedup lease per claim; DefaultLease(Visibility) if 0
 	Receivers  int           // concurrent long polls; ReceiversDefault if 0
-	// DLQURL, when set, receives permanent failures directly (keeping group
-	// and dedup ids); otherwise they are left to the queue's redrive policy.
+	// DLQURL, when set, receives permanent failures directly (DeadLetterCopy:
+	// group and dedup key kept, a dedup id of the copy's own); otherwise they
+	// are left to the queue's redrive policy.
 	DLQURL string
 }
 
@@ -75,8 +76,26 @@ type Observer interface {
 	Received(queue string, n int)
 	Done(queue string, r process.Result, took time.Duration)
 	ReceiveError(queue string, err error)
+	// BatchFailed: n delete or hand-back (visibility change) entries
+	// failed; op is "delete" or "change_visibility". The keeper's
+	// extensions are not counted here (see ExtensionObserver).
 	BatchFailed(queue, op string, n int)
 	InFlight(delta int)
+}
+
+// ExtensionObserver is an optional interface of an Observer: it is told
+// about the visibility keeper's failures.
+type ExtensionObserver interface {
+	// ExtensionFailed: n visibility extensions failed, as a whole call or
+	// as entries (stale receipts included). Each is tried again soon
+	// unless its receipt is stale; meanwhile the pool counts on the last
+	// confirmed deadline only.
+	ExtensionFailed(queue string, n int)
+	// ReceiptStale: n held deliveries were lost because SQS refused their
+	// receipt handle (ReceiptHandleIsInvalid, MessageNotInflight): the
+	// worker no longer owns them. One waiting for its turn is not run; a
+	// running one finishes (the ledger decides), but is not extended.
+	ReceiptStale(queue string, n int)
 }
 
 // Config of a Pool.
@@ -134,6 +153,11 @@ type queueState struct {
 	q   *Queue
 	b   *batcher
 	vis int32 // visibility timeout asked for at receive, in seconds
+	// retryAfter is how soon a failed extension is tried again.
+	retryAfter time.Duration
+	wake       chan struct{} // asks the keeper for an early round
+	// onStale is told of a held delivery whose receipt SQS refused (under mu).
+	onStale func(d *delivery, err error)
 
 	mu   sync.Mutex
 	held map[*delivery]struct{}
@@ -153,8 +177,17 @@ type delivery struct {
 	receivedAt time.Time // conservative estimate of when SQS handed it out
 	raw        types.Message
 	// visibleUntil is when the message becomes visible again unless it is
-	// extended; a lower bound of SQS's view. Guarded by queueState.mu.
+	// extended; a lower bound of SQS's view: it advances only when SQS
+	// confirms an extension. Guarded by queueState.mu, as are the fields
+	// below.
 	visibleUntil time.Time
+	// extending: an extension is queued or sent and not answered yet.
+	extending bool
+	// retryAt: a failed extension is not tried again before it.
+	retryAt time.Time
+	// lost: SQS refused the receipt as stale; the worker no longer owns
+	// this delivery, and it is neither extended nor started.
+	lost bool
 	// retries counts the retries in place so far (owned by its lane).
 	retries int
 }
@@ -220,14 +253,37 @@ func New(cfg Config) (*Pool, error) {
 		queues:    make(map[string]*queueState),
 	}
 	p.want = min(maxBatch, max(1, cfg.MaxInFlight/receivers))
+	ext, _ := cfg.Observer.(ExtensionObserver)
 	for i := range p.cfg.Queues {
 		q := &p.cfg.Queues[i]
 		url := q.URL
+		name := QueueName(url)
+		var extLog logEvery
 		b := newBatcher(cfg.Client, url, cfg.AckDelay, func(op string, n int, err error) {
-			p.obs.BatchFailed(QueueName(url), op, n)
-			p.log.Warn("batch request failed", "queue", QueueName(url), "op", op, "entries", n, "err", err)
+			if op == opExtend {
+				if ext != nil {
+					ext.ExtensionFailed(name, n)
+				}
+				if extLog.due(10 * time.Second) {
+					p.log.Warn("visibility extension failed; trying again soon", "queue", name, "entries", n, "err", err)
+				}
+				return
+			}
+			p.obs.BatchFailed(name, op, n)
+			p.log.Warn("batch request failed", "queue", name, "op", op, "entries", n, "err", err)
 		})
-		p.queues[url] = &queueState{q: q, b: b, vis: visibilitySeconds(q.Visibility), held: map[*delivery]struct{}{}}
+		vis := visibilitySeconds(q.Visibility)
+		p.queues[url] = &queueState{
+			q: q, b: b, vis: vis, held: map[*delivery]struct{}{},
+			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
+			onStale: func(d *delivery, err error) {
+				if ext != nil {
+					ext.ReceiptStale(name, 1)
+				}
+				p.log.Warn("receipt handle refused while extending the visibility: the message is no longer ours; not extending or starting it",
+					"queue", name, "message_id", d.msg.ID, "group", d.msg.Group, "err", err)
+			},
+		}
 	}
 	return p, nil
 }
@@ -405,17 +461,21 @@ func (p *Pool) releaseInflight(n int) {
 }
 
 // keep extends the visibility of every message the pool holds for a queue,
-// running or waiting for its turn, at about half the visibility timeout, so
-// that SQS never hands it to another consumer meanwhile.
+// running or waiting for its turn, so that SQS never hands it to another
+// consumer meanwhile. It looks every vis/8 and extends a message with less
+// than vis/2 left of its last confirmed deadline; a failed extension is
+// tried again after vis/16 (it wakes the keeper), so that several tries fit
+// before the message would become visible.
 func (p *Pool) keep(ctx context.Context, qs *queueState) {
 	vis := time.Duration(qs.vis) * time.Second
-	t := time.NewTicker(max(vis/4, 50*time.Millisecond))
+	t := time.NewTicker(max(vis/8, 50*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-qs.wake:
 		}
 		qs.extend(time.Now())
 	}
@@ -426,7 +486,7 @@ func (qs *queueState) extend(now time.Time) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	for d := range qs.held {
-		if d.visibleUntil.Sub(now) >= vis/2 {
+		if d.lost || d.extending || now.Before(d.retryAt) || d.visibleUntil.Sub(now) >= vis/2 {
 			continue
 		}
 		// SQS caps a message's visibility at 12 hours from its receipt.
@@ -435,9 +495,58 @@ func (qs *queueState) extend(now time.Time) {
 		if secs <= 0 || !until.After(d.visibleUntil) {
 			continue
 		}
-		qs.b.changeVisibility(d.receipt, time.Duration(secs)*time.Second)
-		d.visibleUntil = until
+		// SQS counts the new timeout from when it gets the request, after
+		// now: until is a lower bound of the new deadline.
+		d.extending = true
+		qs.b.extend(d.receipt, time.Duration(secs)*time.Second, func(err error) { qs.extended(d, until, err) })
 	}
+}
+
+// extended records the outcome of d's extension to until: the deadline
+// moves only when SQS confirmed it; a failure is tried again after
+// retryAfter, unless SQS refused the receipt (the delivery is then lost).
+func (qs *queueState) extended(d *delivery, until time.Time, err error) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	d.extending = false
+	if _, ok := qs.held[d]; !ok || d.lost {
+		return // settled or released meanwhile: nothing to keep
+	}
+	switch {
+	case err == nil:
+		if until.After(d.visibleUntil) {
+			d.visibleUntil = until
+		}
+		d.retryAt = time.Time{}
+	case staleReceipt(err):
+		d.lost = true
+		qs.onStale(d, err)
+	default:
+		d.retryAt = time.Now().Add(qs.retryAfter)
+		time.AfterFunc(qs.retryAfter, func() {
+			select {
+			case qs.wake <- struct{}{}:
+			default:
+			}
+		})
+	}
+}
+
+// logEvery lets a line through at most once per interval.
+type logEvery struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (l *logEvery) due(every time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < every {
+		return false
+	}
+	l.last = now
+	return true
 }
 
 // settle ends the pool's hold on d with a delete (del) or a visibility
@@ -446,9 +555,13 @@ func (qs *queueState) settle(d *delivery, del bool, vis time.Duration) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	delete(qs.held, d)
-	if del {
+	switch {
+	case del:
+		// Also for a lost delivery: a standard queue may still take it.
 		qs.b.delete(d.receipt)
-	} else {
+	case d.lost:
+		// SQS refused the receipt already: a hand-back cannot work.
+	default:
 		qs.b.changeVisibility(d.receipt, vis)
 	}
 	if len(qs.held) == 0 {
@@ -463,10 +576,12 @@ func (qs *queueState) release(d *delivery) {
 	delete(qs.held, d)
 }
 
+// expired reports whether d may no longer be ours: its last confirmed
+// deadline has passed, or SQS refused its receipt.
 func (qs *queueState) expired(d *delivery, now time.Time) bool {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
-	return !now.Before(d.visibleUntil)
+	return d.lost || !now.Before(d.visibleUntil)
 }
 
 // dispatch adds deliveries to their lanes, starting a runner for a lane that
@@ -572,7 +687,7 @@ func (p *Pool) runLane(l *lane) {
 		var again time.Duration
 		if l.qs.expired(d, time.Now()) {
 			// SQS may have handed it to someone else already: leave it to them.
-			p.log.Warn("visibility timeout passed before the message could run; leaving it to SQS",
+			p.log.Warn("visibility timeout passed (or the receipt went stale) before the message could run; leaving it to SQS",
 				"queue", d.msg.QueueName, "message_id", d.msg.ID, "group", d.msg.Group)
 			holdBack()
 			l.qs.release(d)
@@ -705,19 +820,18 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger, holdBack func()) {
 	q := qs.q
 	if q.DLQURL != "" {
-		in, ok := DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
-		if !ok {
-			log.Warn("the dead-letter copy cannot carry the message's dedup key in an idempotency-key attribute (it has 10 attributes already); replayed, it may get a new key under --dedup-key auto")
+		in, err := DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err = p.cfg.Client.SendMessage(ctx, in)
+			cancel()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := p.cfg.Client.SendMessage(ctx, in)
-		cancel()
 		if err == nil {
 			qs.settle(d, true, 0)
 			log.Error("permanent failure: moved to the dead-letter queue", "dlq", QueueName(q.DLQURL), "err", r.Err)
 			return
 		}
-		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "err", err)
+		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "dlq", QueueName(q.DLQURL), "err", err)
 	}
 	// Visible again at once: the redrive policy moves it after maxReceiveCount.
 	holdBack()

@@ -237,7 +237,7 @@ func TestPermanentFailureMovesToDLQ(t *testing.T) {
 	m := dead[0]
 	require.Equal(t, "poison", aws.ToString(m.Body))
 	require.Equal(t, "A", m.Attributes["MessageGroupId"], "the group is kept")
-	require.Equal(t, "poison", m.Attributes["MessageDeduplicationId"], "the dedup id is kept")
+	require.True(t, strings.HasPrefix(m.Attributes["MessageDeduplicationId"], "dlq-"), "a dedup id of its own (CopyDeduplicationID), not the source's")
 	require.Equal(t, "t-A", aws.ToString(m.MessageAttributes["tenant"].StringValue), "message attributes are kept")
 	require.Equal(t, "poison", aws.ToString(m.MessageAttributes["idempotency-key"].StringValue),
 		"the dedup key (auto: the dedup id) is carried, so that a replay keeps it")

@@ -2,10 +2,14 @@ package pool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -109,16 +113,66 @@ func WithKey(m effect.Message, attrs map[string]types.MessageAttributeValue) (ou
 	return out, true
 }
 
-// DeadLetterCopy is the SendMessage that copies m to its queue's dead-letter
-// queue: body and message attributes as they came, its dedup key (WithKey;
-// ok as there) and, in a FIFO queue, its group and dedup id, so that a
-// retried send is dropped as a duplicate.
-func DeadLetterCopy(dlqURL string, fifo bool, m effect.Message, body *string, attrs map[string]types.MessageAttributeValue) (in *sqs.SendMessageInput, ok bool) {
-	attrs, ok = WithKey(m, attrs)
-	in = &sqs.SendMessageInput{QueueUrl: &dlqURL, MessageBody: body, MessageAttributes: attrs}
-	if fifo {
-		in.MessageGroupId = &m.Group
-		in.MessageDeduplicationId = &m.DedupID
+// ErrNoRoomForKey: a message with SQS's ten message attributes and no
+// idempotency-key cannot carry its dedup key to a copy. Such a copy, when
+// replayed, would get another key (its MessageDeduplicationId and MessageId
+// are not kept), and an effect that completed could run again: it is not
+// made; the queue's redrive policy moves the message itself, as it is.
+var ErrNoRoomForKey = errors.New("no room for an idempotency-key attribute to carry the dedup key (the message has SQS's 10 message attributes already)")
+
+// maxDedupIDLen is SQS's limit on a MessageDeduplicationId.
+const maxDedupIDLen = 128
+
+// CopyDeduplicationID is the MessageDeduplicationId of the dead-letter copy
+// of the message with id messageID: "dlq-<MessageId>", or, should that not
+// be a valid dedup id (over 128 characters, or characters SQS does not take),
+// "dlq-sha256-<hex SHA-256 of the id>".
+//
+// It is unique per source message and the same for every move of one
+// message, so a retried move (its response or the original's delete lost)
+// is dropped by SQS as a duplicate within five minutes. The source's own
+// dedup id is not reused: a dead-letter queue of a wider deduplication scope
+// than the source (a plain FIFO DLQ of a DeduplicationScope=messageGroup
+// queue, or one DLQ shared by several queues) would take two distinct
+// messages with one id for one, silently drop the second copy with a 200,
+// and the original would then be deleted.
+func CopyDeduplicationID(messageID string) string {
+	id := "dlq-" + messageID
+	if len(id) <= maxDedupIDLen && validDedupID(id) {
+		return id
 	}
-	return in, ok
+	sum := sha256.Sum256([]byte(messageID))
+	return "dlq-sha256-" + hex.EncodeToString(sum[:])
+}
+
+// validDedupID: SQS takes alphanumerics and ASCII punctuation.
+func validDedupID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// DeadLetterCopy is the SendMessage that copies m to its queue's dead-letter
+// queue: body and message attributes as they came, its dedup key in an
+// idempotency-key attribute (WithKey) and, in a FIFO queue, its group and a
+// dedup id of its own (CopyDeduplicationID). It fails with ErrNoRoomForKey
+// when the copy cannot carry the dedup key: leave the message to the
+// queue's redrive policy then.
+func DeadLetterCopy(dlqURL string, fifo bool, m effect.Message, body *string, attrs map[string]types.MessageAttributeValue) (*sqs.SendMessageInput, error) {
+	attrs, ok := WithKey(m, attrs)
+	if !ok {
+		return nil, ErrNoRoomForKey
+	}
+	in := &sqs.SendMessageInput{QueueUrl: &dlqURL, MessageBody: body, MessageAttributes: attrs}
+	if fifo {
+		if m.ID == "" {
+			return nil, errors.New("the message has no MessageId to derive its copy's deduplication id from")
+		}
+		in.MessageGroupId = &m.Group
+		in.MessageDeduplicationId = aws.String(CopyDeduplicationID(m.ID))
+	}
+	return in, nil
 }

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,4 +44,42 @@ func TestWithKeyKeepsTheAutoKey(t *testing.T) {
 	out, ok = WithKey(effect.Message{ID: "m1"}, full)
 	require.False(t, ok, "SQS takes at most 10 attributes")
 	require.Len(t, out, 10)
+}
+
+func TestCopyDeduplicationID(t *testing.T) {
+	t.Parallel()
+	id := "41a61ac3-027e-4e63-9a8e-b1692fccb95c"
+	require.Equal(t, "dlq-"+id, CopyDeduplicationID(id), "an AWS message id fits as it is")
+	require.Equal(t, CopyDeduplicationID(id), CopyDeduplicationID(id), "stable across moves")
+	require.NotEqual(t, CopyDeduplicationID(id), CopyDeduplicationID("other"))
+
+	long := strings.Repeat("x", 200)
+	got := CopyDeduplicationID(long)
+	require.LessOrEqual(t, len(got), 128, "SQS's limit")
+	require.True(t, strings.HasPrefix(got, "dlq-sha256-"))
+	require.NotEqual(t, got, CopyDeduplicationID(long+"y"))
+	require.True(t, strings.HasPrefix(CopyDeduplicationID("has space"), "dlq-sha256-"), "a character SQS does not take")
+}
+
+func TestDeadLetterCopy(t *testing.T) {
+	t.Parallel()
+	body := aws.String("b")
+	m := effect.Message{ID: "m1", Group: "g", DedupID: "d1"}
+	in, err := DeadLetterCopy("dlq", true, m, body, nil)
+	require.NoError(t, err)
+	require.Equal(t, "g", aws.ToString(in.MessageGroupId))
+	require.Equal(t, "dlq-m1", aws.ToString(in.MessageDeduplicationId), "not the source's dedup id")
+	require.Equal(t, "d1", aws.ToString(in.MessageAttributes["idempotency-key"].StringValue), "the source's dedup key")
+
+	in, err = DeadLetterCopy("dlq", false, effect.Message{ID: "m1"}, body, nil)
+	require.NoError(t, err)
+	require.Nil(t, in.MessageGroupId)
+	require.Nil(t, in.MessageDeduplicationId)
+
+	full := map[string]types.MessageAttributeValue{}
+	for i := range 10 {
+		full["a"+strconv.Itoa(i)] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("v")}
+	}
+	_, err = DeadLetterCopy("dlq", true, m, body, full)
+	require.ErrorIs(t, err, ErrNoRoomForKey, "no lossy copy")
 }

@@ -2,6 +2,7 @@ package process_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -40,11 +41,12 @@ type faultDB struct {
 	mu        sync.Mutex
 	faults    map[string][]fault
 	failUntil map[string]time.Time
+	delay     map[string]time.Duration
 	calls     map[string]int
 }
 
 func newFaultDB(db *memdynamo.DB) *faultDB {
-	return &faultDB{DB: db, faults: map[string][]fault{}, failUntil: map[string]time.Time{}, calls: map[string]int{}}
+	return &faultDB{DB: db, faults: map[string][]fault{}, failUntil: map[string]time.Time{}, delay: map[string]time.Duration{}, calls: map[string]int{}}
 }
 
 func (f *faultDB) inject(kind string, fs ...fault) {
@@ -63,6 +65,14 @@ func (f *faultDB) failUntilTime(kind string, t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failUntil[kind] = t
+}
+
+// slow delays every call of a kind by d before it reaches the table (a
+// request stuck in a congested network or a long SDK retry).
+func (f *faultDB) slow(kind string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delay[kind] = d
 }
 
 func (f *faultDB) count(kind string) int {
@@ -99,7 +109,12 @@ func cancelled(n int, code string) error {
 
 func do[T any](f *faultDB, kind string, call func() (T, error)) (T, error) {
 	var zero T
-	switch f.next(kind) {
+	next := f.next(kind)
+	f.mu.Lock()
+	d := f.delay[kind]
+	f.mu.Unlock()
+	time.Sleep(d)
+	switch next {
 	case failBefore:
 		return zero, errServer
 	case loseResponse:
@@ -336,14 +351,23 @@ func TestClaimThatFailsIsReleased(t *testing.T) {
 		f := withFaults(t, b)
 		f.inject("claim", loseResponse, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore, failBefore)
 		r := b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
-		require.Equal(t, process.Retry, r.Action)
 		require.ErrorIs(t, r.Err, errServer)
-		require.Zero(t, b.calls.Load())
-		f.clear("claim")
-		r = b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
-		require.Equal(t, process.Delete, r.Action, "the next delivery claims at once: %v", r.Err)
-		require.EqualValues(t, 1, b.calls.Load())
+		requireHandedBackThenRunsOnce(t, b, r, func() { f.clear("claim") })
 	})
+}
+
+// requireHandedBackThenRunsOnce checks a claim given back before the effect
+// started: Retry, the effect not run; once heal has removed the fault, the
+// next delivery claims at once and runs the effect once.
+func requireHandedBackThenRunsOnce(t *testing.T, b *bundle, r process.Result, heal func()) {
+	t.Helper()
+	require.Equal(t, process.Retry, r.Action)
+	require.Error(t, r.Err)
+	require.Zero(t, b.calls.Load(), "the effect did not start")
+	heal()
+	r = b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+	require.Equal(t, process.Delete, r.Action, "the next delivery claims at once: %v", r.Err)
+	require.EqualValues(t, 1, b.calls.Load())
 }
 
 // TestValidationErrorIsPermanent: DynamoDB rejecting the commit as invalid
@@ -371,5 +395,59 @@ func TestValidationErrorIsPermanent(t *testing.T) {
 		require.Equal(t, process.Fail, r.Action, "err: %v", r.Err)
 		require.True(t, effect.IsPermanent(r.Err))
 		require.Equal(t, 1, f.count("tx"), "not retried")
+	})
+}
+
+// TestSlowClaimDoesNotStartTheEffect: the claim's put reached DynamoDB late
+// (here after its whole lease, then after most of it): the worker won a
+// lease that has ended or is about to, and another worker may claim the key
+// at any moment. The effect is not started on it; the claim is released and
+// the message retried. Before, the effect ran on the dead lease.
+func TestSlowClaimDoesNotStartTheEffect(t *testing.T) {
+	t.Parallel()
+	for _, late := range []time.Duration{12 * time.Second, 6 * time.Second} {
+		t.Run(late.String(), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b := setup(t) // lease 10 s
+				f := withFaults(t, b)
+				f.slow("claim", late)
+				r := b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{})
+				require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
+				requireHandedBackThenRunsOnce(t, b, r, func() { f.slow("claim", 0) })
+			})
+		})
+	}
+}
+
+// TestLateClaimExtendsAtOnce: a claim that answered with a little less than
+// half its lease left still runs, but its first heartbeat comes when half the
+// lease is left, counted from the claim, not a full interval after the
+// answer (when the lease would have ended).
+func TestLateClaimExtendsAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t) // lease 10 s, heartbeat every 5 s
+		f := withFaults(t, b)
+		f.slow("claim", 4*time.Second)
+		release := make(chan struct{})
+		var once sync.Once
+		defer once.Do(func() { close(release) }) // also when a check fails
+		b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			<-release
+			return effect.Output{}, nil
+		}
+		done := make(chan process.Result, 1)
+		go func() { done <- b.proc.Process(context.Background(), msg("1", "x"), process.Hooks{}) }()
+		time.Sleep(7 * time.Second) // 3 s after the answer: the claim's lease had 6 s
+		synctest.Wait()
+		lu := b.record(t, "t#q.fifo#d-1")["lease_until"].(*types.AttributeValueMemberN).Value
+		require.Greater(t, lu, fmt.Sprint(time.Now().Add(5*time.Second).UnixMilli()), "extended at 5 s left")
+		time.Sleep(10 * time.Second)
+		c, err := b.store.Claim(context.Background(), dedup.ClaimRequest{Key: "t#q.fifo#d-1", PayloadSHA256: dedup.PayloadHash("x"), Lease: time.Second, TTL: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, dedup.Busy, c.Outcome, "the lease is alive")
+		once.Do(func() { close(release) })
+		require.Equal(t, process.Delete, (<-done).Action)
 	})
 }

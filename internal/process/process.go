@@ -90,6 +90,10 @@ type Hooks struct {
 	// the invocation's deadline); otherwise CommitTimeout after the first
 	// attempt.
 	CommitBy time.Time
+	// Scope, when set, is the message's key scope instead of the
+	// Processor's Scope answer (Lambda: that of a queue resolved while
+	// handling the event).
+	Scope *dedup.Scope
 }
 
 // Processor is the per-message exactly-once path.
@@ -99,8 +103,11 @@ type Processor struct {
 	Keys   dedup.KeySource
 	// Scope returns the key scope of a message's queue.
 	Scope func(m effect.Message) dedup.Scope
-	Lease time.Duration // default claim lease
-	TTL   time.Duration // how long a record suppresses duplicates
+	// Payload fingerprints a message to tell duplicates from conflicts; the
+	// whole body when zero.
+	Payload dedup.PayloadSource
+	Lease   time.Duration // default claim lease
+	TTL     time.Duration // how long a record suppresses duplicates
 	// CommitTimeout bounds the retries of a commit that fails without a
 	// verdict; CommitTimeoutDefault if 0. A commit that gives up releases
 	// its claim: in transactional mode nothing was applied; in claim mode
@@ -115,15 +122,46 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 	if err != nil {
 		return Result{Action: Fail, Err: err}
 	}
-	key := p.Scope(m).Key(m.Group, raw)
+	scope := p.Scope
+	if h.Scope != nil {
+		scope = func(effect.Message) dedup.Scope { return *h.Scope }
+	}
+	key := scope(m).Key(m.Group, raw)
+	hash, err := p.Payload.Hash(m.Body)
+	if err != nil {
+		return Result{Action: Fail, Key: key, Err: err}
+	}
+	c := Call{Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group, Attempts: m.ReceiveCount}
+	return p.Run(ctx, c, h, func(ctx context.Context) (effect.Output, error) {
+		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
+	})
+}
+
+// Call is one operation to run exactly once under a dedup key.
+type Call struct {
+	Key string // the scoped dedup key
+	// PayloadSHA256 fingerprints the operation's input: a key completed with
+	// another fingerprint is a conflict, never replayed.
+	PayloadSHA256 string
+	// MessageID, Group and Attempts are kept in the record for operators.
+	MessageID string
+	Group     string
+	Attempts  int
+}
+
+// Run runs fn exactly once for c.Key, as far as the ledger can tell: it
+// claims the key, runs fn with heartbeats, and commits its output (its
+// Writes in one transaction with the record). A duplicate is not run: the
+// stored result comes back in Result.Result. Process is Run for a message.
+func (p *Processor) Run(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
+	key, hash := c.Key, c.PayloadSHA256
 	lease := p.Lease
 	if h.Lease > 0 {
 		lease = h.Lease
 	}
-	hash := dedup.PayloadHash(m.Body)
 	claim, err := p.claim(ctx, dedup.ClaimRequest{
-		Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group,
-		Attempts: m.ReceiveCount, Lease: lease, TTL: p.TTL,
+		Key: key, PayloadSHA256: hash, MessageID: c.MessageID, Group: c.Group,
+		Attempts: c.Attempts, Lease: lease, TTL: p.TTL,
 	})
 	if err != nil {
 		return Result{Action: Retry, Key: key, Err: err}
@@ -140,9 +178,18 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 			Err: fmt.Errorf("dedup key %q is being processed by another worker", key)}
 	}
 
+	if left := time.Until(claim.LeaseUntil); left < lease/2 {
+		// The claim's answer came late (a congested network, long SDK
+		// retries): its lease has ended or is about to, and another worker
+		// may claim the key at any moment. Starting the effect on it could
+		// run it twice; giving the claim back costs a retry.
+		p.release(ctx, claim)
+		return Result{Action: Retry, Outcome: dedup.Won, Key: key, Err: fmt.Errorf(
+			"dedup key %q: the claim answered with %v of its %v lease left; not started on it", key, left.Round(time.Millisecond), lease)}
+	}
 	res := Result{Outcome: dedup.Won, Key: key}
 	hb := p.startHeartbeat(ctx, claim, lease, h)
-	out, runErr := p.apply(hb.ctx, m, key)
+	out, runErr := p.apply(hb.ctx, c, fn)
 	if runErr == nil && hb.lost.Load() {
 		runErr = dedup.ErrLeaseLost
 	}
@@ -325,15 +372,20 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 	if every <= 0 {
 		every = lease / 2
 	}
+	// The first extension is due when the lease has run for one interval,
+	// counted from the claim, not from its answer: a claim that answered
+	// late has less of its lease left.
+	first := max(every-(lease-time.Until(claim.LeaseUntil)), 0)
 	go func() {
 		defer close(hb.exited)
-		t := time.NewTicker(every)
+		t := time.NewTimer(first)
 		defer t.Stop()
 		for {
 			select {
 			case <-hb.done:
 				return
 			case <-t.C:
+				t.Reset(every)
 			}
 			// Not on hb.ctx: the lease must be kept while the commit is
 			// retried, also after a forced stop cancelled the effect.
@@ -368,14 +420,14 @@ func (hb *heartbeat) stop() (lost bool) {
 	return hb.lost.Load()
 }
 
-func (p *Processor) apply(ctx context.Context, m effect.Message, key string) (out effect.Output, err error) {
+func (p *Processor) apply(ctx context.Context, c Call, fn func(context.Context) (effect.Output, error)) (out effect.Output, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.Log.Error("effect panicked", "key", key, "message_id", m.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			p.Log.Error("effect panicked", "key", c.Key, "message_id", c.MessageID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			err = fmt.Errorf("effect panicked: %v", r)
 		}
 	}()
-	return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
+	return fn(ctx)
 }
 
 // backoff is capped exponential backoff with jitter in [d/2, d].

@@ -301,3 +301,23 @@ func TestOversizedResult(t *testing.T) {
 	require.Empty(t, b.account(t, "a9"), "nothing applied")
 	require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
 }
+
+// TestPayloadSource: with a json payload source, a producer's retry that
+// re-serialised its JSON and added a timestamp is a duplicate, not a
+// conflict; a body that is not JSON is a permanent failure, never claimed.
+func TestPayloadSource(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.proc.Payload = dedup.PayloadJSON("/account", "/amount_cents")
+	r := b.proc.Process(context.Background(), msg("1", `{"account":"a1","amount_cents":250}`), process.Hooks{})
+	require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
+	r = b.proc.Process(context.Background(), msg("1", `{"amount_cents": 250, "account": "a1", "sent_at": "10:05"}`), process.Hooks{})
+	require.Equal(t, dedup.Duplicate, r.Outcome)
+	r = b.proc.Process(context.Background(), msg("1", `{"account":"a1","amount_cents":999}`), process.Hooks{})
+	require.Equal(t, dedup.Conflict, r.Outcome)
+	r = b.proc.Process(context.Background(), msg("2", `not json`), process.Hooks{})
+	require.Equal(t, process.Fail, r.Action)
+	require.True(t, effect.IsPermanent(r.Err))
+	require.Nil(t, b.record(t, r.Key), "never claimed")
+	require.EqualValues(t, 1, b.calls.Load())
+}

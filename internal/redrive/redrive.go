@@ -71,9 +71,10 @@ func (cfg Config) Validate() error {
 // Run moves messages until the dead-letter queue is empty, Max is reached,
 // or something fails. It stops at the first failure, after the batch at
 // hand: a message that could not be sent stays in the dead-letter queue
-// (visible again after Visibility) and the error names it. A message sent
-// whose delete failed comes back too; moved again within five minutes, SQS
-// drops the second copy, and after that the ledger does (same key).
+// (visible again after Visibility) together with the later messages of its
+// group, and the error names it. A message sent whose delete failed comes
+// back too; moved again within five minutes, SQS drops the second copy, and
+// after that the ledger does (same key).
 func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 	var res Result
 	if err := cfg.Validate(); err != nil {
@@ -140,51 +141,95 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 }
 
 // move copies one received batch (msgs, with their effect.Message views)
-// to the queue and deletes from the DLQ what was copied, in order. It
-// stops at the first message it cannot copy.
+// to the queue and deletes from the DLQ what was copied. In a FIFO queue a
+// SendMessageBatch carries at most one message per group (the batch is sent
+// in rounds: each group's next message per round), so that a failed entry
+// can never be followed by a later message of its group that succeeded; a
+// group stops at its first message that cannot be copied, and it and the
+// rest of its group stay in the DLQ, in order, while other groups go on. A
+// SendMessageBatch that fails as a whole ends the move, deleting none of its
+// messages: it may have taken effect, and a retried move of the same DLQ
+// message reuses its MessageDeduplicationId.
 func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Message, views []effect.Message) (int, error) {
 	var stop error
-	entries := make([]types.SendMessageBatchRequestEntry, 0, len(msgs))
-	for i, m := range msgs {
-		msg := views[i]
+	fail := func(err error) {
+		if stop == nil {
+			stop = err
+		}
+	}
+	stopped := map[string]bool{} // FIFO groups that stop in this move
+	entry := func(i int) (types.SendMessageBatchRequestEntry, bool) {
+		m, msg := msgs[i], views[i]
 		attrs, ok := pool.WithKey(msg, m.MessageAttributes)
 		if !ok {
-			stop = fmt.Errorf("message %s not moved: %w", msg.ID, ErrCannotCarryKey)
-			break
+			fail(fmt.Errorf("message %s not moved: %w", msg.ID, ErrCannotCarryKey))
+			return types.SendMessageBatchRequestEntry{}, false
 		}
 		e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: m.Body, MessageAttributes: attrs}
 		if fifo {
 			if msg.Group == "" {
-				stop = fmt.Errorf("message %s not moved: it has no MessageGroupId", msg.ID)
-				break
+				fail(fmt.Errorf("message %s not moved: it has no MessageGroupId", msg.ID))
+				return e, false
 			}
 			e.MessageGroupId = aws.String(msg.Group)
 			e.MessageDeduplicationId = aws.String("redrive-" + msg.ID)
 		}
-		entries = append(entries, e)
-	}
-	if len(entries) == 0 {
-		return 0, stop
-	}
-	out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &cfg.Queue, Entries: entries})
-	if err != nil {
-		return 0, fmt.Errorf("send to %s: %w", pool.QueueName(cfg.Queue), err)
+		return e, true
 	}
 	sent := make([]bool, len(msgs))
-	for _, s := range out.Successful {
-		i, _ := strconv.Atoi(aws.ToString(s.Id))
-		sent[i] = true
+	done := make([]bool, len(msgs)) // sent, or left for good in this move
+	var sendErr error
+	for sendErr == nil {
+		// One round: the next message of every group that has not stopped
+		// (in a standard queue, every message).
+		var entries []types.SendMessageBatchRequestEntry
+		inRound := map[string]bool{}
+		for i := range msgs {
+			if done[i] {
+				continue
+			}
+			g := views[i].Group
+			if fifo && (stopped[g] || inRound[g]) {
+				if stopped[g] {
+					done[i] = true
+				}
+				continue
+			}
+			inRound[g] = true
+			done[i] = true
+			e, ok := entry(i)
+			if !ok {
+				stopped[g] = true
+				continue
+			}
+			entries = append(entries, e)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &cfg.Queue, Entries: entries})
+		if err != nil {
+			// Nothing of this batch is deleted: its copies may have arrived,
+			// and a retried move gives them the same dedup ids.
+			sendErr = fmt.Errorf("send to %s: %w", pool.QueueName(cfg.Queue), err)
+			break
+		}
+		for _, s := range out.Successful {
+			i, _ := strconv.Atoi(aws.ToString(s.Id))
+			sent[i] = true
+		}
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			stopped[views[i].Group] = true
+			fail(fmt.Errorf("message %s not moved: %s: %s", aws.ToString(msgs[i].MessageId), aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
 	}
+	stop = errors.Join(sendErr, stop)
 	var dels []types.DeleteMessageBatchRequestEntry
 	for i, m := range msgs {
 		if sent[i] {
 			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 		}
-	}
-	if len(out.Failed) > 0 && stop == nil {
-		f := out.Failed[0]
-		i, _ := strconv.Atoi(aws.ToString(f.Id))
-		stop = fmt.Errorf("message %s not moved: %s: %s", aws.ToString(msgs[i].MessageId), aws.ToString(f.Code), aws.ToString(f.Message))
 	}
 	if len(dels) > 0 {
 		d, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &cfg.DLQ, Entries: dels})

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -21,7 +22,7 @@ type Server struct {
 }
 
 // Listen binds addr (":9090"; port 0 picks one) and returns the server.
-func Listen(addr string, m *Metrics) (*Server, error) {
+func Listen(addr string, metrics prometheus.Gatherer) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -36,7 +37,7 @@ func Listen(addr string, m *Metrics) (*Server, error) {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }

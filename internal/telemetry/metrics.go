@@ -12,8 +12,8 @@ import (
 	"github.com/exactlyonce/exactly/internal/process"
 )
 
-// Metrics implements pool.Observer with Prometheus collectors, and keeps
-// totals for the progress log line.
+// Metrics implements pool.Observer and pool.ExtensionObserver with
+// Prometheus collectors, and keeps totals for the progress log line.
 type Metrics struct {
 	Registry *prometheus.Registry
 
@@ -28,6 +28,8 @@ type Metrics struct {
 	commitRetries *prometheus.CounterVec
 	receiveErrors *prometheus.CounterVec
 	batchFailures *prometheus.CounterVec
+	extFailures   *prometheus.CounterVec
+	staleReceipts *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
 	inflight      prometheus.Gauge
 
@@ -40,7 +42,8 @@ type Totals struct {
 	InFlight                                                                       atomic.Int64
 }
 
-// NewMetrics registers the worker's collectors on a new registry.
+// NewMetrics registers the worker's collectors on a registry of its own
+// (Registry); Metrics is also a Collector of them for another registry.
 func NewMetrics() *Metrics {
 	r := prometheus.NewRegistry()
 	counter := func(name, help string) *prometheus.CounterVec {
@@ -60,6 +63,8 @@ func NewMetrics() *Metrics {
 		leasesLost:    counter("leases_lost_total", "Claims taken over by another worker while the effect ran."),
 		commitRetries: counter("commit_retries_total", "Commits tried again with the same claim after an error that was no verdict (5xx, throttling, timeout, TransactionConflict)."),
 		receiveErrors: counter("receive_errors_total", "Failed ReceiveMessage calls."),
+		extFailures:   counter("visibility_extension_failures_total", "Visibility extensions of held messages that failed (whole calls or entries, stale receipts included); tried again soon."),
+		staleReceipts: counter("visibility_receipts_stale_total", "Held messages whose receipt handle SQS refused while extending their visibility: no longer the worker's, not started or extended."),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "exactly", Name: "handler_duration_seconds", Help: "Time from the start of processing a message to its decision.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -68,11 +73,34 @@ func NewMetrics() *Metrics {
 	}
 	m.batchFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "exactly", Name: "batch_entries_failed_total",
-		Help: "Delete and visibility-change entries that failed (harmless after a commit: the redelivery is a duplicate).",
+		Help: "Delete and hand-back (visibility change) entries that failed (a failed delete after a commit is harmless: the redelivery is a duplicate). Visibility extensions are counted in exactly_visibility_extension_failures_total.",
 	}, []string{"queue", "op"})
 	r.MustRegister(m.latency, m.inflight, m.batchFailures)
-	r.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
+}
+
+// own lists the worker's collectors (not the Go and process ones).
+func (m *Metrics) own() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.received, m.applied, m.duplicates, m.conflicts, m.busy, m.retries, m.permanent, m.leasesLost,
+		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.latency, m.inflight,
+	}
+}
+
+// Describe implements prometheus.Collector with the worker's own series
+// (exactly_*), so that a library user can register them on a registry of
+// their own.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.own() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.own() {
+		c.Collect(ch)
+	}
 }
 
 // Totals returns the running counts.
@@ -131,6 +159,16 @@ func (m *Metrics) ReceiveError(queue string, _ error) { m.receiveErrors.WithLabe
 // BatchFailed implements pool.Observer.
 func (m *Metrics) BatchFailed(queue, op string, n int) {
 	m.batchFailures.WithLabelValues(queue, op).Add(float64(n))
+}
+
+// ExtensionFailed implements pool.ExtensionObserver.
+func (m *Metrics) ExtensionFailed(queue string, n int) {
+	m.extFailures.WithLabelValues(queue).Add(float64(n))
+}
+
+// ReceiptStale implements pool.ExtensionObserver.
+func (m *Metrics) ReceiptStale(queue string, n int) {
+	m.staleReceipts.WithLabelValues(queue).Add(float64(n))
 }
 
 // InFlight implements pool.Observer.

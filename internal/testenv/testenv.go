@@ -11,7 +11,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +168,25 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, what stri
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// RequireREADMEShows fails unless README.md (two levels up, from an example's
+// directory) holds main.go verbatim, from `package main` on, as a Go code
+// block: the README's example is then code the build compiles.
+func RequireREADMEShows(t testing.TB, example string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := string(src)
+	code = code[strings.Index(code, "package main"):]
+	if !strings.Contains(string(readme), "```go\n"+code+"```") {
+		t.Fatalf("README.md must show %s/main.go from `package main` on, verbatim, in a ```go block", example)
 	}
 }

@@ -71,6 +71,7 @@ func Run(t *testing.T, db DB, opts Options) {
 		{"DuplicateReplaysResult", s.testDuplicate},
 		{"DuplicateWithoutResult", s.testDuplicateNoResult},
 		{"Conflict", s.testConflict},
+		{"PayloadSourcesAreNotCompared", s.testPayloadSources},
 		{"BusyWithRemainingLease", s.testBusy},
 		{"LeaseBoundary", s.testLeaseBoundary},
 		{"TakeoverAfterLeaseEnds", s.testTakeover},
@@ -166,6 +167,40 @@ func makeTable(t testing.TB, db DB, key string, typ types.ScalarAttributeType, w
 		require.NoError(t, err, "enable TTL")
 	}
 	return name
+}
+
+// testPayloadSources: a record completed under one payload source is a
+// duplicate, not a conflict, for a claim fingerprinted another way (the
+// setting changed between a delivery and its redelivery); fingerprints of
+// one kind are compared.
+func (s *suite) testPayloadSources(t *testing.T) {
+	f := s.setup(t)
+	st := f.store()
+	req := f.req("k", `{"a":1}`, time.Minute, time.Hour)
+	c := f.claim(st, req, dedup.Won)
+	require.NoError(t, st.Complete(f.ctx, c, []byte("r"), time.Hour))
+
+	var err error
+	req.PayloadSHA256, err = dedup.PayloadJSON("/a").Hash(`{"a":2}`)
+	require.NoError(t, err)
+	require.Equal(t, []byte("r"), f.claim(st, req, dedup.Duplicate).Record.Result)
+	req.PayloadSHA256, err = dedup.PayloadNone.Hash(`{"a":3}`)
+	require.NoError(t, err)
+	f.claim(st, req, dedup.Duplicate)
+	req.PayloadSHA256 = hash(`{"a":2}`)
+	f.claim(st, req, dedup.Conflict)
+
+	j := f.req("j", `{"a":1}`, time.Minute, time.Hour)
+	j.PayloadSHA256, err = dedup.PayloadJSON("/a").Hash(`{"a":1,"at":"10:00"}`)
+	require.NoError(t, err)
+	c = f.claim(st, j, dedup.Won)
+	require.NoError(t, st.Complete(f.ctx, c, nil, time.Hour))
+	j.PayloadSHA256, err = dedup.PayloadJSON("/a").Hash(`{"at":"10:01","a":1}`)
+	require.NoError(t, err)
+	f.claim(st, j, dedup.Duplicate)
+	j.PayloadSHA256, err = dedup.PayloadJSON("/a").Hash(`{"a":2}`)
+	require.NoError(t, err)
+	f.claim(st, j, dedup.Conflict)
 }
 
 // fixture is one test's table, clock and helpers.

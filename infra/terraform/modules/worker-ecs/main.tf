@@ -29,6 +29,33 @@ locals {
     WORKER_MOVE_TO_DLQ      = tostring(var.move_to_dlq)
   }
   environment = merge(var.environment, { for k, v in local.worker_settings : k => v if v != null })
+
+  # Secrets: ECS reads them with the execution role when a task starts. A
+  # Secrets Manager reference may end in :json-key:version-stage:version-id;
+  # IAM wants the secret's own ARN, its first seven fields.
+  secret_arns      = values(var.secrets)
+  secret_parameter = distinct([for arn in local.secret_arns : arn if split(":", arn)[2] == "ssm"])
+  secret_secret    = distinct([for arn in local.secret_arns : join(":", slice(split(":", arn), 0, 7)) if split(":", arn)[2] == "secretsmanager"])
+  secret_services  = distinct([for arn in local.secret_arns : "${split(":", arn)[2]}.${split(":", arn)[3]}.amazonaws.com"])
+  secrets_statements = [for s in [
+    { Sid = "ReadParameters", Effect = "Allow", Action = ["ssm:GetParameters"], Resource = local.secret_parameter },
+    { Sid = "ReadSecrets", Effect = "Allow", Action = ["secretsmanager:GetSecretValue"], Resource = local.secret_secret },
+    {
+      Sid       = "DecryptSecrets"
+      Effect    = "Allow"
+      Action    = ["kms:Decrypt"]
+      Resource  = var.secrets_kms_key_arns
+      Condition = { StringEquals = { "kms:ViaService" = local.secret_services } }
+    },
+  ] : s if length(s.Resource) > 0 && length(local.secret_arns) > 0]
+
+  # What a custom effect calls, on the task role.
+  effect_statements = [for sid in sort(keys(var.policy_statements)) : {
+    Sid      = sid
+    Effect   = "Allow"
+    Action   = sort(var.policy_statements[sid].actions)
+    Resource = sort(var.policy_statements[sid].resources)
+  }]
 }
 
 resource "aws_cloudwatch_log_group" "this" {
@@ -59,6 +86,15 @@ resource "aws_iam_role" "execution" {
 resource "aws_iam_role_policy_attachment" "execution" {
   role       = aws_iam_role.execution.name
   policy_arn = "arn:${local.partition}:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy"
+}
+
+# Only the secrets given, only through SSM or Secrets Manager.
+resource "aws_iam_role_policy" "execution_secrets" {
+  count = length(var.secrets) > 0 ? 1 : 0
+
+  name   = "secrets"
+  role   = aws_iam_role.execution.id
+  policy = jsonencode({ Version = "2012-10-17", Statement = local.secrets_statements })
 }
 
 # Task role: only the calls the worker makes, only on the given queues and tables.
@@ -144,6 +180,15 @@ resource "aws_iam_role_policy" "task" {
   policy = data.aws_iam_policy_document.task.json
 }
 
+# A custom effect's own calls, kept apart from the worker's.
+resource "aws_iam_role_policy" "effect" {
+  count = length(var.policy_statements) > 0 ? 1 : 0
+
+  name   = "effect"
+  role   = aws_iam_role.task.id
+  policy = jsonencode({ Version = "2012-10-17", Statement = local.effect_statements })
+}
+
 resource "aws_ecs_task_definition" "this" {
   family                   = var.name
   requires_compatibilities = ["FARGATE"]
@@ -165,6 +210,7 @@ resource "aws_ecs_task_definition" "this" {
       command     = var.container_command
       essential   = true
       environment = [for k in sort(keys(local.environment)) : { name = k, value = local.environment[k] }]
+      secrets     = length(var.secrets) == 0 ? null : [for k in sort(keys(var.secrets)) : { name = k, valueFrom = var.secrets[k] }]
       portMappings = [
         { name = "metrics", containerPort = var.metrics_port, protocol = "tcp" },
       ]
@@ -204,6 +250,11 @@ resource "aws_ecs_task_definition" "this" {
       condition     = !var.move_to_dlq || alltrue([for q in values(var.queues) : q.dlq_arn != null])
       error_message = "move_to_dlq needs a dlq_arn for every queue: the role may send to those only."
     }
+
+    precondition {
+      condition     = length(setintersection(keys(var.environment), keys(var.secrets))) == 0
+      error_message = "A variable is set in both environment and secrets."
+    }
   }
 }
 
@@ -233,6 +284,9 @@ resource "aws_ecs_service" "this" {
   }
 
   tags = var.tags
+
+  # Tasks read their secrets and call what the effect needs from the start.
+  depends_on = [aws_iam_role_policy.execution_secrets, aws_iam_role_policy.effect]
 
   lifecycle {
     # Autoscaling changes the count; Terraform must not set it back.

@@ -129,12 +129,12 @@ variable "ledger_table_arn" {
 }
 
 variable "effect" {
-  description = "WORKER_EFFECT: ledger (DynamoDB writes committed in one transaction with the dedup record), http (POST to http_url with the dedup key as idempotency key) or noop."
+  description = "WORKER_EFFECT: ledger (DynamoDB writes committed in one transaction with the dedup record; needs ledger_table_name and ledger_table_arn), http (POST to http_url with the dedup key as idempotency key), noop, or the name of an effect your own binary registers (README, \"Your own effect\"; its image built with make image MAIN=./your/main)."
   type        = string
 
   validation {
-    condition     = contains(["ledger", "http", "noop"], var.effect)
-    error_message = "effect must be ledger, http or noop."
+    condition     = can(regex("^[^\\s]+$", var.effect))
+    error_message = "effect must be a non-empty name without spaces: ledger, http, noop, or one your binary registers with effect.Register."
   }
 }
 
@@ -245,7 +245,7 @@ variable "move_to_dlq" {
 }
 
 variable "environment" {
-  description = "Extra environment variables for the container. The settings this module manages (WORKER_* and AWS_REGION) cannot be set here."
+  description = "Extra environment variables for the container, such as a custom effect's own settings. The settings this module manages (WORKER_* and AWS_REGION) cannot be set here; secrets go in secrets."
   type        = map(string)
   default     = {}
 
@@ -256,6 +256,56 @@ variable "environment" {
       "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE",
     ], k)])
     error_message = "Set WORKER_* settings and AWS_REGION through this module's variables, not environment."
+  }
+}
+
+variable "secrets" {
+  description = "Secrets for the container, by environment variable name: the ARN of an SSM Parameter Store parameter (arn:...:ssm:...:parameter/name) or of a Secrets Manager secret (arn:...:secretsmanager:...:secret:name-AbCdEf, optionally :json-key:version-stage:version-id). ECS reads them when a task starts and sets the variables; the execution role gets ssm:GetParameters and secretsmanager:GetSecretValue on exactly these ARNs, and the values never appear in the task definition or the Terraform state."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition = alltrue([for k in keys(var.secrets) : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k)) && !contains([
+      "AWS_REGION", "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
+      "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
+      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE",
+    ], k)])
+    error_message = "secrets keys must be environment variable names, and not a setting this module manages (WORKER_* of its variables, AWS_REGION)."
+  }
+
+  validation {
+    condition = alltrue([for arn in values(var.secrets) : can(regex(
+      "^arn:[^:]+:(ssm:[^:]+:[0-9]{12}:parameter/.+|secretsmanager:[^:]+:[0-9]{12}:secret:[^:]+(:[^:]*:[^:]*:[^:]*)?)$", arn
+    ))])
+    error_message = "secrets values must be full ARNs: arn:<partition>:ssm:<region>:<account>:parameter/<name>, or arn:<partition>:secretsmanager:<region>:<account>:secret:<name-suffix>[:json-key:version-stage:version-id]."
+  }
+}
+
+variable "secrets_kms_key_arns" {
+  description = "Customer managed KMS keys that encrypt the secrets (SecureString parameters, Secrets Manager secrets). The execution role gets kms:Decrypt on these only, and only through SSM or Secrets Manager. Secrets under AWS managed keys need none."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.secrets_kms_key_arns : can(regex("^arn:[^:]+:kms:[^:]+:[0-9]{12}:key/.+$", arn))])
+    error_message = "secrets_kms_key_arns must be KMS key ARNs (arn:<partition>:kms:<region>:<account>:key/<id>)."
+  }
+}
+
+variable "policy_statements" {
+  description = "What a custom effect calls besides the worker's queues and tables, as IAM statements keyed by Sid (letters and digits): the task role gets them as a policy of their own (\"effect\"). Allow only; list actions without wildcards and name the resources."
+  type = map(object({
+    actions   = list(string)
+    resources = list(string)
+  }))
+  default = {}
+
+  validation {
+    condition = alltrue([for sid, s in var.policy_statements : can(regex("^[A-Za-z0-9]+$", sid))
+      && length(s.actions) > 0 && length(s.resources) > 0
+      && alltrue([for a in s.actions : can(regex("^[a-z0-9-]+:[A-Za-z0-9]+$", a))])
+    && !contains(s.resources, "*")])
+    error_message = "policy_statements: Sid keys of letters and digits; each statement lists at least one action (service:Action, no wildcard) and one resource, not \"*\"."
   }
 }
 

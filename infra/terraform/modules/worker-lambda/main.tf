@@ -19,7 +19,36 @@ locals {
     WORKER_LOG_LEVEL    = var.log_level
     WORKER_MOVE_TO_DLQ  = tostring(var.move_to_dlq)
   }
-  environment = merge(var.environment, { for k, v in local.worker_settings : k => v if v != null })
+  # Lambda has no secrets injection: the function gets each secret's ARN as
+  # <NAME>_ARN and reads the value itself (effect.Env.AWS).
+  secret_environment = { for k, arn in var.secrets : "${k}_ARN" => arn }
+  environment = merge(var.environment, local.secret_environment, {
+    for k, v in local.worker_settings : k => v if v != null
+  })
+
+  secret_arns      = values(var.secrets)
+  secret_parameter = distinct([for arn in local.secret_arns : arn if split(":", arn)[2] == "ssm"])
+  secret_secret    = distinct([for arn in local.secret_arns : arn if split(":", arn)[2] == "secretsmanager"])
+  secret_services  = distinct([for arn in local.secret_arns : "${split(":", arn)[2]}.${split(":", arn)[3]}.amazonaws.com"])
+  secrets_statements = [for s in [
+    { Sid = "ReadParameters", Effect = "Allow", Action = ["ssm:GetParameter"], Resource = local.secret_parameter },
+    { Sid = "ReadSecrets", Effect = "Allow", Action = ["secretsmanager:GetSecretValue"], Resource = local.secret_secret },
+    {
+      Sid       = "DecryptSecrets"
+      Effect    = "Allow"
+      Action    = ["kms:Decrypt"]
+      Resource  = var.secrets_kms_key_arns
+      Condition = { StringEquals = { "kms:ViaService" = local.secret_services } }
+    },
+  ] : s if length(s.Resource) > 0 && length(local.secret_arns) > 0]
+
+  # The secrets, then what a custom effect calls.
+  effect_statements = concat(local.secrets_statements, [for sid in sort(keys(var.policy_statements)) : {
+    Sid      = sid
+    Effect   = "Allow"
+    Action   = sort(var.policy_statements[sid].actions)
+    Resource = sort(var.policy_statements[sid].resources)
+  }])
 }
 
 resource "aws_cloudwatch_log_group" "this" {
@@ -137,6 +166,15 @@ resource "aws_iam_role_policy" "this" {
   policy = data.aws_iam_policy_document.this.json
 }
 
+# The effect's own calls and secrets, kept apart from the worker's.
+resource "aws_iam_role_policy" "effect" {
+  count = length(local.effect_statements) > 0 ? 1 : 0
+
+  name   = "effect"
+  role   = aws_iam_role.this.id
+  policy = jsonencode({ Version = "2012-10-17", Statement = local.effect_statements })
+}
+
 resource "aws_lambda_function" "this" {
   function_name    = var.function_name
   role             = aws_iam_role.this.arn
@@ -157,7 +195,7 @@ resource "aws_lambda_function" "this" {
   tags = var.tags
 
   # The log group must exist first, or Lambda creates one without retention.
-  depends_on = [aws_cloudwatch_log_group.this, aws_iam_role_policy.this]
+  depends_on = [aws_cloudwatch_log_group.this, aws_iam_role_policy.this, aws_iam_role_policy.effect]
 
   lifecycle {
     precondition {
@@ -173,6 +211,11 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = !var.move_to_dlq || alltrue([for q in values(var.queues) : q.dlq_arn != null])
       error_message = "move_to_dlq needs a dlq_arn for every queue: the role may send to those only."
+    }
+
+    precondition {
+      condition     = length(setintersection(keys(var.environment), [for k in keys(var.secrets) : "${k}_ARN"])) == 0
+      error_message = "A variable of environment is also a secret's <NAME>_ARN."
     }
   }
 }

@@ -1,4 +1,4 @@
-package worker
+package exactly
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
@@ -60,13 +59,13 @@ func TestPreflightNamesTheMissingPermission(t *testing.T) {
 	}{
 		{fakeSQS{accessDenied, invalid, invalid}, deniedDynamo{}, "sqs:ChangeMessageVisibility on https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
 		{fakeSQS{invalid, accessDenied, invalid}, deniedDynamo{}, "sqs:DeleteMessage on https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
-		{fakeSQS{invalid, invalid, accessDenied}, deniedDynamo{}, "sqs:SendMessage (--move-to-dlq) on https://sqs.eu-west-1.amazonaws.com/1/dlq.fifo"},
+		{fakeSQS{invalid, invalid, accessDenied}, deniedDynamo{}, "sqs:SendMessage (moves to the dead-letter queue) on https://sqs.eu-west-1.amazonaws.com/1/dlq.fifo"},
 		{fakeSQS{invalid, invalid, invalid}, deniedDynamo{"PutItem"}, "dynamodb:PutItem on table dedup"},
 		{fakeSQS{invalid, invalid, invalid}, deniedDynamo{"UpdateItem"}, "dynamodb:UpdateItem on table dedup"},
 	}
 	for _, c := range cases {
 		err := preflight(context.Background(), log, c.sq, c.db, qs, "dedup")
-		var cerr *config.Error
+		var cerr *ConfigError
 		require.ErrorAs(t, err, &cerr, c.want)
 		require.Contains(t, cerr.Msg, c.want)
 	}

@@ -1,4 +1,4 @@
-package worker
+package exactly
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func preflight(ctx context.Context, log *slog.Logger, sq preflightSQS, db prefli
 		if q.DLQURL != "" {
 			// An empty body is refused after authorization: nothing is sent.
 			_, err = sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String("")})
-			if err := expected(log, err, "sqs:SendMessage (--move-to-dlq)", q.DLQURL); err != nil {
+			if err := expected(log, err, "sqs:SendMessage (moves to the dead-letter queue)", q.DLQURL); err != nil {
 				return err
 			}
 		}

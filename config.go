@@ -1,0 +1,351 @@
+package exactly
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/idempotency"
+	"github.com/exactlyonce/exactly/internal/awserr"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	sqslambda "github.com/exactlyonce/exactly/internal/lambda"
+	"github.com/exactlyonce/exactly/internal/pool"
+)
+
+// SQS is the part of the SQS client the worker and the Lambda handler call.
+// *sqs.Client satisfies it.
+type SQS interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// DynamoDB is the part of the DynamoDB client the ledger calls, as in
+// package idempotency. *dynamodb.Client satisfies it.
+type DynamoDB = idempotency.DynamoDB
+
+var (
+	_ SQS      = (*sqs.Client)(nil)
+	_ DynamoDB = (*dynamodb.Client)(nil)
+)
+
+// Defaults of Config.
+const (
+	DefaultNamespace    = "exactly"
+	DefaultTTL          = 24 * time.Hour
+	DefaultKeySource    = "auto"
+	DefaultPayloadHash  = "body"
+	DefaultRetryInPlace = 2
+	DefaultConcurrency  = pool.ConcurrencyDefault
+	DefaultReceivers    = pool.ReceiversDefault
+	DefaultWaitTime     = pool.WaitTimeDefault
+	DefaultAckDelay     = pool.AckDelayDefault
+	// DefaultShutdownTimeout fits inside ECS's stopTimeout of 120 s.
+	DefaultShutdownTimeout = pool.ShutdownTimeoutDefault
+	// DefaultLambdaConcurrency bounds the groups of one batch run at once.
+	DefaultLambdaConcurrency = sqslambda.ConcurrencyDefault
+)
+
+// Config configures a Worker (New) and a Lambda handler (NewLambdaHandler).
+// The zero value of every optional field means its documented default.
+type Config struct {
+	// SQS and DynamoDB are the clients (sqs.NewFromConfig,
+	// dynamodb.NewFromConfig); required. Retries are the SDK's.
+	SQS      SQS
+	DynamoDB DynamoDB
+	// Queues are the URLs of the queues to consume: required by a Worker.
+	// A Lambda handler reads a listed queue's attributes at start and any
+	// other event source queue the first time one of its events arrives.
+	Queues []string
+	// Table is the dedup table (partition key pk, TTL on expires_at);
+	// required. `worker setup` and the dedup-table Terraform module make it.
+	Table string
+	// Effect is what runs once per logical message; required. An
+	// effect.Func adapts a plain func.
+	Effect effect.Effect
+
+	// KeySource says where a message's dedup key comes from: auto (the
+	// idempotency-key attribute, else the MessageDeduplicationId, else the
+	// MessageId), attr:NAME, json:/pointer or body. DefaultKeySource if
+	// empty. KeyFunc, when set, wins.
+	KeySource string
+	// KeyFunc computes a message's dedup key in Go. An error, or an empty
+	// key, is a permanent failure of that message.
+	KeyFunc func(effect.Message) (string, error)
+	// PayloadHash says what of a message tells a duplicate from a conflict:
+	// body, json:/a,/b (those values, canonicalised) or none.
+	// DefaultPayloadHash if empty.
+	PayloadHash string
+	// Namespace is the first part of every dedup key; workers that must
+	// deduplicate together share it. DefaultNamespace if empty.
+	Namespace string
+	// TTL is how long a completed message suppresses its duplicates.
+	// DefaultTTL if 0; at least a minute.
+	TTL time.Duration
+
+	// Lease is the dedup lease of a claim, extended by heartbeats: by
+	// default the queue's visibility timeout less a tenth. Worker only.
+	Lease time.Duration
+	// Visibility overrides the queues' visibility timeouts for heartbeats.
+	// Worker only.
+	Visibility time.Duration
+	// Concurrency bounds the handlers running at once (groups in
+	// parallel). DefaultConcurrency for a Worker, DefaultLambdaConcurrency
+	// for a Lambda handler, if 0.
+	Concurrency int
+	// Receivers is the number of concurrent long polls per queue.
+	// DefaultReceivers if 0. Worker only.
+	Receivers int
+	// MaxInFlight bounds the messages received and not yet finished: by
+	// default 2×Concurrency + 10 per receiver. Worker only.
+	MaxInFlight int
+	// WaitTime is the long-poll wait, whole seconds from 1 s to 20 s.
+	// DefaultWaitTime if 0. Worker only.
+	WaitTime time.Duration
+	// AckDelay is how long deletes and visibility changes wait to fill a
+	// batch of 10. DefaultAckDelay if 0. Worker only.
+	AckDelay time.Duration
+	// RetryInPlace is how many times a retryable failure is retried in
+	// place before the message goes back to SQS; DefaultRetryInPlace if 0,
+	// none if negative. Worker only.
+	RetryInPlace int
+	// ShutdownTimeout is how long running handlers may finish once Run's
+	// context is cancelled. DefaultShutdownTimeout if 0. Worker only.
+	ShutdownTimeout time.Duration
+	// LeaveToRedrivePolicy leaves permanent failures to the queues' redrive
+	// policies (maxReceiveCount) instead of moving them to the dead-letter
+	// queue at once. A poison message that waits for its redrive policy
+	// holds its FIFO group back meanwhile. When it is false, a Lambda
+	// handler's listed queues must have a dead-letter queue.
+	LeaveToRedrivePolicy bool
+
+	// Lambda holds the settings only a Lambda handler has.
+	Lambda LambdaConfig
+
+	// Logger receives the worker's logs; discarded if nil.
+	Logger *slog.Logger
+	// Registerer, when set, gets the worker's Prometheus collectors
+	// (exactly_*). Nothing is registered if nil. Worker only: a Lambda
+	// handler logs its counts per batch.
+	Registerer prometheus.Registerer
+}
+
+// LambdaConfig holds the settings of a Lambda handler.
+type LambdaConfig struct {
+	// FailRest says what a failed message in a FIFO queue takes with it
+	// into batchItemFailures: "group" (default: the later messages of its
+	// group; other groups go on) or "batch" (every later message; the batch
+	// then runs one message at a time, in order).
+	FailRest string
+	// DedupScope, "queue" or "group", is the key scope of a queue whose
+	// attributes cannot be read; a listed queue that contradicts it is a
+	// configuration error. Empty: follow each queue.
+	DedupScope string
+	// LeaseMargin is left between a lease's end and the invocation's
+	// deadline, for the commit. 2 s if 0.
+	LeaseMargin time.Duration
+	// MinLease: with less lease than this left before the margin, a message
+	// is not started. 1 s if 0.
+	MinLease time.Duration
+}
+
+// ConfigError is a configuration problem found before anything runs: a
+// setting out of range, a queue or table that does not exist or does not
+// fit, a permission the role lacks. Fix what it names and start again.
+type ConfigError struct {
+	// Setting is the Config field at fault ("Queues", "Lambda.FailRest"),
+	// or empty when the environment is (credentials, permissions).
+	Setting string
+	// Msg follows the setting's name: " must be at least 1", `: queue ...`.
+	Msg string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Setting == "" {
+		return "exactly: " + strings.TrimLeft(e.Msg, ": ")
+	}
+	return "exactly: Config." + e.Setting + e.Msg
+}
+
+func configErr(setting, format string, args ...any) error {
+	return &ConfigError{Setting: setting, Msg: fmt.Sprintf(format, args...)}
+}
+
+// settings are a Config with its defaults filled in and its strings parsed.
+type settings struct {
+	Config
+	keys    dedup.KeySource
+	payload dedup.PayloadSource
+	log     *slog.Logger
+}
+
+// Validate checks the settings of a Worker without calling AWS: every
+// value in range, every string parsed. It does not check the clients, the
+// effect, or what only AWS can tell (queues, table, permissions): New does.
+// Every error is a *ConfigError.
+func (c Config) Validate() error {
+	_, err := c.settings(false)
+	return err
+}
+
+// ValidateLambda is Validate for a Lambda handler's settings.
+func (c Config) ValidateLambda() error {
+	_, err := c.settings(true)
+	return err
+}
+
+// check validates cfg for a Worker (lambda false) or a Lambda handler,
+// clients and effect included, and fills the defaults in.
+func check(cfg Config, lambda bool) (*settings, error) {
+	switch {
+	case cfg.SQS == nil:
+		return nil, configErr("SQS", " is nil: pass sqs.NewFromConfig(cfg)")
+	case cfg.DynamoDB == nil:
+		return nil, configErr("DynamoDB", " is nil: pass dynamodb.NewFromConfig(cfg)")
+	case cfg.Effect == nil:
+		return nil, configErr("Effect", " is nil: pass the effect to run once per message (effect.Func adapts a func)")
+	}
+	return cfg.settings(lambda)
+}
+
+// settings validates the values and fills the defaults in.
+func (cfg Config) settings(lambda bool) (*settings, error) {
+	s := &settings{Config: cfg}
+	switch {
+	case cfg.Table == "":
+		return nil, configErr("Table", " is empty: name the dedup table (`worker setup --table` or the dedup-table Terraform module creates it)")
+	case !lambda && len(cfg.Queues) == 0:
+		return nil, configErr("Queues", " is required: give the URL of at least one SQS queue")
+	}
+	for _, q := range cfg.Queues {
+		if !strings.HasPrefix(q, "http://") && !strings.HasPrefix(q, "https://") {
+			return nil, configErr("Queues", " %q is not a queue URL: want https://sqs.<region>.amazonaws.com/<account>/<name>", q)
+		}
+	}
+	if s.KeySource == "" {
+		s.KeySource = DefaultKeySource
+	}
+	var err error
+	if s.keys, err = dedup.ParseKeySource(s.KeySource); err != nil {
+		return nil, configErr("KeySource", ": %v", err)
+	}
+	if cfg.KeyFunc != nil {
+		s.keys = dedup.KeyFunc(cfg.KeyFunc)
+	}
+	if s.PayloadHash == "" {
+		s.PayloadHash = DefaultPayloadHash
+	}
+	if s.payload, err = dedup.ParsePayloadSource(s.PayloadHash); err != nil {
+		return nil, configErr("PayloadHash", ": %v", err)
+	}
+	if s.Namespace == "" {
+		s.Namespace = DefaultNamespace
+	}
+	if strings.ContainsAny(s.Namespace, "#%") {
+		return nil, configErr("Namespace", " %q: want a name without '#' or '%%'", s.Namespace)
+	}
+	if s.TTL == 0 {
+		s.TTL = DefaultTTL
+	}
+	if s.TTL < time.Minute {
+		return nil, configErr("TTL", " %s is too short: want at least 1m (SQS alone deduplicates for 5m; hours or days is the point)", s.TTL)
+	}
+	if s.Concurrency < 0 {
+		return nil, configErr("Concurrency", " must be at least 1")
+	}
+	s.log = cfg.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if lambda {
+		return s, s.checkLambda()
+	}
+	return s, s.checkWorker()
+}
+
+func (s *settings) checkWorker() error {
+	if s.Concurrency == 0 {
+		s.Concurrency = DefaultConcurrency
+	}
+	if s.Receivers == 0 {
+		s.Receivers = DefaultReceivers
+	}
+	switch {
+	case s.Receivers < 0:
+		return configErr("Receivers", " must be at least 1")
+	case s.RetryInPlace > 20:
+		return configErr("RetryInPlace", " must be at most 20")
+	case s.MaxInFlight < 0:
+		return configErr("MaxInFlight", " must not be negative")
+	}
+	switch {
+	case s.RetryInPlace == 0:
+		s.RetryInPlace = DefaultRetryInPlace
+	case s.RetryInPlace < 0:
+		s.RetryInPlace = 0
+	}
+	if s.WaitTime == 0 {
+		s.WaitTime = DefaultWaitTime
+	}
+	if s.WaitTime < time.Second || s.WaitTime > 20*time.Second || s.WaitTime%time.Second != 0 {
+		return configErr("WaitTime", " must be whole seconds from 1s to 20s (SQS's long-poll range)")
+	}
+	if s.AckDelay == 0 {
+		s.AckDelay = DefaultAckDelay
+	}
+	if s.AckDelay < time.Millisecond || s.AckDelay > 5*time.Second {
+		return configErr("AckDelay", " must be between 1ms and 5s")
+	}
+	if s.ShutdownTimeout == 0 {
+		s.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if s.ShutdownTimeout < 0 {
+		return configErr("ShutdownTimeout", " must be positive")
+	}
+	if s.Lease < 0 || (s.Lease > 0 && s.Lease < 2*time.Second) {
+		return configErr("Lease", " must be 0 (the queue's visibility timeout) or at least 2s")
+	}
+	if s.Visibility < 0 || s.Visibility > 12*time.Hour {
+		return configErr("Visibility", " must be between 0 and 12h")
+	}
+	return nil
+}
+
+func (s *settings) checkLambda() error {
+	if s.Concurrency == 0 {
+		s.Concurrency = DefaultLambdaConcurrency
+	}
+	if _, err := sqslambda.ParseFailRest(s.Lambda.FailRest); err != nil {
+		return configErr("Lambda.FailRest", " %v", err)
+	}
+	switch s.Lambda.DedupScope {
+	case "", "queue", "group":
+	default:
+		return configErr("Lambda.DedupScope", " %q: want queue (one key per queue, the queue's DeduplicationScope=queue) or group (per message group, DeduplicationScope=messageGroup)", s.Lambda.DedupScope)
+	}
+	if s.Lambda.LeaseMargin < 0 || s.Lambda.MinLease < 0 {
+		return configErr("Lambda.LeaseMargin", " and Lambda.MinLease must not be negative")
+	}
+	return nil
+}
+
+// denied turns a credential or permission error from a start-up call into a
+// ConfigError naming the action and resource; other errors pass.
+func denied(err error, action, resource string) error {
+	if msg, ok := awserr.Denied(err, action, resource); ok {
+		return configErr("", "%s", msg)
+	}
+	return err
+}

@@ -1,0 +1,77 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/exactlyonce/exactly/idempotency"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+)
+
+// table stands in for DynamoDB in the examples; in production pass
+// dynamodb.NewFromConfig(cfg) and the dedup table that `worker setup` or the
+// dedup-table Terraform module creates.
+func table() *memdynamo.DB {
+	return newDB(nil)
+}
+
+type Payment struct {
+	Order  string `json:"order"`
+	Amount int    `json:"amount_cents"`
+}
+
+type Receipt struct {
+	Charge string `json:"charge"`
+}
+
+func ExampleWrap() {
+	ledger, err := idempotency.New(idempotency.Config{DynamoDB: table(), Table: "dedup"})
+	if err != nil {
+		panic(err)
+	}
+	charges := 0
+	pay := idempotency.Wrap(ledger, "pay", func(ctx context.Context, p Payment) (Receipt, error) {
+		charges++ // the card network is called here, with idempotency.Key(ctx)
+		return Receipt{Charge: fmt.Sprintf("ch_%d", charges)}, nil
+	}, idempotency.KeyPointers("/order"))
+
+	ctx := context.Background()
+	r1, _ := pay(ctx, Payment{Order: "o-1", Amount: 250})
+	r2, _ := pay(ctx, Payment{Order: "o-1", Amount: 250}) // a retry: replayed
+	_, err = pay(ctx, Payment{Order: "o-1", Amount: 999}) // the key reused for another payment
+	fmt.Println(r1.Charge, r2.Charge, charges)
+	fmt.Println(errors.Is(err, idempotency.ErrPayloadMismatch))
+	// Output:
+	// ch_1 ch_1 1
+	// true
+}
+
+func ExampleMiddleware() {
+	ledger, err := idempotency.New(idempotency.Config{DynamoDB: table(), Table: "dedup"})
+	if err != nil {
+		panic(err)
+	}
+	created := 0
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		created++
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "order %d", created)
+	})
+	h := idempotency.Middleware(ledger, idempotency.MiddlewareConfig{Required: true})(api)
+
+	for _, body := range []string{`{"sku":"a"}`, `{"sku":"a"}`, `{"sku":"b"}`} {
+		req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(body))
+		req.Header.Set("Idempotency-Key", "8e03978e-40d5-43e8-bc93-6894a57f9324")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Header().Get("Idempotent-Replayed"), strings.TrimSpace(rec.Body.String()))
+	}
+	// Output:
+	// 201  order 1
+	// 201 true order 1
+	// 422  this Idempotency-Key was used for a different request
+}

@@ -1,0 +1,349 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/idempotency"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+)
+
+// newDB is an in-memory DynamoDB with a dedup table "dedup" and a table
+// "orders", both keyed by pk.
+// t may be nil (examples): setup errors then panic.
+func newDB(t testing.TB) *memdynamo.DB {
+	must := func(err error) {
+		if t == nil && err != nil {
+			panic(err)
+		}
+		if t != nil {
+			t.Helper()
+			require.NoError(t, err)
+		}
+	}
+	db := memdynamo.New()
+	for _, name := range []string{"dedup", "orders"} {
+		_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+			TableName:            aws.String(name),
+			BillingMode:          types.BillingModePayPerRequest,
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		})
+		must(err)
+	}
+	_, err := db.UpdateTimeToLive(context.Background(), &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String("dedup"),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
+	})
+	must(err)
+	return db
+}
+
+func newLedger(t testing.TB, db idempotency.DynamoDB) *idempotency.Ledger {
+	t.Helper()
+	l, err := idempotency.New(idempotency.Config{DynamoDB: db, Table: "dedup"})
+	require.NoError(t, err)
+	return l
+}
+
+type charge struct {
+	Order  string `json:"order"`
+	Amount int    `json:"amount"`
+	At     string `json:"at,omitempty"`
+}
+
+type receipt struct {
+	ID     string `json:"id"`
+	Amount int    `json:"amount"`
+}
+
+// charger counts its runs and blocks while gate is set.
+type charger struct {
+	runs atomic.Int32
+	fail atomic.Bool
+	gate chan struct{}
+}
+
+func (c *charger) charge(ctx context.Context, in charge) (receipt, error) {
+	n := c.runs.Add(1)
+	if c.gate != nil {
+		<-c.gate
+	}
+	if c.fail.Load() {
+		return receipt{}, errors.New("card network unavailable")
+	}
+	return receipt{ID: "r" + strconv.Itoa(int(n)), Amount: in.Amount}, nil
+}
+
+func TestNewNamesTheMissingSetting(t *testing.T) {
+	t.Parallel()
+	_, err := idempotency.New(idempotency.Config{Table: "dedup"})
+	require.ErrorContains(t, err, "Config.DynamoDB")
+	_, err = idempotency.New(idempotency.Config{DynamoDB: memdynamo.New()})
+	require.ErrorContains(t, err, "Config.Table")
+
+	db := newDB(t)
+	require.NoError(t, newLedger(t, db).Check(context.Background()))
+	wrong, err := idempotency.New(idempotency.Config{DynamoDB: db, Table: "orders"})
+	require.NoError(t, err)
+	require.ErrorContains(t, wrong.Check(context.Background()), "expires_at", "orders has no TTL")
+}
+
+func TestWrapRunsOnceAndReplays(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	do := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+	ctx := context.Background()
+
+	first, err := do(ctx, charge{Order: "o-1", Amount: 250})
+	require.NoError(t, err)
+	again, err := do(ctx, charge{Order: "o-1", Amount: 250})
+	require.NoError(t, err)
+	require.Equal(t, first, again, "the stored result is replayed")
+	require.EqualValues(t, 1, c.runs.Load())
+
+	_, err = do(ctx, charge{Order: "o-1", Amount: 999})
+	require.ErrorIs(t, err, idempotency.ErrPayloadMismatch)
+	require.EqualValues(t, 1, c.runs.Load(), "a mismatch is not run")
+
+	other, err := do(ctx, charge{Order: "o-2", Amount: 250})
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, other.ID)
+	require.EqualValues(t, 2, c.runs.Load())
+
+	// Another function with the same key runs on its own.
+	refund := idempotency.Wrap(l, "refund", c.charge, idempotency.KeyPointers("/order"))
+	_, err = refund(ctx, charge{Order: "o-1", Amount: 250})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, c.runs.Load())
+}
+
+func TestWrapDefaultKeyIsTheWholeInput(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	do := idempotency.Wrap(l, "charge", c.charge)
+	for range 3 {
+		_, err := do(context.Background(), charge{Order: "o-1", Amount: 1})
+		require.NoError(t, err)
+	}
+	_, err := do(context.Background(), charge{Order: "o-1", Amount: 2})
+	require.NoError(t, err, "another input is another key")
+	require.EqualValues(t, 2, c.runs.Load())
+}
+
+func TestFailureReleasesTheKey(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	c.fail.Store(true)
+	do := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+	_, err := do(context.Background(), charge{Order: "o-1", Amount: 1})
+	require.ErrorContains(t, err, "card network unavailable", "the function's own error")
+	c.fail.Store(false)
+	_, err = do(context.Background(), charge{Order: "o-1", Amount: 1})
+	require.NoError(t, err, "the retry runs at once, not after the in-progress expiry")
+	require.EqualValues(t, 2, c.runs.Load())
+}
+
+func TestInProgress(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger(t, newDB(t))
+		c := &charger{gate: make(chan struct{})}
+		do := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+		done := make(chan error, 1)
+		go func() { _, err := do(context.Background(), charge{Order: "o-1", Amount: 1}); done <- err }()
+		synctest.Wait()
+		time.Sleep(3 * time.Minute) // the heartbeat keeps the claim past its minute
+		c2 := &charger{}
+		_, err := idempotency.Wrap(l, "charge", c2.charge, idempotency.KeyPointers("/order"))(context.Background(), charge{Order: "o-1", Amount: 1})
+		var busy *idempotency.InProgressError
+		require.ErrorAs(t, err, &busy)
+		require.ErrorIs(t, err, idempotency.ErrInProgress)
+		require.Positive(t, busy.RetryAfter)
+		require.LessOrEqual(t, busy.RetryAfter, idempotency.DefaultInProgressExpiry)
+		require.Zero(t, c2.runs.Load())
+		close(c.gate)
+		require.NoError(t, <-done)
+	})
+}
+
+func TestKeyMissing(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	lenient := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+	for range 2 {
+		_, err := lenient(context.Background(), charge{Amount: 1})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 2, c.runs.Load(), "without a key, every call runs")
+
+	strict := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.RequireKey())
+	_, err := strict(context.Background(), charge{Amount: 1})
+	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
+	require.EqualValues(t, 2, c.runs.Load())
+
+	byFunc := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyFunc(func(in charge) string { return in.Order }), idempotency.RequireKey())
+	_, err = byFunc(context.Background(), charge{Amount: 1})
+	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
+	_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
+	require.NoError(t, err)
+	_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, c.runs.Load())
+}
+
+func TestValidatePointers(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	do := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.ValidatePointers("/amount"))
+	_, err := do(context.Background(), charge{Order: "o-1", Amount: 5, At: "10:00"})
+	require.NoError(t, err)
+	_, err = do(context.Background(), charge{Order: "o-1", Amount: 5, At: "10:01"})
+	require.NoError(t, err, "a retry that only changed an unvalidated field is a duplicate")
+	_, err = do(context.Background(), charge{Order: "o-1", Amount: 6, At: "10:01"})
+	require.ErrorIs(t, err, idempotency.ErrPayloadMismatch)
+	require.EqualValues(t, 1, c.runs.Load())
+
+	loose := idempotency.Wrap(l, "loose", c.charge, idempotency.KeyPointers("/order"), idempotency.NoValidation())
+	_, err = loose(context.Background(), charge{Order: "o-1", Amount: 5})
+	require.NoError(t, err)
+	r, err := loose(context.Background(), charge{Order: "o-1", Amount: 6})
+	require.NoError(t, err)
+	require.Equal(t, 5, r.Amount, "the stored result, whatever the payload")
+}
+
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l := newLedger(t, newDB(t))
+		c := &charger{}
+		do := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.Expiry(10*time.Minute))
+		_, err := do(context.Background(), charge{Order: "o-1", Amount: 1})
+		require.NoError(t, err)
+		time.Sleep(9 * time.Minute)
+		_, err = do(context.Background(), charge{Order: "o-1", Amount: 1})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, c.runs.Load())
+		time.Sleep(2 * time.Minute)
+		_, err = do(context.Background(), charge{Order: "o-1", Amount: 1})
+		require.NoError(t, err)
+		require.EqualValues(t, 2, c.runs.Load(), "an expired record no longer answers")
+	})
+}
+
+// TestLambdaDeadlineBoundsTheClaim: inside a Lambda invocation the claim
+// ends with the invocation, so that a timed-out invocation does not keep the
+// retry waiting for a whole in-progress expiry.
+func TestLambdaDeadlineBoundsTheClaim(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		db := newDB(t)
+		l := newLedger(t, db)
+		stuck := make(chan struct{})
+		defer close(stuck)
+		slow := func(ctx context.Context, in charge) (receipt, error) {
+			select {
+			case <-stuck:
+			case <-ctx.Done():
+			}
+			return receipt{}, ctx.Err()
+		}
+		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		go func() {
+			_, _ = idempotency.Wrap(l, "charge", slow, idempotency.KeyPointers("/order"))(ctx, charge{Order: "o-1"})
+		}()
+		synctest.Wait()
+		c := &charger{}
+		do := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+		_, err := do(context.Background(), charge{Order: "o-1"})
+		var busy *idempotency.InProgressError
+		require.ErrorAs(t, err, &busy)
+		require.LessOrEqual(t, busy.RetryAfter, 5*time.Second, "the claim ends with the invocation")
+		time.Sleep(6 * time.Second)
+		_, err = do(context.Background(), charge{Order: "o-1"})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, c.runs.Load())
+	})
+}
+
+// TestWrapTxAppliesWritesOnce: the function's DynamoDB writes commit with the
+// record; a duplicate applies nothing more, and a write whose condition
+// fails applies nothing at all.
+func TestWrapTxAppliesWritesOnce(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	l := newLedger(t, db)
+	var runs atomic.Int32
+	place := func(ctx context.Context, in charge) (string, []types.TransactWriteItem, error) {
+		runs.Add(1)
+		require.NotEmpty(t, idempotency.Key(ctx))
+		return "placed " + in.Order, []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 aws.String("orders"),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "total"}},
+			UpdateExpression:          aws.String("ADD amount :a"),
+			ConditionExpression:       aws.String("attribute_not_exists(amount) OR amount < :cap"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: strconv.Itoa(in.Amount)}, ":cap": &types.AttributeValueMemberN{Value: "100"}},
+		}}}, nil
+	}
+	do := idempotency.WrapTx(l, "place", place, idempotency.KeyPointers("/order"))
+	ctx := context.Background()
+	for range 3 {
+		out, err := do(ctx, charge{Order: "o-1", Amount: 60})
+		require.NoError(t, err)
+		require.Equal(t, "placed o-1", out)
+	}
+	require.Equal(t, "60", total(t, db))
+	_, err := do(ctx, charge{Order: "o-2", Amount: 60})
+	require.NoError(t, err)
+	require.Equal(t, "120", total(t, db))
+	_, err = do(ctx, charge{Order: "o-3", Amount: 1})
+	require.True(t, effect.IsPermanent(err), "the write's own condition failed: %v", err)
+	require.Equal(t, "120", total(t, db), "nothing applied")
+	require.EqualValues(t, 3, runs.Load())
+}
+
+func total(t *testing.T, db *memdynamo.DB) string {
+	t.Helper()
+	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("orders"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "total"}},
+	})
+	require.NoError(t, err)
+	return out.Item["amount"].(*types.AttributeValueMemberN).Value
+}
+
+func TestOversizedResultIsNotReplayed(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	var runs atomic.Int32
+	big := func(ctx context.Context, in charge) (string, error) {
+		runs.Add(1)
+		return fmt.Sprintf("%0*d", idempotency.MaxResultBytes+1, 0), nil
+	}
+	do := idempotency.Wrap(l, "big", big, idempotency.KeyPointers("/order"))
+	out, err := do(context.Background(), charge{Order: "o-1"})
+	require.NoError(t, err, "the first caller gets its result")
+	require.Len(t, out, idempotency.MaxResultBytes+1)
+	_, err = do(context.Background(), charge{Order: "o-1"})
+	require.ErrorIs(t, err, idempotency.ErrResultNotStored)
+	require.EqualValues(t, 1, runs.Load(), "recorded as done: not run again")
+}

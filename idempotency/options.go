@@ -1,0 +1,122 @@
+package idempotency
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+)
+
+// Option tunes one wrapped function.
+type Option func(*settings)
+
+type settings struct {
+	keyPtrs    []string
+	keyFunc    func(in any) (string, error)
+	validate   []string
+	noValidate bool
+	requireKey bool
+	expiry     time.Duration
+}
+
+// errNoKey marks an input without the key its options point at.
+var errNoKey = errors.New("no key")
+
+// KeyPointers takes the key from the input's JSON at these RFC 6901
+// pointers (strings or numbers), joined: KeyPointers("/customer", "/order")
+// keys by customer and order. Without KeyPointers or KeyFunc, the key is the
+// SHA-256 of the whole input's JSON. The Powertools counterpart is
+// event_key_jmespath.
+func KeyPointers(ptrs ...string) Option {
+	return func(s *settings) { s.keyPtrs = append(s.keyPtrs, ptrs...) }
+}
+
+// KeyFunc takes the key from the input with f. An empty key counts as
+// missing (see RequireKey). f must accept the wrapped function's In.
+func KeyFunc[In any](f func(In) string) Option {
+	return func(s *settings) {
+		s.keyFunc = func(in any) (string, error) {
+			v, ok := in.(In)
+			if !ok {
+				return "", fmt.Errorf("KeyFunc takes %T, the function's input is %T", *new(In), in)
+			}
+			if k := f(v); k != "" {
+				return k, nil
+			}
+			return "", fmt.Errorf("%w: KeyFunc returned an empty key", errNoKey)
+		}
+	}
+}
+
+// ValidatePointers fingerprints only these parts of the input's JSON: a
+// duplicate whose parts differ gets ErrPayloadMismatch, one that differs
+// elsewhere (a timestamp a retry adds) is a duplicate. By default the whole
+// input is fingerprinted.
+func ValidatePointers(ptrs ...string) Option {
+	return func(s *settings) { s.validate = append(s.validate, ptrs...) }
+}
+
+// NoValidation turns payload validation off: any input with a completed
+// key gets its stored result.
+func NoValidation() Option { return func(s *settings) { s.noValidate = true } }
+
+// RequireKey makes an input without a key an error (ErrKeyMissing). By
+// default such an input runs without idempotency and a warning is logged,
+// as Powertools does.
+func RequireKey() Option { return func(s *settings) { s.requireKey = true } }
+
+// Expiry overrides Config.Expiry for this function.
+func Expiry(d time.Duration) Option { return func(s *settings) { s.expiry = d } }
+
+// key returns the input's raw key; an error wrapping errNoKey when the
+// input has none.
+func (s *settings) key(in any, doc []byte) (string, error) {
+	switch {
+	case s.keyFunc != nil:
+		return s.keyFunc(in)
+	case len(s.keyPtrs) == 0:
+		return hashOf(doc), nil
+	}
+	parsed, err := dedup.DecodeJSON(doc)
+	if err != nil {
+		return "", fmt.Errorf("input %v", err)
+	}
+	parts := make([]string, len(s.keyPtrs))
+	for i, ptr := range s.keyPtrs {
+		v, ok := dedup.Pointer(parsed, ptr)
+		if !ok || v == nil {
+			return "", fmt.Errorf("%w: input has no %s", errNoKey, ptr)
+		}
+		k, err := dedup.KeyValue(v, ptr)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", errNoKey, err)
+		}
+		parts[i] = k
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	// Each part escaped, so that ("a#b", "c") and ("a", "b#c") differ.
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('#')
+		}
+		b.WriteString(strings.NewReplacer("%", "%25", "#", "%23").Replace(p))
+	}
+	return b.String(), nil
+}
+
+// fingerprint is the payload hash stored with the record.
+func (s *settings) fingerprint(doc []byte) (string, error) {
+	src := dedup.PayloadSource{} // the whole input
+	switch {
+	case s.noValidate:
+		src = dedup.PayloadNone
+	case len(s.validate) > 0:
+		src = dedup.PayloadJSON(s.validate...)
+	}
+	return src.Hash(string(doc))
+}

@@ -1,0 +1,129 @@
+package exactly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/telemetry"
+)
+
+// Worker long-polls SQS queues and runs each logical message's effect
+// exactly once: FIFO groups in order, many groups in parallel.
+type Worker struct {
+	pool    *pool.Pool
+	metrics *telemetry.Metrics
+	queues  []string
+	ran     atomic.Bool
+}
+
+// New checks cfg and everything it names before anything runs: the
+// settings, each queue's attributes (FIFO, deduplication scope, visibility
+// timeout, dead-letter queue), the dedup table's schema and TTL, and that
+// the credentials may make the calls the worker will make (without side
+// effects). Every problem it finds is a *ConfigError.
+func New(ctx context.Context, cfg Config) (*Worker, error) {
+	s, err := check(cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	queues, scopes, err := s.describeQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	store, err := s.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := preflight(ctx, s.log, s.SQS, s.DynamoDB, queues, s.Table); err != nil {
+		return nil, err
+	}
+	metrics, err := s.metrics()
+	if err != nil {
+		return nil, err
+	}
+	proc := s.processor(store, 30*time.Second, func(m effect.Message) dedup.Scope { return scopes[m.QueueURL] })
+	p, err := pool.New(pool.Config{
+		Client: s.SQS, Queues: queues, Processor: proc,
+		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight, ShutdownTimeout: s.ShutdownTimeout,
+		WaitTime: s.WaitTime, AckDelay: s.AckDelay, RetryInPlace: s.RetryInPlace,
+		Log: s.log, Observer: metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{pool: p, metrics: metrics, queues: s.Queues}, nil
+}
+
+// store checks the dedup table and returns the ledger on it.
+func (s *settings) store(ctx context.Context) (*dedup.Store, error) {
+	store := dedup.NewStore(s.DynamoDB, s.Table)
+	if err := store.Check(ctx); err != nil {
+		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.Table); d != err {
+			return nil, d
+		}
+		return nil, configErr("Table", ": %v", err)
+	}
+	return store, nil
+}
+
+// metrics makes the worker's collectors, registered on cfg.Registerer.
+func (s *settings) metrics() (*telemetry.Metrics, error) {
+	m := telemetry.NewMetrics()
+	if s.Registerer != nil {
+		if err := s.Registerer.Register(m); err != nil {
+			return nil, configErr("Registerer", ": cannot register the worker's metrics: %v", err)
+		}
+	}
+	return m, nil
+}
+
+// processor is the exactly-once path for one message.
+func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func(effect.Message) dedup.Scope) *process.Processor {
+	return &process.Processor{
+		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
+		Lease: lease, Scope: scope,
+	}
+}
+
+// Run consumes the queues until ctx is cancelled, then drains: it stops
+// receiving at once, lets running effects finish within ShutdownTimeout,
+// hands received-but-unstarted messages back to SQS and flushes deletes.
+// It returns once drained. A Worker runs once.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.ran.CompareAndSwap(false, true) {
+		return errors.New("exactly: Worker.Run called twice")
+	}
+	if err := w.pool.Run(ctx); err != nil {
+		return fmt.Errorf("exactly: %w", err)
+	}
+	return nil
+}
+
+// Force cancels the running effects' contexts now, during a drain that must
+// end sooner than ShutdownTimeout (a second signal). Their messages come
+// back; a commit under way is still tried once.
+func (w *Worker) Force() { w.pool.Force() }
+
+// Stats are running counts since the Worker started.
+type Stats struct {
+	Received, Applied, Duplicates, Conflicts, Busy, Retries, PermanentFailures, LeasesLost int64
+	// InFlight is received and not yet finished, now.
+	InFlight int64
+}
+
+// Stats returns the running counts, for a progress line or a health check.
+func (w *Worker) Stats() Stats {
+	t := w.metrics.Totals()
+	return Stats{
+		Received: t.Received.Load(), Applied: t.Applied.Load(), Duplicates: t.Duplicates.Load(),
+		Conflicts: t.Conflicts.Load(), Busy: t.Busy.Load(), Retries: t.Retries.Load(),
+		PermanentFailures: t.Permanent.Load(), LeasesLost: t.LeasesLost.Load(), InFlight: t.InFlight.Load(),
+	}
+}

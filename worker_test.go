@@ -1,0 +1,179 @@
+package exactly_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly"
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+)
+
+// counted records how often each body ran.
+type counted struct {
+	mu  sync.Mutex
+	ran map[string]int
+}
+
+func (c *counted) Apply(_ context.Context, in effect.Input) (effect.Output, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ran == nil {
+		c.ran = map[string]int{}
+	}
+	c.ran[in.Message.Body]++
+	return effect.Output{}, nil
+}
+
+func (c *counted) runs() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.ran {
+		out[k] = v
+	}
+	return out
+}
+
+// TestWorkerRunsEachMessageOnce: the public Worker on the in-memory SQS and
+// DynamoDB: a burst with duplicates of both kinds (the same dedup id after
+// SQS's window, and a new dedup id with the same idempotency-key) runs each
+// logical message once, and Run returns once drained after cancellation.
+func TestWorkerRunsEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		eff := &counted{}
+		reg := prometheus.NewRegistry()
+		w, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: eff,
+			Registerer: reg, WaitTime: time.Second,
+		})
+		require.NoError(t, err)
+		send := func(group, dedupID, key, body string) {
+			in := &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body, MessageGroupId: &group, MessageDeduplicationId: &dedupID}
+			if key != "" {
+				in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{"idempotency-key": {DataType: aws.String("String"), StringValue: &key}}
+			}
+			_, err := c.SendMessage(context.Background(), in)
+			require.NoError(t, err)
+		}
+		for i := range 20 {
+			send(fmt.Sprintf("g%d", i%4), fmt.Sprintf("d%d", i), "", fmt.Sprintf("m%d", i))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		time.Sleep(10 * time.Minute)          // past SQS's five-minute window
+		send("g0", "d0", "", "m0")            // the same dedup id again
+		send("g1", "fresh", "k-1", "keyed")   // a key ...
+		send("g1", "fresh-2", "k-1", "keyed") // ... and the same key under a new dedup id
+		time.Sleep(time.Minute)
+		cancel()
+		require.NoError(t, <-done)
+		runs := eff.runs()
+		require.Len(t, runs, 21)
+		for body, n := range runs {
+			require.Equal(t, 1, n, "%s ran once", body)
+		}
+		st := w.Stats()
+		require.EqualValues(t, 21, st.Applied)
+		require.EqualValues(t, 2, st.Duplicates)
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		require.NotEmpty(t, mfs, "the worker's metrics are on the caller's registry")
+		require.Error(t, w.Run(context.Background()), "a Worker runs once")
+	})
+}
+
+// TestConfigErrorsNameTheSetting: each bad setting is a *ConfigError that
+// names the Config field, before any AWS call.
+func TestConfigErrorsNameTheSetting(t *testing.T) {
+	t.Parallel()
+	base := func() exactly.Config {
+		return exactly.Config{SQS: memsqs.New(), DynamoDB: memTable(t), Table: "dedup", Effect: &counted{},
+			Queues: []string{"https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}}
+	}
+	cases := []struct {
+		setting string
+		mutate  func(*exactly.Config)
+	}{
+		{"SQS", func(c *exactly.Config) { c.SQS = nil }},
+		{"Effect", func(c *exactly.Config) { c.Effect = nil }},
+		{"Table", func(c *exactly.Config) { c.Table = "" }},
+		{"Queues", func(c *exactly.Config) { c.Queues = nil }},
+		{"Queues", func(c *exactly.Config) { c.Queues = []string{"orders.fifo"} }},
+		{"KeySource", func(c *exactly.Config) { c.KeySource = "header:x" }},
+		{"PayloadHash", func(c *exactly.Config) { c.PayloadHash = "sha1" }},
+		{"Namespace", func(c *exactly.Config) { c.Namespace = "a#b" }},
+		{"TTL", func(c *exactly.Config) { c.TTL = time.Second }},
+		{"WaitTime", func(c *exactly.Config) { c.WaitTime = 1500 * time.Millisecond }},
+		{"Lease", func(c *exactly.Config) { c.Lease = time.Second }},
+		{"RetryInPlace", func(c *exactly.Config) { c.RetryInPlace = 21 }},
+	}
+	for _, tc := range cases {
+		cfg := base()
+		tc.mutate(&cfg)
+		_, err := exactly.New(context.Background(), cfg)
+		var ce *exactly.ConfigError
+		require.ErrorAs(t, err, &ce, tc.setting)
+		require.Equal(t, tc.setting, ce.Setting)
+		require.Contains(t, err.Error(), "Config."+tc.setting)
+	}
+	cfg := base()
+	cfg.Lambda.FailRest = "all"
+	var ce *exactly.ConfigError
+	require.ErrorAs(t, cfg.ValidateLambda(), &ce)
+	require.Equal(t, "Lambda.FailRest", ce.Setting)
+	require.NoError(t, cfg.Validate(), "Lambda settings are not the Worker's")
+
+	// A queue that does not exist is named, with the fix.
+	cfg = base()
+	cfg.Queues = []string{"https://sqs.eu-west-1.amazonaws.com/1/missing.fifo"}
+	_, err := exactly.New(context.Background(), cfg)
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Queues", ce.Setting)
+	require.Contains(t, ce.Msg, "does not exist: create it")
+}
+
+// TestNewWarnsOfADLQWiderThanItsQueue: start-up warns of a FIFO DLQ that
+// deduplicates more widely than its queue (a plain FIFO DLQ of a
+// high-throughput queue, or one DLQ shared by two queues).
+func TestNewWarnsOfADLQWiderThanItsQueue(t *testing.T) {
+	t.Parallel()
+	start := func(c *memsqs.Server, urls ...string) string {
+		var logs bytes.Buffer
+		_, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Effect: &counted{}, Queues: urls,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		})
+		require.NoError(t, err)
+		return logs.String()
+	}
+	c := memsqs.New()
+	plain, _ := memsqs.NewQueue(t, c, true, nil, 5)
+	require.NotContains(t, start(c, plain), "deduplicates more widely", "a plain FIFO queue with a plain FIFO DLQ")
+
+	hq, _ := memsqs.NewQueue(t, c, true, highThroughput, 5) // its DLQ is plain FIFO
+	logs := start(c, hq)
+	require.Contains(t, logs, "dead-letter queue deduplicates more widely than its queue")
+
+	// A second queue with the first one's DLQ.
+	attrs, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: &plain, AttributeNames: []sqstypes.QueueAttributeName{"RedrivePolicy"}})
+	require.NoError(t, err)
+	other, _ := memsqs.NewQueue(t, c, true, map[string]string{"RedrivePolicy": attrs.Attributes["RedrivePolicy"]}, 0)
+	require.Contains(t, start(c, plain, other), "queues share one FIFO dead-letter queue")
+}

@@ -175,8 +175,8 @@ func (w *world) check(ctx context.Context) {
 					continue
 				}
 				if pos[a] > pos[b] {
-					bad("order: in %s, message %d (seq %d) was first applied after message %d (seq %d); dead-lettered: %v",
-						k, a, w.byLid[a].gseq, b, w.byLid[b].gseq, w.deadLettered[a])
+					bad("order: in %s, message %d (seq %d) was first applied after message %d (seq %d); dead-lettered: %v; story of %d: %s; story of %d: %s",
+						k, a, w.byLid[a].gseq, b, w.byLid[b].gseq, w.deadLettered[a], a, strings.Join(w.trace[a], " | "), b, strings.Join(w.trace[b], " | "))
 				}
 			}
 		}

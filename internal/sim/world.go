@@ -770,8 +770,16 @@ func (w *world) redriveDLQ1(ctx context.Context) {
 	}
 }
 
-// settled reports whether the source queues are empty.
+// settled reports whether the source queues are empty and nothing is in
+// flight in the DLQs (a redrive that died, or whose hand-back failed, hides
+// what it received for its visibility timeout).
 func (w *world) settled(ctx context.Context) bool {
+	for _, q := range []string{dlq1Name, dlq2Name} {
+		a, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		if err != nil || a.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)] != "0" {
+			return false
+		}
+	}
 	for _, q := range []string{q1Name, q2Name} {
 		a, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
 		if err != nil {

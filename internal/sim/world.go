@@ -115,7 +115,35 @@ type world struct {
 	dlqSent      map[int]bool
 	redriven     map[int]bool
 	stats        map[string]int
-	trace        map[int][]string // per logical message: its SQS story, for the report of a violation
+	trace        map[int][]string         // per logical message: its SQS story, for the report of a violation
+	appliedAt    map[int]time.Duration    // first application
+	dlqAt        map[int]time.Duration    // first time it went (or was about to go) to a DLQ
+	lastSrcRecv  map[string]time.Duration // SQS message id -> last receive from a source queue
+	redrivenAt   map[int]time.Duration    // first redrive copy back into its queue
+}
+
+// worldMoved notes a DLQ message seen with the id it had in its source
+// queue: the redrive policy moved it (a product copy has an id of its own).
+// It left the source queue at the receive after the last one observed
+// (receives whose caller gave up are not observed). w.mu held.
+func (w *world) worldMoved(id string, lid int) {
+	at, ok := w.lastSrcRecv[id]
+	if !ok {
+		return
+	}
+	w.deadLettered[lid] = true
+	at += time.Nanosecond // after that receive, whose delivery may have run
+	if cur, has := w.dlqAt[lid]; !has || at < cur {
+		w.dlqAt[lid] = at
+	}
+}
+
+// markDLQ records that lid went to a DLQ now (if it had not before). w.mu held.
+func (w *world) markDLQ(lid int) {
+	w.deadLettered[lid] = true
+	if _, ok := w.dlqAt[lid]; !ok {
+		w.dlqAt[lid] = time.Since(w.start)
+	}
 }
 
 // tr appends to a logical message's story. Called with w.mu held.
@@ -170,8 +198,12 @@ func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
 		w.msgLid[aws.ToString(m.MessageId)] = lid
 		w.tr(lid, "%s received %s from %s (receive count %s, dedup id %s)", who, aws.ToString(m.MessageId), q,
 			m.Attributes["ApproximateReceiveCount"], m.Attributes["MessageDeduplicationId"])
-		if isDLQ(q) {
-			w.deadLettered[lid] = true
+		switch {
+		case isDLQ(q):
+			w.worldMoved(aws.ToString(m.MessageId), lid)
+			w.markDLQ(lid)
+		default:
+			w.lastSrcRecv[aws.ToString(m.MessageId)] = time.Since(w.start)
 		}
 	}
 }
@@ -183,10 +215,14 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 	w.tr(lid, "%s sent a copy to %s: message id %s, dedup id %s", p.id, q, msgID, dedupID)
 	switch {
 	case isDLQ(q):
-		w.dlqSent[lid], w.deadLettered[lid] = true, true
+		w.dlqSent[lid] = true
+		w.markDLQ(lid)
 		w.stats["path: DLQ move (product)"]++
 	case strings.HasPrefix(p.id, "redrive"):
 		w.redriven[lid] = true
+		if _, ok := w.redrivenAt[lid]; !ok {
+			w.redrivenAt[lid] = time.Since(w.start)
+		}
 		w.stats["path: redrive copy"]++
 	}
 }
@@ -252,6 +288,7 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	if w.applied[s.lid] == 1 {
 		k := s.queue + "|" + s.group
 		w.order[k] = append(w.order[k], s.lid)
+		w.appliedAt[s.lid] = time.Since(w.start)
 	} else {
 		w.violations = append(w.violations, fmt.Sprintf("+%s transactional mode: logical %d (%s) applied %d times (by %v)",
 			time.Since(w.start).Round(time.Millisecond), s.lid, key, w.applied[s.lid], w.callers[s.lid]))
@@ -271,6 +308,7 @@ func (w *world) downstream(p *proc, s *msgSpec) {
 	if w.applied[s.lid] == 1 {
 		k := s.queue + "|" + s.group
 		w.order[k] = append(w.order[k], s.lid)
+		w.appliedAt[s.lid] = time.Since(w.start)
 		return
 	}
 	w.stats["downstream: second call inside the window"]++
@@ -349,6 +387,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
+		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
 	}
 	_, err := w.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
@@ -805,6 +844,9 @@ func (w *world) drain(ctx context.Context, name string) []int {
 		var dels []types.DeleteMessageBatchRequestEntry
 		for i, m := range out.Messages {
 			lids = append(lids, lidNum(aws.ToString(m.Body)))
+			w.mu.Lock()
+			w.worldMoved(aws.ToString(m.MessageId), lidNum(aws.ToString(m.Body)))
+			w.mu.Unlock()
 			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 		}
 		// Deleted at once: in a FIFO queue the rest of a group stays

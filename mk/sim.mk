@@ -37,4 +37,4 @@ sim_flags = -sim.seeds=$(SEEDS) -sim.first=$(FIRST) -sim.rate=$(RATE) -sim.repor
 
 .PHONY: sim
 sim: ## deterministic simulation: real pool/processor/ledger/Lambda/redrive on in-memory AWS with seeded faults (SEED= SEEDS= FAULTS= OPS=)
-	cd $(SIM_ROOT) && $(GO) test -count=1 -timeout 60m -run '^TestSim$$' ./internal/sim -args $(sim_flags)
+	cd $(SIM_ROOT) && $(GO) test -v -count=1 -timeout 60m -run '^TestSim$$' ./internal/sim -args $(sim_flags)

@@ -45,6 +45,9 @@ func (p *proc) before(ctx context.Context, op, subject string) (Kind, string, er
 		return None, "", errDead
 	}
 	k, id := p.w.inj.decide(op, subject, p.id)
+	// Before the fault plays out: a paused commit opens the window at the
+	// pause, not when the process wakes up.
+	p.w.faultOnKey(p, subject, k)
 	switch k {
 	case Fail, Timeout, Conflict:
 		return k, id, apiErr(op, k)
@@ -291,7 +294,6 @@ func pkOf(item map[string]ddbtypes.AttributeValue) string { return dedup.GetS(it
 func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	key := pkOf(in.Item)
 	k, id, err := c.p.before(ctx, "PutItem", key)
-	c.p.w.faultOnKey(c.p, key, k)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +313,6 @@ func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	key := pkOf(in.Key)
 	k, id, err := c.p.before(ctx, "UpdateItem", key)
-	c.p.w.faultOnKey(c.p, key, k)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +335,6 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 		key = pkOf(in.TransactItems[0].Update.Key)
 	}
 	k, id, err := c.p.before(ctx, "TransactWriteItems", key)
-	c.p.w.faultOnKey(c.p, key, k)
 	if k == Conflict {
 		reasons := make([]ddbtypes.CancellationReason, len(in.TransactItems))
 		for i := range reasons {

@@ -1,0 +1,372 @@
+package sim
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/redrive"
+)
+
+// proc is one process of the simulated system: a pool worker's incarnation,
+// a Lambda invocation, or a redrive. Each has its own faulty clients; when it
+// dies, every call it makes fails before reaching the fakes and its
+// in-memory state is gone (its context is cancelled; a new incarnation starts
+// from nothing).
+type proc struct {
+	id   string
+	w    *world
+	dead atomic.Bool
+	kill func() // cancels the process's contexts
+
+	mu   sync.Mutex
+	open map[string]bool // claim mode: keys whose downstream call ran, commit not yet seen
+}
+
+func (w *world) newProc(id string) *proc {
+	return &proc{id: id, w: w, kill: func() {}, open: map[string]bool{}}
+}
+
+// before runs the part of a call's fault that comes before it reaches the
+// fake. A non-nil error: the call fails without taking effect.
+func (p *proc) before(ctx context.Context, op, subject string) (Kind, string, error) {
+	if p.dead.Load() {
+		return None, "", errDead
+	}
+	k, id := p.w.inj.decide(op, subject, p.id)
+	// Before the fault plays out: a paused commit opens the window at the
+	// pause, not when the process wakes up.
+	p.w.faultOnKey(p, subject, k)
+	switch k {
+	case Fail, Timeout, Conflict:
+		return k, id, apiErr(op, k)
+	case Pause:
+		// The process stalls here, whatever its context says, and comes
+		// back as a zombie.
+		time.Sleep(p.w.inj.delay(id))
+	case Crash:
+		p.w.crash(p, "crash before "+id)
+		return k, id, errDead
+	}
+	if p.dead.Load() {
+		return k, id, errDead
+	}
+	return k, id, ctx.Err()
+}
+
+// after runs the part of a call's fault that comes after it took effect.
+func (p *proc) after(ctx context.Context, op string, k Kind, id string) error {
+	switch k {
+	case Lost:
+		return apiErr(op, Lost)
+	case Slow:
+		t := time.NewTimer(p.w.inj.delay(id))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case CrashAfter:
+		p.w.crash(p, "crash after "+id)
+		return errDead
+	}
+	if p.dead.Load() {
+		return errDead // it died while the call was under way: the answer goes nowhere
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------- SQS
+
+type sqsAPI interface {
+	pool.SQS
+	redrive.SQS
+}
+
+var _ sqsAPI = (*faultySQS)(nil)
+
+type faultySQS struct {
+	p     *proc
+	inner sqsAPI
+}
+
+// receiptID returns the message id inside a memsqs receipt handle.
+func receiptID(h string) string {
+	raw, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		return h
+	}
+	parts := strings.Split(string(raw), "\x00")
+	if len(parts) < 3 {
+		return h
+	}
+	return parts[2]
+}
+
+func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	k, id, err := c.p.before(ctx, "ReceiveMessage", q+"|"+c.p.id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.ReceiveMessage(ctx, in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	c.p.w.observeReceive(c.p, q, out.Messages)
+	if err := c.p.after(ctx, "ReceiveMessage", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	first := ""
+	if len(in.Entries) > 0 {
+		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
+	}
+	k, id, err := c.p.before(ctx, "DeleteMessageBatch", q+"|"+first)
+	if err != nil {
+		return nil, err
+	}
+	call := *in
+	var failed []types.BatchResultErrorEntry
+	if k == Partial {
+		call.Entries = nil
+		for _, e := range in.Entries {
+			if c.p.w.inj.entryFails(id, aws.ToString(e.Id)) {
+				failed = append(failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("sim: entry failed"), SenderFault: false})
+				continue
+			}
+			call.Entries = append(call.Entries, e)
+		}
+	}
+	for _, e := range call.Entries {
+		c.p.w.checkDelete(c.p, q, aws.ToString(e.ReceiptHandle))
+	}
+	out := &sqs.DeleteMessageBatchOutput{}
+	if len(call.Entries) > 0 {
+		out, err = c.inner.DeleteMessageBatch(ctx, &call, opt...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out.Failed = append(out.Failed, failed...)
+	if err := c.p.after(ctx, "DeleteMessageBatch", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	first := ""
+	if len(in.Entries) > 0 {
+		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
+	}
+	k, id, err := c.p.before(ctx, "ChangeMessageVisibilityBatch", q+"|"+first)
+	if err != nil {
+		return nil, err
+	}
+	call := *in
+	var failed []types.BatchResultErrorEntry
+	if k == Partial {
+		call.Entries = nil
+		for _, e := range in.Entries {
+			if c.p.w.inj.entryFails(id, aws.ToString(e.Id)) {
+				failed = append(failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("sim: entry failed")})
+				continue
+			}
+			call.Entries = append(call.Entries, e)
+		}
+	}
+	out := &sqs.ChangeMessageVisibilityBatchOutput{}
+	if len(call.Entries) > 0 {
+		out, err = c.inner.ChangeMessageVisibilityBatch(ctx, &call, opt...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out.Failed = append(out.Failed, failed...)
+	if err := c.p.after(ctx, "ChangeMessageVisibilityBatch", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultySQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opt ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	if c.p.dead.Load() {
+		return nil, errDead
+	}
+	return c.inner.GetQueueAttributes(ctx, in, opt...)
+}
+
+func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	lid := lidOf(aws.ToString(in.MessageBody))
+	k, id, err := c.p.before(ctx, "SendMessage", q+"|"+lid+"|"+aws.ToString(in.MessageGroupId))
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.SendMessage(ctx, in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	c.p.w.observeSend(c.p, q, aws.ToString(in.MessageBody), aws.ToString(out.MessageId), aws.ToString(in.MessageDeduplicationId))
+	if err := c.p.after(ctx, "SendMessage", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	first := ""
+	if len(in.Entries) > 0 {
+		first = lidOf(aws.ToString(in.Entries[0].MessageBody))
+	}
+	k, id, err := c.p.before(ctx, "SendMessageBatch", q+"|"+first)
+	if err != nil {
+		return nil, err
+	}
+	call := *in
+	var failed []types.BatchResultErrorEntry
+	if k == Partial {
+		call.Entries = nil
+		for _, e := range in.Entries {
+			if c.p.w.inj.entryFails(id, aws.ToString(e.Id)) {
+				failed = append(failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("sim: entry failed")})
+				continue
+			}
+			call.Entries = append(call.Entries, e)
+		}
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	if len(call.Entries) > 0 {
+		out, err = c.inner.SendMessageBatch(ctx, &call, opt...)
+		if err != nil {
+			return nil, err
+		}
+		byID := map[string]types.SendMessageBatchRequestEntry{}
+		for _, e := range call.Entries {
+			byID[aws.ToString(e.Id)] = e
+		}
+		for _, s := range out.Successful {
+			e := byID[aws.ToString(s.Id)]
+			c.p.w.observeSend(c.p, q, aws.ToString(e.MessageBody), aws.ToString(s.MessageId), aws.ToString(e.MessageDeduplicationId))
+		}
+	}
+	out.Failed = append(out.Failed, failed...)
+	if err := c.p.after(ctx, "SendMessageBatch", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ---------------------------------------------------------------- DynamoDB
+
+type ddbAPI interface {
+	dedup.API
+}
+
+type faultyDynamo struct {
+	p     *proc
+	inner ddbAPI
+}
+
+var _ dedup.API = (*faultyDynamo)(nil)
+
+func pkOf(item map[string]ddbtypes.AttributeValue) string { return dedup.GetS(item, dedup.AttrPK) }
+
+func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	key := pkOf(in.Item)
+	k, id, err := c.p.before(ctx, "PutItem", key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.PutItem(ctx, in, opt...)
+	if err == nil {
+		c.p.w.observeClaim(c.p, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.after(ctx, "PutItem", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	key := pkOf(in.Key)
+	k, id, err := c.p.before(ctx, "UpdateItem", key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.UpdateItem(ctx, in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	if _, done := in.ExpressionAttributeValues[":done"]; done {
+		c.p.w.observeCommit(c.p, key, false)
+	}
+	if err := c.p.after(ctx, "UpdateItem", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	key := ""
+	if len(in.TransactItems) > 0 && in.TransactItems[0].Update != nil {
+		key = pkOf(in.TransactItems[0].Update.Key)
+	}
+	k, id, err := c.p.before(ctx, "TransactWriteItems", key)
+	if k == Conflict {
+		reasons := make([]ddbtypes.CancellationReason, len(in.TransactItems))
+		for i := range reasons {
+			reasons[i] = ddbtypes.CancellationReason{Code: aws.String("None")}
+		}
+		reasons[0] = ddbtypes.CancellationReason{Code: aws.String("TransactionConflict"), Message: aws.String("sim: transaction conflict")}
+		return nil, &ddbtypes.TransactionCanceledException{Message: aws.String("Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]"), CancellationReasons: reasons}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Serialised with the log of first applications, so that the log's
+	// order is the order in which the transactions took effect.
+	c.p.w.txMu.Lock()
+	out, err := c.inner.TransactWriteItems(ctx, in, opt...)
+	if err == nil {
+		c.p.w.observeCommit(c.p, key, true)
+	}
+	c.p.w.txMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.after(ctx, "TransactWriteItems", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultyDynamo) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opt ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return c.inner.DescribeTable(ctx, in, opt...)
+}
+
+func (c *faultyDynamo) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, opt ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	return c.inner.DescribeTimeToLive(ctx, in, opt...)
+}

@@ -1,0 +1,202 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Result of one run.
+type Result struct {
+	Violations []string
+	Faults     []Fault
+	Stats      map[string]int
+	Virtual    time.Duration // virtual time the run took
+}
+
+// Failed reports whether an invariant broke.
+func (r Result) Failed() bool { return len(r.Violations) > 0 }
+
+// run runs one simulation. It must be called inside a synctest bubble.
+func run(cfg Config) Result {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := newWorld(ctx, cfg)
+	if err != nil {
+		return Result{Violations: []string{"set-up: " + err.Error()}}
+	}
+	wctx, stopWorkers := context.WithCancel(ctx)
+	for slot := range cfg.Workers {
+		w.startWorker(wctx, slot, 0)
+	}
+	for n := range cfg.Lambdas {
+		w.wg.Go(func() { w.esm(wctx, n) })
+	}
+	produced := make(chan struct{})
+	go func() { w.produce(ctx); close(produced) }()
+	redriven := make(chan struct{})
+	go func() { w.redriveDLQ1(ctx); close(redriven) }()
+	<-produced
+	<-redriven
+	for !w.settled(ctx) {
+		if time.Since(w.start) > settleCap {
+			w.violate("not settled after %s of virtual time: messages left in the source queues", settleCap)
+			break
+		}
+		time.Sleep(30 * time.Second)
+	}
+	stopWorkers()
+	w.wg.Wait()
+	w.check(ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, n := range w.inj.counts {
+		w.stats["fault: "+k.String()] += n
+	}
+	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start)}
+}
+
+// check verifies the end-of-run invariants.
+func (w *world) check(ctx context.Context) {
+	inDLQ := map[string]map[int]int{}
+	for _, q := range []string{dlq1Name, dlq2Name} {
+		inDLQ[q] = map[int]int{}
+		for _, lid := range w.drain(ctx, q) {
+			inDLQ[q][lid]++
+		}
+	}
+	left := map[int]bool{}
+	for _, q := range []string{q1Name, q2Name} {
+		for _, lid := range w.drain(ctx, q) {
+			left[lid] = true
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	bad := func(format string, args ...any) {
+		w.violations = append(w.violations, "end: "+fmt.Sprintf(format, args...))
+	}
+	dlqOf := map[string]string{q1Name: dlq1Name, q2Name: dlq2Name}
+	sums := map[string][2]int64{} // account -> balance, applied
+	for _, s := range w.msgs {
+		dlq := dlqOf[s.queue]
+		n := w.applied[s.lid]
+		switch {
+		case s.deadEnd():
+			if n > 0 && !s.conflict {
+				bad("poison message %d (%s) was applied", s.lid, s.key)
+			}
+			if inDLQ[dlq][s.lid] == 0 {
+				why := ""
+				if w.dlqSent[s.lid] {
+					why = " (a copy was sent to it: dropped by the DLQ's deduplication?)"
+				}
+				kind := "poison"
+				if s.conflict {
+					kind = "conflict"
+				}
+				bad("lost: %s message %d (%s, group %s, dedup id %s) is not in %s%s; its story: %s", kind, s.lid, s.queue, s.group, s.dedupID, dlq, why, strings.Join(w.trace[s.lid], " | "))
+			}
+		default:
+			if n == 0 {
+				where := "nowhere"
+				if inDLQ[dlq][s.lid] > 0 {
+					where = "in " + dlq
+					if !w.dlqSent[s.lid] {
+						where += " (moved by the queue's redrive policy after " + strconv.Itoa(maxReceive) + " receives)"
+					}
+				}
+				if left[s.lid] {
+					where = "still in " + s.queue
+				}
+				bad("lost: message %d (%s, group %s, poison until fixed: %v) never applied; it is %s; its story: %s", s.lid, s.queue, s.group, s.fixable, where, strings.Join(w.trace[s.lid], " | "))
+			}
+			if inDLQ[dlq][s.lid] > 0 && n > 0 {
+				bad("message %d (%s) applied but also left in %s", s.lid, s.queue, dlq)
+			}
+			if s.queue == q1Name {
+				acct := "acct#" + s.queue[:2] + "-" + s.group
+				v := sums[acct]
+				v[0] += int64(s.lid)
+				v[1]++
+				sums[acct] = v
+			}
+		}
+	}
+	for q, m := range inDLQ {
+		for lid := range m {
+			// Found in a DLQ: dead-lettered, by the product or by the
+			// queue's redrive policy (which nobody observes), and so
+			// holding nothing back in its group.
+			w.markDLQ(lid)
+			if s := w.byLid[lid]; s == nil || !s.deadEnd() {
+				if s != nil && w.applied[lid] == 0 {
+					continue // reported as lost above
+				}
+				bad("%s holds message %d, which is not poison", q, lid)
+			}
+		}
+	}
+	// Transactional mode: the ledger's balances are the sums sent once.
+	for acct, want := range sums {
+		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: acct}}})
+		if err != nil {
+			bad("read %s: %v", acct, err)
+			continue
+		}
+		var got [2]int64
+		if out.Item != nil {
+			got[0], got[1] = num(out.Item["balance_cents"]), num(out.Item["applied"])
+		}
+		if got != want {
+			bad("transactional balance: %s has balance %d from %d applications, want %d from %d (each message once)", acct, got[0], got[1], want[0], want[1])
+		}
+	}
+	// Per-group order of first application follows sequence order. A
+	// message that went to a DLQ holds nothing back (by design, as SQS's own
+	// redrive policy): b may overtake a when a was in the DLQ and b was not
+	// yet. Messages that both went through the DLQ before being applied are
+	// redriven in the order they reached it.
+	for k, lids := range w.order {
+		pos := map[int]int{}
+		for i, lid := range lids {
+			pos[lid] = i
+		}
+		for _, a := range lids {
+			for _, b := range lids {
+				sa, sb := w.byLid[a], w.byLid[b]
+				if sa.gseq >= sb.gseq || pos[a] < pos[b] {
+					continue
+				}
+				// b (later in the group) was applied before a.
+				ab := w.appliedAt[b]
+				la, aLeft := w.dlqAt[a]
+				lb := w.dlqAt[b]
+				via := func(x int) bool { r, ok := w.redrivenAt[x]; return ok && r <= w.appliedAt[x] }
+				aDead, bDead := via(a), via(b)
+				switch {
+				case aLeft && la <= ab && !bDead:
+					continue // a was in the DLQ while b went on from the queue
+				case aDead && bDead && lb < la:
+					continue // both redriven; b reached the DLQ first
+				}
+				bad("order: in %s, message %d (seq %d) was first applied after message %d (seq %d); dead-lettered: %v; story of %d: %s; story of %d: %s",
+					k, a, sa.gseq, b, sb.gseq, aDead && bDead, a, strings.Join(w.trace[a], " | "), b, strings.Join(w.trace[b], " | "))
+			}
+		}
+	}
+}
+
+func num(v ddbtypes.AttributeValue) int64 {
+	if n, ok := v.(*ddbtypes.AttributeValueMemberN); ok {
+		x, _ := strconv.ParseInt(n.Value, 10, 64)
+		return x
+	}
+	return 0
+}

@@ -1,0 +1,477 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	flagSeed    = flag.Uint64("sim.seed", 0, "run only this seed (0: sim.seeds seeds from sim.first)")
+	flagSeeds   = flag.Int("sim.seeds", 8, "how many seeds to run")
+	flagFirst   = flag.Uint64("sim.first", 1, "first seed of the budget")
+	flagFaults  = flag.String("sim.faults", "", "fault kinds to inject, comma-separated (default all): "+strings.Join(kindNames[1:], ","))
+	flagOps     = flag.String("sim.ops", "", "operations that get faults, comma-separated (default all): "+strings.Join(Ops, ","))
+	flagRate    = flag.Float64("sim.rate", defaultRate, "probability that a call gets a fault")
+	flagWorkers = flag.Int("sim.workers", 3, "pool workers")
+	flagLambdas = flag.Int("sim.lambdas", 2, "concurrent Lambda pollers of the event source mapping")
+	flagShrink  = flag.Duration("sim.shrink", 45*time.Second, "wall time spent shrinking a failing seed's faults (0: no shrinking)")
+	flagReport  = flag.String("sim.report", "", "also write the summary to this file")
+	flagShrinkN = flag.Int("sim.shrinkmax", 3, "shrink at most this many red seeds (the first found)")
+	flagRepeat  = flag.Int("sim.repeat", 1, "runs per seed: a seed is red when any run is (goroutine scheduling, map order and the product's backoff jitter are not the seed's, so a replay may need a few)")
+	flagVerbose = flag.Bool("sim.verbose", false, "log every seed, green ones too")
+)
+
+// classes name the kinds of violations, for the summary.
+var classes = []struct{ name, match, also string }{
+	{"lost: the DLQ copy was dropped (same MessageDeduplicationId in a DLQ of wider scope)", "dropped by the DLQ's deduplication", ""},
+	{"order broken among messages redriven together", "order:", "dead-lettered: true"},
+	{"order broken (never dead-lettered)", "order:", "dead-lettered: false"},
+	{"claim mode: downstream called again outside the documented window", "claim mode: downstream called", ""},
+	{"transactional mode: applied twice", "transactional mode", ""},
+	{"transactional balance off (see the lost or doubled messages)", "transactional balance", ""},
+	{"lost: moved to the DLQ by the queue's redrive policy", "moved by the queue's redrive policy", ""},
+	{"lost: other", "lost:", ""},
+	{"deleted before its record committed", "before its record committed", ""},
+	{"COMPLETED record reopened", "reopened", ""},
+	{"not settled (stuck messages)", "not settled", ""},
+	{"DLQ holds a message that is not poison", "which is not poison", ""},
+	{"applied and left in the DLQ", "applied but also left", ""},
+}
+
+func classify(vs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range vs {
+		for _, c := range classes {
+			if strings.Contains(v, c.match) && (c.also == "" || strings.Contains(v, c.also)) {
+				if !seen[c.name] {
+					seen[c.name] = true
+					out = append(out, c.name)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// replay is the one command that replays a seed with the current settings.
+func replay(seed uint64) string {
+	cmd := fmt.Sprintf("make sim SEED=%d", seed)
+	if *flagFaults != "" {
+		cmd += " FAULTS=" + *flagFaults
+	}
+	if *flagOps != "" {
+		cmd += " OPS=" + *flagOps
+	}
+	if *flagRate != defaultRate {
+		cmd += fmt.Sprintf(" RATE=%g", *flagRate)
+	}
+	if a := nonDefault(); a != "" {
+		cmd += " SIM_ARGS='" + a + "'"
+	}
+	return cmd
+}
+
+const defaultRate = 0.04
+
+// nonDefault lists the flags that change a run and are not set by the
+// Makefile's own variables.
+func nonDefault() string {
+	var a []string
+	if *flagWorkers != 3 {
+		a = append(a, fmt.Sprintf("-sim.workers=%d", *flagWorkers))
+	}
+	if *flagLambdas != 2 {
+		a = append(a, fmt.Sprintf("-sim.lambdas=%d", *flagLambdas))
+	}
+	return strings.Join(a, " ")
+}
+
+// runRepeat runs cfg up to n times and returns the first failing result
+// (or the last), and how many runs it took.
+func runRepeat(t *testing.T, cfg Config, n int) (Result, int) {
+	var res Result
+	for i := 1; i <= max(n, 1); i++ {
+		res = runSeed(t, cfg)
+		if res.Failed() {
+			return res, i
+		}
+	}
+	return res, max(n, 1)
+}
+
+// runSeed runs one configuration in its own synctest bubble.
+func runSeed(t *testing.T, cfg Config) (res Result) {
+	synctest.Test(t, func(t *testing.T) {
+		res = run(cfg)
+		// Long polls a cancelled caller left behind go on, as on SQS,
+		// until their wait ends.
+		time.Sleep(time.Minute)
+	})
+	return res
+}
+
+type summary struct {
+	mu      sync.Mutex
+	shrunk  int
+	found   map[string]*foundClass
+	runs    int
+	red     []string
+	stats   map[string]int
+	wall    time.Duration
+	virtual time.Duration
+}
+
+func TestSim(t *testing.T) {
+	if testing.Short() && *flagSeed == 0 {
+		t.Skip("the simulation runs with `make sim` (or -sim.seed=N); -short skips it")
+	}
+	kinds, err := ParseKinds(*flagFaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ParseOps(*flagOps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := []uint64{*flagSeed}
+	if *flagSeed == 0 {
+		seeds = nil
+		for i := range *flagSeeds {
+			seeds = append(seeds, *flagFirst+uint64(i))
+		}
+	}
+	sum := &summary{stats: map[string]int{}, found: map[string]*foundClass{}}
+	start := time.Now()
+	t.Cleanup(func() { sum.print(t, start, kinds, ops) })
+	// A few parallel workers take the seeds in turn: tens of thousands of
+	// parallel subtests would cost more than the runs.
+	next := make(chan uint64)
+	go func() {
+		defer close(next)
+		for _, s := range seeds {
+			next <- s
+		}
+	}()
+	workers := min(runtime.GOMAXPROCS(0), len(seeds))
+	for i := range workers {
+		t.Run(fmt.Sprintf("worker=%d", i), func(t *testing.T) {
+			t.Parallel()
+			for seed := range next {
+				simSeed(t, seed, kinds, ops, sum, start)
+			}
+		})
+	}
+}
+
+func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool, sum *summary, start time.Time) {
+	{
+		{
+			cfg := Config{Seed: seed, Rate: *flagRate, Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas}
+			t0 := time.Now()
+			res, runs := runRepeat(t, cfg, *flagRepeat)
+			took := time.Since(t0)
+			sum.add(res, took)
+			if !res.Failed() {
+				if !*flagVerbose {
+					return
+				}
+				t.Logf("seed %d green: %d faults, %s virtual in %s", seed, len(res.Faults), res.Virtual.Round(time.Second), took.Round(time.Millisecond))
+				return
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "seed %d RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seed, runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
+			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -v%s)\n", replay(seed), seed, extraFlags())
+			b.WriteString("violations:\n")
+			for _, v := range first(res.Violations, 6) {
+				fmt.Fprintf(&b, "  - %s\n", v)
+			}
+			fmt.Fprintf(&b, "classes: %s\n", strings.Join(classify(res.Violations), "; "))
+			sum.addClasses(seed, classify(res.Violations), time.Since(start))
+			minimal := res.Faults
+			if sum.shrinkSlot() {
+				var mres Result
+				var tries int
+				minimal, mres, tries = shrink(t, cfg, res)
+				fmt.Fprintf(&b, "smallest fault set that still fails (%d runs of shrinking): %d fault(s)\n", tries, len(minimal))
+				for _, f := range minimal {
+					fmt.Fprintf(&b, "  * %s\n", f)
+				}
+				b.WriteString("  its violations:\n")
+				for _, v := range first(mres.Violations, 6) {
+					fmt.Fprintf(&b, "    - %s\n", v)
+				}
+			} else {
+				fmt.Fprintf(&b, "(not shrunk: the first %d red seeds were; replay this one to shrink it)\n", *flagShrinkN)
+			}
+			shrunk := ""
+			if len(minimal) != len(res.Faults) || minimal == nil {
+				shrunk = fmt.Sprintf(", shrunk to %d", len(minimal))
+			}
+			sum.addRed(fmt.Sprintf("seed %-6d %-70s faults %d%s: %s", seed, strings.Join(classify(res.Violations), "; "), len(res.Faults), shrunk, replay(seed)))
+			t.Error(b.String())
+		}
+	}
+}
+
+func extraFlags() string {
+	s := ""
+	if *flagFaults != "" {
+		s += " -sim.faults=" + *flagFaults
+	}
+	if *flagOps != "" {
+		s += " -sim.ops=" + *flagOps
+	}
+	if *flagRate != defaultRate {
+		s += fmt.Sprintf(" -sim.rate=%g", *flagRate)
+	}
+	if a := nonDefault(); a != "" {
+		s += " " + a
+	}
+	return s
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("... and %d more", len(s)-n))
+	}
+	return s
+}
+
+// shrink looks for a small subset of res's faults under which the run still
+// fails: first none at all, then delta debugging (ddmin) on the fault IDs,
+// within the -sim.shrink wall budget. The runs are replays with only the
+// chosen faults allowed to fire, so the set found can only get smaller.
+func shrink(t *testing.T, cfg Config, res Result) ([]Fault, Result, int) {
+	if *flagShrink <= 0 {
+		return res.Faults, res, 0
+	}
+	deadline := time.Now().Add(*flagShrink)
+	tries := 0
+	try := func(ids []string) (Result, bool) {
+		tries++
+		c := cfg
+		c.Only = map[string]bool{}
+		for _, id := range ids {
+			c.Only[id] = true
+		}
+		r, _ := runRepeat(t, c, 4)
+		return r, r.Failed()
+	}
+	if r, failed := try(nil); failed {
+		return nil, r, tries
+	}
+	cur, curRes := ids(res.Faults), res
+	n := 2
+	for len(cur) >= 2 && time.Now().Before(deadline) {
+		chunk := (len(cur) + n - 1) / n
+		reduced := false
+		for i := 0; i < len(cur) && time.Now().Before(deadline); i += chunk {
+			sub := cur[i:min(i+chunk, len(cur))]
+			if r, failed := try(sub); failed {
+				cur, curRes, n, reduced = ids(r.Faults), r, 2, true
+				break
+			}
+			comp := append(append([]string(nil), cur[:i]...), cur[min(i+chunk, len(cur)):]...)
+			if n > 2 {
+				if r, failed := try(comp); failed {
+					cur, curRes, n, reduced = ids(r.Faults), r, max(n-1, 2), true
+					break
+				}
+			}
+		}
+		if !reduced {
+			if n >= len(cur) {
+				break
+			}
+			n = min(2*n, len(cur))
+		}
+	}
+	return curRes.Faults, curRes, tries
+}
+
+func ids(fs []Fault) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.ID
+	}
+	return out
+}
+
+func (s *summary) add(r Result, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs++
+	s.wall += took
+	s.virtual += r.Virtual
+	for k, v := range r.Stats {
+		s.stats[k] += v
+	}
+}
+
+type foundClass struct {
+	seeds     int
+	firstSeed uint64
+	after     time.Duration
+}
+
+func (s *summary) addClasses(seed uint64, cs []string, after time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range cs {
+		f := s.found[c]
+		if f == nil {
+			f = &foundClass{firstSeed: seed, after: after}
+			s.found[c] = f
+		}
+		f.seeds++
+		if seed < f.firstSeed {
+			f.firstSeed = seed
+		}
+		if after < f.after {
+			f.after = after
+		}
+	}
+}
+
+func (s *summary) shrinkSlot() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shrunk >= *flagShrinkN {
+		return false
+	}
+	s.shrunk++
+	return true
+}
+
+func (s *summary) addRed(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.red = append(s.red, line)
+}
+
+func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n==== simulation: %d runs, %d red, %s wall (%s virtual simulated) ====\n", s.runs, len(s.red), time.Since(start).Round(time.Millisecond), s.virtual.Round(time.Second))
+	var ks []string
+	for k := range kinds {
+		ks = append(ks, k.String())
+	}
+	sort.Strings(ks)
+	var os_ []string
+	for o := range ops {
+		os_ = append(os_, o)
+	}
+	sort.Strings(os_)
+	fmt.Fprintf(&b, "fault kinds: %s\noperations:  %s\nrate:        %.3f per call\n", strings.Join(ks, ","), strings.Join(os_, ","), *flagRate)
+	names := make([]string, 0, len(s.stats))
+	for k := range s.stats {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, sect := range []string{"fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "dynamo:", "downstream", "log:"} {
+		for _, k := range names {
+			if strings.HasPrefix(k, sect) {
+				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])
+			}
+		}
+	}
+	if len(s.found) > 0 {
+		b.WriteString("violations found (class: red seeds, lowest seed, wall time to the first):\n")
+		for _, c := range classes {
+			if f := s.found[c.name]; f != nil {
+				fmt.Fprintf(&b, "  %-84s %4d  seed %-6d %s\n", c.name, f.seeds, f.firstSeed, f.after.Round(time.Millisecond))
+			}
+		}
+	}
+	if len(s.red) > 0 {
+		sort.Strings(s.red)
+		b.WriteString("red seeds:\n")
+		for _, r := range s.red {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	var out io.Writer = os.Stdout
+	fmt.Fprint(out, b.String())
+	if *flagReport != "" {
+		if err := os.WriteFile(*flagReport, []byte(b.String()), 0o644); err != nil {
+			t.Log(err)
+		}
+	}
+}
+
+// The injector's decisions depend on the seed and the call's identity only.
+func TestInjectorIsAFunctionOfSeedAndCall(t *testing.T) {
+	all, _ := ParseKinds("")
+	ops, _ := ParseOps("")
+	a := newInjector(7, 0.5, all, ops, nil)
+	b := newInjector(7, 0.5, all, ops, nil)
+	var ka, kb []Kind
+	for i := range 200 {
+		k, _ := a.decide("PutItem", fmt.Sprint("key", i), "w0")
+		ka = append(ka, k)
+	}
+	// Another order of the same calls, from other processes.
+	kb = make([]Kind, 200)
+	for i := 199; i >= 0; i-- {
+		k, _ := b.decide("PutItem", fmt.Sprint("key", i), "w9")
+		kb[i] = k
+	}
+	for i := range ka {
+		if ka[i] != kb[i] {
+			t.Fatalf("call %d: %s then %s", i, ka[i], kb[i])
+		}
+	}
+	c := newInjector(8, 0.5, all, ops, nil)
+	same := 0
+	for i := range 200 {
+		k, _ := c.decide("PutItem", fmt.Sprint("key", i), "w0")
+		if k == ka[i] {
+			same++
+		}
+	}
+	if same == 200 {
+		t.Fatal("another seed made the same decisions")
+	}
+}
+
+func TestInjectorRestrictions(t *testing.T) {
+	kinds, err := ParseKinds("lost,partial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := ParseOps("DeleteMessageBatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := newInjector(1, 1, kinds, ops, nil)
+	for i := range 50 {
+		if k, _ := in.decide("PutItem", fmt.Sprint(i), "w"); k != None {
+			t.Fatalf("PutItem got %s", k)
+		}
+		if k, _ := in.decide("DeleteMessageBatch", fmt.Sprint(i), "w"); k != Lost && k != Partial {
+			t.Fatalf("DeleteMessageBatch got %s", k)
+		}
+	}
+	if _, err := ParseKinds("nope"); err == nil {
+		t.Fatal("unknown kind accepted")
+	}
+	only := newInjector(1, 1, kinds, ops, map[string]bool{"DeleteMessageBatch|x|2": true})
+	k1, _ := only.decide("DeleteMessageBatch", "x", "w")
+	k2, _ := only.decide("DeleteMessageBatch", "x", "w")
+	if k1 != None || k2 == None {
+		t.Fatalf("only: %s %s", k1, k2)
+	}
+}

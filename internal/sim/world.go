@@ -1,0 +1,860 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/lambda"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/redrive"
+)
+
+// Settings of the simulated deployment.
+const (
+	table        = "sim-dedup"
+	namespace    = "sim"
+	visibility   = 30 * time.Second
+	lease        = 27 * time.Second // pool.DefaultLease(30 s)
+	ttl          = 24 * time.Hour
+	lambdaTO     = 5 * time.Second // function timeout; the queue's visibility is 6× it
+	maxReceive   = 10              // the queues' redrive policy (the world's DLQ moves)
+	maxSkew      = 500 * time.Millisecond
+	redriveAt    = 12 * time.Minute // the operator redrives DLQ1 into Q1
+	fixedAt      = 9 * time.Minute  // from then on, "fixable" messages succeed
+	settleCap    = 4 * time.Hour    // virtual time after which an unsettled run fails
+	q1Name       = "q1-orders.fifo" // messageGroup-scoped, transactional ledger, pool only
+	q2Name       = "q2-mail.fifo"   // queue-scoped, claim mode, pool and Lambda side by side
+	dlq1Name     = "q1-dlq.fifo"    // queue-scoped: a wider dedup scope than Q1's
+	dlq2Name     = "q2-dlq.fifo"
+	groupsPerQ   = 6
+	msgsPerGroup = 6
+)
+
+// Config of one run.
+type Config struct {
+	Seed    uint64
+	Rate    float64
+	Kinds   map[Kind]bool
+	Ops     map[string]bool
+	Only    map[string]bool // when set, only these fault IDs may fire (shrinking)
+	Workers int             // pool workers
+	Lambdas int             // concurrent Lambda pollers of the event source mapping
+}
+
+// msgSpec is one logical message of the workload.
+type msgSpec struct {
+	lid     int
+	queue   string // queue name
+	group   string
+	gseq    int
+	keyAttr string // idempotency-key attribute, "" for none
+	dedupID string
+	poison  bool // fails permanently, always
+	// conflict: the previous message's idempotency-key with another body:
+	// the ledger must refuse it (conflict → DLQ), never run its effect.
+	conflict bool
+	fixable  bool // fails permanently until fixedAt (then redriven)
+	key      string
+	body     string
+	sends    []send
+}
+
+type send struct {
+	at      time.Duration
+	dedupID string
+	kind    string // original, dup-in-window, dup-after-window, dup-new-dedup-id
+}
+
+// world is one run: the fakes, the processes, what the sim saw.
+type world struct {
+	cfg   Config
+	inj   *Injector
+	sqs   *memsqs.Server
+	db    *memdynamo.DB
+	urls  map[string]string // name -> URL
+	arns  map[string]string
+	start time.Time
+	ctx   context.Context
+
+	msgs  []*msgSpec
+	byLid map[int]*msgSpec
+	byKey map[string]*msgSpec
+
+	txMu sync.Mutex
+	wg   sync.WaitGroup
+
+	mu           sync.Mutex
+	violations   []string
+	msgLid       map[string]int // SQS message id -> logical id
+	committed    map[int]bool
+	applied      map[int]int // transactional commits / downstream calls
+	callers      map[int][]string
+	order        map[string][]int // queue|group -> logical ids in order of first application
+	excused      map[int]bool     // claim mode: the window opened for it
+	deadLettered map[int]bool
+	dlqSent      map[int]bool
+	redriven     map[int]bool
+	stats        map[string]int
+	trace        map[int][]string         // per logical message: its SQS story, for the report of a violation
+	appliedAt    map[int]time.Duration    // first application
+	dlqAt        map[int]time.Duration    // first time it went (or was about to go) to a DLQ
+	lastSrcRecv  map[string]time.Duration // SQS message id -> last receive from a source queue
+	redrivenAt   map[int]time.Duration    // first redrive copy back into its queue
+}
+
+// worldMoved notes a DLQ message seen with the id it had in its source
+// queue: the redrive policy moved it (a product copy has an id of its own).
+// It left the source queue at the receive after the last one observed
+// (receives whose caller gave up are not observed). w.mu held.
+func (w *world) worldMoved(id string, lid int) {
+	at, ok := w.lastSrcRecv[id]
+	if !ok {
+		return
+	}
+	w.deadLettered[lid] = true
+	at += time.Nanosecond // after that receive, whose delivery may have run
+	if cur, has := w.dlqAt[lid]; !has || at < cur {
+		w.dlqAt[lid] = at
+	}
+}
+
+// markDLQ records that lid went to a DLQ now (if it had not before). w.mu held.
+func (w *world) markDLQ(lid int) {
+	w.deadLettered[lid] = true
+	if _, ok := w.dlqAt[lid]; !ok {
+		w.dlqAt[lid] = time.Since(w.start)
+	}
+}
+
+// tr appends to a logical message's story. Called with w.mu held.
+func (w *world) tr(lid int, format string, args ...any) {
+	w.trace[lid] = append(w.trace[lid], fmt.Sprintf("+%s ", time.Since(w.start).Round(time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+// deadEnd reports whether a message must end in its DLQ, never applied.
+func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict }
+
+// lidOf reads the logical id out of a body.
+func lidOf(body string) string {
+	var b struct {
+		Amount int `json:"amount_cents"`
+	}
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return "?"
+	}
+	return strconv.Itoa(b.Amount)
+}
+
+func lidNum(body string) int {
+	n, _ := strconv.Atoi(lidOf(body))
+	return n
+}
+
+func (w *world) violate(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.violations = append(w.violations, fmt.Sprintf("+%s ", time.Since(w.start).Round(time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+func (w *world) stat(name string, n int) {
+	w.mu.Lock()
+	w.stats[name] += n
+	w.mu.Unlock()
+}
+
+func isDLQ(q string) bool { return q == dlq1Name || q == dlq2Name }
+
+// ---------------------------------------------------------------- observations
+
+func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	who := "ESM"
+	if p != nil {
+		who = p.id
+	}
+	for _, m := range ms {
+		lid := lidNum(aws.ToString(m.Body))
+		w.msgLid[aws.ToString(m.MessageId)] = lid
+		w.tr(lid, "%s received %s from %s (receive count %s, dedup id %s)", who, aws.ToString(m.MessageId), q,
+			m.Attributes["ApproximateReceiveCount"], m.Attributes["MessageDeduplicationId"])
+		switch {
+		case isDLQ(q):
+			w.worldMoved(aws.ToString(m.MessageId), lid)
+			w.markDLQ(lid)
+		default:
+			w.lastSrcRecv[aws.ToString(m.MessageId)] = time.Since(w.start)
+		}
+	}
+}
+
+func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
+	lid := lidNum(body)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tr(lid, "%s sent a copy to %s: message id %s, dedup id %s", p.id, q, msgID, dedupID)
+	switch {
+	case isDLQ(q):
+		w.dlqSent[lid] = true
+		w.markDLQ(lid)
+		w.stats["path: DLQ move (product)"]++
+	case strings.HasPrefix(p.id, "redrive"):
+		w.redriven[lid] = true
+		if _, ok := w.redrivenAt[lid]; !ok {
+			w.redrivenAt[lid] = time.Since(w.start)
+		}
+		w.stats["path: redrive copy"]++
+	}
+}
+
+// lidOfReceipt names the logical message of a receipt handle: a stable
+// identity for fault decisions (SQS message ids are random).
+func (w *world) lidOfReceipt(h string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if lid, ok := w.msgLid[receiptID(h)]; ok {
+		return strconv.Itoa(lid)
+	}
+	return "?"
+}
+
+func (w *world) checkDelete(p *proc, q, receipt string) {
+	id := receiptID(receipt)
+	w.mu.Lock()
+	lid, ok := w.msgLid[id]
+	if ok {
+		w.tr(lid, "%s deletes %s from %s", p.id, id, q)
+	}
+	okDel := w.committed[lid] || w.dlqSent[lid]
+	if isDLQ(q) {
+		okDel = w.redriven[lid]
+	}
+	w.mu.Unlock()
+	if ok && !okDel {
+		w.violate("message %s (logical %d) of %s deleted by %s before its record committed (nor dead-lettered/redriven)", id, lid, q, p.id)
+	}
+}
+
+func (w *world) observeClaim(p *proc, key string) {
+	s := w.byKey[key]
+	if s == nil {
+		return
+	}
+	w.mu.Lock()
+	reopened := w.committed[s.lid]
+	w.stats["dynamo: claim written"]++
+	w.mu.Unlock()
+	if reopened {
+		w.violate("COMPLETED record %s (logical %d) reopened by a claim of %s", key, s.lid, p.id)
+	}
+}
+
+func (w *world) observeCommit(p *proc, key string, tx bool) {
+	s := w.byKey[key]
+	if s == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.committed[s.lid] = true
+	p.mu.Lock()
+	delete(p.open, key)
+	p.mu.Unlock()
+	if !tx {
+		return
+	}
+	w.applied[s.lid]++
+	w.callers[s.lid] = append(w.callers[s.lid], p.id)
+	if w.applied[s.lid] == 1 {
+		k := s.queue + "|" + s.group
+		w.order[k] = append(w.order[k], s.lid)
+		w.appliedAt[s.lid] = time.Since(w.start)
+	} else {
+		w.violations = append(w.violations, fmt.Sprintf("+%s transactional mode: logical %d (%s) applied %d times (by %v)",
+			time.Since(w.start).Round(time.Millisecond), s.lid, key, w.applied[s.lid], w.callers[s.lid]))
+	}
+}
+
+// downstream records a claim-mode effect's outside call.
+func (w *world) downstream(p *proc, s *msgSpec) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.applied[s.lid]++
+	w.callers[s.lid] = append(w.callers[s.lid], p.id)
+	p.mu.Lock()
+	p.open[s.key] = true
+	p.mu.Unlock()
+	w.stats["downstream calls"]++
+	if w.applied[s.lid] == 1 {
+		k := s.queue + "|" + s.group
+		w.order[k] = append(w.order[k], s.lid)
+		w.appliedAt[s.lid] = time.Since(w.start)
+		return
+	}
+	w.stats["downstream: second call inside the window"]++
+	if !w.excused[s.lid] {
+		w.violations = append(w.violations, fmt.Sprintf("+%s claim mode: downstream called %d times for logical %d (%s) by %v, and no worker died, stalled or lost its commit between an effect and its commit; faults on the key: %s",
+			time.Since(w.start).Round(time.Millisecond), w.applied[s.lid], s.lid, s.key, w.callers[s.lid], w.faultsOn(s.key)))
+	}
+}
+
+// faultsOn lists the faults injected so far on calls about key.
+func (w *world) faultsOn(key string) string {
+	var out []string
+	for _, f := range w.inj.Injected() {
+		if strings.Contains(f.ID, "|"+key+"|") {
+			out = append(out, fmt.Sprintf("%s %s by %s at +%s", f.Kind, f.ID, f.Proc, f.At.Round(time.Millisecond)))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
+}
+
+// faultOnKey: a fault hit a ledger call of p on key; if p's effect for it
+// ran and its commit has not been seen, the documented window is open.
+func (w *world) faultOnKey(p *proc, key string, k Kind) {
+	if k == None {
+		return
+	}
+	s := w.byKey[key]
+	if s == nil {
+		return
+	}
+	p.mu.Lock()
+	open := p.open[key]
+	p.mu.Unlock()
+	if open {
+		w.mu.Lock()
+		w.excused[s.lid] = true
+		w.mu.Unlock()
+	}
+}
+
+func (w *world) crash(p *proc, why string) {
+	if p.dead.Swap(true) {
+		return
+	}
+	p.mu.Lock() // never while holding w.mu: the order is w.mu, then p.mu
+	var open []string
+	for key := range p.open {
+		open = append(open, key)
+	}
+	p.mu.Unlock()
+	w.mu.Lock()
+	for _, key := range open {
+		if s := w.byKey[key]; s != nil {
+			w.excused[s.lid] = true
+		}
+	}
+	w.mu.Unlock()
+	w.stat("process: died ("+strings.SplitN(why, " ", 2)[0]+")", 1)
+	p.kill()
+}
+
+// ---------------------------------------------------------------- set-up
+
+func (w *world) scope(m effect.Message) dedup.Scope {
+	return dedup.Scope{Namespace: namespace, Queue: m.QueueName, PerGroup: m.QueueName == q1Name}
+}
+
+func newWorld(ctx context.Context, cfg Config) (*world, error) {
+	w := &world{
+		cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
+		sqs: memsqs.New(), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
+		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
+		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
+		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{},
+		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
+		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
+	}
+	_, err := w.db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	mk := func(name string, attrs map[string]string) error {
+		attrs["FifoQueue"] = "true"
+		out, err := w.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+		w.urls[name] = aws.ToString(out.QueueUrl)
+		a, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return err
+		}
+		w.arns[name] = a.Attributes["QueueArn"]
+		return nil
+	}
+	redrivePolicy := func(dlq string) string {
+		return `{"deadLetterTargetArn":"` + w.arns[dlq] + `","maxReceiveCount":"` + strconv.Itoa(maxReceive) + `"}`
+	}
+	for _, err := range []error{
+		mk(dlq1Name, map[string]string{}),
+		mk(dlq2Name, map[string]string{}),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := mk(q1Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
+		return nil, err
+	}
+	if err := mk(q2Name, map[string]string{"VisibilityTimeout": "30", "RedrivePolicy": redrivePolicy(dlq2Name)}); err != nil {
+		return nil, err
+	}
+	w.workload()
+	return w, nil
+}
+
+// workload builds the logical messages and their sends from the seed.
+func (w *world) workload() {
+	r := func(parts ...string) uint64 { return hash64(w.cfg.Seed, append([]string{"workload"}, parts...)...) }
+	lid := 0
+	for qi, q := range []string{q1Name, q2Name} {
+		for g := range groupsPerQ {
+			group := fmt.Sprintf("g%d", g)
+			var t time.Duration
+			for i := range msgsPerGroup {
+				lid++
+				id := strconv.Itoa(lid)
+				s := &msgSpec{lid: lid, queue: q, group: group, gseq: i}
+				x := r(id)
+				switch {
+				case x%100 < 6:
+					s.poison = true
+				case qi == 0 && g < 2 && i < 3 && x%100 < 70:
+					// The first messages of two groups of Q1 fail until
+					// they are fixed, then are redriven: several of one
+					// group in the DLQ together.
+					s.fixable = true
+				}
+				s.dedupID = "d" + id
+				if (x>>8)%3 == 0 {
+					s.keyAttr = "k" + id
+				}
+				if qi == 0 && (x>>16)%5 == 0 && g%2 == 1 {
+					// The same dedup id as the message of the previous
+					// group at the same position: distinct messages on a
+					// messageGroup-scoped queue.
+					s.dedupID = fmt.Sprintf("shared-%d-%d", g-1, i)
+					s.keyAttr = ""
+					if prev := w.byLid[lid-msgsPerGroup]; prev != nil && prev.keyAttr == "" && !prev.conflict {
+						prev.dedupID = s.dedupID
+						prev.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: true}.Key(prev.group, prev.dedupID)
+						for j := range prev.sends {
+							prev.sends[j].dedupID = prev.dedupID
+						}
+						// both poison or both not: the DLQ copies collide then
+						s.poison = prev.poison || (x>>24)%4 == 0
+						prev.poison = s.poison
+						prev.fixable = prev.fixable && !prev.poison
+						s.fixable = false
+					}
+				}
+				if prev := w.byLid[lid-1]; i > 0 && prev != nil && prev.keyAttr != "" && !prev.poison && !prev.fixable && !prev.conflict &&
+					!s.poison && !s.fixable && (x>>32)%10 == 0 {
+					s.conflict, s.keyAttr = true, prev.keyAttr
+				}
+				if s.fixable {
+					t += time.Duration(1+r(id, "gap")%10) * time.Second
+				} else {
+					t += time.Duration(5+r(id, "gap")%80) * time.Second
+				}
+				raw := s.keyAttr
+				if raw == "" {
+					raw = s.dedupID
+				}
+				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: q == q1Name}.Key(group, raw)
+				acct := q[:2] + "-" + group
+				s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d}`, acct, lid)
+				s.sends = []send{{at: t, dedupID: s.dedupID, kind: "original"}}
+				if y := r(id, "dups"); y%4 == 0 {
+					s.sends = append(s.sends, send{at: t + time.Duration(1+y%50)*time.Second, dedupID: s.dedupID, kind: "dup-in-window"})
+				}
+				if y := r(id, "late"); y%5 == 0 && !s.fixable {
+					s.sends = append(s.sends, send{at: t + 6*time.Minute + time.Duration(y%600)*time.Second, dedupID: s.dedupID, kind: "dup-after-window"})
+				}
+				if y := r(id, "newid"); y%4 == 0 && s.keyAttr != "" && !s.fixable {
+					s.sends = append(s.sends, send{at: t + time.Duration(10+y%600)*time.Second, dedupID: s.dedupID + "-retry", kind: "dup-new-dedup-id"})
+				}
+				w.msgs = append(w.msgs, s)
+				w.byLid[lid] = s
+			}
+		}
+	}
+	for _, s := range w.msgs {
+		if !s.conflict {
+			w.byKey[s.key] = s
+		}
+	}
+}
+
+// produce sends the workload (a producer; its calls are not faulted).
+func (w *world) produce(ctx context.Context) {
+	type ev struct {
+		s *msgSpec
+		send
+	}
+	var evs []ev
+	for _, s := range w.msgs {
+		for _, x := range s.sends {
+			evs = append(evs, ev{s, x})
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at < evs[j].at })
+	for _, e := range evs {
+		if d := e.at - time.Since(w.start); d > 0 {
+			time.Sleep(d)
+		}
+		in := &sqs.SendMessageInput{
+			QueueUrl: aws.String(w.urls[e.s.queue]), MessageBody: aws.String(e.s.body),
+			MessageGroupId: aws.String(e.s.group), MessageDeduplicationId: aws.String(e.dedupID),
+		}
+		if e.s.keyAttr != "" {
+			in.MessageAttributes = map[string]types.MessageAttributeValue{
+				dedup.IdempotencyKeyAttribute: {DataType: aws.String("String"), StringValue: aws.String(e.s.keyAttr)},
+			}
+		}
+		if _, err := w.sqs.SendMessage(ctx, in); err != nil {
+			w.violate("producer: send %d: %v", e.s.lid, err)
+		}
+		w.stat("workload: "+e.kind, 1)
+	}
+}
+
+// ---------------------------------------------------------------- processes
+
+// logger counts what the product logs at Info and above: the code paths.
+type logCounter struct{ w *world }
+
+func (h logCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h logCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "batch done" {
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "applied", "duplicates", "busy", "conflicts", "leases_lost", "moved_to_dlq", "retried", "permanent_failures", "not_started":
+				if n := a.Value.Int64(); n > 0 {
+					h.w.stat("lambda: "+a.Key, int(n))
+				}
+			}
+			return true
+		})
+		return nil
+	}
+	h.w.stat("log: "+r.Message, 1)
+	return nil
+}
+func (h logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logCounter) WithGroup(string) slog.Handler      { return h }
+
+type observer struct{ w *world }
+
+func (o observer) Received(string, int) {}
+func (o observer) Done(_ string, r process.Result, _ time.Duration) {
+	if r.Outcome != 0 {
+		o.w.stat("pool: "+r.Outcome.String(), 1)
+	}
+	if r.LeaseLost {
+		o.w.stat("pool: lease lost", 1)
+	}
+	if r.CommitRetries > 0 {
+		o.w.stat("pool: commit retried", 1)
+	}
+	o.w.stat("pool: action "+r.Action.String(), 1)
+}
+func (o observer) ReceiveError(string, error)      { o.w.stat("pool: receive error", 1) }
+func (o observer) BatchFailed(_, op string, n int) { o.w.stat("pool: batch failed "+op, 1) }
+func (o observer) InFlight(int)                    {}
+func (w *world) log() *slog.Logger                 { return slog.New(logCounter{w}) }
+func (w *world) skew(id string) time.Duration {
+	return time.Duration(int64(hash64(w.cfg.Seed, "skew", id)%uint64(2*maxSkew)) - int64(maxSkew))
+}
+
+// effectFor is the effect of one process: the transactional ledger on Q1, a
+// claim-mode effect that calls a "downstream" (recorded) on Q2.
+func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
+	ledger := &effect.Ledger{Table: table, Now: now}
+	return effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
+		s := w.byLid[lidNum(in.Message.Body)]
+		if s == nil {
+			return effect.Output{}, effect.Permanent(errors.New("sim: unknown message"))
+		}
+		if s.conflict {
+			// It won the claim: the message whose key it reuses has not
+			// committed yet (it may have gone to the DLQ by the redrive
+			// policy meanwhile). The downstream refuses a key reused for
+			// another payload, as an HTTP 422 would: permanent.
+			w.stat("workload: conflict message reached its effect first (refused downstream)", 1)
+			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: key of message %d reused by conflict message %d", s.lid-1, s.lid))
+		}
+		if s.poison || (s.fixable && time.Since(w.start) < fixedAt) {
+			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: poison message %d", s.lid))
+		}
+		// The effect takes time: Q1's sometimes longer than the visibility
+		// timeout (the keeper and the heartbeat must hold the message),
+		// Q2's well inside the Lambda function's timeout.
+		x := hash64(w.cfg.Seed, "latency", strconv.Itoa(s.lid))
+		d := time.Duration(x%2000) * time.Millisecond
+		if in.Message.QueueName == q1Name && x%100 < 15 {
+			d = 20*time.Second + time.Duration(x%30000)*time.Millisecond
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return effect.Output{}, ctx.Err()
+		}
+		if in.Message.QueueName == q1Name {
+			return ledger.Apply(ctx, in)
+		}
+		k, id, err := p.before(ctx, "Effect", in.Key)
+		if err != nil {
+			return effect.Output{}, err
+		}
+		w.downstream(p, s)
+		if err := p.after(ctx, "Effect", k, id); err != nil {
+			return effect.Output{}, err
+		}
+		return effect.Output{Result: []byte("sent")}, nil
+	})
+}
+
+func (w *world) processor(p *proc, dy dedup.API) *process.Processor {
+	skew := w.skew(p.id)
+	now := func() time.Time { return time.Now().Add(skew) }
+	return &process.Processor{
+		Store: dedup.NewStore(dy, table, dedup.WithClock(now)), Effect: w.effectFor(p, now),
+		Scope: w.scope, Lease: lease, TTL: ttl, Log: w.log(),
+	}
+}
+
+// startWorker starts incarnation inc of pool worker slot; when it dies, the
+// next incarnation starts after a while, with nothing of the old one's state.
+func (w *world) startWorker(ctx context.Context, slot, inc int) {
+	p := w.newProc(fmt.Sprintf("w%d.%d", slot, inc))
+	sq := &faultySQS{p: p, inner: w.sqs}
+	dy := &faultyDynamo{p: p, inner: w.db}
+	pl, err := pool.New(pool.Config{
+		Client: sq,
+		Queues: []pool.Queue{
+			{URL: w.urls[q1Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq1Name]},
+			{URL: w.urls[q2Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq2Name]},
+		},
+		Processor: w.processor(p, dy), Concurrency: 4, RetryInPlace: 1,
+		Log: w.log(), Observer: observer{w},
+	})
+	if err != nil {
+		w.violate("pool.New: %v", err)
+		return
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	p.kill = func() {
+		pl.Force()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		w.wg.Go(func() {
+			time.Sleep(5*time.Second + time.Duration(hash64(w.cfg.Seed, "restart", p.id)%uint64(20*time.Second)))
+			if ctx.Err() == nil {
+				w.startWorker(ctx, slot, inc+1)
+			}
+		})
+	}
+	w.wg.Go(func() { _ = pl.Run(pctx) })
+}
+
+// esm drives Lambda invocations like an event source mapping with
+// ReportBatchItemFailures: receive a batch, invoke with the function's
+// timeout, delete what was not reported. Its own calls are AWS's: not faulted.
+func (w *world) esm(ctx context.Context, n int) {
+	q := w.urls[q2Name]
+	for i := 0; ctx.Err() == nil; i++ {
+		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &q, MaxNumberOfMessages: 10, WaitTimeSeconds: 20,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil || len(out.Messages) == 0 {
+			continue
+		}
+		w.observeReceive(nil, q2Name, out.Messages)
+		p := w.newProc(fmt.Sprintf("λ%d.%d", n, i))
+		w.invoke(ctx, p, out.Messages)
+	}
+}
+
+func (w *world) invoke(ctx context.Context, p *proc, msgs []types.Message) {
+	sq := &faultySQS{p: p, inner: w.sqs}
+	dy := &faultyDynamo{p: p, inner: w.db}
+	dlq := w.urls[dlq2Name]
+	h, err := lambda.New(lambda.Config{
+		Processor: w.processor(p, dy), Log: w.log(),
+		QueueURL: func(string) string { return w.urls[q2Name] },
+		MoveToDLQ: func(ctx context.Context, rec events.SQSMessage) error {
+			attrs := map[string]types.MessageAttributeValue{}
+			for k, v := range rec.MessageAttributes {
+				attrs[k] = types.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue}
+			}
+			m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
+			in, _ := pool.DeadLetterCopy(dlq, true, m, aws.String(rec.Body), attrs)
+			_, err := sq.SendMessage(ctx, in)
+			return err
+		},
+	})
+	if err != nil {
+		w.violate("lambda.New: %v", err)
+		return
+	}
+	ev := events.SQSEvent{}
+	for _, m := range msgs {
+		rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+			Attributes: m.Attributes, EventSourceARN: w.arns[q2Name], MessageAttributes: map[string]events.SQSMessageAttribute{}}
+		for k, v := range m.MessageAttributes {
+			rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue}
+		}
+		ev.Records = append(ev.Records, rec)
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lambdaTO)
+	defer cancel()
+	p.kill = cancel
+	done := make(chan events.SQSEventResponse, 1)
+	w.wg.Go(func() {
+		r, _ := h.Handle(ictx, ev)
+		done <- r
+	})
+	var resp events.SQSEventResponse
+	select {
+	case resp = <-done:
+	case <-ictx.Done():
+		select {
+		case resp = <-done: // it answered on the deadline
+		default:
+			w.crash(p, "timeout: the invocation ran past the function timeout")
+		}
+	}
+	if p.dead.Load() {
+		w.stat("lambda: invocation failed", 1)
+		return // an invocation error: the whole batch comes back after the visibility timeout
+	}
+	w.stat("lambda: invocations", 1)
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	var dels []types.DeleteMessageBatchRequestEntry
+	for i, m := range msgs {
+		if failed[aws.ToString(m.MessageId)] {
+			continue
+		}
+		w.checkDelete(p, q2Name, aws.ToString(m.ReceiptHandle))
+		dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	if len(dels) > 0 {
+		_, _ = w.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(w.urls[q2Name]), Entries: dels})
+	}
+}
+
+// redriveDLQ1 is the operator's redrive of DLQ1 into Q1 mid-run, with the
+// product's redrive: rerun after a failure, as its error message asks, and
+// once more past the redrive's visibility timeout until a run finds nothing
+// old left to move (a message whose delete failed comes back then).
+func (w *world) redriveDLQ1(ctx context.Context) {
+	time.Sleep(redriveAt - time.Since(w.start))
+	before := time.Now()
+	for try := 0; try < 40 && ctx.Err() == nil; try++ {
+		p := w.newProc(fmt.Sprintf("redrive.%d", try))
+		sq := &faultySQS{p: p, inner: w.sqs}
+		rctx, cancel := context.WithCancel(ctx)
+		p.kill = cancel
+		res, err := redrive.Run(rctx, sq, redrive.Config{DLQ: w.urls[dlq1Name], Queue: w.urls[q1Name], Before: before})
+		cancel()
+		w.stat("redrive: runs", 1)
+		w.stat("redrive: moved", res.Moved)
+		if err == nil && !p.dead.Load() && res.Moved == 0 {
+			return
+		}
+		if err != nil || p.dead.Load() {
+			w.stat("redrive: failed runs", 1)
+		}
+		time.Sleep(61 * time.Second)
+	}
+}
+
+// settled reports whether the source queues are empty and nothing is in
+// flight in the DLQs (a redrive that died, or whose hand-back failed, hides
+// what it received for its visibility timeout).
+func (w *world) settled(ctx context.Context) bool {
+	for _, q := range []string{dlq1Name, dlq2Name} {
+		a, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		if err != nil || a.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)] != "0" {
+			return false
+		}
+	}
+	for _, q := range []string{q1Name, q2Name} {
+		a, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+		if err != nil {
+			return false
+		}
+		for _, n := range []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed} {
+			if a.Attributes[string(n)] != "0" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// drain empties a queue with the world's client and returns the logical ids it held.
+func (w *world) drain(ctx context.Context, name string) []int {
+	var lids []int
+	for range 1000 {
+		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(w.urls[name]), MaxNumberOfMessages: 10, VisibilityTimeout: 43200})
+		if err != nil || len(out.Messages) == 0 {
+			break
+		}
+		var dels []types.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			lids = append(lids, lidNum(aws.ToString(m.Body)))
+			w.mu.Lock()
+			w.worldMoved(aws.ToString(m.MessageId), lidNum(aws.ToString(m.Body)))
+			w.mu.Unlock()
+			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		// Deleted at once: in a FIFO queue the rest of a group stays
+		// blocked while some of it is in flight.
+		if _, err := w.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(w.urls[name]), Entries: dels}); err != nil {
+			w.violate("drain %s: %v", name, err)
+			break
+		}
+	}
+	return lids
+}

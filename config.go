@@ -16,8 +16,8 @@ import (
 	"github.com/exactlyonce/exactly/idempotency"
 	"github.com/exactlyonce/exactly/internal/awserr"
 	"github.com/exactlyonce/exactly/internal/dedup"
-	sqslambda "github.com/exactlyonce/exactly/internal/lambda"
 	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsevent"
 )
 
 // SQS is the part of the SQS client the worker and the Lambda handler call.
@@ -56,7 +56,7 @@ const (
 	// DefaultShutdownTimeout fits inside ECS's stopTimeout of 120 s.
 	DefaultShutdownTimeout = pool.ShutdownTimeoutDefault
 	// DefaultLambdaConcurrency bounds the groups of one batch run at once.
-	DefaultLambdaConcurrency = sqslambda.ConcurrencyDefault
+	DefaultLambdaConcurrency = sqsevent.ConcurrencyDefault
 )
 
 // Config configures a Worker (New) and a Lambda handler (NewLambdaHandler).
@@ -336,7 +336,7 @@ func (s *settings) checkLambda() error {
 	if s.Concurrency == 0 {
 		s.Concurrency = DefaultLambdaConcurrency
 	}
-	if _, err := sqslambda.ParseFailRest(s.Lambda.FailRest); err != nil {
+	if _, err := sqsevent.ParseFailRest(s.Lambda.FailRest); err != nil {
 		return configErr("Lambda.FailRest", " %v", err)
 	}
 	switch s.Lambda.DedupScope {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
-	sqslambda "github.com/exactlyonce/exactly/internal/lambda"
-	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsevent"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // lambdaLease is the claim lease when an invocation has no deadline, which
@@ -29,7 +29,7 @@ const lambdaLease = 30 * time.Second
 // ReportBatchItemFailures). A FIFO group runs in order and a failure holds
 // the rest of its group back; groups run in parallel.
 type LambdaHandler struct {
-	h *sqslambda.Handler
+	h *sqsevent.Handler
 }
 
 // NewLambdaHandler checks cfg and what it names, as New does, once per cold
@@ -72,13 +72,13 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 		}
 		return dedup.Scope{Namespace: s.Namespace, Queue: m.QueueName, PerGroup: perGroup}
 	})
-	failRest, _ := sqslambda.ParseFailRest(s.Lambda.FailRest)
-	hc := sqslambda.Config{
+	failRest, _ := sqsevent.ParseFailRest(s.Lambda.FailRest)
+	hc := sqsevent.Config{
 		Processor: proc, FailRest: failRest, Concurrency: s.Concurrency, Log: s.log,
 		LeaseMargin: s.Lambda.LeaseMargin, MinLease: s.Lambda.MinLease,
-		Resolve: func(ctx context.Context, arn string) (sqslambda.Queue, error) {
+		Resolve: func(ctx context.Context, arn string) (sqsevent.Queue, error) {
 			q, err := res.resolve(ctx, arn)
-			return sqslambda.Queue{URL: q.url, PerGroup: q.perGroup}, err
+			return sqsevent.Queue{URL: q.url, PerGroup: q.perGroup}, err
 		},
 	}
 	if !s.LeaveToRedrivePolicy {
@@ -86,7 +86,7 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 			return moveToDLQ(ctx, s.SQS, res, rec)
 		}
 	}
-	h, err := sqslambda.New(hc)
+	h, err := sqsevent.New(hc)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ type queueRead struct {
 // resolve returns what is known of the queue with the given ARN, reading
 // its attributes once. Concurrent first calls share one read.
 func (r *queueResolver) resolve(ctx context.Context, arn string) (queueInfo, error) {
-	if q, ok := r.listed[sqslambda.QueueName(arn)]; ok {
+	if q, ok := r.listed[sqsevent.QueueName(arn)]; ok {
 		return q, nil // listed: as configured and read at cold start
 	}
 	r.mu.Lock()
@@ -213,14 +213,14 @@ func (r *queueResolver) read(ctx context.Context, arn string) (queueInfo, error)
 		r.log.Warn("a queue that is not listed contradicts the configured dedup scope: its keys follow the queue's DeduplicationScope",
 			"queue", name, "dedup_scope", r.scope, "queue_dedup_scope", orQueue(scopeName(q)))
 	}
-	r.log.Info("queue that is not listed read", "queue", name, "fifo", q.fifo, "dedup_per_group", q.perGroup, "dlq", pool.QueueName(q.dlq))
+	r.log.Info("queue that is not listed read", "queue", name, "fifo", q.fifo, "dedup_per_group", q.perGroup, "dlq", sqsmsg.QueueName(q.dlq))
 	return q, nil
 }
 
 // moveToDLQ sends a record to its queue's dead-letter queue as it came:
 // body, message attributes and, in a FIFO queue, its group; plus an
 // idempotency-key attribute that keeps its dedup key, and a dedup id of its
-// own (pool.DeadLetterCopy).
+// own (sqsmsg.DeadLetterCopy).
 func moveToDLQ(ctx context.Context, client SQS, queues *queueResolver, rec events.SQSMessage) error {
 	q, err := queues.resolve(ctx, rec.EventSourceARN)
 	if err != nil {
@@ -236,7 +236,7 @@ func moveToDLQ(ctx context.Context, client SQS, queues *queueResolver, rec event
 	m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
 	// With ten attributes already the copy cannot carry its dedup key: it is
 	// not made, and the handler leaves the record to the redrive policy.
-	in, err := pool.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
+	in, err := sqsmsg.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
 	if err != nil {
 		return err
 	}

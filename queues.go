@@ -15,6 +15,7 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // queueInfo is what start-up reads of a queue.
@@ -40,14 +41,14 @@ func readQueue(ctx context.Context, client SQS, url string) (queueInfo, error) {
 	if err != nil {
 		var nf *sqstypes.QueueDoesNotExist
 		if errors.As(err, &nf) {
-			return queueInfo{}, configErr("Queues", ": queue %s does not exist: create it with `worker setup --queue %s` or the infra/terraform/modules/queue module", url, pool.QueueName(url))
+			return queueInfo{}, configErr("Queues", ": queue %s does not exist: create it with `worker setup --queue %s` or the infra/terraform/modules/queue module", url, sqsmsg.QueueName(url))
 		}
 		return queueInfo{}, denied(fmt.Errorf("cannot read attributes of queue %s: %w", url, err), "sqs:GetQueueAttributes", url)
 	}
 	a := out.Attributes
 	vis, _ := strconv.Atoi(a[string(sqstypes.QueueAttributeNameVisibilityTimeout)])
 	return queueInfo{
-		url: url, name: pool.QueueName(url),
+		url: url, name: sqsmsg.QueueName(url),
 		fifo:       a[string(sqstypes.QueueAttributeNameFifoQueue)] == "true",
 		perGroup:   a[string(sqstypes.QueueAttributeNameDeduplicationScope)] == "messageGroup",
 		visibility: time.Duration(vis) * time.Second,
@@ -140,7 +141,7 @@ type dlqScopeSQS interface {
 // of a queue deduplicating per message group, and a DLQ shared by several
 // queues. There, two distinct messages with one dedup id are one: the
 // worker's own moves give each copy a dedup id of its own
-// (pool.CopyDeduplicationID), but a copy made by anything else that keeps a
+// (sqsmsg.CopyDeduplicationID), but a copy made by anything else that keeps a
 // message's dedup id is silently dropped when the DLQ saw that id within
 // five minutes. Best effort: a DLQ that cannot be read is skipped.
 func warnWiderDLQScope(ctx context.Context, log *slog.Logger, client dlqScopeSQS, queues []queueInfo) {

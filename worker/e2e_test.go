@@ -195,7 +195,7 @@ func TestEndToEnd(t *testing.T) {
 	require.Equal(t, `{"account": 7}`, aws.ToString(again[0].Body))
 	require.Equal(t, "poison", again[0].Attributes["MessageGroupId"])
 	require.True(t, strings.HasPrefix(again[0].Attributes["MessageDeduplicationId"], "dlq-"),
-		"the worker's move gives the copy a dedup id of its own (pool.CopyDeduplicationID)")
+		"the worker's move gives the copy a dedup id of its own (sqsmsg.CopyDeduplicationID)")
 	require.Equal(t, "poison-1", aws.ToString(again[0].MessageAttributes["idempotency-key"].StringValue), "the dedup key kept")
 	require.Len(t, scanAll(t, db, table), 25, "the replay used the same dedup record")
 

@@ -16,13 +16,13 @@ import (
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/exactlyonce/exactly/internal/config"
-	sqslambda "github.com/exactlyonce/exactly/internal/lambda"
+	"github.com/exactlyonce/exactly/internal/sqsevent"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
 // LambdaConcurrencyDefault bounds the message groups of one batch handled at
 // once on Lambda (a FIFO batch holds at most 10 messages).
-const LambdaConcurrencyDefault = sqslambda.ConcurrencyDefault
+const LambdaConcurrencyDefault = sqsevent.ConcurrencyDefault
 
 // runtimeAPIEnv is set by Lambda for the function's process.
 const runtimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"

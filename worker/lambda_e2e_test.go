@@ -31,7 +31,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/exactlyonce/exactly/worker"
 )
@@ -644,7 +644,7 @@ func TestLambdaBootstrap(t *testing.T) {
 				poisonID = r.MessageId
 			}
 		}
-		require.Equal(t, pool.CopyDeduplicationID(poisonID), dl.Messages[0].Attributes["MessageDeduplicationId"],
+		require.Equal(t, sqsmsg.CopyDeduplicationID(poisonID), dl.Messages[0].Attributes["MessageDeduplicationId"],
 			"a dedup id of its own, not the source's m1")
 		require.Equal(t, "m1", aws.ToString(dl.Messages[0].MessageAttributes["idempotency-key"].StringValue))
 		ev = receiveEvent(t, sqsc, moving, 1)

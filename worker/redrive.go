@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/exactlyonce/exactly/internal/config"
-	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/redrive"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // redriveCommand moves messages from a dead-letter queue back to their queue
@@ -35,9 +35,9 @@ func redriveCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	res, err := redrive.Run(ctx, cl.sqs, cfg)
-	fmt.Fprintf(stdout, "moved %d messages from %s to %s", res.Moved, pool.QueueName(cfg.DLQ), pool.QueueName(cfg.Queue))
+	fmt.Fprintf(stdout, "moved %d messages from %s to %s", res.Moved, sqsmsg.QueueName(cfg.DLQ), sqsmsg.QueueName(cfg.Queue))
 	if res.Left > 0 {
-		fmt.Fprintf(stdout, "; left %d that reached %s after the start (failed again?)", res.Left, pool.QueueName(cfg.DLQ))
+		fmt.Fprintf(stdout, "; left %d that reached %s after the start (failed again?)", res.Left, sqsmsg.QueueName(cfg.DLQ))
 	}
 	fmt.Fprintln(stdout)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
@@ -341,7 +342,7 @@ func logProgress(ctx context.Context, log *slog.Logger, stats func() exactly.Sta
 func (s *settings) queueNames() []string {
 	names := make([]string, len(s.queues))
 	for i, q := range s.queues {
-		names[i] = pool.QueueName(q)
+		names[i] = sqsmsg.QueueName(q)
 	}
 	return names
 }

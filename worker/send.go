@@ -15,7 +15,7 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/dedup"
-	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // outgoing is one message to send; it is also the line format of --ndjson:
@@ -73,7 +73,7 @@ func sendCommand(ctx context.Context, args []string, stdout, stderr io.Writer, l
 	default:
 		return config.Errorf("give --body or --ndjson")
 	}
-	fifo := pool.IsFIFO(queue)
+	fifo := sqsmsg.IsFIFO(queue)
 	for i, m := range msgs {
 		if fifo && m.Group == "" {
 			return config.Errorf("message %d: a FIFO queue needs a group (--group)", i+1)
@@ -118,7 +118,7 @@ func sendCommand(ctx context.Context, args []string, stdout, stderr io.Writer, l
 		}
 		sent += len(out.Successful)
 	}
-	fmt.Fprintf(stdout, "sent %d messages to %s\n", sent, pool.QueueName(queue))
+	fmt.Fprintf(stdout, "sent %d messages to %s\n", sent, sqsmsg.QueueName(queue))
 	return nil
 }
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/dedup"
-	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // setupCommand creates what is missing, idempotently: for local stacks and
@@ -44,10 +44,10 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if queue == "" && table == "" && ledger == "" {
 		return config.Errorf("worker setup: nothing to do: give --queue, --table and/or --ledger-table")
 	}
-	if (perGroup || contentDedup) && !pool.IsFIFO(queue) {
+	if (perGroup || contentDedup) && !sqsmsg.IsFIFO(queue) {
 		return config.Errorf("--high-throughput and --content-based-dedup are FIFO settings, and queue %q is not FIFO: a FIFO queue's name ends in .fifo", queue)
 	}
-	if dlq != "" && pool.IsFIFO(dlq) != pool.IsFIFO(queue) {
+	if dlq != "" && sqsmsg.IsFIFO(dlq) != sqsmsg.IsFIFO(queue) {
 		return config.Errorf("--dlq %s: a FIFO queue needs a FIFO dead-letter queue and a standard one a standard one", dlq)
 	}
 	if maxReceive < 1 || maxReceive > 1000 {
@@ -107,7 +107,7 @@ type queueSpec struct {
 func setupQueue(ctx context.Context, client setupSQS, stdout io.Writer, q queueSpec) error {
 	attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(q.visibility / time.Second))}
 	highThroughput := map[string]string{}
-	if pool.IsFIFO(q.name) {
+	if sqsmsg.IsFIFO(q.name) {
 		attrs["FifoQueue"] = "true"
 		attrs["ContentBasedDeduplication"] = strconv.FormatBool(q.contentDedup)
 		if q.perGroup {
@@ -118,7 +118,7 @@ func setupQueue(ctx context.Context, client setupSQS, stdout io.Writer, q queueS
 	maps.Copy(attrs, highThroughput)
 	if q.dlq != "" {
 		dlqAttrs := map[string]string{}
-		if pool.IsFIFO(q.dlq) {
+		if sqsmsg.IsFIFO(q.dlq) {
 			dlqAttrs["FifoQueue"] = "true"
 			maps.Copy(dlqAttrs, highThroughput)
 		}

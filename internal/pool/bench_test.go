@@ -22,6 +22,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
@@ -192,7 +193,7 @@ func benchMemory(b *testing.B, fifo bool, groups int, ledger bool) {
 		table := dedupcontract.Table(b, db)
 		proc = &process.Processor{
 			Store: dedup.NewStore(db, table), Effect: &effect.Ledger{Table: table}, Log: slog.New(slog.DiscardHandler),
-			Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: QueueName(url)} },
+			Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: sqsmsg.QueueName(url)} },
 			Lease: 30 * time.Second, TTL: time.Hour,
 		}
 	}
@@ -312,7 +313,7 @@ func benchEmulators(b *testing.B) {
 	rec := &recordingSQS{SQS: sc}
 	proc := &process.Processor{
 		Store: dedup.NewStore(cdb, table), Effect: &effect.Ledger{Table: table}, Log: slog.New(slog.DiscardHandler),
-		Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: QueueName(url)} },
+		Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: sqsmsg.QueueName(url)} },
 		Lease: 30 * time.Second, TTL: time.Hour,
 	}
 	took := runUntil(b, Config{

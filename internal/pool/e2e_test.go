@@ -21,6 +21,7 @@ import (
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
@@ -49,7 +50,7 @@ func newLedgerRig(t *testing.T, wrap func(effect.Effect) effect.Effect) *ledgerR
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	r.proc = &process.Processor{
 		Store: dedup.NewStore(r.db, dedupTable), Effect: eff, Log: log,
-		Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "e2e", Queue: QueueName(r.url)} },
+		Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "e2e", Queue: sqsmsg.QueueName(r.url)} },
 		Lease: 30 * time.Second, TTL: time.Hour,
 	}
 	t.Cleanup(func() {

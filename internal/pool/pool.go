@@ -25,6 +25,7 @@ import (
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // Defaults.
@@ -257,7 +258,7 @@ func New(cfg Config) (*Pool, error) {
 	for i := range p.cfg.Queues {
 		q := &p.cfg.Queues[i]
 		url := q.URL
-		name := QueueName(url)
+		name := sqsmsg.QueueName(url)
 		var extLog logEvery
 		b := newBatcher(cfg.Client, url, cfg.AckDelay, func(op string, n int, err error) {
 			if op == opExtend {
@@ -373,7 +374,7 @@ func (p *Pool) Force() {
 // goes on until it returns or pollCtx is cancelled.
 func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 	q := qs.q
-	name := QueueName(q.URL)
+	name := sqsmsg.QueueName(q.URL)
 	failures := 0
 	var lastLog time.Time
 	for ctx.Err() == nil {
@@ -426,7 +427,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		ds := make([]*delivery, len(out.Messages))
 		qs.mu.Lock()
 		for i, m := range out.Messages {
-			d := &delivery{msg: ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: at, raw: m, visibleUntil: until}
+			d := &delivery{msg: sqsmsg.ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: at, raw: m, visibleUntil: until}
 			qs.held[d] = struct{}{}
 			ds[i] = d
 		}
@@ -590,7 +591,7 @@ func (qs *queueState) expired(d *delivery, now time.Time) bool {
 func (p *Pool) dispatch(qs *queueState, ds []*delivery) {
 	q := qs.q
 	if q.FIFO {
-		sort.SliceStable(ds, func(i, j int) bool { return seqLess(ds[i].msg.SequenceNumber, ds[j].msg.SequenceNumber) })
+		sort.SliceStable(ds, func(i, j int) bool { return sqsmsg.SequenceLess(ds[i].msg.SequenceNumber, ds[j].msg.SequenceNumber) })
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -619,7 +620,7 @@ func (p *Pool) dispatch(qs *queueState, ds []*delivery) {
 // replaces the stale one, which add returns.
 func (l *lane) add(d *delivery) (stale *delivery) {
 	i := len(l.pending)
-	for i > 0 && seqLess(d.msg.SequenceNumber, l.pending[i-1].msg.SequenceNumber) {
+	for i > 0 && sqsmsg.SequenceLess(d.msg.SequenceNumber, l.pending[i-1].msg.SequenceNumber) {
 		i--
 	}
 	for j := range l.pending {
@@ -820,7 +821,7 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger, holdBack func()) {
 	q := qs.q
 	if q.DLQURL != "" {
-		in, err := DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
+		in, err := sqsmsg.DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_, err = p.cfg.Client.SendMessage(ctx, in)
@@ -828,10 +829,10 @@ func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Log
 		}
 		if err == nil {
 			qs.settle(d, true, 0)
-			log.Error("permanent failure: moved to the dead-letter queue", "dlq", QueueName(q.DLQURL), "err", r.Err)
+			log.Error("permanent failure: moved to the dead-letter queue", "dlq", sqsmsg.QueueName(q.DLQURL), "err", r.Err)
 			return
 		}
-		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "dlq", QueueName(q.DLQURL), "err", err)
+		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "dlq", sqsmsg.QueueName(q.DLQURL), "err", err)
 	}
 	// Visible again at once: the redrive policy moves it after maxReceiveCount.
 	holdBack()

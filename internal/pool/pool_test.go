@@ -18,6 +18,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 func TestFIFOGroupsRunInOrderAndInParallel(t *testing.T) {
@@ -118,8 +119,8 @@ func TestSeveralQueuesWithTheirOwnSettings(t *testing.T) {
 	waitFor(t, all, 10*time.Second, "messages of both queues")
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, QueueName(b.url), seen["f1"])
-	require.Equal(t, QueueName(std), seen["s1"])
+	require.Equal(t, sqsmsg.QueueName(b.url), seen["f1"])
+	require.Equal(t, sqsmsg.QueueName(std), seen["s1"])
 }
 
 func TestRetryHoldsBackTheRestOfItsGroup(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/effect"
-	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // SQS is the part of the SQS client a redrive uses.
@@ -56,14 +56,15 @@ type Result struct {
 }
 
 // ErrCannotCarryKey: a message has SQS's ten message attributes already and
-// none of them is idempotency-key, so its copy could not keep its dedup key.
-var ErrCannotCarryKey = errors.New("it has 10 message attributes and no idempotency-key, so a copy cannot keep its dedup key; move it by hand with an idempotency-key attribute in place of one of them")
+// none of them is idempotency-key, so its copy could not keep its dedup key;
+// move it by hand with an idempotency-key attribute in place of one of them.
+var ErrCannotCarryKey = sqsmsg.ErrNoRoomForKey
 
 // Validate reports a pair of queues that cannot be a queue and its
 // dead-letter queue.
 func (cfg Config) Validate() error {
-	if pool.IsFIFO(cfg.DLQ) != pool.IsFIFO(cfg.Queue) {
-		return fmt.Errorf("%s and %s: a FIFO queue's dead-letter queue is FIFO, a standard queue's is standard", pool.QueueName(cfg.DLQ), pool.QueueName(cfg.Queue))
+	if sqsmsg.IsFIFO(cfg.DLQ) != sqsmsg.IsFIFO(cfg.Queue) {
+		return fmt.Errorf("%s and %s: a FIFO queue's dead-letter queue is FIFO, a standard queue's is standard", sqsmsg.QueueName(cfg.DLQ), sqsmsg.QueueName(cfg.Queue))
 	}
 	return nil
 }
@@ -89,7 +90,7 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 	if cfg.Before.IsZero() {
 		cfg.Before = time.Now()
 	}
-	fifo := pool.IsFIFO(cfg.Queue)
+	fifo := sqsmsg.IsFIFO(cfg.Queue)
 	// Messages left for being too new are held until the end, so that the
 	// receives get past them, then made visible again.
 	var left []types.ChangeMessageVisibilityBatchRequestEntry
@@ -113,7 +114,7 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 			MessageAttributeNames:       []string{"All"},
 		})
 		if err != nil {
-			return res, fmt.Errorf("receive from %s: %w", pool.QueueName(cfg.DLQ), err)
+			return res, fmt.Errorf("receive from %s: %w", sqsmsg.QueueName(cfg.DLQ), err)
 		}
 		if len(out.Messages) == 0 {
 			return res, nil
@@ -121,7 +122,7 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 		var old []types.Message
 		var oldMsgs []effect.Message
 		for _, m := range out.Messages {
-			if msg := pool.ToMessage(cfg.DLQ, m); msg.SentAt.Before(cfg.Before) {
+			if msg := sqsmsg.ToMessage(cfg.DLQ, m); msg.SentAt.Before(cfg.Before) {
 				old, oldMsgs = append(old, m), append(oldMsgs, msg)
 				continue
 			}
@@ -160,7 +161,7 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 	stopped := map[string]bool{} // FIFO groups that stop in this move
 	entry := func(i int) (types.SendMessageBatchRequestEntry, bool) {
 		m, msg := msgs[i], views[i]
-		attrs, ok := pool.WithKey(msg, m.MessageAttributes)
+		attrs, ok := sqsmsg.WithKey(msg, m.MessageAttributes)
 		if !ok {
 			fail(fmt.Errorf("message %s not moved: %w", msg.ID, ErrCannotCarryKey))
 			return types.SendMessageBatchRequestEntry{}, false
@@ -211,7 +212,7 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 		if err != nil {
 			// Nothing of this batch is deleted: its copies may have arrived,
 			// and a retried move gives them the same dedup ids.
-			sendErr = fmt.Errorf("send to %s: %w", pool.QueueName(cfg.Queue), err)
+			sendErr = fmt.Errorf("send to %s: %w", sqsmsg.QueueName(cfg.Queue), err)
 			break
 		}
 		for _, s := range out.Successful {
@@ -235,11 +236,11 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 		d, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &cfg.DLQ, Entries: dels})
 		if err != nil {
 			return len(dels), errors.Join(stop, fmt.Errorf("%d messages were copied to %s but not deleted from %s (they come back; their copies are dropped as duplicates): %w",
-				len(dels), pool.QueueName(cfg.Queue), pool.QueueName(cfg.DLQ), err))
+				len(dels), sqsmsg.QueueName(cfg.Queue), sqsmsg.QueueName(cfg.DLQ), err))
 		}
 		if len(d.Failed) > 0 {
 			stop = errors.Join(stop, fmt.Errorf("%d messages were copied to %s but not deleted from %s (they come back; their copies are dropped as duplicates): %s",
-				len(d.Failed), pool.QueueName(cfg.Queue), pool.QueueName(cfg.DLQ), aws.ToString(d.Failed[0].Message)))
+				len(d.Failed), sqsmsg.QueueName(cfg.Queue), sqsmsg.QueueName(cfg.DLQ), aws.ToString(d.Failed[0].Message)))
 		}
 	}
 	return len(dels), stop

@@ -17,6 +17,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/redrive"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // proc is one process of the simulated system: a pool worker's incarnation,
@@ -116,7 +117,7 @@ func receiptID(h string) string {
 }
 
 func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
 	k, id, err := c.p.before(ctx, "ReceiveMessage", q+"|"+c.p.id)
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 }
 
 func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
 	first := ""
 	if len(in.Entries) > 0 {
 		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
@@ -172,7 +173,7 @@ func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessag
 }
 
 func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
 	first := ""
 	if len(in.Entries) > 0 {
 		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
@@ -215,7 +216,7 @@ func (c *faultySQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttr
 }
 
 func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
 	lid := lidOf(aws.ToString(in.MessageBody))
 	k, id, err := c.p.before(ctx, "SendMessage", q+"|"+lid+"|"+aws.ToString(in.MessageGroupId))
 	if err != nil {
@@ -233,7 +234,7 @@ func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o
 }
 
 func (c *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	q := pool.QueueName(aws.ToString(in.QueueUrl))
+	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
 	first := ""
 	if len(in.Entries) > 0 {
 		first = lidOf(aws.ToString(in.Entries[0].MessageBody))

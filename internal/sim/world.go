@@ -21,12 +21,13 @@ import (
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
-	"github.com/exactlyonce/exactly/internal/lambda"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/redrive"
+	"github.com/exactlyonce/exactly/internal/sqsevent"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // Settings of the simulated deployment.
@@ -639,6 +640,12 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 		if err != nil {
 			return effect.Output{}, err
 		}
+		// As an HTTP request made with the effect's context would: a
+		// context that ended (the lease is ending unconfirmed, or lost)
+		// sends nothing.
+		if err := ctx.Err(); err != nil {
+			return effect.Output{}, context.Cause(ctx)
+		}
 		w.downstream(p, s)
 		if err := p.after(ctx, "Effect", k, id); err != nil {
 			return effect.Output{}, err
@@ -716,7 +723,7 @@ func (w *world) invoke(ctx context.Context, p *proc, msgs []types.Message) {
 	sq := &faultySQS{p: p, inner: w.sqs}
 	dy := &faultyDynamo{p: p, inner: w.db}
 	dlq := w.urls[dlq2Name]
-	h, err := lambda.New(lambda.Config{
+	h, err := sqsevent.New(sqsevent.Config{
 		Processor: w.processor(p, dy), Log: w.log(),
 		QueueURL: func(string) string { return w.urls[q2Name] },
 		MoveToDLQ: func(ctx context.Context, rec events.SQSMessage) error {
@@ -725,13 +732,13 @@ func (w *world) invoke(ctx context.Context, p *proc, msgs []types.Message) {
 				attrs[k] = types.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue}
 			}
 			m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
-			in, _ := pool.DeadLetterCopy(dlq, true, m, aws.String(rec.Body), attrs)
+			in, _ := sqsmsg.DeadLetterCopy(dlq, true, m, aws.String(rec.Body), attrs)
 			_, err := sq.SendMessage(ctx, in)
 			return err
 		},
 	})
 	if err != nil {
-		w.violate("lambda.New: %v", err)
+		w.violate("sqsevent.New: %v", err)
 		return
 	}
 	ev := events.SQSEvent{}

@@ -22,6 +22,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
@@ -154,7 +155,7 @@ func TestPoolCountsVisibilityExtensionFailures(t *testing.T) {
 		cancel()
 		require.NoError(t, <-ran)
 
-		name := map[string]string{"queue": pool.QueueName(url)}
+		name := map[string]string{"queue": sqsmsg.QueueName(url)}
 		require.Equal(t, 2.0, counter(t, m, "exactly_visibility_extension_failures_total", name), "the failed call and the stale entry")
 		require.Equal(t, 1.0, counter(t, m, "exactly_visibility_receipts_stale_total", name))
 		require.Zero(t, counter(t, m, "exactly_batch_entries_failed_total", nil), "not counted twice")

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/exactly/effect"
-	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // baseline is the comparison consumer: plain aws-sdk-go-v2 clients with
@@ -65,7 +65,7 @@ func (b *baseline) loop(ctx context.Context) {
 			// Work started is finished: only receiving stops on cancel.
 			wctx := context.WithoutCancel(ctx)
 			if b.ledger != nil {
-				msg := pool.ToMessage(b.url, m)
+				msg := sqsmsg.ToMessage(b.url, m)
 				o, err := b.ledger.Apply(wctx, effect.Input{Message: msg, Key: msg.DedupID})
 				if err == nil {
 					_, err = b.c.db.TransactWriteItems(wctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.Writes})

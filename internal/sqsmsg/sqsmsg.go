@@ -1,7 +1,10 @@
-package pool
+// Package sqsmsg holds what every path that touches SQS messages shares,
+// with or without the long-poll pool: queue names, the conversion of an SQS
+// message into the effect's Message, and the copies that carry a message's
+// dedup key to a dead-letter queue and back.
+package sqsmsg
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,19 +19,6 @@ import (
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
 )
-
-// SQS is the part of the SQS client the pool uses. *sqs.Client satisfies it,
-// and so does the in-memory queue used by fast tests. The adapter is dumb: no
-// retries or policy here; the SDK's retryer and the pool own those.
-type SQS interface {
-	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
-
-var _ SQS = (*sqs.Client)(nil)
 
 // QueueName returns the last path element of a queue URL.
 func QueueName(url string) string {
@@ -75,8 +65,8 @@ func deref(p *string) string {
 	return *p
 }
 
-// seqLess orders FIFO sequence numbers (decimal strings of up to 20+ digits).
-func seqLess(a, b string) bool {
+// SequenceLess orders FIFO sequence numbers (decimal strings of up to 20+ digits).
+func SequenceLess(a, b string) bool {
 	if len(a) != len(b) {
 		return len(a) < len(b)
 	}

@@ -1,4 +1,4 @@
-// Package lambda runs SQS events from a Lambda event source mapping through
+// Package sqsevent runs SQS events from a Lambda event source mapping through
 // the same exactly-once path as the ECS pool (internal/process) and answers
 // with the batchItemFailures that tell the mapping which messages to keep.
 //
@@ -20,7 +20,7 @@
 // LeaseMargin before the context's deadline, and the effect's context is
 // cancelled at the same moment, so the margin is left for the commit. There
 // is no heartbeat: Lambda stops the function at its deadline anyway.
-package lambda
+package sqsevent
 
 import (
 	"context"

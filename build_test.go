@@ -19,9 +19,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/stretchr/testify/require"
-
-	"github.com/exactlyonce/exactly/worker"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -208,7 +207,7 @@ func TestDockerfile(t *testing.T) {
 	require.Equal(t, []string{"run"}, jsonArray(t, cmd[0]))
 	expose := final.all("EXPOSE")
 	require.Len(t, expose, 1)
-	require.Equal(t, strings.TrimPrefix(worker.MetricsAddrDefault, ":"), expose[0].args, "the metrics port")
+	require.Equal(t, strings.TrimPrefix(cli.MetricsAddrDefault, ":"), expose[0].args, "the metrics port")
 }
 
 func TestDockerfileParser(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/exactlyonce/exactly/worker"
+	"github.com/exactlyonce/exactly/internal/cli"
 )
 
 func main() {
@@ -134,11 +134,11 @@ func report(args []string) error {
 		return err
 	}
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
-	got, err := worker.ReadBalances(ctx, db, *ledger)
+	got, err := cli.ReadBalances(ctx, db, *ledger)
 	if err != nil {
 		return err
 	}
-	byAcct := map[string]worker.Balance{}
+	byAcct := map[string]cli.Balance{}
 	for _, b := range got {
 		byAcct[b.Account] = b
 	}

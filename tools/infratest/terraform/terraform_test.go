@@ -28,9 +28,9 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
+	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/pool"
-	"github.com/exactlyonce/exactly/worker"
 )
 
 // What the worker expects of the infrastructure, from the worker's own
@@ -38,8 +38,8 @@ import (
 var (
 	workerHashKey      = dedup.AttrPK
 	workerTTLAttribute = dedup.AttrExpiresAt
-	workerDedupTable   = worker.DedupTableDefault
-	workerLedgerTable  = worker.LedgerTableDefault
+	workerDedupTable   = cli.DedupTableDefault
+	workerLedgerTable  = cli.LedgerTableDefault
 	workerShutdownSecs = int64(pool.ShutdownTimeoutDefault / time.Second)
 )
 
@@ -856,11 +856,11 @@ func TestWorkerECSSettings(t *testing.T) {
 	shutdown, err := time.ParseDuration(env["WORKER_SHUTDOWN_TIMEOUT"].AsString())
 	require.NoError(t, err)
 	require.Equal(t, pool.ShutdownTimeoutDefault, shutdown)
-	require.Equal(t, worker.MetricsAddrDefault, env["WORKER_METRICS_ADDR"].AsString())
+	require.Equal(t, cli.MetricsAddrDefault, env["WORKER_METRICS_ADDR"].AsString())
 	ttl, err := time.ParseDuration(env["WORKER_DEDUP_TTL"].AsString())
 	require.NoError(t, err)
-	require.Equal(t, worker.DedupTTLDefault, ttl)
-	require.Equal(t, worker.NamespaceDefault, env["WORKER_NAMESPACE"].AsString())
+	require.Equal(t, cli.DedupTTLDefault, ttl)
+	require.Equal(t, cli.NamespaceDefault, env["WORKER_NAMESPACE"].AsString())
 	// Passed explicitly, so that the role's sqs:SendMessage and the worker agree.
 	require.Equal(t, "true", env["WORKER_MOVE_TO_DLQ"].AsString())
 	require.Equal(t, "https://q/exactly-demo.fifo", env["WORKER_QUEUES"].AsString())

@@ -1,4 +1,4 @@
-package worker
+package cli
 
 import (
 	"bytes"
@@ -109,7 +109,7 @@ func TestDeniedNamesActionAndResource(t *testing.T) {
 // every flag of `worker run`, with its environment twin.
 func TestReadmeConfigTableIsComplete(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	var s settings
 	fs := newRunSet(&s, env())

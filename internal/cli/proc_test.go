@@ -1,4 +1,4 @@
-package worker_test
+package cli_test
 
 import (
 	"bufio"

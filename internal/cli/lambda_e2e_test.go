@@ -1,4 +1,4 @@
-package worker_test
+package cli_test
 
 import (
 	"archive/zip"
@@ -31,9 +31,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/testenv"
-	"github.com/exactlyonce/exactly/worker"
 )
 
 // runtimeAPI is a Lambda Runtime API (version 2018-06-01) for one function
@@ -451,7 +451,7 @@ func deposit(acct string, cents, seq int) string {
 
 func balances(t *testing.T, db *dynamodb.Client, ledger string) map[string]int64 {
 	t.Helper()
-	bs, err := worker.ReadBalances(context.Background(), db, ledger)
+	bs, err := cli.ReadBalances(context.Background(), db, ledger)
 	require.NoError(t, err)
 	out := map[string]int64{}
 	for _, b := range bs {
@@ -744,7 +744,7 @@ func TestLambdaBootstrapInitError(t *testing.T) {
 			case err := <-fn.done:
 				var ee *exec.ExitError
 				require.ErrorAs(t, err, &ee)
-				require.Equal(t, worker.ExitConfig, ee.ExitCode())
+				require.Equal(t, cli.ExitConfig, ee.ExitCode())
 			case <-time.After(10 * time.Second):
 				t.Fatal("the bootstrap did not exit after its init error")
 			}

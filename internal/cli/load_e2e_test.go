@@ -1,4 +1,4 @@
-package worker_test
+package cli_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/testenv"
-	"github.com/exactlyonce/exactly/worker"
 )
 
 // sendDeposits sends groups×per ledger messages, one account per group, seq
@@ -103,7 +103,7 @@ func entries(t *testing.T, db *dynamodb.Client, ledger string) map[string][]int 
 // each seq 1..per was applied exactly once, in order.
 func requireExactlyOnceInOrder(t *testing.T, db *dynamodb.Client, ledger string, want map[string]int64, per int) {
 	t.Helper()
-	bs, err := worker.ReadBalances(context.Background(), db, ledger)
+	bs, err := cli.ReadBalances(context.Background(), db, ledger)
 	require.NoError(t, err)
 	require.Len(t, bs, len(want))
 	for _, b := range bs {
@@ -120,7 +120,7 @@ func requireExactlyOnceInOrder(t *testing.T, db *dynamodb.Client, ledger string,
 }
 
 func balancesMatch(db *dynamodb.Client, ledger string, want map[string]int64) bool {
-	bs, err := worker.ReadBalances(context.Background(), db, ledger)
+	bs, err := cli.ReadBalances(context.Background(), db, ledger)
 	if err != nil || len(bs) != len(want) {
 		return false
 	}
@@ -155,7 +155,7 @@ func TestSIGTERMUnderLoadThenRestart(t *testing.T) {
 		"--concurrency", "16", "--metrics-addr", "", "--progress", "0", "--shutdown-timeout", "10s", "--wait-time", "5s"}
 	w := startWorker(t, args...)
 	testenv.Eventually(t, 2*time.Minute, func() bool {
-		bs, err := worker.ReadBalances(context.Background(), db, s.ledger)
+		bs, err := cli.ReadBalances(context.Background(), db, s.ledger)
 		if err != nil {
 			return false
 		}

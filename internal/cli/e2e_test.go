@@ -1,4 +1,4 @@
-package worker_test
+package cli_test
 
 import (
 	"bytes"
@@ -21,8 +21,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/testenv"
-	"github.com/exactlyonce/exactly/worker"
 )
 
 var workerBin string
@@ -129,7 +129,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// Balances converge to exactly what was sent once, and stay there.
 	testenv.Eventually(t, 60*time.Second, func() bool {
-		bs, err := worker.ReadBalances(ctx, db, ledger)
+		bs, err := cli.ReadBalances(ctx, db, ledger)
 		if err != nil || len(bs) != len(want) {
 			return false
 		}
@@ -142,7 +142,7 @@ func TestEndToEnd(t *testing.T) {
 	}, "balances to match what was sent once")
 	testenv.Eventually(t, 60*time.Second, func() bool { return queueEmpty(t, sqsc, url) }, "the queue to drain")
 
-	bs, err := worker.ReadBalances(ctx, db, ledger)
+	bs, err := cli.ReadBalances(ctx, db, ledger)
 	require.NoError(t, err)
 	for _, b := range bs {
 		require.Equal(t, want[b.Account], b.BalanceCents, b.Account)

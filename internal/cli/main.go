@@ -1,7 +1,9 @@
-// Package worker is the worker's command line: run (ECS and any long-running
-// host), lambda, setup, send and version. Users who add their own effects
-// register them with effect.Register and call Main from their own main.
-package worker
+// Package cli is the worker's command line: run (ECS and any long-running
+// host), lambda, setup, send, redrive, healthcheck and version. It is a
+// client of the library (package exactly): flags and WORKER_* variables in,
+// an exactly.Config out. Package worker is its public door for binaries
+// with effects of their own.
+package cli
 
 import (
 	"context"
@@ -16,7 +18,8 @@ import (
 	"github.com/exactlyonce/exactly/internal/config"
 )
 
-// Version is set at build time with -ldflags "-X github.com/exactlyonce/exactly/worker.Version=...".
+// Version is the build version, which package worker sets from its own
+// (stamped at build time) before it calls Main.
 var Version = "dev"
 
 // Exit codes.

@@ -334,9 +334,14 @@ func (w *world) faultsOn(key string) string {
 }
 
 // faultOnKey: a fault hit a ledger call of p on key; if p's effect for it
-// ran and its commit has not been seen, the documented window is open.
+// ran and its commit has not been seen, and the fault stalls p (a pause, or
+// a call that answers past the lease), the documented window is open. A
+// ledger call that fails or loses its answer opens nothing by itself: the
+// commit is retried with the same claim while the heartbeat keeps the
+// lease; only a heartbeat that cannot extend the lease or a commit that
+// gives up does (see logCounter).
 func (w *world) faultOnKey(p *proc, key string, k Kind) {
-	if k == None {
+	if k != Pause && k != Slow {
 		return
 	}
 	s := w.byKey[key]
@@ -570,7 +575,32 @@ func (h logCounter) Handle(_ context.Context, r slog.Record) error {
 		return nil
 	}
 	h.w.stat("log: "+r.Message, 1)
+	switch r.Message {
+	case "commit gave up", "cannot extend lease":
+		// The documented window: the lease may end before the commit.
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "key" {
+				h.w.excuseCalled(a.Value.String())
+			}
+			return true
+		})
+	}
 	return nil
+}
+
+// excuseCalled opens the documented window for key's message when its
+// downstream has been called: a heartbeat could not extend the lease, or a
+// commit gave up, after a call.
+func (w *world) excuseCalled(key string) {
+	s := w.byKey[key]
+	if s == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.applied[s.lid] > 0 {
+		w.excused[s.lid] = true
+	}
 }
 func (h logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h logCounter) WithGroup(string) slog.Handler      { return h }

@@ -3,7 +3,6 @@ package exactly
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -111,9 +110,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.ran.CompareAndSwap(false, true) {
 		return errors.New("exactly: Worker.Run called twice")
 	}
-	if err := w.pool.Run(ctx); err != nil {
-		return fmt.Errorf("exactly: %w", err)
-	}
+	w.pool.Run(ctx)
 	return nil
 }
 

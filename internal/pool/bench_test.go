@@ -157,7 +157,7 @@ func runUntil(b *testing.B, cfg Config, want int) time.Duration {
 	b.ResetTimer()
 	start := time.Now()
 	go func() {
-		_ = p.Run(ctx)
+		p.Run(ctx)
 		close(done)
 	}()
 	select {

@@ -236,7 +236,7 @@ func runPool(p *Pool) (cancel context.CancelFunc, done <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan struct{})
 	go func() {
-		_ = p.Run(ctx)
+		p.Run(ctx)
 		close(ch)
 	}()
 	return cancel, ch

@@ -308,7 +308,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // its client gave up on, and the messages it takes, the handed-back ones
 // included, would stay in flight for nobody until their visibility timeout
 // (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them.
-func (p *Pool) Run(ctx context.Context) error {
+func (p *Pool) Run(ctx context.Context) {
 	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	var pollCtx context.Context
@@ -355,7 +355,6 @@ func (p *Pool) Run(ctx context.Context) error {
 		qs.b.close()
 	}
 	p.log.Info("shutdown complete")
-	return nil
 }
 
 // Force cancels running handlers at once (a second signal). It is safe to

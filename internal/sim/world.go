@@ -726,7 +726,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			}
 		})
 	}
-	w.wg.Go(func() { _ = pl.Run(pctx) })
+	w.wg.Go(func() { pl.Run(pctx) })
 }
 
 // esm drives Lambda invocations like an event source mapping with

@@ -90,7 +90,7 @@ func benchPool(b *testing.B, effName string, concurrency int) {
 	b.ResetTimer()
 	b.StartTimer()
 	start := time.Now()
-	go func() { done <- p.Run(runCtx) }()
+	go func() { p.Run(runCtx); done <- nil }()
 	select {
 	case <-obs.all:
 	case <-time.After(5 * time.Minute):

@@ -246,7 +246,7 @@ func lambdaBootstrap(t *testing.T) string {
 	dir := t.TempDir()
 	zipPath := filepath.Join(dir, "worker-lambda-"+arch+".zip")
 	cmd := exec.Command("make", "-s", "-f", "mk/build.mk", "DIST="+dir, "VERSION="+lambdaTestVersion, zipPath)
-	cmd.Dir = ".."
+	cmd.Dir = "../.." // the repository root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make %s:\n%s", zipPath, out)
 	bootstrap, err := unzipBootstrap(zipPath, filepath.Join(dir, "task"))

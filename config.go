@@ -137,6 +137,9 @@ type Config struct {
 	// Lambda holds the settings only a Lambda handler has.
 	Lambda LambdaConfig
 
+	// Hooks are called as messages are handled. Worker only.
+	Hooks Hooks
+
 	// Logger receives the worker's logs; discarded if nil.
 	Logger *slog.Logger
 	// Registerer, when set, gets the worker's Prometheus collectors

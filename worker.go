@@ -60,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		Client: s.SQS, Queues: queues, Processor: proc,
 		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight, ShutdownTimeout: s.ShutdownTimeout,
 		WaitTime: s.WaitTime, AckDelay: s.AckDelay, RetryInPlace: s.RetryInPlace,
-		Log: s.log, Observer: metrics,
+		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks},
 	})
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // counted records how often each body ran.
@@ -65,9 +66,16 @@ func TestWorkerRunsEachMessageOnce(t *testing.T) {
 		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
 		eff := &counted{}
 		reg := prometheus.NewRegistry()
+		var mu sync.Mutex
+		outcomes := map[exactly.Outcome]int{}
 		w, err := exactly.New(context.Background(), exactly.Config{
 			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: eff,
 			Registerer: reg, WaitTime: time.Second,
+			Hooks: exactly.Hooks{Done: func(d exactly.Done) {
+				mu.Lock()
+				defer mu.Unlock()
+				outcomes[d.Outcome]++
+			}},
 		})
 		require.NoError(t, err)
 		send := func(group, dedupID, key, body string) {
@@ -99,6 +107,7 @@ func TestWorkerRunsEachMessageOnce(t *testing.T) {
 		st := w.Stats()
 		require.EqualValues(t, 21, st.Applied)
 		require.EqualValues(t, 2, st.Duplicates)
+		require.Equal(t, map[exactly.Outcome]int{exactly.Applied: 21, exactly.Duplicate: 2}, outcomes, "the Done hook saw each message")
 		mfs, err := reg.Gather()
 		require.NoError(t, err)
 		require.NotEmpty(t, mfs, "the worker's metrics are on the caller's registry")
@@ -245,5 +254,45 @@ func TestStartupRidesOutTransientErrors(t *testing.T) {
 		var ce *exactly.ConfigError
 		require.False(t, errors.As(err, &ce), "not a configuration error: %v", err)
 		require.InDelta(t, time.Minute, time.Since(start), float64(10*time.Second), "given up after about a minute")
+	})
+}
+
+func TestDoneOutcomes(t *testing.T) {
+	t.Parallel()
+	// Each outcome as the hook reports it, through a Worker whose effect
+	// fails as told.
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		var mu sync.Mutex
+		got := map[string]exactly.Outcome{}
+		eff := effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
+			if in.Message.Body == "poison" {
+				return effect.Output{}, effect.Permanent(fmt.Errorf("unreadable"))
+			}
+			return effect.Output{}, nil
+		})
+		w, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: eff, WaitTime: time.Second,
+			KeySource: "attr:k",
+			Hooks: exactly.Hooks{Done: func(d exactly.Done) {
+				mu.Lock()
+				defer mu.Unlock()
+				got[d.Key] = d.Outcome
+			}},
+		})
+		require.NoError(t, err)
+		for i, m := range []struct{ key, body string }{{"a", "x"}, {"b", "poison"}, {"a", "other"}} {
+			group, id := fmt.Sprint("g", i), fmt.Sprint(i)
+			_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(m.body),
+				MessageGroupId: &group, MessageDeduplicationId: &id,
+				MessageAttributes: map[string]sqstypes.MessageAttributeValue{"k": {DataType: aws.String("String"), StringValue: aws.String(m.key)}}})
+			require.NoError(t, err)
+			time.Sleep(time.Second) // in turn
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, w.Run(ctx))
+		require.Equal(t, map[string]exactly.Outcome{"exactly#" + sqsmsg.QueueName(url) + "#a": exactly.Conflict, "exactly#" + sqsmsg.QueueName(url) + "#b": exactly.Failed}, got)
 	})
 }

@@ -100,14 +100,16 @@ var workerActions = map[string][]string{
 		"sqs:GetQueueUrl", "sqs:ReceiveMessage",
 	},
 	"DeadLetter": {"sqs:GetQueueUrl", "sqs:SendMessage"},
+	// The claim (PutItem), complete, extend and release (UpdateItem, also
+	// as the dedup item of a TransactWriteItems) and the start-up check
+	// (DescribeTable, DescribeTimeToLive): never DeleteItem, which could
+	// erase a record and reopen a double effect.
 	"DedupTable": {
-		"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:DescribeTable",
-		"dynamodb:DescribeTimeToLive", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+		"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive", "dynamodb:PutItem", "dynamodb:UpdateItem",
 	},
-	"LedgerTable": {
-		"dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:GetItem",
-		"dynamodb:PutItem", "dynamodb:UpdateItem",
-	},
+	// The ledger effect's transaction: an Update of the account, a Put of
+	// the entry.
+	"LedgerTable": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
 	"QueueKeys": {"kms:Decrypt", "kms:GenerateDataKey"},
 }
 
@@ -1331,6 +1333,9 @@ func TestWorkerECSPassesEnvironmentAndSecretsToTheContainer(t *testing.T) {
 		"secrets":     strMap("EMAIL_API_TOKEN", testParameterARN, "DB_PASSWORD", testSecretARN+":password::"),
 	}))
 	e := env(c)
+	hc := c["healthCheck"].(map[string]any)
+	require.Equal(t, []any{"CMD", "/worker", "healthcheck"}, hc["command"], "the image has no shell: the worker checks itself")
+	require.Contains(t, e, "WORKER_METRICS_ADDR", "where the health check asks")
 	require.Equal(t, "orders@example.com", e["EMAIL_FROM"])
 	require.Equal(t, "2m", e["WORKER_LEASE"])
 	require.Equal(t, "email", e["WORKER_EFFECT"])

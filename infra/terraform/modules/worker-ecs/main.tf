@@ -133,11 +133,8 @@ data "aws_iam_policy_document" "task" {
   statement {
     sid = "DedupTable"
     actions = [
-      "dynamodb:ConditionCheckItem",
-      "dynamodb:DeleteItem",
       "dynamodb:DescribeTable",
       "dynamodb:DescribeTimeToLive",
-      "dynamodb:GetItem",
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
     ]
@@ -150,9 +147,6 @@ data "aws_iam_policy_document" "task" {
     content {
       sid = "LedgerTable"
       actions = [
-        "dynamodb:ConditionCheckItem",
-        "dynamodb:DescribeTable",
-        "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
       ]
@@ -214,6 +208,15 @@ resource "aws_ecs_task_definition" "this" {
       portMappings = [
         { name = "metrics", containerPort = var.metrics_port, protocol = "tcp" },
       ]
+      # The image has no shell or curl: the worker asks its own /healthz
+      # (WORKER_METRICS_ADDR from the environment above).
+      healthCheck = {
+        command     = ["CMD", "/worker", "healthcheck"]
+        interval    = 15
+        timeout     = 5
+        retries     = 3
+        startPeriod = 60
+      }
       # SIGTERM, then this long for the worker's graceful shutdown, then SIGKILL.
       stopTimeout            = var.stop_timeout
       readonlyRootFilesystem = true

@@ -107,11 +107,8 @@ data "aws_iam_policy_document" "this" {
   statement {
     sid = "DedupTable"
     actions = [
-      "dynamodb:ConditionCheckItem",
-      "dynamodb:DeleteItem",
       "dynamodb:DescribeTable",
       "dynamodb:DescribeTimeToLive",
-      "dynamodb:GetItem",
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
     ]
@@ -124,9 +121,6 @@ data "aws_iam_policy_document" "this" {
     content {
       sid = "LedgerTable"
       actions = [
-        "dynamodb:ConditionCheckItem",
-        "dynamodb:DescribeTable",
-        "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
       ]

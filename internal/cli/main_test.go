@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/internal/config"
+	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
 func env(kv ...string) func(string) (string, bool) {
@@ -122,4 +125,29 @@ func TestReadmeConfigTableIsComplete(t *testing.T) {
 		require.True(t, strings.Contains(string(readme), row), "README's Configure table lacks a row %s", row)
 	})
 	require.Greater(t, n, 20)
+}
+
+// TestReadmeMetricsTableIsComplete: README's metrics table has a row for
+// every exactly_* series the worker serves on /metrics.
+func TestReadmeMetricsTableIsComplete(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	m := telemetry.NewMetrics()
+	reg.MustRegister(m)
+	telemetry.RegisterBuildInfo(reg, "test")
+	telemetry.NewRequests(reg)
+	descs := make(chan *prometheus.Desc, 100)
+	go func() { reg.Describe(descs); close(descs) }()
+	n := 0
+	for d := range descs {
+		name := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(d.String())[1]
+		if !strings.HasPrefix(name, "exactly_") {
+			continue
+		}
+		n++
+		require.Regexp(t, "\\| `"+regexp.QuoteMeta(name)+"(\\{[a-z_,]+\\})?` \\|", string(readme), "README's metrics table lacks %s", name)
+	}
+	require.GreaterOrEqual(t, n, 17)
 }

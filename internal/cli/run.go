@@ -219,6 +219,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	telemetry.RegisterBuildInfo(reg, Version)
 	cl, err := newClients(ctx, lookup, telemetry.NewRequests(reg))
 	if err != nil {
 		return err

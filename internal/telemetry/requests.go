@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -72,4 +73,15 @@ func (q *Requests) Snapshot() map[string]int64 {
 		out[k[0]+"."+k[1]] = v
 	}
 	return out
+}
+
+// RegisterBuildInfo registers exactly_build_info{version,go_version} = 1, so
+// that a dashboard can tell which build each worker runs.
+func RegisterBuildInfo(r prometheus.Registerer, version string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "exactly", Name: "build_info",
+		Help: "The worker's build: always 1, with the version and the Go version as labels.",
+	}, []string{"version", "go_version"})
+	g.WithLabelValues(version, runtime.Version()).Set(1)
+	r.MustRegister(g)
 }

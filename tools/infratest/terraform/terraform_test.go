@@ -110,7 +110,7 @@ var workerActions = map[string][]string{
 	// The ledger effect's transaction: an Update of the account, a Put of
 	// the entry.
 	"LedgerTable": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
-	"QueueKeys": {"kms:Decrypt", "kms:GenerateDataKey"},
+	"QueueKeys":   {"kms:Decrypt", "kms:GenerateDataKey"},
 }
 
 // ---------------------------------------------------------------------------

@@ -42,6 +42,12 @@ commands:
   redrive   move messages from a dead-letter queue back to their queue,
             keeping group, attributes and dedup key
   ledger    print the balances of the ledger demo effect
+  inspect   show a dedup record, by key or by queue and message id, dedup id
+            or idempotency-key (the key scoped as the worker scopes it)
+  stuck     list IN_PROGRESS records whose lease has ended, oldest first
+  forget    delete one dedup record deliberately (--yes); its message's next
+            delivery runs the effect again. Needs dynamodb:DeleteItem, which
+            the worker's own role never has
   healthcheck
             ask the running worker's /healthz (exit 0 when healthy): the
             container health check, as the image has no shell or curl
@@ -92,6 +98,18 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 	case "ledger":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
 			return ledgerCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "inspect":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return inspectCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "stuck":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return stuckCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "forget":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return forgetCommand(ctx, rest, stdout, stderr, lookup)
 		})
 	case "healthcheck":
 		err = healthcheckCommand(context.Background(), rest, stdout, stderr, lookup)

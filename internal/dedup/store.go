@@ -153,7 +153,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		// cannot tell duplicate from busy, so this is an error, never "won".
 		return Claim{}, fmt.Errorf("dedup: claim of %q failed its condition but returned no item", req.Key)
 	}
-	rec, err := decodeRecord(ccf.Item)
+	rec, err := DecodeRecord(ccf.Item)
 	if err != nil {
 		return Claim{}, err
 	}
@@ -240,7 +240,7 @@ func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time
 	// The record's own condition first: when the lease is lost, whatever
 	// the effect's writes say is moot.
 	if aws.ToString(reasons[0].Code) == conditionFailedCode {
-		if rec, derr := decodeRecord(reasons[0].Item); derr == nil &&
+		if rec, derr := DecodeRecord(reasons[0].Item); derr == nil &&
 			rec.Status == StatusCompleted && rec.Token == c.Token {
 			return nil // our own commit, whose response was lost
 		}
@@ -439,7 +439,8 @@ func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
-func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
+// DecodeRecord reads a dedup record item.
+func DecodeRecord(item map[string]types.AttributeValue) (*Record, error) {
 	if len(item) == 0 {
 		return nil, errors.New("dedup: empty record")
 	}

@@ -77,6 +77,9 @@ type Result struct {
 	// CommitRetries counts the commit attempts after the first (errors that
 	// were no verdict, retried with the same claim).
 	CommitRetries int
+	// SentAt is when the message was sent (zero when unknown): its age at
+	// the decision tells how far behind the queue is.
+	SentAt time.Time
 }
 
 // Hooks lets the caller take part while the effect runs.
@@ -140,9 +143,11 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 		return Result{Action: Fail, Key: key, Err: err}
 	}
 	c := Call{Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group, Attempts: m.ReceiveCount}
-	return p.Run(ctx, c, h, func(ctx context.Context) (effect.Output, error) {
+	r := p.Run(ctx, c, h, func(ctx context.Context) (effect.Output, error) {
 		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
 	})
+	r.SentAt = m.SentAt
+	return r
 }
 
 // Call is one operation to run exactly once under a dedup key.

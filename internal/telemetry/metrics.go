@@ -31,6 +31,7 @@ type Metrics struct {
 	extFailures   *prometheus.CounterVec
 	staleReceipts *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
+	age           *prometheus.HistogramVec
 	inflight      prometheus.Gauge
 
 	totals Totals
@@ -69,13 +70,18 @@ func NewMetrics() *Metrics {
 			Namespace: "exactly", Name: "handler_duration_seconds", Help: "Time from the start of processing a message to its decision.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"queue", "outcome"}),
+		age: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "exactly", Name: "message_age_seconds",
+			Help:    "Age of a message (since SQS accepted it) when it is done: applied or a duplicate. How far behind the queue is.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 20),
+		}, []string{"queue"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "exactly", Name: "messages_in_flight", Help: "Messages received and not yet finished."}),
 	}
 	m.batchFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "exactly", Name: "batch_entries_failed_total",
 		Help: "Delete and hand-back (visibility change) entries that failed (a failed delete after a commit is harmless: the redelivery is a duplicate). Visibility extensions are counted in exactly_visibility_extension_failures_total.",
 	}, []string{"queue", "op"})
-	r.MustRegister(m.latency, m.inflight, m.batchFailures)
+	r.MustRegister(m.latency, m.age, m.inflight, m.batchFailures)
 	return m
 }
 
@@ -83,7 +89,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) own() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.received, m.applied, m.duplicates, m.conflicts, m.busy, m.retries, m.permanent, m.leasesLost,
-		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.latency, m.inflight,
+		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.latency, m.age, m.inflight,
 	}
 }
 
@@ -151,6 +157,9 @@ func (m *Metrics) Done(queue string, r process.Result, took time.Duration) {
 		m.totals.Permanent.Add(1)
 	}
 	m.latency.WithLabelValues(queue, label).Observe(took.Seconds())
+	if r.Action == process.Delete && !r.SentAt.IsZero() {
+		m.age.WithLabelValues(queue).Observe(max(time.Since(r.SentAt), 0).Seconds())
+	}
 }
 
 // ReceiveError implements pool.Observer.

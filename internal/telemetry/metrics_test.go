@@ -173,7 +173,7 @@ func TestMetricsRegisterElsewhere(t *testing.T) {
 	require.NoError(t, reg.Register(m))
 	// Every series gets a sample, so that each must be in both.
 	m.Received("q", 1)
-	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Won, Applied: true, CommitRetries: 1}, time.Millisecond)
+	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Won, Applied: true, CommitRetries: 1, SentAt: time.Now().Add(-time.Minute)}, time.Millisecond)
 	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Duplicate}, time.Millisecond)
 	m.Done("q", process.Result{Action: process.Fail, Outcome: dedup.Conflict}, time.Millisecond)
 	m.Done("q", process.Result{Action: process.Retry, Outcome: dedup.Busy}, time.Millisecond)
@@ -197,6 +197,28 @@ func TestMetricsRegisterElsewhere(t *testing.T) {
 		return out
 	}
 	require.Equal(t, names(ours, "exactly_"), names(theirs, "exactly_"))
-	require.Len(t, names(theirs, "exactly_"), 15)
+	require.Len(t, names(theirs, "exactly_"), 16)
 	require.Empty(t, names(theirs, "process_"), "no process collector of ours")
+}
+
+// TestMessageAge: the age of a message when it is done, applied or a
+// duplicate, lands in exactly_message_age_seconds; failures do not.
+func TestMessageAge(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	sent := time.Now().Add(-90 * time.Second)
+	m.Done("q", process.Result{Action: process.Delete, Applied: true, SentAt: sent}, time.Millisecond)
+	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Duplicate, SentAt: sent}, time.Millisecond)
+	m.Done("q", process.Result{Action: process.Retry, SentAt: sent}, time.Millisecond)
+	mfs, err := m.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "exactly_message_age_seconds" {
+			h := mf.GetMetric()[0].GetHistogram()
+			require.EqualValues(t, 2, h.GetSampleCount())
+			require.InDelta(t, 180, h.GetSampleSum(), 5, "two samples of about 90 s")
+			return
+		}
+	}
+	t.Fatal("no exactly_message_age_seconds")
 }

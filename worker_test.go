@@ -265,7 +265,7 @@ func TestDoneOutcomes(t *testing.T) {
 		c := memsqs.New()
 		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
 		var mu sync.Mutex
-		got := map[string]exactly.Outcome{}
+		got := map[string][]exactly.Outcome{}
 		eff := effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
 			if in.Message.Body == "poison" {
 				return effect.Output{}, effect.Permanent(fmt.Errorf("unreadable"))
@@ -278,21 +278,24 @@ func TestDoneOutcomes(t *testing.T) {
 			Hooks: exactly.Hooks{Done: func(d exactly.Done) {
 				mu.Lock()
 				defer mu.Unlock()
-				got[d.Key] = d.Outcome
+				got[d.Key] = append(got[d.Key], d.Outcome)
 			}},
 		})
 		require.NoError(t, err)
 		for i, m := range []struct{ key, body string }{{"a", "x"}, {"b", "poison"}, {"a", "other"}} {
-			group, id := fmt.Sprint("g", i), fmt.Sprint(i)
+			group, id := "g", fmt.Sprint(i) // one group: handled in this order
 			_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(m.body),
 				MessageGroupId: &group, MessageDeduplicationId: &id,
 				MessageAttributes: map[string]sqstypes.MessageAttributeValue{"k": {DataType: aws.String("String"), StringValue: aws.String(m.key)}}})
 			require.NoError(t, err)
-			time.Sleep(time.Second) // in turn
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		require.NoError(t, w.Run(ctx))
-		require.Equal(t, map[string]exactly.Outcome{"exactly#" + sqsmsg.QueueName(url) + "#a": exactly.Conflict, "exactly#" + sqsmsg.QueueName(url) + "#b": exactly.Failed}, got)
+		key := func(k string) string { return "exactly#" + sqsmsg.QueueName(url) + "#" + k }
+		require.Equal(t, map[string][]exactly.Outcome{
+			key("a"): {exactly.Applied, exactly.Conflict},
+			key("b"): {exactly.Failed},
+		}, got)
 	})
 }

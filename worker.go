@@ -75,7 +75,9 @@ func (s *settings) store(ctx context.Context) (*dedup.Store, error) {
 		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.Table); d != err {
 			return nil, d
 		}
-		if transient(err) {
+		if transient(err) || errors.Unwrap(err) != nil {
+			// A call that failed (a timeout, a reset): no verdict on the
+			// table, so no configuration error either.
 			return nil, err
 		}
 		return nil, configErr("Table", ": %v", err)

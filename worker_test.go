@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -297,5 +299,28 @@ func TestDoneOutcomes(t *testing.T) {
 			key("a"): {exactly.Applied, exactly.Conflict},
 			key("b"): {exactly.Failed},
 		}, got)
+	})
+}
+
+// timeoutDB times out describing the table.
+type timeoutDB struct{ exactly.DynamoDB }
+
+func (timeoutDB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+}
+
+// TestTableCallFailureIsNoConfigError: a start-up call to the table that
+// fails without an answer says nothing about the table: not a ConfigError
+// ("fix Config.Table") but the error itself.
+func TestTableCallFailureIsNoConfigError(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		_, err := exactly.New(context.Background(), exactly.Config{SQS: c, DynamoDB: timeoutDB{memTable(t)}, Table: "dedup", Queues: []string{url}, Effect: &counted{}})
+		require.Error(t, err)
+		var ce *exactly.ConfigError
+		require.False(t, errors.As(err, &ce), "%v", err)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	})
 }

@@ -363,6 +363,7 @@ func pkOf(item map[string]ddbtypes.AttributeValue) string { return dedup.GetS(it
 
 func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	key := pkOf(in.Item)
+	c.p.w.checkKey(c.p, in.Item)
 	k, id, err := c.p.before(ctx, "PutItem", key)
 	if err != nil {
 		return nil, err

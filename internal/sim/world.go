@@ -256,6 +256,30 @@ func (w *world) checkDelete(p *proc, q, receipt string) {
 	}
 }
 
+// checkKey: every claim is made under the key of a message of the workload,
+// scoped as its queue deduplicates (per group on both source queues). Any
+// other key means a process scoped a message's key otherwise (hole 3: a
+// Lambda handler keying a queue it was not told about by the default scope),
+// and its duplicates across processes go unrecognised.
+func (w *world) checkKey(p *proc, item map[string]ddbtypes.AttributeValue) {
+	key := pkOf(item)
+	if key == preflightKey || w.byKey[key] != nil {
+		return
+	}
+	id := dedup.GetS(item, dedup.AttrMessageID)
+	w.mu.Lock()
+	lid, ok := w.msgLid[id]
+	w.mu.Unlock()
+	want := "?"
+	if s := w.byLid[lid]; ok && s != nil {
+		want = s.key
+	}
+	w.violate("key scope: %s claimed %s for message %s (logical %d), which is no message's key (want %s): keyed otherwise than its queue deduplicates", p.id, key, id, lid, want)
+}
+
+// preflightKey is the item the product's start-up preflight writes (never: its condition cannot hold).
+const preflightKey = "exactly-preflight"
+
 func (w *world) observeClaim(p *proc, key string) {
 	s := w.byKey[key]
 	if s == nil {

@@ -4,7 +4,7 @@ import "testing"
 
 // TestLambdaRunsTheProductWiring: the simulation's Lambda environments are
 // built by exactly.NewLambdaHandler, not told about Q2 (its attributes are
-// read at the first event), and apply messages (the pool may take them all when start-ups fail); without faults the run is
+// read at the first event) and answer invocations; without faults the run is
 // green, and start-up faults alone (every start-up read fails or stalls at
 // a high rate) cost invocations, never an invariant.
 func TestLambdaRunsTheProductWiring(t *testing.T) {
@@ -24,8 +24,10 @@ func TestLambdaRunsTheProductWiring(t *testing.T) {
 			if res.Failed() {
 				t.Fatalf("violations: %v", res.Violations)
 			}
-			for _, s := range []string{"lambda: cold starts", "log: queue that is not listed read", "lambda: applied"} {
-				if res.Stats[s] == 0 && (c.rate == 0 || s != "lambda: applied") {
+			for _, s := range []string{"lambda: cold starts", "log: queue that is not listed read", "lambda: invocations"} {
+				// With start-up faults, scheduling decides which cold starts
+				// succeed: the pool may take every message meanwhile.
+				if res.Stats[s] == 0 && (c.rate == 0 || s == "lambda: cold starts") {
 					t.Errorf("%s: none (stats %v)", s, res.Stats)
 				}
 			}

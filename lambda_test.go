@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
@@ -239,3 +242,36 @@ func TestLambdaDedupScopeContradictingAQueue(t *testing.T) {
 	require.Equal(t, "Lambda.DedupScope", ce.Setting)
 	require.Contains(t, err.Error(), "contradicts queue")
 }
+
+// TestLambdaLedgerClockFromContext: the internal hook the simulation uses to
+// skew a process's clock (dedup.ContextWithClock on NewLambdaHandler's
+// context) reaches the ledger: the record's lease and expiry are reckoned
+// from that clock. Without it, they are reckoned from time.Now.
+func TestLambdaLedgerClockFromContext(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{0, 100 * time.Hour} {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, highThroughput, 0)
+		arn := arnOf(t, c, url)
+		db := memTable(t)
+		ctx := context.Background()
+		if skew != 0 {
+			ctx = dedup.ContextWithClock(ctx, func() time.Time { return time.Now().Add(skew) })
+		}
+		h, err := exactly.NewLambdaHandler(ctx, exactly.Config{SQS: c, DynamoDB: db, Table: "dedup", Effect: &ranEffect{}, LeaveToRedrivePolicy: true})
+		require.NoError(t, err)
+		require.Empty(t, handle(t, h, record(arn, "m1", "A", "d1", "one")))
+		key := dedup.Scope{Namespace: exactly.DefaultNamespace, Queue: sqsQueueName(url), PerGroup: true}.Key("A", "d1")
+		out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
+			TableName: aws.String("dedup"), Key: map[string]ddbtypes.AttributeValue{dedup.AttrPK: &ddbtypes.AttributeValueMemberS{Value: key}},
+		})
+		require.NoError(t, err)
+		require.NotNil(t, out.Item, "the record of %s", key)
+		exp, err := strconv.ParseInt(out.Item[dedup.AttrExpiresAt].(*ddbtypes.AttributeValueMemberN).Value, 10, 64)
+		require.NoError(t, err)
+		want := time.Now().Add(skew + exactly.DefaultTTL).Unix()
+		require.InDelta(t, want, exp, 60, "expiry reckoned from the ledger's clock (skew %s)", skew)
+	}
+}
+
+func sqsQueueName(url string) string { return url[strings.LastIndexByte(url, '/')+1:] }

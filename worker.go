@@ -70,7 +70,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 
 // store checks the dedup table and returns the ledger on it.
 func (s *settings) store(ctx context.Context) (*dedup.Store, error) {
-	store := dedup.NewStore(s.DynamoDB, s.Table)
+	store := dedup.NewStore(s.DynamoDB, s.Table, dedup.ClockFrom(ctx))
 	if err := store.Check(ctx); err != nil {
 		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.Table); d != err {
 			return nil, d

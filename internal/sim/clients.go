@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/redrive"
@@ -26,10 +27,11 @@ import (
 // in-memory state is gone (its context is cancelled; a new incarnation starts
 // from nothing).
 type proc struct {
-	id   string
-	w    *world
-	dead atomic.Bool
-	kill func() // cancels the process's contexts
+	id     string
+	w      *world
+	dead   atomic.Bool
+	kill   func()       // cancels the process's contexts
+	faults atomic.Int32 // faults injected into its calls
 
 	mu   sync.Mutex
 	open map[string]bool // claim mode: keys whose downstream call ran, commit not yet seen
@@ -46,6 +48,9 @@ func (p *proc) before(ctx context.Context, op, subject string) (Kind, string, er
 		return None, "", errDead
 	}
 	k, id := p.w.inj.decide(op, subject, p.id)
+	if k != None {
+		p.faults.Add(1)
+	}
 	// Before the fault plays out: a paused commit opens the window at the
 	// pause, not when the process wakes up.
 	p.w.faultOnKey(p, subject, k)
@@ -94,9 +99,13 @@ func (p *proc) after(ctx context.Context, op string, k Kind, id string) error {
 type sqsAPI interface {
 	pool.SQS
 	redrive.SQS
+	exactly.SQS
 }
 
-var _ sqsAPI = (*faultySQS)(nil)
+var (
+	_ sqsAPI      = (*faultySQS)(nil)
+	_ exactly.SQS = (*faultySQS)(nil) // the Lambda handler is built with exactly.NewLambdaHandler
+)
 
 type faultySQS struct {
 	p     *proc
@@ -208,11 +217,68 @@ func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Ch
 	return out, nil
 }
 
-func (c *faultySQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opt ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	if c.p.dead.Load() {
-		return nil, errDead
+// read runs a read-only call (a start-up or first-event read) through the
+// injector; its subject names the process, so concurrent cold starts do not
+// share attempt counts.
+func read[T any](ctx context.Context, p *proc, op, subject string, call func() (T, error)) (T, error) {
+	var zero T
+	k, id, err := p.before(ctx, op, subject+"|"+p.id)
+	if err != nil {
+		return zero, err
 	}
-	return c.inner.GetQueueAttributes(ctx, in, opt...)
+	out, err := call()
+	if err != nil {
+		return zero, err
+	}
+	if err := p.after(ctx, op, k, id); err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+func (c *faultySQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opt ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return read(ctx, c.p, "GetQueueAttributes", sqsmsg.QueueName(aws.ToString(in.QueueUrl)), func() (*sqs.GetQueueAttributesOutput, error) {
+		return c.inner.GetQueueAttributes(ctx, in, opt...)
+	})
+}
+
+func (c *faultySQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opt ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) { //nolint:revive // the SDK's name
+	return read(ctx, c.p, "GetQueueUrl", aws.ToString(in.QueueName), func() (*sqs.GetQueueUrlOutput, error) {
+		return c.inner.GetQueueUrl(ctx, in, opt...)
+	})
+}
+
+func (c *faultySQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	k, id, err := c.p.before(ctx, "DeleteMessage", q+"|"+c.p.w.lidOfReceipt(aws.ToString(in.ReceiptHandle)))
+	if err != nil {
+		return nil, err
+	}
+	c.p.w.checkDelete(c.p, q, aws.ToString(in.ReceiptHandle))
+	out, err := c.inner.DeleteMessage(ctx, in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.after(ctx, "DeleteMessage", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *faultySQS) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	k, id, err := c.p.before(ctx, "ChangeMessageVisibility", q+"|"+c.p.w.lidOfReceipt(aws.ToString(in.ReceiptHandle)))
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.ChangeMessageVisibility(ctx, in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.after(ctx, "ChangeMessageVisibility", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
@@ -288,12 +354,16 @@ type faultyDynamo struct {
 	inner ddbAPI
 }
 
-var _ dedup.API = (*faultyDynamo)(nil)
+var (
+	_ dedup.API        = (*faultyDynamo)(nil)
+	_ exactly.DynamoDB = (*faultyDynamo)(nil)
+)
 
 func pkOf(item map[string]ddbtypes.AttributeValue) string { return dedup.GetS(item, dedup.AttrPK) }
 
 func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	key := pkOf(in.Item)
+	c.p.w.checkKey(c.p, in.Item)
 	k, id, err := c.p.before(ctx, "PutItem", key)
 	if err != nil {
 		return nil, err
@@ -365,9 +435,13 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 }
 
 func (c *faultyDynamo) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opt ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
-	return c.inner.DescribeTable(ctx, in, opt...)
+	return read(ctx, c.p, "DescribeTable", aws.ToString(in.TableName), func() (*dynamodb.DescribeTableOutput, error) {
+		return c.inner.DescribeTable(ctx, in, opt...)
+	})
 }
 
 func (c *faultyDynamo) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, opt ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
-	return c.inner.DescribeTimeToLive(ctx, in, opt...)
+	return read(ctx, c.p, "DescribeTimeToLive", aws.ToString(in.TableName), func() (*dynamodb.DescribeTimeToLiveOutput, error) {
+		return c.inner.DescribeTimeToLive(ctx, in, opt...)
+	})
 }

@@ -72,6 +72,9 @@ func ParseKinds(s string) (map[Kind]bool, error) {
 var Ops = []string{
 	"ReceiveMessage", "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessage", "SendMessageBatch",
 	"PutItem", "UpdateItem", "TransactWriteItems", "Effect",
+	// A Lambda container's start-up and first-event reads, and what
+	// exactly.SQS has besides (nothing in the simulation calls them yet).
+	"GetQueueUrl", "GetQueueAttributes", "DescribeTable", "DescribeTimeToLive", "DeleteMessage", "ChangeMessageVisibility",
 }
 
 // ParseOps parses a comma-separated list of operations ("" or "all": all).

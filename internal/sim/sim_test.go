@@ -40,6 +40,7 @@ var classes = []struct{ name, match, also string }{
 	{"transactional balance off (see the lost or doubled messages)", "transactional balance", ""},
 	{"lost: moved to the DLQ by the queue's redrive policy", "moved by the queue's redrive policy", ""},
 	{"lost: other", "lost:", ""},
+	{"key scope: a claim under no message's key (not its queue's dedup scope)", "key scope:", ""},
 	{"deleted before its record committed", "before its record committed", ""},
 	{"COMPLETED record reopened", "reopened", ""},
 	{"not settled (stuck messages)", "not settled", ""},

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
@@ -26,8 +27,6 @@ import (
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/redrive"
-	"github.com/exactlyonce/exactly/internal/sqsevent"
-	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // Settings of the simulated deployment.
@@ -37,14 +36,15 @@ const (
 	visibility   = 30 * time.Second
 	lease        = 27 * time.Second // pool.DefaultLease(30 s)
 	ttl          = 24 * time.Hour
-	lambdaTO     = 5 * time.Second // function timeout; the queue's visibility is 6× it
-	maxReceive   = 10              // the queues' redrive policy (the world's DLQ moves)
+	lambdaTO     = 5 * time.Second  // function timeout; the queue's visibility is 6× it
+	lambdaInit   = 10 * time.Second // Lambda's limit on a cold start's init phase (NewLambdaHandler)
+	maxReceive   = 10               // the queues' redrive policy (the world's DLQ moves)
 	maxSkew      = 500 * time.Millisecond
 	redriveAt    = 12 * time.Minute // the operator redrives DLQ1 into Q1
 	fixedAt      = 9 * time.Minute  // from then on, "fixable" messages succeed
 	settleCap    = 4 * time.Hour    // virtual time after which an unsettled run fails
 	q1Name       = "q1-orders.fifo" // messageGroup-scoped, transactional ledger, pool only
-	q2Name       = "q2-mail.fifo"   // queue-scoped, claim mode, pool and Lambda side by side
+	q2Name       = "q2-mail.fifo"   // messageGroup-scoped, claim mode, pool and Lambda side by side
 	dlq1Name     = "q1-dlq.fifo"    // queue-scoped: a wider dedup scope than Q1's
 	dlq2Name     = "q2-dlq.fifo"
 	groupsPerQ   = 6
@@ -256,6 +256,30 @@ func (w *world) checkDelete(p *proc, q, receipt string) {
 	}
 }
 
+// checkKey: every claim is made under the key of a message of the workload,
+// scoped as its queue deduplicates (per group on both source queues). Any
+// other key means a process scoped a message's key otherwise (hole 3: a
+// Lambda handler keying a queue it was not told about by the default scope),
+// and its duplicates across processes go unrecognised.
+func (w *world) checkKey(p *proc, item map[string]ddbtypes.AttributeValue) {
+	key := pkOf(item)
+	if key == preflightKey || w.byKey[key] != nil {
+		return
+	}
+	id := dedup.GetS(item, dedup.AttrMessageID)
+	w.mu.Lock()
+	lid, ok := w.msgLid[id]
+	w.mu.Unlock()
+	want := "?"
+	if s := w.byLid[lid]; ok && s != nil {
+		want = s.key
+	}
+	w.violate("key scope: %s claimed %s for message %s (logical %d), which is no message's key (want %s): keyed otherwise than its queue deduplicates", p.id, key, id, lid, want)
+}
+
+// preflightKey is the item the product's start-up preflight writes (never: its condition cannot hold).
+const preflightKey = "exactly-preflight"
+
 func (w *world) observeClaim(p *proc, key string) {
 	s := w.byKey[key]
 	if s == nil {
@@ -382,8 +406,12 @@ func (w *world) crash(p *proc, why string) {
 // ---------------------------------------------------------------- set-up
 
 func (w *world) scope(m effect.Message) dedup.Scope {
-	return dedup.Scope{Namespace: namespace, Queue: m.QueueName, PerGroup: m.QueueName == q1Name}
+	return dedup.Scope{Namespace: namespace, Queue: m.QueueName, PerGroup: perGroup(m.QueueName)}
 }
+
+// perGroup: the source queues both deduplicate per message group (Q2 so that
+// the Lambda handler, which is not told about it, must read its scope).
+func perGroup(q string) bool { return q == q1Name || q == q2Name }
 
 func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	w := &world{
@@ -402,6 +430,11 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
 	})
 	if err != nil {
+		return nil, err
+	}
+	// TTL on, as the Lambda handler's start-up check wants it.
+	if _, err := w.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(table),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(dedup.AttrExpiresAt), Enabled: aws.Bool(true)}}); err != nil {
 		return nil, err
 	}
 	mk := func(name string, attrs map[string]string) error {
@@ -432,7 +465,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	if err := mk(q1Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
 		return nil, err
 	}
-	if err := mk(q2Name, map[string]string{"VisibilityTimeout": "30", "RedrivePolicy": redrivePolicy(dlq2Name)}); err != nil {
+	if err := mk(q2Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq2Name)}); err != nil {
 		return nil, err
 	}
 	w.workload()
@@ -465,10 +498,10 @@ func (w *world) workload() {
 				if (x>>8)%3 == 0 {
 					s.keyAttr = "k" + id
 				}
-				if qi == 0 && (x>>16)%5 == 0 && g%2 == 1 {
+				if (x>>16)%5 == 0 && g%2 == 1 {
 					// The same dedup id as the message of the previous
 					// group at the same position: distinct messages on a
-					// messageGroup-scoped queue.
+					// messageGroup-scoped queue (Q1, and Q2, the Lambda's).
 					s.dedupID = fmt.Sprintf("shared-%d-%d", g-1, i)
 					s.keyAttr = ""
 					if prev := w.byLid[lid-msgsPerGroup]; prev != nil && prev.keyAttr == "" && !prev.conflict {
@@ -497,7 +530,7 @@ func (w *world) workload() {
 				if raw == "" {
 					raw = s.dedupID
 				}
-				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: q == q1Name}.Key(group, raw)
+				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: perGroup(q)}.Key(group, raw)
 				acct := q[:2] + "-" + group
 				s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d}`, acct, lid)
 				s.sends = []send{{at: t, dedupID: s.dedupID, kind: "original"}}
@@ -732,9 +765,14 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 // esm drives Lambda invocations like an event source mapping with
 // ReportBatchItemFailures: receive a batch, invoke with the function's
 // timeout, delete what was not reported. Its own calls are AWS's: not faulted.
+// Poller n invokes one execution environment (a container) at a time and
+// keeps it warm between batches; a container whose invocation timed out or
+// whose process died is gone, and the next batch starts a new one (a cold
+// start).
 func (w *world) esm(ctx context.Context, n int) {
 	q := w.urls[q2Name]
-	for i := 0; ctx.Err() == nil; i++ {
+	var c *container
+	for cold := 0; ctx.Err() == nil; {
 		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: &q, MaxNumberOfMessages: 10, WaitTimeSeconds: 20,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
@@ -744,33 +782,89 @@ func (w *world) esm(ctx context.Context, n int) {
 			continue
 		}
 		w.observeReceive(nil, q2Name, out.Messages)
-		p := w.newProc(fmt.Sprintf("λ%d.%d", n, i))
-		w.invoke(ctx, p, out.Messages)
+		if c == nil || c.p.dead.Load() {
+			c = w.coldStart(ctx, w.newProc(fmt.Sprintf("λ%d.%d", n, cold)))
+			cold++
+			if c == nil {
+				// The init failed: the invocation fails, and its records
+				// come back after the visibility timeout, as in Lambda.
+				w.stat("lambda: invocation failed (cold start)", 1)
+				continue
+			}
+		}
+		w.invoke(ctx, c, out.Messages)
 	}
 }
 
-func (w *world) invoke(ctx context.Context, p *proc, msgs []types.Message) {
-	sq := &faultySQS{p: p, inner: w.sqs}
-	dy := &faultyDynamo{p: p, inner: w.db}
-	dlq := w.urls[dlq2Name]
-	h, err := sqsevent.New(sqsevent.Config{
-		Processor: w.processor(p, dy), Log: w.log(),
-		QueueURL: func(string) string { return w.urls[q2Name] },
-		MoveToDLQ: func(ctx context.Context, rec events.SQSMessage) error {
-			attrs := map[string]types.MessageAttributeValue{}
-			for k, v := range rec.MessageAttributes {
-				attrs[k] = types.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue}
-			}
-			m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
-			in, _ := sqsmsg.DeadLetterCopy(dlq, true, m, aws.String(rec.Body), attrs)
-			_, err := sq.SendMessage(ctx, in)
-			return err
-		},
-	})
-	if err != nil {
-		w.violate("sqsevent.New: %v", err)
-		return
+// container is a Lambda execution environment: one process, its clients
+// and the handler its cold start built.
+type container struct {
+	p *proc
+	h *exactly.LambdaHandler
+}
+
+// coldStart builds a container's handler as a Lambda function does in its
+// init phase: exactly.NewLambdaHandler with the process's faulty clients, on
+// a queue it is not told about (Config.Queues empty: the handler reads the
+// event source queue's attributes at its first event) and DLQ moves on.
+// Start-up calls see faults; NewLambdaHandler rides out transient errors,
+// within Lambda's init limit (lambdaInit). An init that fails or runs past
+// the limit leaves no container (nil): the process is dead. The ledger's
+// clock is the process's, skewed (dedup.ContextWithClock).
+func (w *world) coldStart(ctx context.Context, p *proc) *container {
+	w.stat("lambda: cold starts", 1)
+	skew := w.skew(p.id)
+	now := func() time.Time { return time.Now().Add(skew) }
+	cfg := exactly.Config{
+		SQS: &faultySQS{p: p, inner: w.sqs}, DynamoDB: &faultyDynamo{p: p, inner: w.db},
+		Table: table, Effect: w.effectFor(p, now), Namespace: namespace, TTL: ttl, Logger: w.log(),
+		LeaveToRedrivePolicy: false, // moves to the DLQ on
+		Queues:               nil,   // the event source queue is not listed
 	}
+	ictx, cancel := context.WithTimeout(dedup.ContextWithClock(context.WithoutCancel(ctx), now), lambdaInit)
+	defer cancel()
+	p.kill = cancel
+	type built struct {
+		h   *exactly.LambdaHandler
+		err error
+	}
+	done := make(chan built, 1)
+	w.wg.Go(func() {
+		h, err := exactly.NewLambdaHandler(ictx, cfg)
+		done <- built{h, err}
+	})
+	var b built
+	select {
+	case b = <-done:
+	case <-ictx.Done():
+		select {
+		case b = <-done:
+		default:
+			w.crash(p, "init-timeout: the cold start ran past Lambda's init limit")
+		}
+	}
+	switch {
+	case p.dead.Load():
+		return nil
+	case b.err != nil:
+		// The deployment is well configured: a ConfigError with no fault
+		// injected is the sim's or the product's bug. With one, it is an
+		// injected error the product cannot class as transient (the sim's
+		// errors are not the SDK's: a lost answer or a reset is a plain
+		// error here, retryable there) and start-up gives up, as it would.
+		var ce *exactly.ConfigError
+		if errors.As(b.err, &ce) && p.faults.Load() == 0 {
+			w.violate("%s: NewLambdaHandler: configuration error on the simulated deployment, no fault injected: %v", p.id, b.err)
+		}
+		w.stat("lambda: cold start failed", 1)
+		p.dead.Store(true)
+		return nil
+	}
+	return &container{p: p, h: b.h}
+}
+
+func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message) {
+	p := c.p
 	ev := events.SQSEvent{}
 	for _, m := range msgs {
 		rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
@@ -785,7 +879,7 @@ func (w *world) invoke(ctx context.Context, p *proc, msgs []types.Message) {
 	p.kill = cancel
 	done := make(chan events.SQSEventResponse, 1)
 	w.wg.Go(func() {
-		r, _ := h.Handle(ictx, ev)
+		r, _ := c.h.Handle(ictx, ev)
 		done <- r
 	})
 	var resp events.SQSEventResponse
@@ -802,6 +896,12 @@ func (w *world) invoke(ctx context.Context, p *proc, msgs []types.Message) {
 		w.stat("lambda: invocation failed", 1)
 		return // an invocation error: the whole batch comes back after the visibility timeout
 	}
+	// The invocation answered: every effect of it has committed or given up
+	// (its log line opened the window then). A key left open must not be
+	// excused by a later invocation's death in this container.
+	p.mu.Lock()
+	clear(p.open)
+	p.mu.Unlock()
 	w.stat("lambda: invocations", 1)
 	failed := map[string]bool{}
 	for _, f := range resp.BatchItemFailures {

@@ -117,3 +117,38 @@ func TestReadyOnlyAfterStartupChecks(t *testing.T) {
 		t.Fatal("runCommand did not return")
 	}
 }
+
+// TestStopDuringStartupIsGraceful: a SIGTERM while the start-up checks run
+// (here SQS holds the first call) ends the command without an error: a
+// deploy that stops a task still starting is no failure (the chaos run saw
+// exit code 1).
+func TestStopDuringStartupIsGraceful(t *testing.T) {
+	held := make(chan struct{})
+	aws := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-held:
+		case <-r.Context().Done():
+		}
+	}))
+	defer aws.Close()
+	defer close(held)
+	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"} {
+		t.Setenv(v, aws.URL)
+	}
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runCommand(ctx, nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop", "--metrics-addr", ""}, &syncBuffer{}, env())
+	}()
+	time.Sleep(200 * time.Millisecond) // inside the first start-up call
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("runCommand did not return after the stop")
+	}
+}

@@ -243,6 +243,12 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	}
 	w, err := exactly.New(ctx, s.config(cl, eff, log, reg))
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM during the start-up checks: nothing has started, so
+			// this is a graceful stop, not a failure.
+			log.Info("stopped during start-up", "err", err)
+			return nil
+		}
 		return cliError(fs, err)
 	}
 	if srv != nil {

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/internal/dedup"
@@ -136,6 +139,13 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 		return nil, err
 	}
 	c.p.w.observeReceive(c.p, q, out.Messages)
+	vis := visibility
+	if in.VisibilityTimeout > 0 {
+		vis = time.Duration(in.VisibilityTimeout) * time.Second
+	}
+	for _, m := range out.Messages {
+		c.p.w.observeGrant(c.p, q, aws.ToString(m.ReceiptHandle), aws.ToString(m.MessageId), vis, true, k == Slow)
+	}
 	if err := c.p.after(ctx, "ReceiveMessage", k, id); err != nil {
 		return nil, err
 	}
@@ -208,6 +218,14 @@ func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Ch
 		out, err = c.inner.ChangeMessageVisibilityBatch(ctx, &call, opt...)
 		if err != nil {
 			return nil, err
+		}
+		byID := map[string]types.ChangeMessageVisibilityBatchRequestEntry{}
+		for _, e := range call.Entries {
+			byID[aws.ToString(e.Id)] = e
+		}
+		for _, s := range out.Successful {
+			e := byID[aws.ToString(s.Id)]
+			c.p.w.observeGrant(c.p, q, aws.ToString(e.ReceiptHandle), "", time.Duration(e.VisibilityTimeout)*time.Second, false, false)
 		}
 	}
 	out.Failed = append(out.Failed, failed...)
@@ -284,6 +302,9 @@ func (c *faultySQS) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeM
 func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
 	lid := lidOf(aws.ToString(in.MessageBody))
+	if isDLQ(q) {
+		c.p.w.observeDLQTry(c.p, lidNum(aws.ToString(in.MessageBody)))
+	}
 	k, id, err := c.p.before(ctx, "SendMessage", q+"|"+lid+"|"+aws.ToString(in.MessageGroupId))
 	if err != nil {
 		return nil, err
@@ -364,6 +385,7 @@ func pkOf(item map[string]ddbtypes.AttributeValue) string { return dedup.GetS(it
 func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	key := pkOf(in.Item)
 	c.p.w.checkKey(c.p, in.Item)
+	c.p.w.checkStart(c.p, key)
 	k, id, err := c.p.before(ctx, "PutItem", key)
 	if err != nil {
 		return nil, err
@@ -423,6 +445,10 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	out, err := c.inner.TransactWriteItems(ctx, in, opt...)
 	if err == nil {
 		c.p.w.observeCommit(c.p, key, true)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+		c.p.w.observeInvalid(c.p, key)
 	}
 	c.p.w.txMu.Unlock()
 	if err != nil {

@@ -75,9 +75,12 @@ type msgSpec struct {
 	// the ledger must refuse it (conflict → DLQ), never run its effect.
 	conflict bool
 	fixable  bool // fails permanently until fixedAt (then redriven)
-	key      string
-	body     string
-	sends    []send
+	// invalid: its ledger effect writes one item twice, a transaction
+	// DynamoDB rejects (ValidationException): a permanent failure (Q1 only).
+	invalid bool
+	key     string
+	body    string
+	sends   []send
 }
 
 type send struct {
@@ -121,6 +124,14 @@ type world struct {
 	dlqAt        map[int]time.Duration    // first time it went (or was about to go) to a DLQ
 	lastSrcRecv  map[string]time.Duration // SQS message id -> last receive from a source queue
 	redrivenAt   map[int]time.Duration    // first redrive copy back into its queue
+
+	// holes.go
+	receipts   map[string]*rcpt         // receipt handle -> what SQS granted (pool workers)
+	lastRecv   map[string]recvd         // SQS message id -> its last receive (invalid messages)
+	recvByProc map[string]int           // proc|key -> receives (invalid messages)
+	rejected   map[string]int           // proc|key -> commits rejected as invalid
+	rejectedAt map[string]time.Duration // proc|key -> last rejection
+	dlqTry     map[string]time.Duration // proc|key -> last DLQ copy tried (invalid messages)
 }
 
 // worldMoved notes a DLQ message seen with the id it had in its source
@@ -153,7 +164,7 @@ func (w *world) tr(lid int, format string, args ...any) {
 }
 
 // deadEnd reports whether a message must end in its DLQ, never applied.
-func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict }
+func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid }
 
 // lidOf reads the logical id out of a body.
 func lidOf(body string) string {
@@ -422,6 +433,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
+		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
 	_, err := w.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
@@ -514,12 +526,16 @@ func (w *world) workload() {
 						s.poison = prev.poison || (x>>24)%4 == 0
 						prev.poison = s.poison
 						prev.fixable = prev.fixable && !prev.poison
+						prev.invalid = false
 						s.fixable = false
 					}
 				}
-				if prev := w.byLid[lid-1]; i > 0 && prev != nil && prev.keyAttr != "" && !prev.poison && !prev.fixable && !prev.conflict &&
+				if prev := w.byLid[lid-1]; i > 0 && prev != nil && prev.keyAttr != "" && !prev.poison && !prev.fixable && !prev.conflict && !prev.invalid &&
 					!s.poison && !s.fixable && (x>>32)%10 == 0 {
 					s.conflict, s.keyAttr = true, prev.keyAttr
+				}
+				if qi == 0 && !s.poison && !s.fixable && !s.conflict && !strings.HasPrefix(s.dedupID, "shared-") && r(id, "invalid")%100 < 5 {
+					s.invalid = true
 				}
 				if s.fixable {
 					t += time.Duration(1+r(id, "gap")%10) * time.Second
@@ -697,7 +713,13 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 			return effect.Output{}, ctx.Err()
 		}
 		if in.Message.QueueName == q1Name {
-			return ledger.Apply(ctx, in)
+			out, err := ledger.Apply(ctx, in)
+			if err == nil && s.invalid && len(out.Writes) > 0 {
+				// The same item written twice: DynamoDB rejects the
+				// transaction with a ValidationException.
+				out.Writes = append(out.Writes, out.Writes[0])
+			}
+			return out, err
 		}
 		k, id, err := p.before(ctx, "Effect", in.Key)
 		if err != nil {

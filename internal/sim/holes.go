@@ -107,7 +107,7 @@ func (w *world) observeInvalid(p *proc, key string) {
 	w.rejected[k]++
 	w.rejectedAt[k] = time.Since(w.start)
 	if n, got := w.rejected[k], w.recvByProc[p.id+"|"+s.key]; n > got {
-		w.violations = append(w.violations, fmt.Sprintf("+%s invalid commit retried: %s's commit of %s (logical %d) was rejected as invalid %d times in %d deliveries: a ValidationException must fail the message at once; its story: %s",
+		w.violations = append(w.violations, fmt.Sprintf("+%s invalid message: commit retried: %s's commit of %s (logical %d) was rejected as invalid %d times in %d deliveries: a ValidationException must fail the message at once; its story: %s",
 			time.Since(w.start).Round(time.Millisecond), p.id, key, s.lid, n, got, strings.Join(w.trace[s.lid], " | ")))
 	}
 }
@@ -140,7 +140,7 @@ func (w *world) checkRedelivery(p *proc, s *msgSpec, msgID string, now time.Dura
 		w.stats["sim: invalid message redelivered after a fault"]++
 		return
 	}
-	w.violations = append(w.violations, fmt.Sprintf("+%s invalid message redelivered: message %s (logical %d, %s) received again by %s after %s's commit was rejected as invalid at +%s, with no fault of %s since its receive at +%s: a ValidationException must send it to the DLQ at once; its story: %s",
+	w.violations = append(w.violations, fmt.Sprintf("+%s invalid message: redelivered: message %s (logical %d, %s) received again by %s after %s's commit was rejected as invalid at +%s, with no fault of %s since its receive at +%s: a ValidationException must send it to the DLQ at once; its story: %s",
 		now.Round(time.Millisecond), msgID, s.lid, s.key, p.id, prev.proc, w.rejectedAt[prev.proc+"|"+s.key].Round(time.Millisecond), prev.proc, prev.at.Round(time.Millisecond), strings.Join(w.trace[s.lid], " | ")))
 }
 

@@ -33,8 +33,7 @@ var (
 // classes name the kinds of violations, for the summary.
 var classes = []struct{ name, match, also string }{
 	{"pool started a delivery past SQS's visibility (hole 4)", "pool started a delivery past its visibility", ""},
-	{"invalid commit retried or redelivered instead of dead-lettered (hole 6)", "invalid commit retried", ""},
-	{"invalid commit retried or redelivered instead of dead-lettered (hole 6)", "invalid message redelivered", ""},
+	{"invalid commit retried or redelivered instead of dead-lettered (hole 6)", "invalid message: ", ""},
 	{"lost: the DLQ copy was dropped (same MessageDeduplicationId in a DLQ of wider scope)", "dropped by the DLQ's deduplication", ""},
 	{"order broken among messages redriven together", "order:", "dead-lettered: true"},
 	{"order broken (never dead-lettered)", "order:", "dead-lettered: false"},

@@ -118,7 +118,7 @@ func (w *world) check(ctx context.Context) {
 				bad("lost: message %d (%s, group %s, poison until fixed: %v) never applied; it is %s; its story: %s", s.lid, s.queue, s.group, s.fixable, where, strings.Join(w.trace[s.lid], " | "))
 			}
 			if inDLQ[dlq][s.lid] > 0 && n > 0 {
-				bad("message %d (%s) applied but also left in %s", s.lid, s.queue, dlq)
+				bad("message %d (%s) applied but also left in %s; its story: %s", s.lid, s.queue, dlq, strings.Join(w.trace[s.lid], " | "))
 			}
 			if s.queue == q1Name {
 				acct := "acct#" + s.queue[:2] + "-" + s.group

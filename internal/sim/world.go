@@ -116,6 +116,9 @@ type world struct {
 	order        map[string][]int // queue|group -> logical ids in order of first application
 	excused      map[int]bool     // claim mode: the window opened for it
 	deadLettered map[int]bool
+	// policyAtEnd counts, per logical message, the copies in a DLQ at the
+	// end that kept their source id: moved there by SQS's redrive policy.
+	policyAtEnd map[int]int
 	dlqSent      map[int]bool
 	redriven     map[int]bool
 	stats        map[string]int
@@ -430,7 +433,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		sqs: memsqs.New(), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
-		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{},
+		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
@@ -1004,6 +1007,9 @@ func (w *world) drain(ctx context.Context, name string) []int {
 		for i, m := range out.Messages {
 			lids = append(lids, lidNum(aws.ToString(m.Body)))
 			w.mu.Lock()
+			if _, kept := w.lastSrcRecv[aws.ToString(m.MessageId)]; kept {
+				w.policyAtEnd[lidNum(aws.ToString(m.Body))]++
+			}
 			w.worldMoved(aws.ToString(m.MessageId), lidNum(aws.ToString(m.Body)))
 			w.mu.Unlock()
 			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})

@@ -119,14 +119,14 @@ type world struct {
 	// policyAtEnd counts, per logical message, the copies in a DLQ at the
 	// end that kept their source id: moved there by SQS's redrive policy.
 	policyAtEnd map[int]int
-	dlqSent      map[int]bool
-	redriven     map[int]bool
-	stats        map[string]int
-	trace        map[int][]string         // per logical message: its SQS story, for the report of a violation
-	appliedAt    map[int]time.Duration    // first application
-	dlqAt        map[int]time.Duration    // first time it went (or was about to go) to a DLQ
-	lastSrcRecv  map[string]time.Duration // SQS message id -> last receive from a source queue
-	redrivenAt   map[int]time.Duration    // first redrive copy back into its queue
+	dlqSent     map[int]bool
+	redriven    map[int]bool
+	stats       map[string]int
+	trace       map[int][]string         // per logical message: its SQS story, for the report of a violation
+	appliedAt   map[int]time.Duration    // first application
+	dlqAt       map[int]time.Duration    // first time it went (or was about to go) to a DLQ
+	lastSrcRecv map[string]time.Duration // SQS message id -> last receive from a source queue
+	redrivenAt  map[int]time.Duration    // first redrive copy back into its queue
 
 	// holes.go
 	receipts   map[string]*rcpt         // receipt handle -> what SQS granted (pool workers)

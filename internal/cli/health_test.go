@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,24 +47,6 @@ func TestHealthcheckCommand(t *testing.T) {
 	require.Equal(t, ExitConfig, run([]string{"healthcheck", "--metrics-addr", "nonsense"}, &stdout, &stderr, env()))
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestReadyOnlyAfterStartupChecks: while the start-up checks run (here SQS
 // holds the first call), /healthz answers and /readyz does not: ECS and a
 // load balancer must not count a worker that may yet fail its checks.
@@ -79,13 +62,8 @@ func TestReadyOnlyAfterStartupChecks(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	defer open() // also when a check fails
-	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"} {
-		t.Setenv(v, aws.URL) // the service-specific ones win over the general one
-	}
-	t.Setenv("AWS_REGION", "eu-west-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "k")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	stderr := &syncBuffer{}
+	pointAWSAt(t, aws.URL)
+	stderr := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runCommand(context.Background(), nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop",
@@ -132,16 +110,11 @@ func TestStopDuringStartupIsGraceful(t *testing.T) {
 	}))
 	defer aws.Close()
 	defer close(held)
-	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"} {
-		t.Setenv(v, aws.URL)
-	}
-	t.Setenv("AWS_REGION", "eu-west-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "k")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	pointAWSAt(t, aws.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runCommand(ctx, nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop", "--metrics-addr", ""}, &syncBuffer{}, env())
+		done <- runCommand(ctx, nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop", "--metrics-addr", ""}, &testenv.SyncBuffer{}, env())
 	}()
 	time.Sleep(200 * time.Millisecond) // inside the first start-up call
 	cancel()
@@ -151,4 +124,16 @@ func TestStopDuringStartupIsGraceful(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("runCommand did not return after the stop")
 	}
+}
+
+// pointAWSAt sends every AWS call of the process to url (a fake endpoint),
+// over the local stack's own variables: the service-specific ones win over
+// the general one.
+func pointAWSAt(t *testing.T, url string) {
+	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"} {
+		t.Setenv(v, url)
+	}
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
 }

@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,4 +191,23 @@ func RequireREADMEShows(t testing.TB, example string) {
 	if !strings.Contains(string(readme), "```go\n"+code+"```") {
 		t.Fatalf("README.md must show %s/main.go from `package main` on, verbatim, in a ```go block", example)
 	}
+}
+
+// SyncBuffer is a bytes.Buffer safe for a writer and a reader at once (a
+// process's or a command's output read while it runs).
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,10 +1,8 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,24 +10,6 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for the run's concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRunSmall is a short chaos run against the local stack: the harness
 // itself (build, setup, proxies, supervisor, producer, verifiers, the
@@ -44,7 +24,7 @@ func TestRunSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	rep, err := Run(ctx, Config{
 		N: 80, Groups: 8, ExactPct: 10, RetryPct: 10, Poison: 2, Sleepers: 2, SleepFor: 4 * time.Second,
 		Workers: 3, Concurrency: 4, Visibility: 3 * time.Second, Lease: 3 * time.Second, MaxReceive: 10,

@@ -123,45 +123,14 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		return Claim{}, errors.New("dedup: claim without a payload hash (conflicts could not be told from duplicates)")
 	}
 	now := s.now()
-	token := req.Token
-	if token == "" {
-		var err error
-		if token, err = NewToken(); err != nil {
-			return Claim{}, err
-		}
+	token, err := tokenOf(req)
+	if err != nil {
+		return Claim{}, err
 	}
 	leaseUntil := now.Add(req.Lease)
 	expiresAt := expiry(now.Add(req.TTL), leaseUntil)
-	item := map[string]types.AttributeValue{
-		AttrPK:            str(req.Key),
-		AttrStatus:        str(StatusInProgress),
-		AttrToken:         str(token),
-		AttrLeaseUntil:    num(leaseUntil.UnixMilli()),
-		AttrExpiresAt:     num(expiresAt.Unix()),
-		AttrPayloadSHA256: str(req.PayloadSHA256),
-		AttrAttempts:      num(int64(req.Attempts)),
-		AttrCreatedAt:     num(now.UnixMilli()),
-	}
-	if req.MessageID != "" {
-		item[AttrMessageID] = str(req.MessageID)
-	}
-	if req.Group != "" {
-		item[AttrGroup] = str(req.Group)
-	}
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           &s.table,
-		Item:                item,
-		ConditionExpression: aws.String(claimCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#pk": AttrPK, "#exp": AttrExpiresAt, "#st": AttrStatus, "#lu": AttrLeaseUntil,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now_s":  num(now.Unix()),
-			":now_ms": num(now.UnixMilli()),
-			":inprog": str(StatusInProgress),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	item := recordItem(req, token, StatusInProgress, now, leaseUntil, expiresAt)
+	_, err = s.db.PutItem(ctx, s.claimPut(item, now))
 	won := Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: leaseUntil, ExpiresAt: expiresAt}
 	if err == nil {
 		return won, nil
@@ -179,9 +148,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	c := Claim{Key: req.Key, Record: rec}
-	switch {
-	case rec.Token == token:
+	if rec.Token == token {
 		// Our own put succeeded and its response was lost; the SDK or the
 		// caller (same token) retried: the record is ours. (Tokens are
 		// random per claim.)
@@ -191,6 +158,65 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		// The lease runs from the put that took effect, not from this one.
 		won.LeaseUntil, won.ExpiresAt = rec.LeaseUntil, rec.ExpiresAt
 		return won, nil
+	}
+	return blocked(req, rec, now), nil
+}
+
+// tokenOf returns req's token, or a new one.
+func tokenOf(req ClaimRequest) (string, error) {
+	if req.Token != "" {
+		return req.Token, nil
+	}
+	return NewToken()
+}
+
+// recordItem is the record a claim (IN_PROGRESS) or an optimistic commit
+// (COMPLETED) puts.
+func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		AttrPK:            str(req.Key),
+		AttrStatus:        str(status),
+		AttrToken:         str(token),
+		AttrLeaseUntil:    num(leaseUntil.UnixMilli()),
+		AttrExpiresAt:     num(expiresAt.Unix()),
+		AttrPayloadSHA256: str(req.PayloadSHA256),
+		AttrAttempts:      num(int64(req.Attempts)),
+		AttrCreatedAt:     num(now.UnixMilli()),
+	}
+	if req.MessageID != "" {
+		item[AttrMessageID] = str(req.MessageID)
+	}
+	if req.Group != "" {
+		item[AttrGroup] = str(req.Group)
+	}
+	return item
+}
+
+// claimPut puts item on the claim's condition: the key is absent, expired,
+// or IN_PROGRESS with its lease ended. A failed condition returns the
+// blocking record (ALL_OLD).
+func (s *Store) claimPut(item map[string]types.AttributeValue, now time.Time) *dynamodb.PutItemInput {
+	return &dynamodb.PutItemInput{
+		TableName:           &s.table,
+		Item:                item,
+		ConditionExpression: aws.String(claimCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": AttrPK, "#exp": AttrExpiresAt, "#st": AttrStatus, "#lu": AttrLeaseUntil,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now_s":  num(now.Unix()),
+			":now_ms": num(now.UnixMilli()),
+			":inprog": str(StatusInProgress),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// blocked tells what a record of another claim that failed req's put
+// means: a duplicate, a conflict, or another worker's live lease.
+func blocked(req ClaimRequest, rec *Record, now time.Time) Claim {
+	c := Claim{Key: req.Key, Record: rec}
+	switch {
 	case rec.Status == StatusCompleted && (rec.PayloadSHA256 == req.PayloadSHA256 || !Comparable(rec.PayloadSHA256, req.PayloadSHA256)):
 		// Fingerprints of different kinds (the payload source changed, or
 		// none) cannot tell a conflict: the completed key stands.
@@ -201,7 +227,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		c.Outcome = Busy
 		c.Remaining = max(rec.LeaseUntil.Sub(now), 0)
 	}
-	return c, nil
+	return c
 }
 
 // Complete marks the claim COMPLETED, storing result for duplicates, and
@@ -251,37 +277,55 @@ func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time
 	if err == nil {
 		return nil
 	}
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return commitError(c.Key, err)
-	}
-	reasons := tce.CancellationReasons
-	if len(reasons) != len(items) {
-		return fmt.Errorf("dedup: cannot commit %q: %d cancellation reasons for %d items: %w", c.Key, len(reasons), len(items), err)
-	}
 	// The record's own condition first: when the lease is lost, whatever
 	// the effect's writes say is moot.
+	rec, err := cancelled(c.Key, len(items), err)
+	if rec == nil {
+		return err
+	}
+	if r, derr := DecodeRecord(rec); derr == nil && r.Status == StatusCompleted && r.Token == c.Token {
+		return nil // our own commit, whose response was lost
+	}
+	return ErrLeaseLost
+}
+
+// cancelled reads the error of a commit transaction of n items whose first
+// is the record, written with ALL_OLD. When the record's own condition
+// failed, it returns the record as it was (empty but not nil when DynamoDB
+// sent none) and a nil error: the caller judges it. Otherwise the error
+// says why: an *EffectConditionError (one of the effect's writes failed its
+// condition), ErrInvalid (DynamoDB rejected the request), or an error that
+// is no verdict (TransactionConflict, throttling, a timeout), to retry.
+// Nothing was applied in any case.
+func cancelled(key string, n int, err error) (map[string]types.AttributeValue, error) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return nil, commitError(key, err)
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) != n {
+		return nil, fmt.Errorf("dedup: cannot commit %q: %d cancellation reasons for %d items: %w", key, len(reasons), n, err)
+	}
 	if aws.ToString(reasons[0].Code) == conditionFailedCode {
-		if rec, derr := DecodeRecord(reasons[0].Item); derr == nil &&
-			rec.Status == StatusCompleted && rec.Token == c.Token {
-			return nil // our own commit, whose response was lost
+		if reasons[0].Item == nil {
+			return map[string]types.AttributeValue{}, nil
 		}
-		return ErrLeaseLost
+		return reasons[0].Item, nil
 	}
 	for i := 1; i < len(reasons); i++ {
 		if code := aws.ToString(reasons[i].Code); code == conditionFailedCode {
-			return &EffectConditionError{Index: i - 1, Code: code, Reason: aws.ToString(reasons[i].Message)}
+			return nil, &EffectConditionError{Index: i - 1, Code: code, Reason: aws.ToString(reasons[i].Message)}
 		}
 	}
 	for _, r := range reasons {
 		if aws.ToString(r.Code) == "ValidationError" {
-			return fmt.Errorf("%w: cannot commit %q (cancellation reasons %s): %w", ErrInvalid, c.Key, reasonCodes(reasons), err)
+			return nil, fmt.Errorf("%w: cannot commit %q (cancellation reasons %s): %w", ErrInvalid, key, reasonCodes(reasons), err)
 		}
 	}
 	// Anything else (TransactionConflict with a concurrent transaction,
 	// throttling) is not a verdict on the claim or the effect: the caller
 	// retries with the same claim.
-	return fmt.Errorf("dedup: cannot commit %q (cancellation reasons %s): %w", c.Key, reasonCodes(reasons), err)
+	return nil, fmt.Errorf("dedup: cannot commit %q (cancellation reasons %s): %w", key, reasonCodes(reasons), err)
 }
 
 // commitError wraps an error of a commit that is not a cancellation: a

@@ -97,6 +97,11 @@ func Run(t *testing.T, db DB, opts Options) {
 		{"CheckTable", s.testCheck},
 		{"RaceOneWinnerPerRound", s.testRace},
 		{"ZombieRealClock", s.testZombieRealClock},
+		{"OptimisticApplies", s.testOptimisticApplies},
+		{"OptimisticBlocked", s.testOptimisticBlocked},
+		{"OptimisticRetriedAfterLostResponse", s.testOptimisticLostResponse},
+		{"OptimisticVerdicts", s.testOptimisticVerdicts},
+		{"OptimisticRace", s.testOptimisticRace},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

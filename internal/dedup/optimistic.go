@@ -1,0 +1,106 @@
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// CommitOptimistic is the optimistic mode's whole commit: with no claim
+// before it, one request puts req's record COMPLETED, with result, on the
+// claim's own condition (the key absent, expired, or IN_PROGRESS with its
+// lease ended), together with the effect's writes in one TransactWriteItems
+// (a PutItem when there are none). Either the record and every write commit,
+// or nothing does.
+//
+// The outcome is a claim's: Won when this call committed; Duplicate,
+// Conflict or Busy, read from the record that failed the condition (ALL_OLD,
+// at no extra cost), when it did not, and then nothing was applied. A call
+// retried after a lost response must pass the first try's token
+// (req.Token): the record it finds COMPLETED under that token is its own
+// commit, Won. req.Lease is not used.
+//
+// Errors: *EffectConditionError (one of the writes failed its own
+// condition) and ErrInvalid are verdicts; ErrResultTooLarge is returned
+// before any request; any other error (TransactionConflict, throttling, a
+// timeout) is no verdict and may be retried with the same token.
+func (s *Store) CommitOptimistic(ctx context.Context, req ClaimRequest, result []byte, writes []types.TransactWriteItem) (Claim, error) {
+	switch {
+	case req.Key == "":
+		return Claim{}, errors.New("dedup: empty key")
+	case req.TTL <= 0:
+		return Claim{}, fmt.Errorf("dedup: ttl (%s) must be positive", req.TTL)
+	case req.PayloadSHA256 == "":
+		return Claim{}, errors.New("dedup: commit without a payload hash (conflicts could not be told from duplicates)")
+	case len(result) > MaxResultBytes:
+		return Claim{}, ErrResultTooLarge
+	case len(writes) > 99:
+		return Claim{}, fmt.Errorf("dedup: %d effect writes; a transaction holds at most 99 plus the record", len(writes))
+	}
+	token, err := tokenOf(req)
+	if err != nil {
+		return Claim{}, err
+	}
+	now := s.now()
+	expiresAt := expiry(now.Add(req.TTL), now)
+	// The lease ends as it starts: a COMPLETED record has none.
+	item := recordItem(req, token, StatusCompleted, now, now, expiresAt)
+	item[AttrCompletedAt] = num(now.UnixMilli())
+	if len(result) > 0 {
+		item[AttrResult] = &types.AttributeValueMemberB{Value: result}
+	}
+	put := s.claimPut(item, now)
+	won := Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: now, ExpiresAt: expiresAt}
+
+	var old map[string]types.AttributeValue
+	if len(writes) == 0 {
+		_, err = s.db.PutItem(ctx, put)
+		if err == nil {
+			return won, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return Claim{}, commitError(req.Key, err)
+		}
+		old = ccf.Item
+	} else {
+		items := make([]types.TransactWriteItem, 0, len(writes)+1)
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName:                           put.TableName,
+			Item:                                put.Item,
+			ConditionExpression:                 put.ConditionExpression,
+			ExpressionAttributeNames:            put.ExpressionAttributeNames,
+			ExpressionAttributeValues:           put.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+		items = append(items, writes...)
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return won, nil
+		}
+		if old, err = cancelled(req.Key, len(items), err); old == nil {
+			return Claim{}, err
+		}
+	}
+	if len(old) == 0 {
+		// The condition can only fail on an existing item; without it we
+		// cannot tell a duplicate from a live claim: no verdict.
+		return Claim{}, fmt.Errorf("dedup: commit of %q failed its condition but returned no item", req.Key)
+	}
+	rec, err := DecodeRecord(old)
+	if err != nil {
+		return Claim{}, err
+	}
+	if rec.Token == token {
+		// Our own commit, whose response was lost: the retry found it.
+		if rec.Status != StatusCompleted {
+			return Claim{}, fmt.Errorf("dedup: commit of %q: record under this commit's token is %s", req.Key, rec.Status)
+		}
+		won.LeaseUntil, won.ExpiresAt = rec.LeaseUntil, rec.ExpiresAt
+		return won, nil
+	}
+	return blocked(req, rec, now), nil
+}

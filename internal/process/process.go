@@ -124,7 +124,14 @@ type Processor struct {
 	// its claim: in transactional mode nothing was applied; in claim mode
 	// the effect ran and the next delivery runs it again, with the same key.
 	CommitTimeout time.Duration
-	Log           *slog.Logger
+	// Optimistic skips the claim: the effect runs first and one request
+	// commits the COMPLETED record with its Writes (dedup.CommitOptimistic).
+	// Only for an effect whose whole effect is the writes it returns
+	// (effect.WritesOnly): it may run for a duplicate, whose writes are then
+	// dropped. An effect that fails is tried again at once under a claim,
+	// which tells a duplicate from a failure before the failure is judged.
+	Optimistic bool
+	Log        *slog.Logger
 }
 
 // Process runs m exactly once, as far as the ledger can tell.
@@ -167,6 +174,14 @@ type Call struct {
 // Writes in one transaction with the record). A duplicate is not run: the
 // stored result comes back in Result.Result. Process is Run for a message.
 func (p *Processor) Run(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
+	if p.Optimistic {
+		return p.runOptimistic(ctx, c, h, fn)
+	}
+	return p.runClaimed(ctx, c, h, fn)
+}
+
+// runClaimed claims the key, runs fn under the claim's lease and commits.
+func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
 	key, hash := c.Key, c.PayloadSHA256
 	lease := p.Lease
 	if h.Lease > 0 {
@@ -180,15 +195,8 @@ func (p *Processor) Run(ctx context.Context, c Call, h Hooks, fn func(ctx contex
 		return Result{Action: Retry, Key: key, Err: err}
 	}
 	switch claim.Outcome {
-	case dedup.Duplicate:
-		return Result{Action: Delete, Outcome: dedup.Duplicate, Key: key, Result: claim.Record.Result}
-	case dedup.Conflict:
-		return Result{Action: Fail, Outcome: dedup.Conflict, Key: key, Err: fmt.Errorf(
-			"dedup key %q was completed for a different payload (message %s, stored %s, got %s)",
-			key, claim.Record.MessageID, claim.Record.PayloadSHA256, hash)}
-	case dedup.Busy:
-		return Result{Action: Retry, Outcome: dedup.Busy, Key: key, After: claim.Remaining,
-			Err: fmt.Errorf("dedup key %q is being processed by another worker", key)}
+	case dedup.Duplicate, dedup.Conflict, dedup.Busy:
+		return blocked(claim, hash)
 	}
 
 	if left := time.Until(claim.LeaseUntil); left < lease/2 {
@@ -278,6 +286,72 @@ func (p *Processor) Run(ctx context.Context, c Call, h Hooks, fn func(ctx contex
 	return res
 }
 
+// blocked is the result of a claim or an optimistic commit that a record of
+// another's stopped: a duplicate (deleted, its stored result replayed), a
+// conflict (a permanent failure) or another worker's live lease (back after
+// it).
+func blocked(c dedup.Claim, hash string) Result {
+	switch c.Outcome {
+	case dedup.Duplicate:
+		return Result{Action: Delete, Outcome: dedup.Duplicate, Key: c.Key, Result: c.Record.Result}
+	case dedup.Conflict:
+		return Result{Action: Fail, Outcome: dedup.Conflict, Key: c.Key, Err: fmt.Errorf(
+			"dedup key %q was completed for a different payload (message %s, stored %s, got %s)",
+			c.Key, c.Record.MessageID, c.Record.PayloadSHA256, hash)}
+	}
+	return Result{Action: Retry, Outcome: dedup.Busy, Key: c.Key, After: c.Remaining,
+		Err: fmt.Errorf("dedup key %q is being processed by another worker", c.Key)}
+}
+
+// runOptimistic runs fn with no claim, then commits its output in one
+// request: the COMPLETED record, on the claim's condition, with its writes.
+// The commit is retried with the same token until it is a verdict, so that
+// a commit whose response was lost is recognised as ours. An effect that
+// fails goes the claimed way instead (runClaimed, which runs it again): a
+// duplicate must be deleted, not failed, and only a claim tells.
+func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
+	out, err := p.apply(ctx, c, fn)
+	if err != nil {
+		p.Log.Debug("effect failed in optimistic mode; trying again under a claim", "key", c.Key, "err", err)
+		return p.runClaimed(ctx, c, h, fn)
+	}
+	res := Result{Key: c.Key}
+	token, err := dedup.NewToken()
+	if err != nil {
+		res.Action, res.Err = Retry, err
+		return res
+	}
+	req := dedup.ClaimRequest{
+		Key: c.Key, PayloadSHA256: c.PayloadSHA256, MessageID: c.MessageID, Group: c.Group,
+		Attempts: c.Attempts, TTL: p.TTL, Token: token,
+	}
+	var got dedup.Claim
+	res.CommitRetries, err = p.retryCommit(ctx, c.Key, h, func(cctx context.Context) error {
+		var err error
+		got, err = p.Store.CommitOptimistic(cctx, req, out.Result, out.Writes)
+		return err
+	})
+	switch {
+	case err == nil && got.Outcome == dedup.Won:
+		res.Action, res.Outcome, res.Applied, res.Result = Delete, dedup.Won, true, out.Result
+		return res
+	case err == nil:
+		b := blocked(got, c.PayloadSHA256)
+		b.CommitRetries = res.CommitRetries
+		return b
+	case !retryableCommit(err):
+		// An effect write's own condition, an invalid request, a result
+		// too large: nothing was applied, and no retry can change that.
+		res.Action, res.Err = Fail, effect.Permanent(err)
+	default:
+		// Gave up without a verdict: either nothing was applied, or the
+		// record is COMPLETED under our token and the next delivery finds
+		// it a duplicate.
+		res.Action, res.Err = Retry, err
+	}
+	return res
+}
+
 // claim claims req's key. A claim that fails without an answer may have
 // taken effect with its response lost: it is retried with the same token, so
 // that a record it wrote is recognised as its own; one that still fails is
@@ -308,6 +382,20 @@ func (p *Processor) claim(ctx context.Context, req dedup.ClaimRequest) (dedup.Cl
 // (a forced stop; the first attempt is made even then: the effect has
 // happened). A retry after a lost response is recognised by the token.
 func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte, writes []types.TransactWriteItem, h Hooks) (retries int, err error) {
+	return p.retryCommit(ctx, claim.Key, h, func(cctx context.Context) error {
+		if len(writes) > 0 {
+			return p.Store.CompleteTx(cctx, claim, result, p.TTL, writes)
+		}
+		return p.Store.Complete(cctx, claim, result, p.TTL)
+	})
+}
+
+// retryCommit makes one commit attempt after another until one is a
+// verdict (nil included), with the same claim or token: at once after a
+// TransactionConflict, with backoff otherwise, until h.CommitBy or
+// CommitTimeout, or until ctx is cancelled (the first attempt is made even
+// then).
+func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try func(ctx context.Context) error) (retries int, err error) {
 	deadline := h.CommitBy
 	if deadline.IsZero() {
 		timeout := p.CommitTimeout
@@ -319,11 +407,7 @@ func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte
 	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		if len(writes) > 0 {
-			err = p.Store.CompleteTx(cctx, claim, result, p.TTL, writes)
-		} else {
-			err = p.Store.Complete(cctx, claim, result, p.TTL)
-		}
+		err = try(cctx)
 		if err == nil || !retryableCommit(err) {
 			return attempt - 1, err
 		}
@@ -332,10 +416,10 @@ func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte
 			wait = backoff(attempt, 5*time.Millisecond, 200*time.Millisecond)
 		}
 		if attempt == 1 {
-			p.Log.Warn("commit failed; retrying with the same claim", "key", claim.Key, "err", err)
+			p.Log.Warn("commit failed; retrying with the same claim", "key", key, "err", err)
 		}
 		if time.Until(deadline) < wait || !sleepCtx(ctx, wait) {
-			p.Log.Warn("commit gave up", "key", claim.Key, "attempts", attempt, "err", err)
+			p.Log.Warn("commit gave up", "key", key, "attempts", attempt, "err", err)
 			return attempt - 1, err
 		}
 	}

@@ -62,7 +62,9 @@ func TestOptimisticIsOneRequest(t *testing.T) {
 	require.Equal(t, "250", b.account(t, "a1")["balance_cents"].(*types.AttributeValueMemberN).Value)
 
 	// An effect without writes: the record alone, one PutItem.
-	b.effect = func(context.Context, effect.Input) (effect.Output, error) { return effect.Output{Result: []byte("ok")}, nil }
+	b.effect = func(context.Context, effect.Input) (effect.Output, error) {
+		return effect.Output{Result: []byte("ok")}, nil
+	}
 	r = b.proc.Process(context.Background(), msg("2", "body"), process.Hooks{})
 	require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
 	require.True(t, r.Applied)

@@ -79,6 +79,11 @@ type Config struct {
 	// effect.Func adapts a plain func.
 	Effect effect.Effect
 
+	// Commit says how the effect and its dedup record commit: CommitClaim,
+	// CommitTransactional or CommitOptimistic. Empty: CommitOptimistic for
+	// an effect.WritesOnly, CommitClaim for any other.
+	Commit CommitMode
+
 	// KeySource says where a message's dedup key comes from: auto (the
 	// idempotency-key attribute, else the MessageDeduplicationId, else the
 	// MessageId), attr:NAME, json:/pointer or body. DefaultKeySource if
@@ -148,6 +153,36 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// CommitMode says how an effect and its dedup record commit (Config.Commit).
+// Every mode keeps the promise for a WritesOnly effect: its writes are
+// applied once, whatever fails. They differ in cost and in what else they
+// allow.
+type CommitMode string
+
+const (
+	// CommitClaim claims the key first (a conditional put whose lease the
+	// worker keeps alive while the effect runs), runs the effect, then marks
+	// the record COMPLETED: two DynamoDB writes per message. For any effect:
+	// one with outside side effects passes the key downstream as its
+	// idempotency key, and may see it twice only when a worker dies or
+	// stalls between its effect and the commit. An effect's Writes, when it
+	// returns any, commit in one transaction with the record.
+	CommitClaim CommitMode = "claim"
+	// CommitTransactional is CommitClaim for an effect.WritesOnly: claim
+	// first, then its writes and the COMPLETED record in one
+	// TransactWriteItems, fenced by the claim's token. The effect runs only
+	// for a key it holds, at the price of a second write.
+	CommitTransactional CommitMode = "transactional"
+	// CommitOptimistic skips the claim, for an effect.WritesOnly: the effect
+	// computes its writes and one TransactWriteItems puts the COMPLETED
+	// record (on the claim's condition) together with them: one DynamoDB
+	// request per message. A duplicate's writes are computed and dropped;
+	// a duplicate, a conflict or another worker's live claim is read from
+	// the cancelled transaction. An effect that fails is tried again under
+	// a claim before its failure is judged.
+	CommitOptimistic CommitMode = "optimistic"
+)
+
 // LambdaConfig holds the settings of a Lambda handler.
 type LambdaConfig struct {
 	// FailRest says what a failed message in a FIFO queue takes with it
@@ -195,6 +230,27 @@ type settings struct {
 	keys    dedup.KeySource
 	payload dedup.PayloadSource
 	log     *slog.Logger
+}
+
+// commitMode checks Config.Commit against the effect and resolves the
+// default. Without an effect (Validate) it checks the value only.
+func (cfg Config) commitMode() (CommitMode, error) {
+	_, writesOnly := cfg.Effect.(effect.WritesOnly)
+	switch cfg.Commit {
+	case "":
+		if writesOnly {
+			return CommitOptimistic, nil
+		}
+		return CommitClaim, nil
+	case CommitClaim:
+		return cfg.Commit, nil
+	case CommitTransactional, CommitOptimistic:
+		if cfg.Effect == nil || writesOnly {
+			return cfg.Commit, nil
+		}
+		return "", configErr("Commit", " %s needs an effect whose whole effect is the DynamoDB writes it returns (one that implements effect.WritesOnly, as effect.WritesFunc does); %T does not say so: use claim", cfg.Commit, cfg.Effect)
+	}
+	return "", configErr("Commit", " %q: want claim, transactional or optimistic (empty: optimistic for an effect.WritesOnly, claim otherwise)", string(cfg.Commit))
 }
 
 // Validate checks the settings of a Worker without calling AWS: every
@@ -261,6 +317,9 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 	}
 	if s.payload, err = dedup.ParsePayloadSource(s.PayloadHash); err != nil {
 		return nil, configErr("PayloadHash", ": %v", err)
+	}
+	if s.Commit, err = cfg.commitMode(); err != nil {
+		return nil, err
 	}
 	if s.Namespace == "" {
 		s.Namespace = DefaultNamespace

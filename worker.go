@@ -3,6 +3,7 @@ package exactly
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -98,9 +99,10 @@ func (s *settings) metrics() (*telemetry.Metrics, error) {
 
 // processor is the exactly-once path for one message.
 func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func(effect.Message) dedup.Scope) *process.Processor {
+	s.log.Info("commit mode", "commit", string(s.Commit), "effect", fmt.Sprintf("%T", s.Effect))
 	return &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
-		Lease: lease, Scope: scope,
+		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic,
 	}
 }
 

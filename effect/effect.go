@@ -53,6 +53,30 @@ type Effect interface {
 	Apply(ctx context.Context, in Input) (Output, error)
 }
 
+// WritesOnly is an Effect whose whole effect is the DynamoDB writes it
+// returns in Output.Writes: Apply changes nothing outside (it may read).
+// Declaring it lets the worker commit in optimistic mode, its default for
+// such an effect: no claim, and one TransactWriteItems per message that
+// puts the dedup record with the writes. Apply may then run for a
+// duplicate (its writes are dropped) and more than once for one message
+// (its output is used once): that is safe only because it changes nothing
+// itself. The ledger effect and Noop are WritesOnly.
+type WritesOnly interface {
+	Effect
+	// WritesOnly declares the effect so; it is never called.
+	WritesOnly()
+}
+
+// WritesFunc adapts a function whose whole effect is the writes it returns
+// to WritesOnly.
+type WritesFunc func(ctx context.Context, in Input) (Output, error)
+
+// Apply calls f.
+func (f WritesFunc) Apply(ctx context.Context, in Input) (Output, error) { return f(ctx, in) }
+
+// WritesOnly declares f an effect whose whole effect is its writes.
+func (WritesFunc) WritesOnly() {}
+
 // Func adapts a function to Effect.
 type Func func(ctx context.Context, in Input) (Output, error)
 

@@ -49,6 +49,9 @@ type Ledger struct {
 	Now   func() time.Time
 }
 
+// WritesOnly declares that the ledger's whole effect is its writes.
+func (*Ledger) WritesOnly() {}
+
 // Apply returns the ledger's writes; it has no other effect.
 func (l *Ledger) Apply(_ context.Context, in Input) (Output, error) {
 	e, err := ParseLedgerEntry(in.Message.Body)

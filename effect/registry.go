@@ -92,5 +92,8 @@ func init() {
 // Noop does nothing and succeeds: for benchmarks and dry runs.
 type Noop struct{}
 
+// WritesOnly: Noop writes nothing else either.
+func (Noop) WritesOnly() {}
+
 // Apply succeeds.
 func (Noop) Apply(context.Context, Input) (Output, error) { return Output{}, nil }

@@ -48,6 +48,8 @@ func TestBadConfigFailsWithOneLine(t *testing.T) {
 		{"namespace with #", []string{"run", "--queue", q, "--effect", "noop", "--namespace", "a#b"}, env(), "--namespace (WORKER_NAMESPACE)"},
 		{"zero concurrency", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_CONCURRENCY", "0"), "--concurrency (WORKER_CONCURRENCY) must be at least 1"},
 		{"wait time out of range", []string{"run", "--queue", q, "--effect", "noop", "--wait-time", "30s"}, env(), "--wait-time (WORKER_WAIT_TIME) must be whole seconds from 1s to 20s"},
+		{"unknown commit mode", []string{"run", "--queue", q, "--effect", "noop", "--commit", "fast"}, env(), `--commit (WORKER_COMMIT) "fast": want claim, transactional or optimistic`},
+		{"optimistic http", []string{"run", "--queue", q, "--effect", "http", "--http-url", "http://127.0.0.1:1/x"}, env("WORKER_COMMIT", "optimistic"), "--commit (WORKER_COMMIT) optimistic needs an effect whose whole effect is the DynamoDB writes it returns"},
 		{"unknown flag", []string{"run", "--concurency", "3"}, env(), "-concurency"},
 		{"stray argument", []string{"run", "--effect", "noop", "extra"}, env(), `unexpected argument "extra"`},
 		{"FIFO setting on a standard queue", []string{"setup", "--queue", "orders", "--high-throughput"}, env(), "FIFO settings, and queue \"orders\" is not FIFO"},

@@ -43,6 +43,7 @@ type settings struct {
 	ledgerTable     string
 	dedupKey        string
 	payloadHash     string
+	commit          string
 	namespace       string
 	dedupTTL        time.Duration
 	lease           time.Duration
@@ -83,6 +84,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", LedgerTableDefault, "DynamoDB table of the ledger effect")
 	fs.String(&s.dedupKey, "dedup-key", "WORKER_DEDUP_KEY", "auto", "dedup key source: auto (idempotency-key attribute, else MessageDeduplicationId, else MessageId), attr:NAME, json:/pointer or body")
 	fs.String(&s.payloadHash, "payload-hash", "WORKER_PAYLOAD_HASH", "body", "what tells a duplicate from a conflict (same key, another payload): body (byte for byte), json:/a,/b (those JSON values, canonicalised: a producer that re-serialises or adds a timestamp on retry is still a duplicate) or none")
+	fs.String(&s.commit, "commit", "WORKER_COMMIT", "", "how the effect and its dedup record commit: claim (claim the key, run the effect, then complete: any effect), transactional (claim, then the effect's DynamoDB writes and the record in one transaction) or optimistic (no claim: the writes and the record in one transaction, one DynamoDB request per message); empty: optimistic for an effect whose whole effect is its DynamoDB writes (ledger, noop), claim otherwise")
 	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", NamespaceDefault, "first part of every dedup key; workers that must dedup together share it")
 	fs.Duration(&s.dedupTTL, "dedup-ttl", "WORKER_DEDUP_TTL", DedupTTLDefault, "how long a completed message suppresses its duplicates")
 	fs.String(&s.httpURL, "http-url", "WORKER_HTTP_URL", "", "URL the http effect POSTs to")
@@ -158,7 +160,7 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 	}
 	c := exactly.Config{
 		Queues: s.queues, Table: s.table, Effect: eff, KeySource: s.dedupKey, PayloadHash: s.payloadHash,
-		Namespace: s.namespace, TTL: s.dedupTTL, Lease: s.lease, Visibility: s.visibility,
+		Commit: exactly.CommitMode(s.commit), Namespace: s.namespace, TTL: s.dedupTTL, Lease: s.lease, Visibility: s.visibility,
 		Concurrency: s.concurrency, Receivers: s.receivers, MaxInFlight: s.maxInFlight,
 		WaitTime: s.waitTime, AckDelay: s.ackDelay, RetryInPlace: retry, ShutdownTimeout: s.shutdownTimeout,
 		LeaveToRedrivePolicy: !s.moveToDLQ,
@@ -174,7 +176,7 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 // flagOf names the flag of each library setting, for its errors.
 var flagOf = map[string]string{
 	"Queues": "queue", "Table": "table", "Effect": "effect", "KeySource": "dedup-key", "PayloadHash": "payload-hash",
-	"Namespace": "namespace", "TTL": "dedup-ttl", "Lease": "lease", "Visibility": "visibility",
+	"Commit": "commit", "Namespace": "namespace", "TTL": "dedup-ttl", "Lease": "lease", "Visibility": "visibility",
 	"Concurrency": "concurrency", "Receivers": "receivers", "MaxInFlight": "max-in-flight", "WaitTime": "wait-time",
 	"AckDelay": "ack-delay", "RetryInPlace": "retry-in-place", "ShutdownTimeout": "shutdown-timeout",
 	"LeaveToRedrivePolicy": "move-to-dlq", "Lambda.FailRest": "fifo-fail-rest", "Lambda.DedupScope": "dedup-scope",
@@ -224,6 +226,15 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	if err != nil {
 		return err
 	}
+	eff, err := buildEffect(s, cl, log, lookup)
+	if err != nil {
+		return err
+	}
+	// What the effect allows (its commit modes) is known now, before the
+	// listener starts.
+	if err := cliError(fs, s.config(cl, eff, log, reg).Validate()); err != nil {
+		return err
+	}
 	// /healthz answers from the start; /readyz only once the start-up checks
 	// have passed, and no more from the moment a drain starts.
 	var bg sync.WaitGroup
@@ -236,10 +247,6 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 		}
 		bg.Go(func() { srv.Serve(bgCtx, log) })
 		log.Info("serving /healthz, /readyz and /metrics", "addr", srv.Addr())
-	}
-	eff, err := buildEffect(s, cl, log, lookup)
-	if err != nil {
-		return err
 	}
 	w, err := exactly.New(ctx, s.config(cl, eff, log, reg))
 	if err != nil {

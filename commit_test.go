@@ -1,0 +1,114 @@
+package exactly_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly"
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+)
+
+// writeCounter counts the ledger's writes by operation.
+type writeCounter struct {
+	*memdynamo.DB
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *writeCounter) add(op string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[op]++
+}
+
+func (c *writeCounter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.add("PutItem")
+	return c.DB.PutItem(ctx, in, o...)
+}
+
+func (c *writeCounter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.add("UpdateItem")
+	return c.DB.UpdateItem(ctx, in, o...)
+}
+
+func (c *writeCounter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.add("TransactWriteItems")
+	return c.DB.TransactWriteItems(ctx, in, o...)
+}
+
+// TestCommitModes: an effect that declares its whole effect is its writes
+// commits optimistically by default, one DynamoDB request per message
+// (PutItem, no claim, no complete); Commit: claim claims and completes; a
+// mode the effect cannot have is a ConfigError naming Config.Commit.
+func TestCommitModes(t *testing.T) {
+	t.Parallel()
+	writesOnly := effect.WritesFunc(func(context.Context, effect.Input) (effect.Output, error) { return effect.Output{}, nil })
+	for _, tc := range []struct {
+		commit exactly.CommitMode
+		want   map[string]int // per message, after the start-up preflight
+	}{
+		{"", map[string]int{"PutItem": 1}},
+		{exactly.CommitOptimistic, map[string]int{"PutItem": 1}},
+		{exactly.CommitTransactional, map[string]int{"PutItem": 1, "UpdateItem": 1}},
+		{exactly.CommitClaim, map[string]int{"PutItem": 1, "UpdateItem": 1}},
+	} {
+		t.Run(string(tc.commit), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				c := memsqs.New()
+				url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+				db := &writeCounter{DB: memTable(t), calls: map[string]int{}}
+				w, err := exactly.New(context.Background(), exactly.Config{
+					SQS: c, DynamoDB: db, Table: "dedup", Queues: []string{url}, Effect: writesOnly,
+					Commit: tc.commit, WaitTime: time.Second,
+				})
+				require.NoError(t, err)
+				db.mu.Lock()
+				clear(db.calls) // the preflight's probes
+				db.mu.Unlock()
+				const n = 20
+				for i := range n {
+					_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url,
+						MessageBody: ptr(fmt.Sprint("m", i)), MessageGroupId: ptr(fmt.Sprint("g", i%4)), MessageDeduplicationId: ptr(fmt.Sprint("d", i))})
+					require.NoError(t, err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- w.Run(ctx) }()
+				time.Sleep(time.Minute)
+				cancel()
+				require.NoError(t, <-done)
+				require.EqualValues(t, n, w.Stats().Applied)
+				want := map[string]int{}
+				for op, k := range tc.want {
+					want[op] = k * n
+				}
+				require.Equal(t, want, db.calls)
+			})
+		})
+	}
+
+	cfg := exactly.Config{SQS: memsqs.New(), DynamoDB: memTable(t), Table: "dedup", Effect: &counted{},
+		Queues: []string{"https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}}
+	for _, mode := range []exactly.CommitMode{exactly.CommitOptimistic, exactly.CommitTransactional, "fast"} {
+		cfg.Commit = mode
+		_, err := exactly.New(context.Background(), cfg)
+		var ce *exactly.ConfigError
+		require.ErrorAs(t, err, &ce, mode)
+		require.Equal(t, "Commit", ce.Setting)
+	}
+	cfg.Commit = "fast"
+	require.ErrorContains(t, cfg.Validate(), "want claim, transactional or optimistic")
+}
+
+func ptr[T any](v T) *T { return &v }

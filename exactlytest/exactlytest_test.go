@@ -86,20 +86,35 @@ func TestRequireFailsOnTheWrongOutcome(t *testing.T) {
 }
 
 // TestHarnessTransactionalEffect: the ledger effect's writes commit with the
-// record: applied once, whatever is redelivered.
+// record, optimistically by default (it is an effect.WritesOnly) or after a
+// claim: applied once, whatever is redelivered; a conflict applies nothing.
 func TestHarnessTransactionalEffect(t *testing.T) {
 	t.Parallel()
-	db := exactlytest.NewDynamoDB(t)
-	exactlytest.CreateTable(t, db, "ledger")
-	h := exactlytest.New(t, &effect.Ledger{Table: "ledger"}, exactlytest.WithDynamoDB(db))
-	m := exactlytest.Msg(`{"account":"a1","amount_cents":250,"seq":1}`)
-	h.RequireApplied(m)
-	h.RequireDuplicate(m)
-	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
-	})
-	require.NoError(t, err)
-	require.Equal(t, "250", out.Item["balance_cents"].(*types.AttributeValueMemberN).Value)
+	for _, mode := range []exactly.CommitMode{"", exactly.CommitOptimistic, exactly.CommitTransactional} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			db := exactlytest.NewDynamoDB(t)
+			exactlytest.CreateTable(t, db, "ledger")
+			opts := []exactlytest.Option{exactlytest.WithDynamoDB(db)}
+			if mode != "" {
+				opts = append(opts, exactlytest.Commit(mode))
+			}
+			h := exactlytest.New(t, &effect.Ledger{Table: "ledger"}, opts...)
+			m := exactlytest.Msg(`{"account":"a1","amount_cents":250,"seq":1}`)
+			h.RequireApplied(m)
+			d := h.RequireDuplicate(m)
+			require.Equal(t, mode != exactly.CommitTransactional, d.Ran == 1, "optimistic: the duplicate's writes computed, then dropped")
+			h.RequireConflict(exactlytest.Msg(`{"account":"a1","amount_cents":999,"seq":1}`, exactlytest.DedupID(m.DedupID)))
+			out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
+				TableName: aws.String("ledger"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#a1"}},
+			})
+			require.NoError(t, err)
+			require.Equal(t, "250", out.Item["balance_cents"].(*types.AttributeValueMemberN).Value)
+		})
+	}
+	// A commit mode the effect cannot have.
+	require.Panics(t, func() { exactlytest.New(&fatalTB{TB: t}, &recorder{}, exactlytest.Commit(exactly.CommitOptimistic)) })
+	exactlytest.New(t, &recorder{}, exactlytest.Commit(exactly.CommitClaim))
 }
 
 // TestFakesRunAWorker: the kit's SQS and DynamoDB run a whole Worker.

@@ -385,17 +385,24 @@ func pkOf(item map[string]ddbtypes.AttributeValue) string { return dedup.GetS(it
 func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	key := pkOf(in.Item)
 	c.p.w.checkKey(c.p, in.Item)
-	c.p.w.checkStart(c.p, key)
+	// A COMPLETED record put is an optimistic commit without writes: no
+	// claim, and safe past the message's visibility (its condition decides).
+	committed := dedup.GetS(in.Item, dedup.AttrStatus) == dedup.StatusCompleted
+	if !committed {
+		c.p.w.checkStart(c.p, key)
+	}
 	k, id, err := c.p.before(ctx, "PutItem", key)
 	if err != nil {
 		return nil, err
 	}
 	out, err := c.inner.PutItem(ctx, in, opt...)
-	if err == nil {
-		c.p.w.observeClaim(c.p, key)
-	}
 	if err != nil {
 		return nil, err
+	}
+	if committed {
+		c.p.w.observeCommit(c.p, key, false)
+	} else {
+		c.p.w.observeClaim(c.p, key)
 	}
 	if err := c.p.after(ctx, "PutItem", k, id); err != nil {
 		return nil, err
@@ -423,9 +430,17 @@ func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 }
 
 func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	key := ""
-	if len(in.TransactItems) > 0 && in.TransactItems[0].Update != nil {
-		key = pkOf(in.TransactItems[0].Update.Key)
+	// The record is the first item: an Update of a claim's record
+	// (transactional), or the Put of an optimistic commit.
+	key, optimistic := "", false
+	if len(in.TransactItems) > 0 {
+		switch first := in.TransactItems[0]; {
+		case first.Update != nil:
+			key = pkOf(first.Update.Key)
+		case first.Put != nil:
+			key, optimistic = pkOf(first.Put.Item), true
+			c.p.w.checkKey(c.p, first.Put.Item)
+		}
 	}
 	k, id, err := c.p.before(ctx, "TransactWriteItems", key)
 	if k == Conflict {
@@ -451,6 +466,9 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 		c.p.w.observeInvalid(c.p, key)
 	}
 	c.p.w.txMu.Unlock()
+	if optimistic {
+		c.p.w.stat("dynamo: optimistic commit tried", 1)
+	}
 	if err != nil {
 		return nil, err
 	}

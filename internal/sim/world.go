@@ -751,6 +751,33 @@ func (w *world) processor(p *proc, dy dedup.API) *process.Processor {
 	}
 }
 
+// poolProcessor is a pool worker's exactly-once path: Q2's claim-mode
+// effect claims; Q1's ledger commits optimistically on about half the
+// incarnations (hash of seed and process) and in transactional mode on the
+// rest, so that a run mixes both modes on one table and queue, as a deploy
+// that switches the mode does.
+func (w *world) poolProcessor(p *proc, dy dedup.API) pool.Processor {
+	claimed := w.processor(p, dy)
+	if hash64(w.cfg.Seed, "optimistic", p.id)%2 == 0 {
+		w.stat("pool: transactional incarnations", 1)
+		return claimed
+	}
+	w.stat("pool: optimistic incarnations", 1)
+	optimistic := *claimed
+	optimistic.Optimistic = true
+	return byQueue{q1: &optimistic, rest: claimed}
+}
+
+// byQueue sends Q1's messages to one processor and the rest to another.
+type byQueue struct{ q1, rest pool.Processor }
+
+func (b byQueue) Process(ctx context.Context, m effect.Message, h process.Hooks) process.Result {
+	if m.QueueName == q1Name {
+		return b.q1.Process(ctx, m, h)
+	}
+	return b.rest.Process(ctx, m, h)
+}
+
 // startWorker starts incarnation inc of pool worker slot; when it dies, the
 // next incarnation starts after a while, with nothing of the old one's state.
 func (w *world) startWorker(ctx context.Context, slot, inc int) {
@@ -763,7 +790,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			{URL: w.urls[q1Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq1Name]},
 			{URL: w.urls[q2Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq2Name]},
 		},
-		Processor: w.processor(p, dy), Concurrency: 4, RetryInPlace: 1,
+		Processor: w.poolProcessor(p, dy), Concurrency: 4, RetryInPlace: 1,
 		Log: w.log(), Observer: observer{w},
 	})
 	if err != nil {

@@ -1036,6 +1036,7 @@ func TestExamplesUseTheDemoNames(t *testing.T) {
 // The longest matching prefix wins.
 var endpointFor = map[string]string{
 	"aws_appautoscaling_":         "appautoscaling",
+	"aws_caller_identity":         "sts",
 	"aws_cloudwatch_log_":         "logs",
 	"aws_cloudwatch_metric_alarm": "cloudwatch",
 	"aws_dynamodb_":               "dynamodb",

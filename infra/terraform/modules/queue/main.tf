@@ -84,3 +84,77 @@ resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
     sourceQueueArns   = [aws_sqs_queue.this.arn]
   })
 }
+
+# Queue policies. SQS keeps one policy per queue, so this module writes the
+# whole of it: the deny below, plus any statements given in
+# source_queue_policy_documents (an SNS subscription's sqs:SendMessage, ...).
+# Manage the queue's policy here, not with another aws_sqs_queue_policy.
+locals {
+  queue_policy = var.deny_insecure_transport || length(var.source_queue_policy_documents) > 0
+}
+
+data "aws_iam_policy_document" "queue" {
+  count = local.queue_policy ? 1 : 0
+
+  source_policy_documents = var.source_queue_policy_documents
+
+  # Every call over plain HTTP is refused, whoever makes it. The SDKs, the
+  # worker and the Lambda event source mapping all use HTTPS.
+  dynamic "statement" {
+    for_each = var.deny_insecure_transport ? [aws_sqs_queue.this.arn] : []
+
+    content {
+      sid       = "DenyInsecureTransport"
+      effect    = "Deny"
+      actions   = ["sqs:*"]
+      resources = [statement.value]
+
+      principals {
+        type        = "*"
+        identifiers = ["*"]
+      }
+
+      condition {
+        test     = "Bool"
+        variable = "aws:SecureTransport"
+        values   = ["false"]
+      }
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "this" {
+  count = local.queue_policy ? 1 : 0
+
+  queue_url = aws_sqs_queue.this.id
+  policy    = data.aws_iam_policy_document.queue[0].json
+}
+
+data "aws_iam_policy_document" "dlq" {
+  count = var.create_dlq && var.deny_insecure_transport ? 1 : 0
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.dlq[0].arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "dlq" {
+  count = var.create_dlq && var.deny_insecure_transport ? 1 : 0
+
+  queue_url = aws_sqs_queue.dlq[0].id
+  policy    = data.aws_iam_policy_document.dlq[0].json
+}

@@ -102,53 +102,60 @@ resource "aws_cloudwatch_metric_alarm" "worker" {
 
 # --- The dedup table ------------------------------------------------------------
 # ReadThrottleEvents and WriteThrottleEvents are published per table;
-# ThrottledRequests and SystemErrors only per table and operation, so the
-# alarms sum them over the operations the worker calls (metric math).
+# ThrottledRequests and SystemErrors only per table and operation, so each
+# alarm sums its per-table metrics and one metric per operation the worker
+# calls (metric math).
 locals {
-  dedup_alarms = var.dedup_table_name != null
+  dedup_alarms = {
+    throttles = {
+      enabled            = var.dedup_throttles_alarm_enabled
+      table_metrics      = ["ReadThrottleEvents", "WriteThrottleEvents"]
+      operation_metric   = "ThrottledRequests"
+      threshold          = var.dedup_throttles_threshold
+      evaluation_periods = var.dedup_throttles_evaluation_periods
+      description        = "DynamoDB throttles requests to the dedup table ${coalesce(var.dedup_table_name, "-")}: claims and commits are retried and slow down; sustained, messages return to the queue and the backlog grows. On-demand tables throttle on hot keys or above their maximum throughput."
+    }
+    system-errors = {
+      enabled            = var.dedup_system_errors_alarm_enabled
+      table_metrics      = []
+      operation_metric   = "SystemErrors"
+      threshold          = var.dedup_system_errors_threshold
+      evaluation_periods = var.dedup_system_errors_evaluation_periods
+      description        = "DynamoDB answers 5xx to requests on the dedup table ${coalesce(var.dedup_table_name, "-")}. The worker retries; sustained, check the AWS Health Dashboard."
+    }
+  }
   # Metric query ids: a lowercase letter first.
-  throttled_ids     = [for i in range(length(var.dedup_table_operations)) : "throttled${i}"]
-  system_errors_ids = [for i in range(length(var.dedup_table_operations)) : "errors${i}"]
+  operation_ids = [for i in range(length(var.dedup_table_operations)) : "op${i}"]
 }
 
-resource "aws_cloudwatch_metric_alarm" "dedup_throttles" {
-  count = local.dedup_alarms && var.dedup_throttles_alarm_enabled ? 1 : 0
+resource "aws_cloudwatch_metric_alarm" "dedup_table" {
+  for_each = { for name, a in local.dedup_alarms : name => a if a.enabled && var.dedup_table_name != null }
 
-  alarm_name        = "${local.prefix}-dedup-table-throttles"
-  alarm_description = "DynamoDB throttles requests to the dedup table ${var.dedup_table_name}: claims and commits are retried and slow down; sustained, messages return to the queue and the backlog grows. On-demand tables throttle on hot keys or above their maximum throughput."
+  alarm_name        = "${local.prefix}-dedup-table-${each.key}"
+  alarm_description = each.value.description
 
   metric_query {
-    id          = "throttles"
-    label       = "Throttle events and throttled requests on the dedup table"
-    expression  = "SUM(FILL([${join(", ", concat(["reads", "writes"], local.throttled_ids))}], 0))"
+    id          = "total"
+    label       = "${join(" + ", concat(each.value.table_metrics, [each.value.operation_metric]))} on the dedup table"
+    expression  = "SUM(FILL([${join(", ", concat([for i in range(length(each.value.table_metrics)) : "table${i}"], local.operation_ids))}], 0))"
     return_data = true
   }
 
-  metric_query {
-    id = "reads"
+  dynamic "metric_query" {
+    for_each = each.value.table_metrics
 
-    metric {
-      namespace   = "AWS/DynamoDB"
-      metric_name = "ReadThrottleEvents"
-      dimensions = {
-        TableName = var.dedup_table_name
+    content {
+      id = "table${metric_query.key}"
+
+      metric {
+        namespace   = "AWS/DynamoDB"
+        metric_name = metric_query.value
+        dimensions = {
+          TableName = var.dedup_table_name
+        }
+        stat   = "Sum"
+        period = 60
       }
-      stat   = "Sum"
-      period = 60
-    }
-  }
-
-  metric_query {
-    id = "writes"
-
-    metric {
-      namespace   = "AWS/DynamoDB"
-      metric_name = "WriteThrottleEvents"
-      dimensions = {
-        TableName = var.dedup_table_name
-      }
-      stat   = "Sum"
-      period = 60
     }
   }
 
@@ -156,11 +163,11 @@ resource "aws_cloudwatch_metric_alarm" "dedup_throttles" {
     for_each = var.dedup_table_operations
 
     content {
-      id = local.throttled_ids[metric_query.key]
+      id = local.operation_ids[metric_query.key]
 
       metric {
         namespace   = "AWS/DynamoDB"
-        metric_name = "ThrottledRequests"
+        metric_name = each.value.operation_metric
         dimensions = {
           TableName = var.dedup_table_name
           Operation = metric_query.value
@@ -171,51 +178,9 @@ resource "aws_cloudwatch_metric_alarm" "dedup_throttles" {
     }
   }
 
-  evaluation_periods  = var.dedup_throttles_evaluation_periods
+  evaluation_periods  = each.value.evaluation_periods
   comparison_operator = "GreaterThanThreshold"
-  threshold           = var.dedup_throttles_threshold
-  treat_missing_data  = "notBreaching"
-
-  alarm_actions = var.alarm_actions
-  ok_actions    = var.ok_actions
-  tags          = var.tags
-}
-
-resource "aws_cloudwatch_metric_alarm" "dedup_system_errors" {
-  count = local.dedup_alarms && var.dedup_system_errors_alarm_enabled ? 1 : 0
-
-  alarm_name        = "${local.prefix}-dedup-table-system-errors"
-  alarm_description = "DynamoDB answers 5xx to requests on the dedup table ${var.dedup_table_name}. The worker retries; sustained, check the AWS Health Dashboard."
-
-  metric_query {
-    id          = "errors"
-    label       = "System errors on the dedup table"
-    expression  = "SUM(FILL([${join(", ", local.system_errors_ids)}], 0))"
-    return_data = true
-  }
-
-  dynamic "metric_query" {
-    for_each = var.dedup_table_operations
-
-    content {
-      id = local.system_errors_ids[metric_query.key]
-
-      metric {
-        namespace   = "AWS/DynamoDB"
-        metric_name = "SystemErrors"
-        dimensions = {
-          TableName = var.dedup_table_name
-          Operation = metric_query.value
-        }
-        stat   = "Sum"
-        period = 60
-      }
-    }
-  }
-
-  evaluation_periods  = var.dedup_system_errors_evaluation_periods
-  comparison_operator = "GreaterThanThreshold"
-  threshold           = var.dedup_system_errors_threshold
+  threshold           = each.value.threshold
   treat_missing_data  = "notBreaching"
 
   alarm_actions = var.alarm_actions
@@ -227,45 +192,41 @@ resource "aws_cloudwatch_metric_alarm" "dedup_system_errors" {
 # The worker reports failed messages in batchItemFailures and never fails an
 # invocation for them: an Error is a failed init (a bad setting), a timeout or
 # a crash.
-resource "aws_cloudwatch_metric_alarm" "lambda_errors" {
-  count = var.lambda_function_name != null && var.lambda_errors_alarm_enabled ? 1 : 0
-
-  alarm_name        = "${local.prefix}-lambda-errors"
-  alarm_description = "Invocations of ${var.lambda_function_name} failed: a failed init (its log says which setting), a timeout or a crash. Failed messages alone never fail an invocation."
-
-  namespace   = "AWS/Lambda"
-  metric_name = "Errors"
-  dimensions = {
-    FunctionName = var.lambda_function_name
+locals {
+  lambda_alarms = {
+    errors = {
+      enabled            = var.lambda_errors_alarm_enabled
+      metric             = "Errors"
+      threshold          = var.lambda_errors_threshold
+      evaluation_periods = var.lambda_errors_evaluation_periods
+      description        = "Invocations of ${coalesce(var.lambda_function_name, "-")} failed: a failed init (its log says which setting), a timeout or a crash. Failed messages alone never fail an invocation."
+    }
+    throttles = {
+      enabled            = var.lambda_throttles_alarm_enabled
+      metric             = "Throttles"
+      threshold          = var.lambda_throttles_threshold
+      evaluation_periods = var.lambda_throttles_evaluation_periods
+      description        = "Invocations of ${coalesce(var.lambda_function_name, "-")} are throttled: reserved concurrency below the event source mapping's maximum concurrency, or the account's limit. The backlog grows."
+    }
   }
-  statistic           = "Sum"
-  period              = 60
-  evaluation_periods  = var.lambda_errors_evaluation_periods
-  comparison_operator = "GreaterThanThreshold"
-  threshold           = var.lambda_errors_threshold
-  treat_missing_data  = "notBreaching"
-
-  alarm_actions = var.alarm_actions
-  ok_actions    = var.ok_actions
-  tags          = var.tags
 }
 
-resource "aws_cloudwatch_metric_alarm" "lambda_throttles" {
-  count = var.lambda_function_name != null && var.lambda_throttles_alarm_enabled ? 1 : 0
+resource "aws_cloudwatch_metric_alarm" "lambda" {
+  for_each = { for name, a in local.lambda_alarms : name => a if a.enabled && var.lambda_function_name != null }
 
-  alarm_name        = "${local.prefix}-lambda-throttles"
-  alarm_description = "Invocations of ${var.lambda_function_name} are throttled: reserved concurrency below the event source mapping's maximum concurrency, or the account's limit. The backlog grows."
+  alarm_name        = "${local.prefix}-lambda-${each.key}"
+  alarm_description = each.value.description
 
   namespace   = "AWS/Lambda"
-  metric_name = "Throttles"
+  metric_name = each.value.metric
   dimensions = {
     FunctionName = var.lambda_function_name
   }
   statistic           = "Sum"
   period              = 60
-  evaluation_periods  = var.lambda_throttles_evaluation_periods
+  evaluation_periods  = each.value.evaluation_periods
   comparison_operator = "GreaterThanThreshold"
-  threshold           = var.lambda_throttles_threshold
+  threshold           = each.value.threshold
   treat_missing_data  = "notBreaching"
 
   alarm_actions = var.alarm_actions

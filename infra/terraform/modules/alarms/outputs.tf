@@ -14,19 +14,13 @@ output "worker_alarm_arns" {
 }
 
 output "dedup_table_alarm_arns" {
-  description = "ARNs of the dedup table's throttles and system-errors alarms, by name; empty without dedup_table_name."
-  value = merge(
-    { for a in aws_cloudwatch_metric_alarm.dedup_throttles : "throttles" => a.arn },
-    { for a in aws_cloudwatch_metric_alarm.dedup_system_errors : "system-errors" => a.arn },
-  )
+  description = "ARNs of the dedup table's alarms, by name (throttles, system-errors); empty without dedup_table_name."
+  value       = { for name, a in aws_cloudwatch_metric_alarm.dedup_table : name => a.arn }
 }
 
 output "lambda_alarm_arns" {
-  description = "ARNs of the function's errors and throttles alarms, by name; empty without lambda_function_name."
-  value = merge(
-    { for a in aws_cloudwatch_metric_alarm.lambda_errors : "errors" => a.arn },
-    { for a in aws_cloudwatch_metric_alarm.lambda_throttles : "throttles" => a.arn },
-  )
+  description = "ARNs of the function's alarms, by name (errors, throttles); empty without lambda_function_name."
+  value       = { for name, a in aws_cloudwatch_metric_alarm.lambda : name => a.arn }
 }
 
 output "ecs_running_tasks_alarm_arn" {

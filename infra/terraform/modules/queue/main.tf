@@ -86,22 +86,35 @@ resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
 }
 
 # Queue policies. SQS keeps one policy per queue, so this module writes the
-# whole of it: the deny below, plus any statements given in
+# whole of it: the deny below, plus (on the queue) any statements given in
 # source_queue_policy_documents (an SNS subscription's sqs:SendMessage, ...).
 # Manage the queue's policy here, not with another aws_sqs_queue_policy.
 locals {
-  queue_policy = var.deny_insecure_transport || length(var.source_queue_policy_documents) > 0
+  policy_queues = { for name, q in {
+    queue = {
+      enabled = var.deny_insecure_transport || length(var.source_queue_policy_documents) > 0
+      arn     = aws_sqs_queue.this.arn
+      url     = aws_sqs_queue.this.id
+      sources = var.source_queue_policy_documents
+    }
+    dlq = {
+      enabled = var.create_dlq && var.deny_insecure_transport
+      arn     = one(aws_sqs_queue.dlq[*].arn)
+      url     = one(aws_sqs_queue.dlq[*].id)
+      sources = []
+    }
+  } : name => q if q.enabled }
 }
 
 data "aws_iam_policy_document" "queue" {
-  count = local.queue_policy ? 1 : 0
+  for_each = local.policy_queues
 
-  source_policy_documents = var.source_queue_policy_documents
+  source_policy_documents = each.value.sources
 
   # Every call over plain HTTP is refused, whoever makes it. The SDKs, the
   # worker and the Lambda event source mapping all use HTTPS.
   dynamic "statement" {
-    for_each = var.deny_insecure_transport ? [aws_sqs_queue.this.arn] : []
+    for_each = var.deny_insecure_transport ? [each.value.arn] : []
 
     content {
       sid       = "DenyInsecureTransport"
@@ -124,37 +137,8 @@ data "aws_iam_policy_document" "queue" {
 }
 
 resource "aws_sqs_queue_policy" "this" {
-  count = local.queue_policy ? 1 : 0
+  for_each = local.policy_queues
 
-  queue_url = aws_sqs_queue.this.id
-  policy    = data.aws_iam_policy_document.queue[0].json
-}
-
-data "aws_iam_policy_document" "dlq" {
-  count = var.create_dlq && var.deny_insecure_transport ? 1 : 0
-
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["sqs:*"]
-    resources = [aws_sqs_queue.dlq[0].arn]
-
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
-}
-
-resource "aws_sqs_queue_policy" "dlq" {
-  count = var.create_dlq && var.deny_insecure_transport ? 1 : 0
-
-  queue_url = aws_sqs_queue.dlq[0].id
-  policy    = data.aws_iam_policy_document.dlq[0].json
+  queue_url = each.value.url
+  policy    = data.aws_iam_policy_document.queue[each.key].json
 }

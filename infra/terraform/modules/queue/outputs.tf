@@ -55,5 +55,5 @@ output "worker_queue" {
 
 output "queue_policy_json" {
   description = "The queue's policy (the deny of plain HTTP and any source_queue_policy_documents), or null when it has none."
-  value       = one(data.aws_iam_policy_document.queue[*].json)
+  value       = try(data.aws_iam_policy_document.queue["queue"].json, null)
 }

@@ -66,7 +66,7 @@ locals {
       enabled     = var.leases_lost_alarm_enabled
       metric      = "LeasesLost"
       threshold   = var.leases_lost_threshold
-      description = "Claims on ${var.queue_name} were taken over while their effect ran: the lease (WORKER_LEASE) is too short for the effect, or workers stall. The effect may have run twice unless it is idempotent downstream."
+      description = "Claims on ${var.queue_name} were taken over while their effect ran: the lease (WORKER_LEASE) is too short for the effect, or workers stall. The fenced commit refuses the late worker, but an effect outside the commit's transaction (http, most custom effects) may have run twice: its downstream must honour the idempotency key."
     }
     permanent-failures = {
       enabled     = var.permanent_failures_alarm_enabled

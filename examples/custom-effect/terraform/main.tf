@@ -78,4 +78,8 @@ module "alarms" {
   queue_name    = module.queue.queue_name
   dlq_name      = module.queue.dlq_name
   alarm_actions = var.alarm_actions
+
+  dedup_table_name = module.dedup_table.table_name
+  ecs_cluster_name = aws_ecs_cluster.this.name
+  ecs_service_name = module.worker.service_name
 }

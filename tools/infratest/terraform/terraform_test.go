@@ -11,6 +11,7 @@ package terraform_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -276,6 +277,7 @@ var functions = map[string]function.Function{
 	"keys":            stdlib.KeysFunc,
 	"length":          lengthFunc,
 	"merge":           stdlib.MergeFunc,
+	"one":             oneFunc,
 	"range":           stdlib.RangeFunc,
 	"regex":           stdlib.RegexFunc,
 	"slice":           stdlib.SliceFunc,
@@ -288,7 +290,7 @@ var functions = map[string]function.Function{
 }
 
 // lengthFunc is Terraform's length: an object (such as a map variable's
-// literal default, {}) counts its attributes.
+// literal default, {}) counts its attributes, a string its characters.
 var lengthFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true, AllowUnknown: true, AllowMarked: true}},
 	Type:   function.StaticReturnType(cty.Number),
@@ -296,7 +298,39 @@ var lengthFunc = function.New(&function.Spec{
 		if args[0].Type().IsObjectType() {
 			return cty.NumberIntVal(int64(len(args[0].Type().AttributeTypes()))), nil
 		}
+		if args[0].Type() == cty.String {
+			return stdlib.StrlenFunc.Call(args)
+		}
 		return stdlib.LengthFunc.Call(args)
+	},
+})
+
+// oneFunc is Terraform's one: the element of a list or tuple of at most one, or null.
+var oneFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "list", Type: cty.DynamicPseudoType}},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		ty := args[0].Type()
+		switch {
+		case ty.IsListType() || ty.IsSetType():
+			return ty.ElementType(), nil
+		case ty.IsTupleType() && len(ty.TupleElementTypes()) == 1:
+			return ty.TupleElementTypes()[0], nil
+		case ty.IsTupleType() && len(ty.TupleElementTypes()) == 0:
+			return cty.DynamicPseudoType, nil
+		}
+		return cty.NilType, fmt.Errorf("one: want a list or tuple of at most one element, got %s", ty.FriendlyName())
+	},
+	Impl: func(args []cty.Value, ret cty.Type) (cty.Value, error) {
+		if args[0].LengthInt() == 0 {
+			return cty.NullVal(ret), nil
+		}
+		if args[0].LengthInt() > 1 {
+			return cty.NilVal, fmt.Errorf("one: %d elements", args[0].LengthInt())
+		}
+		it := args[0].ElementIterator()
+		it.Next()
+		_, v := it.Element()
+		return v, nil
 	},
 })
 
@@ -1036,6 +1070,7 @@ func TestExamplesUseTheDemoNames(t *testing.T) {
 // The longest matching prefix wins.
 var endpointFor = map[string]string{
 	"aws_appautoscaling_":         "appautoscaling",
+	"aws_caller_identity":         "sts",
 	"aws_cloudwatch_log_":         "logs",
 	"aws_cloudwatch_metric_alarm": "cloudwatch",
 	"aws_dynamodb_":               "dynamodb",

@@ -65,4 +65,19 @@ module "alarms" {
   queue_name    = module.queue.queue_name
   dlq_name      = module.queue.dlq_name
   alarm_actions = var.alarm_actions
+
+  # The worker's metrics (EMF), the dedup table, the service's running tasks.
+  dedup_table_name = module.dedup_table.table_name
+  ecs_cluster_name = aws_ecs_cluster.this.name
+  ecs_service_name = module.worker.service_name
+}
+
+# For people, not the worker: worker inspect and stuck (read), worker forget
+# (deletes records). Attached to nothing; attach them to your operators.
+module "operator_policy" {
+  source = "../../modules/operator-policy"
+
+  name            = "${var.name}-operator"
+  dedup_table_arn = module.dedup_table.table_arn
+  queue_arns      = [module.queue.queue_arn]
 }

@@ -22,3 +22,13 @@ output "function_name" {
   description = "The Lambda function running the worker."
   value       = module.worker.function_name
 }
+
+output "operator_read_policy_arn" {
+  description = "Attach to operators: worker inspect and worker stuck."
+  value       = module.operator_policy.read_policy_arn
+}
+
+output "operator_forget_policy_arn" {
+  description = "Attach to the few who may delete a dedup record: worker forget."
+  value       = module.operator_policy.forget_policy_arn
+}

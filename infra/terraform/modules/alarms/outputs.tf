@@ -7,3 +7,23 @@ output "oldest_message_age_alarm_arn" {
   description = "ARN of the oldest-message-age alarm."
   value       = aws_cloudwatch_metric_alarm.oldest_message_age.arn
 }
+
+output "worker_alarm_arns" {
+  description = "ARNs of the alarms on the worker's EMF metrics, by name (conflicts, leases-lost, permanent-failures), the enabled ones only."
+  value       = { for name, a in aws_cloudwatch_metric_alarm.worker : name => a.arn }
+}
+
+output "dedup_table_alarm_arns" {
+  description = "ARNs of the dedup table's alarms, by name (throttles, system-errors); empty without dedup_table_name."
+  value       = { for name, a in aws_cloudwatch_metric_alarm.dedup_table : name => a.arn }
+}
+
+output "lambda_alarm_arns" {
+  description = "ARNs of the function's alarms, by name (errors, throttles); empty without lambda_function_name."
+  value       = { for name, a in aws_cloudwatch_metric_alarm.lambda : name => a.arn }
+}
+
+output "ecs_running_tasks_alarm_arn" {
+  description = "ARN of the tasks-below-desired alarm, or null without ecs_service_name."
+  value       = one(aws_cloudwatch_metric_alarm.ecs_running_tasks[*].arn)
+}

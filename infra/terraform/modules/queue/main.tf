@@ -84,3 +84,61 @@ resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
     sourceQueueArns   = [aws_sqs_queue.this.arn]
   })
 }
+
+# Queue policies. SQS keeps one policy per queue, so this module writes the
+# whole of it: the deny below, plus (on the queue) any statements given in
+# source_queue_policy_documents (an SNS subscription's sqs:SendMessage, ...).
+# Manage the queue's policy here, not with another aws_sqs_queue_policy.
+locals {
+  policy_queues = { for name, q in {
+    queue = {
+      enabled = var.deny_insecure_transport || length(var.source_queue_policy_documents) > 0
+      arn     = aws_sqs_queue.this.arn
+      url     = aws_sqs_queue.this.id
+      sources = var.source_queue_policy_documents
+    }
+    dlq = {
+      enabled = var.create_dlq && var.deny_insecure_transport
+      arn     = one(aws_sqs_queue.dlq[*].arn)
+      url     = one(aws_sqs_queue.dlq[*].id)
+      sources = []
+    }
+  } : name => q if q.enabled }
+}
+
+data "aws_iam_policy_document" "queue" {
+  for_each = local.policy_queues
+
+  source_policy_documents = each.value.sources
+
+  # Every call over plain HTTP is refused, whoever makes it. The SDKs, the
+  # worker and the Lambda event source mapping all use HTTPS.
+  dynamic "statement" {
+    for_each = var.deny_insecure_transport ? [each.value.arn] : []
+
+    content {
+      sid       = "DenyInsecureTransport"
+      effect    = "Deny"
+      actions   = ["sqs:*"]
+      resources = [statement.value]
+
+      principals {
+        type        = "*"
+        identifiers = ["*"]
+      }
+
+      condition {
+        test     = "Bool"
+        variable = "aws:SecureTransport"
+        values   = ["false"]
+      }
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "this" {
+  for_each = local.policy_queues
+
+  queue_url = each.value.url
+  policy    = data.aws_iam_policy_document.queue[each.key].json
+}

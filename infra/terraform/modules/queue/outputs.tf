@@ -52,3 +52,8 @@ output "worker_queue" {
     dlq_arn                    = one(aws_sqs_queue.dlq[*].arn)
   }
 }
+
+output "queue_policy_json" {
+  description = "The queue's policy (the deny of plain HTTP and any source_queue_policy_documents), or null when it has none."
+  value       = try(data.aws_iam_policy_document.queue["queue"].json, null)
+}

@@ -149,6 +149,18 @@ variable "dlq_visibility_timeout_seconds" {
   }
 }
 
+variable "deny_insecure_transport" {
+  description = "Give the queue and the DLQ a policy that denies every SQS action over plain HTTP (aws:SecureTransport = false). On by default: nothing the worker or AWS does needs HTTP. The module then owns the queue's policy: add your own statements with source_queue_policy_documents."
+  type        = bool
+  default     = true
+}
+
+variable "source_queue_policy_documents" {
+  description = "IAM policy documents (JSON) merged into the queue's policy, such as an SNS topic's sqs:SendMessage grant. SQS keeps one policy per queue; give them here rather than in another aws_sqs_queue_policy, which would overwrite this one."
+  type        = list(string)
+  default     = []
+}
+
 variable "tags" {
   description = "Tags for both queues."
   type        = map(string)

@@ -9,6 +9,10 @@ locals {
   queue_names = [for arn in local.queue_arns : split(":", arn)[5]]
 
   cluster_name = split("/", var.cluster_arn)[1]
+  # arn:<partition>:ecs:<region>:<account>:cluster/<name>: where the tasks run.
+  cluster_partition = split(":", var.cluster_arn)[1]
+  cluster_region    = split(":", var.cluster_arn)[3]
+  account_id        = split(":", var.cluster_arn)[4]
 
   # The worker's settings; null ones are left to the worker's defaults.
   worker_settings = {
@@ -65,6 +69,8 @@ resource "aws_cloudwatch_log_group" "this" {
   tags              = var.tags
 }
 
+# Both roles: only ECS, only for tasks of this account and region (the
+# confused-deputy conditions AWS recommends for ecs-tasks.amazonaws.com).
 data "aws_iam_policy_document" "assume" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -73,14 +79,28 @@ data "aws_iam_policy_document" "assume" {
       type        = "Service"
       identifiers = ["ecs-tasks.amazonaws.com"]
     }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+
+    condition {
+      test     = "ArnLike"
+      variable = "aws:SourceArn"
+      values   = ["arn:${local.cluster_partition}:ecs:${local.cluster_region}:${local.account_id}:*"]
+    }
   }
 }
 
 # Execution role: pulls the image and writes the awslogs stream (ECS agent, not the worker).
 resource "aws_iam_role" "execution" {
-  name               = "${var.name}-execution"
-  assume_role_policy = data.aws_iam_policy_document.assume.json
-  tags               = var.tags
+  name                 = "${var.name}-execution"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary
+  assume_role_policy   = data.aws_iam_policy_document.assume.json
+  tags                 = var.tags
 }
 
 resource "aws_iam_role_policy_attachment" "execution" {
@@ -99,9 +119,11 @@ resource "aws_iam_role_policy" "execution_secrets" {
 
 # Task role: only the calls the worker makes, only on the given queues and tables.
 resource "aws_iam_role" "task" {
-  name               = "${var.name}-task"
-  assume_role_policy = data.aws_iam_policy_document.assume.json
-  tags               = var.tags
+  name                 = "${var.name}-task"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary
+  assume_role_policy   = data.aws_iam_policy_document.assume.json
+  tags                 = var.tags
 }
 
 data "aws_iam_policy_document" "task" {

@@ -379,6 +379,28 @@ variable "autoscaling_scale_out_cooldown" {
   default     = 60
 }
 
+variable "role_path" {
+  description = "IAM path of the task role and the execution role (\"/\" or \"/some/path/\"), for organisations that scope roles by path."
+  type        = string
+  default     = "/"
+
+  validation {
+    condition     = can(regex("^/([!-~]+/)?$", var.role_path)) && length(var.role_path) <= 512
+    error_message = "role_path must begin and end with \"/\" (\"/\" alone is the default path)."
+  }
+}
+
+variable "permissions_boundary" {
+  description = "ARN of an IAM policy set as the permissions boundary of the task role and the execution role. Null sets none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.permissions_boundary == null || can(regex("^arn:[^:]+:iam::([0-9]{12}|aws):policy/.+$", coalesce(var.permissions_boundary, "-")))
+    error_message = "permissions_boundary must be an IAM policy ARN (arn:<partition>:iam::<account>:policy/<name>)."
+  }
+}
+
 variable "tags" {
   description = "Tags for every resource."
   type        = map(string)

@@ -58,6 +58,11 @@ resource "aws_cloudwatch_log_group" "this" {
   tags              = var.tags
 }
 
+# The account the role (and so the function) is created in.
+data "aws_caller_identity" "current" {}
+
+# Only Lambda, only for functions of this account (the confused-deputy
+# condition AWS recommends).
 data "aws_iam_policy_document" "assume" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -66,13 +71,21 @@ data "aws_iam_policy_document" "assume" {
       type        = "Service"
       identifiers = ["lambda.amazonaws.com"]
     }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [data.aws_caller_identity.current.account_id]
+    }
   }
 }
 
 resource "aws_iam_role" "this" {
-  name               = "${var.function_name}-lambda"
-  assume_role_policy = data.aws_iam_policy_document.assume.json
-  tags               = var.tags
+  name                 = "${var.function_name}-lambda"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary
+  assume_role_policy   = data.aws_iam_policy_document.assume.json
+  tags                 = var.tags
 }
 
 # The event source mapping polls, deletes and changes visibility with this role;

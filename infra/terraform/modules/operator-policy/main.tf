@@ -1,0 +1,62 @@
+# Policies for the operator commands, for people: attach them to an operator's
+# role, group or permission set. This module attaches them to nothing, and the
+# worker modules never take them: a worker role that could delete a record
+# could reopen a double effect.
+
+# worker inspect (GetItem; GetQueueAttributes with --queue, to scope the key as
+# the worker does) and worker stuck (Scan). Reads only.
+data "aws_iam_policy_document" "read" {
+  statement {
+    sid = "ReadRecords"
+    actions = [
+      "dynamodb:GetItem",
+      "dynamodb:Scan",
+    ]
+    resources = [var.dedup_table_arn]
+  }
+
+  dynamic "statement" {
+    for_each = length(var.queue_arns) > 0 ? [var.queue_arns] : []
+
+    content {
+      sid       = "ScopeKeys"
+      actions   = ["sqs:GetQueueAttributes"]
+      resources = statement.value
+    }
+  }
+}
+
+resource "aws_iam_policy" "read" {
+  name        = "${var.name}-read"
+  path        = var.path
+  description = "exactly: worker inspect and worker stuck on ${var.dedup_table_arn} (read only)."
+  policy      = data.aws_iam_policy_document.read.json
+  tags        = var.tags
+}
+
+# worker forget: it reads the record (GetItem), shows it, then deletes it on
+# the condition that it is still the record shown (DeleteItem). The only
+# deletion the project makes; the next delivery of the message runs its
+# effect again.
+data "aws_iam_policy_document" "forget" {
+  count = var.create_forget_policy ? 1 : 0
+
+  statement {
+    sid = "ForgetRecord"
+    actions = [
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
+    ]
+    resources = [var.dedup_table_arn]
+  }
+}
+
+resource "aws_iam_policy" "forget" {
+  count = var.create_forget_policy ? 1 : 0
+
+  name        = "${var.name}-forget"
+  path        = var.path
+  description = "exactly: worker forget on ${var.dedup_table_arn}: deletes dedup records, so the effect of their message can run again. For people, never for a worker role."
+  policy      = data.aws_iam_policy_document.forget[0].json
+  tags        = var.tags
+}

@@ -1,0 +1,19 @@
+output "read_policy_arn" {
+  description = "ARN of the read policy (worker inspect, worker stuck)."
+  value       = aws_iam_policy.read.arn
+}
+
+output "read_policy_json" {
+  description = "The read policy's document, for a permission set's inline policy."
+  value       = data.aws_iam_policy_document.read.json
+}
+
+output "forget_policy_arn" {
+  description = "ARN of the forget policy (worker forget), or null without create_forget_policy."
+  value       = one(aws_iam_policy.forget[*].arn)
+}
+
+output "forget_policy_json" {
+  description = "The forget policy's document, or null without create_forget_policy."
+  value       = one(data.aws_iam_policy_document.forget[*].json)
+}

@@ -8,7 +8,7 @@
 # throttling and TransactionConflict answered by the proxy) while it kills,
 # freezes, partitions and stops them, and sends N deposits with duplicates of
 # both kinds and poison messages. It verifies, for the ledger effect
-# (transactional mode): every balance is the sum sent once, every key applied
+# (optimistic and transactional modes): every balance is the sum sent once, every key applied
 # exactly once and in group order; for the http effect (claim mode, against a
 # counting downstream the harness runs): every key called and COMPLETED, each
 # group's first calls in seq order, and a repeat call only where the worker

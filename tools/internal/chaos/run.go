@@ -139,7 +139,8 @@ type Config struct {
 	Timeout           time.Duration // after sending, how long the queue may take to drain
 
 	// Effects to run, side by side, each against its own queue, tables and
-	// workers: "ledger" (EffectName: transactional mode, exactly-once) and
+	// workers: "ledger" (EffectName: optimistic mode on odd worker slots,
+	// transactional on even ones; exactly-once) and
 	// "http" (HTTPEffect: claim mode against a counting downstream). Empty:
 	// both.
 	Effects []string
@@ -235,7 +236,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.ChaosTail, "chaos-tail", ChaosTailDefault, "chaos actions end this long after the last send (the proxies' faults go on to the end)")
 	fs.BoolVar(&c.ChaosUntilDrained, "chaos-until-drained", false, "keep the chaos actions going until the queue has drained (harsher on the last stragglers, slower)")
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
-	effects := fs.String("effect", "ledger,http", "effects to run side by side, comma-separated: ledger (transactional mode: exactly-once) and http (claim mode: a counting downstream; a repeat call only where a worker died or stalled between effect and commit)")
+	effects := fs.String("effect", "ledger,http", "effects to run side by side, comma-separated: ledger (optimistic mode on odd workers, transactional on even ones: exactly-once) and http (claim mode: a counting downstream; a repeat call only where a worker died or stalled between effect and commit)")
 	fs.BoolVar(&c.AllowLateClaims, "allow-late-claims", false, "claim mode: count repeat calls made on a claim that won with its lease already over (a known worker bug) without failing the run")
 	fs.BoolVar(&c.NoSeq, "no-seq", false, "deposits without seq: the ledger no longer refuses out-of-order or repeated seqs, so an order violation or a double is applied and shows in the entries")
 	fs.StringVar(&c.WorkerArgs, "worker-args", "", "more `worker run` flags, space-separated; {n} becomes the worker slot (1..workers), e.g. '--receivers 1'")
@@ -466,6 +467,15 @@ type shared struct {
 	began            time.Time
 }
 
+// ledgerCommit is the commit mode of the ledger's worker slot n: optimistic
+// on odd slots, transactional (claim first) on even ones.
+func ledgerCommit(n int) string {
+	if n%2 == 1 {
+		return "optimistic"
+	}
+	return "transactional"
+}
+
 // runEffect does the run of one effect in dir: EffectName (the ledger,
 // transactional mode) or HTTPEffect (claim mode, against a counting
 // downstream). It returns the verdict and the report's text.
@@ -590,8 +600,15 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		Bin:  bin,
 		Args: runArgs,
 		Env: func(n int) []string {
-			return append(append([]string(nil), baseEnv...),
+			env := append(append([]string(nil), baseEnv...),
 				"AWS_ENDPOINT_URL_SQS="+sqsProxies[n-1].URL(), "AWS_ENDPOINT_URL_DYNAMODB="+ddbProxies[n-1].URL())
+			if eff == EffectName {
+				// Both modes of the ledger on one queue and one table, as
+				// during a deploy that switches them (a --commit in
+				// WorkerArgs wins).
+				env = append(env, "WORKER_COMMIT="+ledgerCommit(n))
+			}
+			return env
 		},
 		LogDir:        dir,
 		ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
@@ -830,7 +847,7 @@ func writeReport(w io.Writer, cfg Config, eff, version string, plan Plan, o Obse
 	if !rep.OK() {
 		verdict = "FAIL"
 	}
-	mode := "ledger effect, transactional mode"
+	mode := "ledger effect, optimistic and transactional modes"
 	if eff == HTTPEffect {
 		mode = "http effect, claim mode"
 	}

@@ -35,7 +35,7 @@ func TestRunSmall(t *testing.T) {
 	require.NoError(t, err, out.String())
 	require.True(t, rep.OK(), out.String())
 	report := out.String()
-	require.Contains(t, report, "== chaos PASS (ledger effect, transactional mode): n=80")
+	require.Contains(t, report, "== chaos PASS (ledger effect, optimistic and transactional modes): n=80")
 	require.Contains(t, report, "== chaos PASS (http effect, claim mode): n=80")
 	require.Contains(t, report, "== chaos PASS: effects ledger,http")
 	require.Contains(t, report, "keys applied exactly once")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -28,21 +29,60 @@ import (
 // before any request; any other error (TransactionConflict, throttling, a
 // timeout) is no verdict and may be retried with the same token.
 func (s *Store) CommitOptimistic(ctx context.Context, req ClaimRequest, result []byte, writes []types.TransactWriteItem) (Claim, error) {
+	o, err := s.prepareOptimistic(req, result, writes)
+	if err != nil {
+		return Claim{}, err
+	}
+	var old map[string]types.AttributeValue
+	if len(writes) == 0 {
+		_, err = s.db.PutItem(ctx, o.put)
+		if err == nil {
+			return o.won, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return Claim{}, commitError(req.Key, err)
+		}
+		old = ccf.Item
+	} else {
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.items})
+		if err == nil {
+			return o.won, nil
+		}
+		if old, err = cancelled(req.Key, len(o.items), err); old == nil {
+			return Claim{}, err
+		}
+	}
+	return o.judge(old)
+}
+
+// optimistic is one optimistic commit, ready to go.
+type optimistic struct {
+	req   ClaimRequest
+	now   time.Time
+	won   Claim
+	put   *dynamodb.PutItemInput    // the record on the claim's condition
+	items []types.TransactWriteItem // the record's Put, then the writes
+}
+
+// prepareOptimistic checks an optimistic commit's arguments and builds its
+// requests.
+func (s *Store) prepareOptimistic(req ClaimRequest, result []byte, writes []types.TransactWriteItem) (*optimistic, error) {
 	switch {
 	case req.Key == "":
-		return Claim{}, errors.New("dedup: empty key")
+		return nil, errors.New("dedup: empty key")
 	case req.TTL <= 0:
-		return Claim{}, fmt.Errorf("dedup: ttl (%s) must be positive", req.TTL)
+		return nil, fmt.Errorf("dedup: ttl (%s) must be positive", req.TTL)
 	case req.PayloadSHA256 == "":
-		return Claim{}, errors.New("dedup: commit without a payload hash (conflicts could not be told from duplicates)")
+		return nil, errors.New("dedup: commit without a payload hash (conflicts could not be told from duplicates)")
 	case len(result) > MaxResultBytes:
-		return Claim{}, ErrResultTooLarge
+		return nil, ErrResultTooLarge
 	case len(writes) > 99:
-		return Claim{}, fmt.Errorf("dedup: %d effect writes; a transaction holds at most 99 plus the record", len(writes))
+		return nil, fmt.Errorf("dedup: %d effect writes; a transaction holds at most 99 plus the record", len(writes))
 	}
 	token, err := tokenOf(req)
 	if err != nil {
-		return Claim{}, err
+		return nil, err
 	}
 	now := s.now()
 	expiresAt := expiry(now.Add(req.TTL), now)
@@ -53,54 +93,44 @@ func (s *Store) CommitOptimistic(ctx context.Context, req ClaimRequest, result [
 		item[AttrResult] = &types.AttributeValueMemberB{Value: result}
 	}
 	put := s.claimPut(item, now)
-	won := Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: now, ExpiresAt: expiresAt}
+	items := make([]types.TransactWriteItem, 0, len(writes)+1)
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName:                           put.TableName,
+		Item:                                put.Item,
+		ConditionExpression:                 put.ConditionExpression,
+		ExpressionAttributeNames:            put.ExpressionAttributeNames,
+		ExpressionAttributeValues:           put.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	items = append(items, writes...)
+	req.Token = token
+	return &optimistic{
+		req: req, now: now, put: put, items: items,
+		won: Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: now, ExpiresAt: expiresAt},
+	}, nil
+}
 
-	var old map[string]types.AttributeValue
-	if len(writes) == 0 {
-		_, err = s.db.PutItem(ctx, put)
-		if err == nil {
-			return won, nil
-		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return Claim{}, commitError(req.Key, err)
-		}
-		old = ccf.Item
-	} else {
-		items := make([]types.TransactWriteItem, 0, len(writes)+1)
-		items = append(items, types.TransactWriteItem{Put: &types.Put{
-			TableName:                           put.TableName,
-			Item:                                put.Item,
-			ConditionExpression:                 put.ConditionExpression,
-			ExpressionAttributeNames:            put.ExpressionAttributeNames,
-			ExpressionAttributeValues:           put.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}})
-		items = append(items, writes...)
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			return won, nil
-		}
-		if old, err = cancelled(req.Key, len(items), err); old == nil {
-			return Claim{}, err
-		}
-	}
+// judge tells what the record that failed the commit's condition means:
+// our own commit (its response lost: Won), or a duplicate, a conflict, a
+// live claim.
+func (o *optimistic) judge(old map[string]types.AttributeValue) (Claim, error) {
 	if len(old) == 0 {
 		// The condition can only fail on an existing item; without it we
 		// cannot tell a duplicate from a live claim: no verdict.
-		return Claim{}, fmt.Errorf("dedup: commit of %q failed its condition but returned no item", req.Key)
+		return Claim{}, fmt.Errorf("dedup: commit of %q failed its condition but returned no item", o.req.Key)
 	}
 	rec, err := DecodeRecord(old)
 	if err != nil {
 		return Claim{}, err
 	}
-	if rec.Token == token {
+	if rec.Token == o.req.Token {
 		// Our own commit, whose response was lost: the retry found it.
 		if rec.Status != StatusCompleted {
-			return Claim{}, fmt.Errorf("dedup: commit of %q: record under this commit's token is %s", req.Key, rec.Status)
+			return Claim{}, fmt.Errorf("dedup: commit of %q: record under this commit's token is %s", o.req.Key, rec.Status)
 		}
+		won := o.won
 		won.LeaseUntil, won.ExpiresAt = rec.LeaseUntil, rec.ExpiresAt
 		return won, nil
 	}
-	return blocked(req, rec, now), nil
+	return blocked(o.req, rec, o.now), nil
 }

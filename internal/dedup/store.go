@@ -306,6 +306,22 @@ func cancelled(key string, n int, err error) (map[string]types.AttributeValue, e
 	if len(reasons) != n {
 		return nil, fmt.Errorf("dedup: cannot commit %q: %d cancellation reasons for %d items: %w", key, len(reasons), n, err)
 	}
+	old, verdict := reasonsVerdict(key, reasons, err)
+	if old != nil || verdict != nil {
+		return old, verdict
+	}
+	// Anything else (TransactionConflict with a concurrent transaction,
+	// throttling) is not a verdict on the claim or the effect: the caller
+	// retries with the same claim.
+	return nil, fmt.Errorf("dedup: cannot commit %q (cancellation reasons %s): %w", key, reasonCodes(reasons), err)
+}
+
+// reasonsVerdict reads the cancellation reasons of one commit's items (its
+// record first): the record as it was when the record's own condition
+// failed (empty but not nil when DynamoDB sent none), or the verdict on
+// the effect's writes (an *EffectConditionError, ErrInvalid); both nil
+// when the reasons hold no verdict on this commit.
+func reasonsVerdict(key string, reasons []types.CancellationReason, err error) (map[string]types.AttributeValue, error) {
 	if aws.ToString(reasons[0].Code) == conditionFailedCode {
 		if reasons[0].Item == nil {
 			return map[string]types.AttributeValue{}, nil
@@ -322,10 +338,7 @@ func cancelled(key string, n int, err error) (map[string]types.AttributeValue, e
 			return nil, fmt.Errorf("%w: cannot commit %q (cancellation reasons %s): %w", ErrInvalid, key, reasonCodes(reasons), err)
 		}
 	}
-	// Anything else (TransactionConflict with a concurrent transaction,
-	// throttling) is not a verdict on the claim or the effect: the caller
-	// retries with the same claim.
-	return nil, fmt.Errorf("dedup: cannot commit %q (cancellation reasons %s): %w", key, reasonCodes(reasons), err)
+	return nil, nil
 }
 
 // commitError wraps an error of a commit that is not a cancellation: a

@@ -131,7 +131,10 @@ type Processor struct {
 	// dropped. An effect that fails is tried again at once under a claim,
 	// which tells a duplicate from a failure before the failure is judged.
 	Optimistic bool
-	Log        *slog.Logger
+	// Group, when set, makes the first attempt of each optimistic commit
+	// together with other messages' (a group commit).
+	Group *GroupCommitter
+	Log   *slog.Logger
 }
 
 // Process runs m exactly once, as far as the ledger can tell.
@@ -326,9 +329,15 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		Attempts: c.Attempts, TTL: p.TTL, Token: token,
 	}
 	var got dedup.Claim
+	grouped := p.Group != nil
 	res.CommitRetries, err = p.retryCommit(ctx, c.Key, h, func(cctx context.Context) error {
 		var err error
-		got, err = p.Store.CommitOptimistic(cctx, req, out.Result, out.Writes)
+		if grouped {
+			grouped = false // retries go alone
+			got, err = p.Group.Commit(cctx, dedup.GroupEntry{Req: req, Result: out.Result, Writes: out.Writes})
+		} else {
+			got, err = p.Store.CommitOptimistic(cctx, req, out.Result, out.Writes)
+		}
 		return err
 	})
 	switch {
@@ -412,7 +421,12 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 			return attempt - 1, err
 		}
 		wait := backoff(attempt, 100*time.Millisecond, 5*time.Second)
-		if dedup.IsTransactionConflict(err) {
+		switch {
+		case errors.Is(err, dedup.ErrNotAlone):
+			// A group commit that gave no verdict on this one: alone, now.
+			p.Log.Debug("group commit gave no verdict; committing alone", "key", key, "err", err)
+			continue
+		case dedup.IsTransactionConflict(err):
 			wait = backoff(attempt, 5*time.Millisecond, 200*time.Millisecond)
 		}
 		if attempt == 1 {

@@ -102,6 +102,7 @@ func Run(t *testing.T, db DB, opts Options) {
 		{"OptimisticRetriedAfterLostResponse", s.testOptimisticLostResponse},
 		{"OptimisticVerdicts", s.testOptimisticVerdicts},
 		{"OptimisticRace", s.testOptimisticRace},
+		{"GroupCommit", s.testGroupCommit},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -221,3 +221,76 @@ func (s *suite) testOptimisticRace(t *testing.T) {
 		require.Equal(t, "10", attrN(f.item(ledger, fmt.Sprintf("acct#r%d", round)), "balance_cents"), "round %d", round)
 	}
 }
+
+// testGroupCommit: several optimistic commits in one transaction commit
+// together; when it is cancelled, each gets the verdict of its own items
+// and the others ErrNotAlone, and nothing is applied.
+func (s *suite) testGroupCommit(t *testing.T) {
+	f := s.setup(t)
+	ledger := Table(t, f.db)
+	st := f.store()
+	entry := func(key, body string) dedup.GroupEntry {
+		tok, err := dedup.NewToken()
+		require.NoError(t, err)
+		r := f.req(key, body, lease, ttl)
+		r.Token = tok
+		return dedup.GroupEntry{Req: r, Result: []byte("r-" + key), Writes: ledgerWrites(t, ledger, key, body)}
+	}
+	a := entry("g1", `{"account":"a1","amount_cents":10}`)
+	b := entry("g2", `{"account":"a2","amount_cents":20}`)
+	out := st.CommitGroup(f.ctx, []dedup.GroupEntry{a, b})
+	for i, r := range out {
+		require.NoError(t, r.Err, "entry %d", i)
+		require.Equal(t, dedup.Won, r.Claim.Outcome)
+	}
+	require.Equal(t, "10", attrN(f.item(ledger, "acct#a1"), "balance_cents"))
+	require.Equal(t, "20", attrN(f.item(ledger, "acct#a2"), "balance_cents"))
+	require.Equal(t, a.Req.Token, attrS(f.item(f.table, "g1"), dedup.AttrToken))
+
+	// A duplicate of g1 (another token), a conflict on g2, a fresh g3: the
+	// duplicate and the conflict get their verdicts, g3 must go alone.
+	dup := entry("g1", `{"account":"a1","amount_cents":10}`)
+	con := entry("g2", `{"account":"a2","amount_cents":99}`)
+	fresh := entry("g3", `{"account":"a3","amount_cents":30}`)
+	out = st.CommitGroup(f.ctx, []dedup.GroupEntry{dup, con, fresh})
+	require.NoError(t, out[0].Err)
+	require.Equal(t, dedup.Duplicate, out[0].Claim.Outcome)
+	require.Equal(t, []byte("r-g1"), out[0].Claim.Record.Result)
+	require.NoError(t, out[1].Err)
+	require.Equal(t, dedup.Conflict, out[1].Claim.Outcome)
+	require.ErrorIs(t, out[2].Err, dedup.ErrNotAlone)
+	require.Nil(t, f.item(f.table, "g3"), "a cancelled group applied a commit")
+	require.Equal(t, "10", attrN(f.item(ledger, "acct#a1"), "balance_cents"))
+	c, err := st.CommitOptimistic(f.ctx, fresh.Req, fresh.Result, fresh.Writes)
+	require.NoError(t, err)
+	require.Equal(t, dedup.Won, c.Outcome)
+
+	// Two commits writing one item: DynamoDB refuses the request as a
+	// whole; neither gets a verdict, nothing is applied.
+	x := entry("g4", `{"account":"hot","amount_cents":1}`)
+	y := entry("g5", `{"account":"hot","amount_cents":2}`)
+	require.Contains(t, st.ItemIDs(y), st.ItemIDs(x)[1], "the account item is named the same in both")
+	out = st.CommitGroup(f.ctx, []dedup.GroupEntry{x, y})
+	for _, r := range out {
+		require.ErrorIs(t, r.Err, dedup.ErrNotAlone)
+		require.NotErrorIs(t, r.Err, dedup.ErrInvalid, "no verdict on either")
+	}
+	require.Nil(t, f.item(ledger, "acct#hot"))
+
+	// A group retried after a lost response: each alone recognises its own.
+	lr := &lostResponse{API: f.db}
+	twice := dedup.NewStore(lr, f.table, dedup.WithClock(f.clock.Now))
+	p, q := entry("g6", `{"account":"a6","amount_cents":6}`), entry("g7", `{"account":"a7","amount_cents":7}`)
+	out = twice.CommitGroup(f.ctx, []dedup.GroupEntry{p, q})
+	require.Equal(t, 1, lr.calls["TransactWriteItems"])
+	for i, e := range []dedup.GroupEntry{p, q} {
+		// The transport sent it twice: the second answer is a cancellation
+		// (the records exist), read as each one's own commit.
+		require.NoError(t, out[i].Err)
+		require.Equal(t, dedup.Won, out[i].Claim.Outcome)
+		c, err := st.CommitOptimistic(f.ctx, e.Req, e.Result, e.Writes)
+		require.NoError(t, err)
+		require.Equal(t, dedup.Won, c.Outcome)
+	}
+	require.Equal(t, "6", attrN(f.item(ledger, "acct#a6"), "balance_cents"))
+}

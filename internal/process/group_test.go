@@ -88,8 +88,8 @@ func TestGroupCommitVerdictsAreEach(t *testing.T) {
 
 		start := time.Now()
 		rs := processAll(b,
-			depositMsg("d", "a0", 5),  // a duplicate of the first
-			depositMsg("d", "a0", 99), // the same key, another payload: a conflict
+			depositMsg("d", "a0", 5),                                    // a duplicate of the first
+			depositMsg("d", "a0", 99),                                   // the same key, another payload: a conflict
 			msg("old-seq", `{"account":"s1","amount_cents":1,"seq":2}`), // the account's condition fails
 			depositMsg("n1", "a1", 10),
 			depositMsg("n2", "a2", 20),

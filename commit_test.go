@@ -55,14 +55,18 @@ func TestCommitModes(t *testing.T) {
 	writesOnly := effect.WritesFunc(func(context.Context, effect.Input) (effect.Output, error) { return effect.Output{}, nil })
 	for _, tc := range []struct {
 		commit exactly.CommitMode
+		group  time.Duration
 		want   map[string]int // per message, after the start-up preflight
 	}{
-		{"", map[string]int{"PutItem": 1}},
-		{exactly.CommitOptimistic, map[string]int{"PutItem": 1}},
-		{exactly.CommitTransactional, map[string]int{"PutItem": 1, "UpdateItem": 1}},
-		{exactly.CommitClaim, map[string]int{"PutItem": 1, "UpdateItem": 1}},
+		// Grouped: the 20 messages arrive at once, four groups in parallel;
+		// their commits share transactions: fewer requests than messages.
+		{"", 10 * time.Millisecond, nil},
+		{"", 0, map[string]int{"PutItem": 1}},
+		{exactly.CommitOptimistic, 0, map[string]int{"PutItem": 1}},
+		{exactly.CommitTransactional, 0, map[string]int{"PutItem": 1, "UpdateItem": 1}},
+		{exactly.CommitClaim, 0, map[string]int{"PutItem": 1, "UpdateItem": 1}},
 	} {
-		t.Run(string(tc.commit), func(t *testing.T) {
+		t.Run(fmt.Sprint(tc.commit, tc.group), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				c := memsqs.New()
@@ -70,7 +74,7 @@ func TestCommitModes(t *testing.T) {
 				db := &writeCounter{DB: memTable(t), calls: map[string]int{}}
 				w, err := exactly.New(context.Background(), exactly.Config{
 					SQS: c, DynamoDB: db, Table: "dedup", Queues: []string{url}, Effect: writesOnly,
-					Commit: tc.commit, WaitTime: time.Second,
+					Commit: tc.commit, GroupCommit: tc.group, WaitTime: time.Second,
 				})
 				require.NoError(t, err)
 				db.mu.Lock()
@@ -89,6 +93,12 @@ func TestCommitModes(t *testing.T) {
 				cancel()
 				require.NoError(t, <-done)
 				require.EqualValues(t, n, w.Stats().Applied)
+				if tc.group > 0 {
+					require.Less(t, db.calls["TransactWriteItems"]+db.calls["PutItem"], n, "%v", db.calls)
+					require.Positive(t, db.calls["TransactWriteItems"], "%v", db.calls)
+					require.Zero(t, db.calls["UpdateItem"])
+					return
+				}
 				want := map[string]int{}
 				for op, k := range tc.want {
 					want[op] = k * n

@@ -83,6 +83,15 @@ type Config struct {
 	// CommitTransactional or CommitOptimistic. Empty: CommitOptimistic for
 	// an effect.WritesOnly, CommitClaim for any other.
 	Commit CommitMode
+	// GroupCommit, in optimistic mode, gathers the commits ready within
+	// this window (at most 100 items) into one TransactWriteItems: fewer
+	// DynamoDB requests and, where requests are the bottleneck, more
+	// messages per second, at the price of the window's latency. A
+	// duplicate, a conflict or a failed condition cancels the shared
+	// transaction; its other commits are retried alone at once. DynamoDB
+	// bills write units, not requests: on AWS it saves no money. 0 (the
+	// default): each commit alone. At most 1s.
+	GroupCommit time.Duration
 
 	// KeySource says where a message's dedup key comes from: auto (the
 	// idempotency-key attribute, else the MessageDeduplicationId, else the
@@ -320,6 +329,12 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 	}
 	if s.Commit, err = cfg.commitMode(); err != nil {
 		return nil, err
+	}
+	switch {
+	case s.GroupCommit < 0 || s.GroupCommit > time.Second:
+		return nil, configErr("GroupCommit", " %s: want 0 (off) up to 1s; a few milliseconds is the point", s.GroupCommit)
+	case s.GroupCommit > 0 && s.Commit != CommitOptimistic:
+		return nil, configErr("GroupCommit", " is for optimistic mode, and Config.Commit is %s: set it to 0, or commit optimistically", s.Commit)
 	}
 	if s.Namespace == "" {
 		s.Namespace = DefaultNamespace

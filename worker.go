@@ -99,11 +99,15 @@ func (s *settings) metrics() (*telemetry.Metrics, error) {
 
 // processor is the exactly-once path for one message.
 func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func(effect.Message) dedup.Scope) *process.Processor {
-	s.log.Info("commit mode", "commit", string(s.Commit), "effect", fmt.Sprintf("%T", s.Effect))
-	return &process.Processor{
+	s.log.Info("commit mode", "commit", string(s.Commit), "group_commit", s.GroupCommit, "effect", fmt.Sprintf("%T", s.Effect))
+	p := &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
 		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic,
 	}
+	if s.GroupCommit > 0 {
+		p.Group = &process.GroupCommitter{Store: store, Window: s.GroupCommit}
+	}
+	return p
 }
 
 // Run consumes the queues until ctx is cancelled, then drains: it stops

@@ -26,6 +26,20 @@ func env(kv ...string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// TestCommitModeNeedsAWritesOnlyEffect: optimistic mode for an effect that
+// does not declare its whole effect is its writes fails at start with one
+// line naming --commit, before the listener starts. (Not parallel: the
+// effect is built with the SDK's configuration, read from the process's
+// environment.)
+func TestCommitModeNeedsAWritesOnlyEffect(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--queue", "http://127.0.0.1:1/000000000000/q.fifo", "--effect", "http", "--http-url", "http://127.0.0.1:1/x"},
+		&stdout, &stderr, env("WORKER_COMMIT", "optimistic"))
+	require.Equal(t, ExitConfig, code)
+	require.Equal(t, "worker: --commit (WORKER_COMMIT) optimistic needs an effect whose whole effect is the DynamoDB writes it returns (one that implements effect.WritesOnly, as effect.WritesFunc does); *effect.HTTP does not say so: use claim\n", stderr.String())
+}
+
 // TestBadConfigFailsWithOneLine: bad configuration exits 2 with one line that
 // names the setting (flag and env twin) and the fix, before touching AWS.
 func TestBadConfigFailsWithOneLine(t *testing.T) {
@@ -49,7 +63,8 @@ func TestBadConfigFailsWithOneLine(t *testing.T) {
 		{"zero concurrency", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_CONCURRENCY", "0"), "--concurrency (WORKER_CONCURRENCY) must be at least 1"},
 		{"wait time out of range", []string{"run", "--queue", q, "--effect", "noop", "--wait-time", "30s"}, env(), "--wait-time (WORKER_WAIT_TIME) must be whole seconds from 1s to 20s"},
 		{"unknown commit mode", []string{"run", "--queue", q, "--effect", "noop", "--commit", "fast"}, env(), `--commit (WORKER_COMMIT) "fast": want claim, transactional or optimistic`},
-		{"optimistic http", []string{"run", "--queue", q, "--effect", "http", "--http-url", "http://127.0.0.1:1/x"}, env("WORKER_COMMIT", "optimistic"), "--commit (WORKER_COMMIT) optimistic needs an effect whose whole effect is the DynamoDB writes it returns"},
+		{"group commit without optimistic", []string{"run", "--queue", q, "--effect", "noop", "--commit", "claim", "--group-commit", "5ms"}, env(), "--group-commit (WORKER_GROUP_COMMIT) is for optimistic mode, and --commit (WORKER_COMMIT) is claim"},
+		{"group commit too long", []string{"run", "--queue", q, "--effect", "noop", "--group-commit", "2s"}, env(), "--group-commit (WORKER_GROUP_COMMIT) 2s: want 0 (off) up to 1s"},
 		{"unknown flag", []string{"run", "--concurency", "3"}, env(), "-concurency"},
 		{"stray argument", []string{"run", "--effect", "noop", "extra"}, env(), `unexpected argument "extra"`},
 		{"FIFO setting on a standard queue", []string{"setup", "--queue", "orders", "--high-throughput"}, env(), "FIFO settings, and queue \"orders\" is not FIFO"},

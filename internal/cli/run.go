@@ -44,6 +44,7 @@ type settings struct {
 	dedupKey        string
 	payloadHash     string
 	commit          string
+	groupCommit     time.Duration
 	namespace       string
 	dedupTTL        time.Duration
 	lease           time.Duration
@@ -85,6 +86,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.String(&s.dedupKey, "dedup-key", "WORKER_DEDUP_KEY", "auto", "dedup key source: auto (idempotency-key attribute, else MessageDeduplicationId, else MessageId), attr:NAME, json:/pointer or body")
 	fs.String(&s.payloadHash, "payload-hash", "WORKER_PAYLOAD_HASH", "body", "what tells a duplicate from a conflict (same key, another payload): body (byte for byte), json:/a,/b (those JSON values, canonicalised: a producer that re-serialises or adds a timestamp on retry is still a duplicate) or none")
 	fs.String(&s.commit, "commit", "WORKER_COMMIT", "", "how the effect and its dedup record commit: claim (claim the key, run the effect, then complete: any effect), transactional (claim, then the effect's DynamoDB writes and the record in one transaction) or optimistic (no claim: the writes and the record in one transaction, one DynamoDB request per message); empty: optimistic for an effect whose whole effect is its DynamoDB writes (ledger, noop), claim otherwise")
+	fs.Duration(&s.groupCommit, "group-commit", "WORKER_GROUP_COMMIT", 0, "optimistic mode: gather the commits ready within this window (e.g. 5ms) into one DynamoDB transaction: fewer requests, more messages per second where requests are the bottleneck; a duplicate cancels the shared transaction and the others are retried alone (0: each alone; DynamoDB bills write units, not requests)")
 	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", NamespaceDefault, "first part of every dedup key; workers that must dedup together share it")
 	fs.Duration(&s.dedupTTL, "dedup-ttl", "WORKER_DEDUP_TTL", DedupTTLDefault, "how long a completed message suppresses its duplicates")
 	fs.String(&s.httpURL, "http-url", "WORKER_HTTP_URL", "", "URL the http effect POSTs to")
@@ -160,7 +162,7 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 	}
 	c := exactly.Config{
 		Queues: s.queues, Table: s.table, Effect: eff, KeySource: s.dedupKey, PayloadHash: s.payloadHash,
-		Commit: exactly.CommitMode(s.commit), Namespace: s.namespace, TTL: s.dedupTTL, Lease: s.lease, Visibility: s.visibility,
+		Commit: exactly.CommitMode(s.commit), GroupCommit: s.groupCommit, Namespace: s.namespace, TTL: s.dedupTTL, Lease: s.lease, Visibility: s.visibility,
 		Concurrency: s.concurrency, Receivers: s.receivers, MaxInFlight: s.maxInFlight,
 		WaitTime: s.waitTime, AckDelay: s.ackDelay, RetryInPlace: retry, ShutdownTimeout: s.shutdownTimeout,
 		LeaveToRedrivePolicy: !s.moveToDLQ,
@@ -176,7 +178,7 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 // flagOf names the flag of each library setting, for its errors.
 var flagOf = map[string]string{
 	"Queues": "queue", "Table": "table", "Effect": "effect", "KeySource": "dedup-key", "PayloadHash": "payload-hash",
-	"Commit": "commit", "Namespace": "namespace", "TTL": "dedup-ttl", "Lease": "lease", "Visibility": "visibility",
+	"Commit": "commit", "GroupCommit": "group-commit", "Namespace": "namespace", "TTL": "dedup-ttl", "Lease": "lease", "Visibility": "visibility",
 	"Concurrency": "concurrency", "Receivers": "receivers", "MaxInFlight": "max-in-flight", "WaitTime": "wait-time",
 	"AckDelay": "ack-delay", "RetryInPlace": "retry-in-place", "ShutdownTimeout": "shutdown-timeout",
 	"LeaveToRedrivePolicy": "move-to-dlq", "Lambda.FailRest": "fifo-fail-rest", "Lambda.DedupScope": "dedup-scope",

@@ -430,18 +430,24 @@ func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 }
 
 func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	// The record is the first item: an Update of a claim's record
-	// (transactional), or the Put of an optimistic commit.
-	key, optimistic := "", false
-	if len(in.TransactItems) > 0 {
-		switch first := in.TransactItems[0]; {
-		case first.Update != nil:
-			key = pkOf(first.Update.Key)
-		case first.Put != nil:
-			key, optimistic = pkOf(first.Put.Item), true
-			c.p.w.checkKey(c.p, first.Put.Item)
+	// The records it commits: the first item's Update of a claim's record
+	// (transactional), or the Puts of COMPLETED records (optimistic; a
+	// group commit holds several, each followed by its writes).
+	var keys []string
+	for i, it := range in.TransactItems {
+		switch {
+		case i == 0 && it.Update != nil:
+			keys = append(keys, pkOf(it.Update.Key))
+		case it.Put != nil && dedup.GetS(it.Put.Item, dedup.AttrStatus) == dedup.StatusCompleted:
+			keys = append(keys, pkOf(it.Put.Item))
+			c.p.w.checkKey(c.p, it.Put.Item)
 		}
 	}
+	key := ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	optimistic := len(in.TransactItems) > 0 && in.TransactItems[0].Put != nil
 	k, id, err := c.p.before(ctx, "TransactWriteItems", key)
 	if k == Conflict {
 		reasons := make([]ddbtypes.CancellationReason, len(in.TransactItems))
@@ -459,14 +465,24 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	c.p.w.txMu.Lock()
 	out, err := c.inner.TransactWriteItems(ctx, in, opt...)
 	if err == nil {
-		c.p.w.observeCommit(c.p, key, true)
+		for _, k := range keys {
+			c.p.w.observeCommit(c.p, k, true)
+		}
 	}
+	// A group's transaction refused as a whole is no verdict on any of its
+	// commits (each is then tried alone): only a commit alone is judged.
 	var api smithy.APIError
-	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" && len(keys) == 1 {
 		c.p.w.observeInvalid(c.p, key)
 	}
 	c.p.w.txMu.Unlock()
-	if optimistic {
+	switch {
+	case len(keys) > 1:
+		c.p.w.stat("dynamo: group commit tried", 1)
+		if err == nil {
+			c.p.w.stat("dynamo: commits applied in groups", len(keys))
+		}
+	case optimistic:
 		c.p.w.stat("dynamo: optimistic commit tried", 1)
 	}
 	if err != nil {

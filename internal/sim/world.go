@@ -753,9 +753,9 @@ func (w *world) processor(p *proc, dy dedup.API) *process.Processor {
 
 // poolProcessor is a pool worker's exactly-once path: Q2's claim-mode
 // effect claims; Q1's ledger commits optimistically on about half the
-// incarnations (hash of seed and process) and in transactional mode on the
-// rest, so that a run mixes both modes on one table and queue, as a deploy
-// that switches the mode does.
+// incarnations (hash of seed and process; half of those in groups) and in
+// transactional mode on the rest, so that a run mixes the modes on one
+// table and queue, as a deploy that switches the mode does.
 func (w *world) poolProcessor(p *proc, dy dedup.API) pool.Processor {
 	claimed := w.processor(p, dy)
 	if hash64(w.cfg.Seed, "optimistic", p.id)%2 == 0 {
@@ -765,6 +765,12 @@ func (w *world) poolProcessor(p *proc, dy dedup.API) pool.Processor {
 	w.stat("pool: optimistic incarnations", 1)
 	optimistic := *claimed
 	optimistic.Optimistic = true
+	if hash64(w.cfg.Seed, "group", p.id)%2 == 0 {
+		// Half of them commit in groups; a wide window (virtual time costs
+		// nothing), so that the effects' spread latencies still meet.
+		w.stat("pool: group-commit incarnations", 1)
+		optimistic.Group = &process.GroupCommitter{Store: claimed.Store, Window: 300 * time.Millisecond}
+	}
 	return byQueue{q1: &optimistic, rest: claimed}
 }
 

@@ -11,11 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // writeCounter counts the ledger's writes by operation.
@@ -81,17 +84,7 @@ func TestCommitModes(t *testing.T) {
 				clear(db.calls) // the preflight's probes
 				db.mu.Unlock()
 				const n = 20
-				for i := range n {
-					_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url,
-						MessageBody: ptr(fmt.Sprint("m", i)), MessageGroupId: ptr(fmt.Sprint("g", i%4)), MessageDeduplicationId: ptr(fmt.Sprint("d", i))})
-					require.NoError(t, err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- w.Run(ctx) }()
-				time.Sleep(time.Minute)
-				cancel()
-				require.NoError(t, <-done)
+				sendAndRun(t, c, url, w, n, 4)
 				require.EqualValues(t, n, w.Stats().Applied)
 				if tc.group > 0 {
 					require.Less(t, db.calls["TransactWriteItems"]+db.calls["PutItem"], n, "%v", db.calls)
@@ -122,3 +115,43 @@ func TestCommitModes(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// sendAndRun sends n messages over groups FIFO groups, runs w for a
+// (virtual) minute and drains it. Inside a synctest bubble.
+func sendAndRun(t *testing.T, c *memsqs.Server, url string, w *exactly.Worker, n, groups int) {
+	t.Helper()
+	for i := range n {
+		_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url,
+			MessageBody: ptr(fmt.Sprint("m", i)), MessageGroupId: ptr(fmt.Sprint("g", i%groups)), MessageDeduplicationId: ptr(fmt.Sprint("d", i))})
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	time.Sleep(time.Minute)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// TestWorkerTraces: Config.TracerProvider gives each message a span.
+func TestWorkerTraces(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		rec := tracetest.NewSpanRecorder()
+		w, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: effect.Noop{},
+			WaitTime: time.Second, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
+		})
+		require.NoError(t, err)
+		sendAndRun(t, c, url, w, 3, 1)
+		n := 0
+		for _, s := range rec.Ended() {
+			if s.Name() == "process "+sqsmsg.QueueName(url) {
+				n++
+			}
+		}
+		require.Equal(t, 3, n)
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/idempotency"
@@ -156,6 +157,13 @@ type Config struct {
 
 	// Logger receives the worker's logs; discarded if nil.
 	Logger *slog.Logger
+	// TracerProvider, when set, traces each message: a span
+	// "process <queue>" (a child of the producer's span, from its
+	// traceparent message attribute or SQS's AWSTraceHeader) with spans for
+	// its claim, effect and commit; the effect's context carries it, and the
+	// http effect sends traceparent downstream. Nil: no tracing.
+	TracerProvider trace.TracerProvider
+
 	// Registerer, when set, gets the worker's Prometheus collectors
 	// (exactly_*). Nothing is registered if nil. Worker only: a Lambda
 	// handler logs its counts per batch.

@@ -107,6 +107,9 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 	if s.GroupCommit > 0 {
 		p.Group = &process.GroupCommitter{Store: store, Window: s.GroupCommit}
 	}
+	if s.TracerProvider != nil {
+		p.Tracer = s.TracerProvider.Tracer(process.TracerName)
+	}
 	return p
 }
 

@@ -23,6 +23,9 @@ type Message struct {
 	SentAt         time.Time
 	// Attributes holds the message attributes of type String and Number.
 	Attributes map[string]string
+	// AWSTraceHeader is SQS's AWSTraceHeader system attribute (an X-Ray
+	// trace header), when the producer's SDK set one.
+	AWSTraceHeader string
 }
 
 // Input is what an effect is given for one message.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/exactlyonce/exactly/effect"
 )
@@ -81,6 +82,24 @@ func TestHTTPSendsKeyAndStoresResult(t *testing.T) {
 	require.Equal(t, "g1", got.Get("X-Message-Group-Id"))
 	require.Equal(t, "m1", got.Get("X-Message-Id"))
 	require.JSONEq(t, `{"status":201,"body":"{\"id\":\"pay_1\"}"}`, string(out.Result))
+}
+
+// TestHTTPForwardsTheTrace: the effect's span context travels downstream
+// as W3C traceparent; without one, no header.
+func TestHTTPForwardsTheTrace(t *testing.T) {
+	t.Parallel()
+	var got []string
+	h := newHTTP(t, func(w http.ResponseWriter, r *http.Request) { got = append(got, r.Header.Get("traceparent")) })
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	in := effect.Input{Message: effect.Message{Body: "{}", ID: "m1"}, Key: "k"}
+	_, err := h.Apply(ctx, in)
+	require.NoError(t, err)
+	_, err = h.Apply(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, []string{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""}, got)
 }
 
 func TestHTTPClassifiesFailures(t *testing.T) {

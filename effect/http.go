@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // HTTPResultBodyLimit bounds the response body kept as the stored result.
@@ -63,6 +65,9 @@ func (h *HTTP) Apply(ctx context.Context, in Input) (Output, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", in.Key)
 	req.Header.Set("X-Message-Id", in.Message.ID)
+	// The trace goes on downstream: W3C traceparent (and tracestate) of the
+	// effect's span, when the worker traces.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if in.Message.Group != "" {
 		req.Header.Set("X-Message-Group-Id", in.Message.Group)
 	}

@@ -250,7 +250,16 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 		bg.Go(func() { srv.Serve(bgCtx, log) })
 		log.Info("serving /healthz, /readyz and /metrics", "addr", srv.Addr())
 	}
-	w, err := exactly.New(ctx, s.config(cl, eff, log, reg))
+	tp, err := tracing(ctx, lookup)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(tp, log)
+	cfg := s.config(cl, eff, log, reg)
+	if tp != nil {
+		cfg.TracerProvider = tp
+	}
+	w, err := exactly.New(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM during the start-up checks: nothing has started, so

@@ -761,6 +761,9 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 		if r.Outcome != 0 {
 			log = log.With("outcome", r.Outcome.String())
 		}
+		if r.TraceID != "" {
+			log = log.With("trace_id", r.TraceID)
+		}
 		return log
 	}
 	switch r.Action {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
@@ -80,6 +81,8 @@ type Result struct {
 	// SentAt is when the message was sent (zero when unknown): its age at
 	// the decision tells how far behind the queue is.
 	SentAt time.Time
+	// TraceID is the message span's trace, for the logs; "" without tracing.
+	TraceID string
 }
 
 // Hooks lets the caller take part while the effect runs.
@@ -134,11 +137,26 @@ type Processor struct {
 	// Group, when set, makes the first attempt of each optimistic commit
 	// together with other messages' (a group commit).
 	Group *GroupCommitter
-	Log   *slog.Logger
+	// Tracer, when set, gives each message a span ("process <queue>", a
+	// child of the producer's: see ProducerContext) with spans for its
+	// claim, effect and commit; the effect's context carries it. Nil: no
+	// tracing, at no cost.
+	Tracer trace.Tracer
+	Log    *slog.Logger
 }
 
 // Process runs m exactly once, as far as the ledger can tell.
 func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Result {
+	ctx, span := p.startMessage(ctx, m)
+	r := p.process(ctx, m, h)
+	if span != nil {
+		r.TraceID = span.SpanContext().TraceID().String()
+	}
+	endMessage(span, r)
+	return r
+}
+
+func (p *Processor) process(ctx context.Context, m effect.Message, h Hooks) Result {
 	raw, err := p.Keys.Extract(m)
 	if err != nil {
 		return Result{Action: Fail, Err: err}
@@ -190,10 +208,12 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	if h.Lease > 0 {
 		lease = h.Lease
 	}
-	claim, err := p.claim(ctx, dedup.ClaimRequest{
+	cctx, endClaim := p.step(ctx, "claim")
+	claim, err := p.claim(cctx, dedup.ClaimRequest{
 		Key: key, PayloadSHA256: hash, MessageID: c.MessageID, Group: c.Group,
 		Attempts: c.Attempts, Lease: lease, TTL: p.TTL,
 	})
+	endClaim(err)
 	if err != nil {
 		return Result{Action: Retry, Key: key, Err: err}
 	}
@@ -213,7 +233,9 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	}
 	res := Result{Outcome: dedup.Won, Key: key}
 	hb := p.startHeartbeat(ctx, claim, lease, h)
-	out, runErr := p.apply(hb.ctx, c, fn)
+	ectx, endEffect := p.step(hb.ctx, "effect")
+	out, runErr := p.apply(ectx, c, fn)
+	endEffect(runErr)
 	if runErr == nil && hb.lost.Load() {
 		runErr = dedup.ErrLeaseLost
 	}
@@ -313,7 +335,9 @@ func blocked(c dedup.Claim, hash string) Result {
 // fails goes the claimed way instead (runClaimed, which runs it again): a
 // duplicate must be deleted, not failed, and only a claim tells.
 func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
-	out, err := p.apply(ctx, c, fn)
+	ectx, endEffect := p.step(ctx, "effect")
+	out, err := p.apply(ectx, c, fn)
+	endEffect(err)
 	if err != nil {
 		p.Log.Debug("effect failed in optimistic mode; trying again under a claim", "key", c.Key, "err", err)
 		return p.runClaimed(ctx, c, h, fn)
@@ -330,7 +354,8 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 	}
 	var got dedup.Claim
 	grouped := p.Group != nil
-	res.CommitRetries, err = p.retryCommit(ctx, c.Key, h, func(cctx context.Context) error {
+	cctx, endCommit := p.step(ctx, "commit")
+	res.CommitRetries, err = p.retryCommit(cctx, c.Key, h, func(cctx context.Context) error {
 		var err error
 		if grouped {
 			grouped = false // retries go alone
@@ -340,6 +365,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		}
 		return err
 	})
+	endCommit(err)
 	switch {
 	case err == nil && got.Outcome == dedup.Won:
 		res.Action, res.Outcome, res.Applied, res.Result = Delete, dedup.Won, true, out.Result
@@ -391,6 +417,8 @@ func (p *Processor) claim(ctx context.Context, req dedup.ClaimRequest) (dedup.Cl
 // (a forced stop; the first attempt is made even then: the effect has
 // happened). A retry after a lost response is recognised by the token.
 func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte, writes []types.TransactWriteItem, h Hooks) (retries int, err error) {
+	ctx, end := p.step(ctx, "commit")
+	defer func() { end(err) }()
 	return p.retryCommit(ctx, claim.Key, h, func(cctx context.Context) error {
 		if len(writes) > 0 {
 			return p.Store.CompleteTx(cctx, claim, result, p.TTL, writes)

@@ -335,6 +335,9 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	if res.Outcome != 0 {
 		log = log.With("outcome", res.Outcome.String())
 	}
+	if res.TraceID != "" {
+		log = log.With("trace_id", res.TraceID)
+	}
 	if res.LeaseLost {
 		t.count(func() { t.leasesLost++ })
 	}
@@ -415,6 +418,7 @@ func (h *Handler) message(r events.SQSMessage) (effect.Message, error) {
 		Group:          a[attrGroup],
 		DedupID:        a[attrDedupID],
 		SequenceNumber: a[attrSequence],
+		AWSTraceHeader: a["AWSTraceHeader"],
 	}
 	m.ReceiveCount, _ = strconv.Atoi(a[attrReceiveCount])
 	if ms, err := strconv.ParseInt(a[attrSentAt], 10, 64); err == nil {

@@ -43,6 +43,7 @@ func ToMessage(queueURL string, m types.Message) effect.Message {
 	out.Group = sa[string(types.MessageSystemAttributeNameMessageGroupId)]
 	out.DedupID = sa[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
 	out.SequenceNumber = sa[string(types.MessageSystemAttributeNameSequenceNumber)]
+	out.AWSTraceHeader = sa[string(types.MessageSystemAttributeNameAWSTraceHeader)]
 	out.ReceiveCount, _ = strconv.Atoi(sa[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	if ms, err := strconv.ParseInt(sa[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
 		out.SentAt = time.UnixMilli(ms)

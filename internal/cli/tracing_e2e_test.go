@@ -1,0 +1,99 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/internal/testenv"
+)
+
+// collector is a fake OTLP/HTTP collector: it keeps what is posted to
+// /v1/traces.
+type collector struct {
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.URL.Path == "/v1/traces" {
+		c.mu.Lock()
+		c.bodies = append(c.bodies, body)
+		c.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+func (c *collector) received() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Join(c.bodies, nil)
+}
+
+// TestTracesReachTheCollector: the worker binary, with OTEL_* pointing at
+// a collector, exports a span per message, in the producer's trace (its
+// traceparent message attribute), under the service name it is given.
+func TestTracesReachTheCollector(t *testing.T) {
+	sqsc := testenv.SQS(t)
+	db := testenv.DynamoDB(t)
+	ctx := context.Background()
+	suffix := testenv.Name("otel")
+	queue, table := suffix+".fifo", suffix+"-dedup"
+	out := runCLI(t, "setup", "--queue", queue, "--table", table)
+	url := strings.Fields(strings.Split(out, "\n")[0])[1]
+	t.Cleanup(func() {
+		_, _ = sqsc.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	col := &collector{}
+	srv := httptest.NewServer(col)
+	t.Cleanup(srv.Close)
+
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	_, err := sqsc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("hello"),
+		MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d1"),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{"traceparent": {
+			DataType: aws.String("String"), StringValue: aws.String("00-" + traceID + "-00f067aa0ba902b7-01")}}})
+	require.NoError(t, err)
+
+	cmd := exec.Command(workerBin, "run", "--queue", url, "--table", table, "--effect", "noop",
+		"--metrics-addr", "", "--progress", "0", "--wait-time", "1s")
+	cmd.Env = append(os.Environ(), "AWS_REGION=us-east-1", "WORKER_LOG_FORMAT=json",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL, "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=orders-worker")
+	w := startProc(t, cmd, "worker")
+
+	tid, err := hex.DecodeString(traceID)
+	require.NoError(t, err)
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		got := col.received()
+		return bytes.Contains(got, []byte("process "+queue)) && bytes.Contains(got, tid)
+	}, "the message's span at the collector, in the producer's trace")
+	got := col.received()
+	require.Contains(t, string(got), "orders-worker", "the service name from OTEL_SERVICE_NAME")
+	require.Contains(t, string(got), "exactly.dedup_key")
+
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-w.done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("worker did not exit within 15s of SIGTERM")
+	}
+}

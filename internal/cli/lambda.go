@@ -13,6 +13,7 @@ import (
 
 	"github.com/exactlyonce/exactly"
 
+	"github.com/aws/aws-lambda-go/events"
 	awslambda "github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/exactlyonce/exactly/internal/config"
@@ -51,11 +52,14 @@ func lambdaCommand(ctx context.Context, args []string, stderr io.Writer, lookup 
 		}
 		return err
 	}
-	startLambda(ctx, h.Handle)
+	startLambda(ctx, h)
 	return nil
 }
 
-func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup func(string) (string, bool)) (*exactly.LambdaHandler, error) {
+// lambdaHandler is the function's handler.
+type lambdaHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup func(string) (string, bool)) (lambdaHandler, error) {
 	var s settings
 	fs := newLambdaSet(&s, lookup)
 	fs.SetOutput(stderr)
@@ -80,9 +84,31 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	if err != nil {
 		return nil, err
 	}
-	h, err := exactly.NewLambdaHandler(ctx, s.config(cl, eff, log, nil))
+	tp, err := tracing(ctx, lookup)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.config(cl, eff, log, nil)
+	if tp != nil {
+		cfg.TracerProvider = tp
+	}
+	h, err := exactly.NewLambdaHandler(ctx, cfg)
 	if err != nil {
 		return nil, cliError(fs, err)
+	}
+	handle := h.Handle
+	if tp != nil {
+		handle = func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			resp, err := h.Handle(ctx, ev)
+			// Lambda may freeze the environment once the invocation has
+			// answered: the batch's spans go now.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if ferr := tp.ForceFlush(fctx); ferr != nil {
+				log.Warn("cannot flush the batch's spans", "err", ferr)
+			}
+			cancel()
+			return resp, err
+		}
 	}
 	scope := s.dedupScope
 	if scope == "" {
@@ -90,8 +116,9 @@ func initLambda(ctx context.Context, args []string, stderr io.Writer, lookup fun
 	}
 	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
 		"queues", strings.Join(s.queueNames(), ","), "dedup_scope_default", scope, "fifo_fail_rest", s.fifoFailRest,
-		"concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ)
-	return h, nil
+		"concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ,
+		"tracing", tp != nil)
+	return handle, nil
 }
 
 // reportInitError tells the Runtime API why init failed; Lambda then reports

@@ -143,4 +143,19 @@ func TestLambdaInit(t *testing.T) {
 	require.Empty(t, resp.BatchItemFailures)
 	require.Contains(t, stderr.String(), `"msg":"lambda worker ready"`)
 	require.Contains(t, stderr.String(), `"applied":1`)
+	require.Contains(t, stderr.String(), `"tracing":false`)
+
+	// With OTEL_* set, the invocation's spans reach the collector before
+	// it answers (Lambda may freeze the environment right after).
+	col := &Collector{}
+	srv := httptest.NewServer(col)
+	t.Cleanup(srv.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	started = false
+	stderr.Reset()
+	code = run([]string{"lambda", "--effect", "noop", "--table", table, "--queue", url, "--log-format", "json"}, &stdout, &stderr, lookup)
+	require.Equal(t, ExitOK, code, stderr.String())
+	require.True(t, started)
+	require.Contains(t, stderr.String(), `"tracing":true`)
+	require.Contains(t, string(col.Received()), "process "+url[strings.LastIndexByte(url, '/')+1:], "flushed within the invocation")
 }

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,31 +18,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
-
-// collector is a fake OTLP/HTTP collector: it keeps what is posted to
-// /v1/traces.
-type collector struct {
-	mu     sync.Mutex
-	bodies [][]byte
-}
-
-func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if r.URL.Path == "/v1/traces" {
-		c.mu.Lock()
-		c.bodies = append(c.bodies, body)
-		c.mu.Unlock()
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-}
-
-func (c *collector) received() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return bytes.Join(c.bodies, nil)
-}
 
 // TestTracesReachTheCollector: the worker binary, with OTEL_* pointing at
 // a collector, exports a span per message, in the producer's trace (its
@@ -62,7 +37,7 @@ func TestTracesReachTheCollector(t *testing.T) {
 		_, _ = sqsc.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
-	col := &collector{}
+	col := &cli.Collector{}
 	srv := httptest.NewServer(col)
 	t.Cleanup(srv.Close)
 
@@ -82,10 +57,10 @@ func TestTracesReachTheCollector(t *testing.T) {
 	tid, err := hex.DecodeString(traceID)
 	require.NoError(t, err)
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		got := col.received()
+		got := col.Received()
 		return bytes.Contains(got, []byte("process "+queue)) && bytes.Contains(got, tid)
 	}, "the message's span at the collector, in the producer's trace")
-	got := col.received()
+	got := col.Received()
 	require.Contains(t, string(got), "orders-worker", "the service name from OTEL_SERVICE_NAME")
 	require.Contains(t, string(got), "exactly.dedup_key")
 

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,3 +38,27 @@ func TestTracingFromTheEnvironment(t *testing.T) {
 	require.ErrorContains(t, err, `OTEL_EXPORTER_OTLP_PROTOCOL="grpc": the worker exports traces over OTLP/HTTP only`)
 }
 
+// Collector is a fake OTLP/HTTP collector (for the tests of both cli
+// and cli_test): it keeps what is posted to
+// /v1/traces.
+type Collector struct {
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (c *Collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.URL.Path == "/v1/traces" {
+		c.mu.Lock()
+		c.bodies = append(c.bodies, body)
+		c.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+// Received is all it has been posted, concatenated.
+func (c *Collector) Received() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Join(c.bodies, nil)
+}

@@ -6,15 +6,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
@@ -83,10 +89,20 @@ func sendCommand(ctx context.Context, args []string, stdout, stderr io.Writer, l
 	if err != nil {
 		return err
 	}
+	tp, err := tracing(ctx, lookup)
+	if err != nil {
+		return err
+	}
+	var tracer trace.Tracer = noop.NewTracerProvider().Tracer("")
+	if tp != nil {
+		defer shutdownTracing(tp, slog.New(slog.NewTextHandler(stderr, nil)))
+		tracer = tp.Tracer(process.TracerName)
+	}
 	sent := 0
 	for start := 0; start < len(msgs); start += 10 {
 		batch := msgs[start:min(start+10, len(msgs))]
 		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
+		spans := make([]trace.Span, len(batch))
 		for i, m := range batch {
 			text, err := m.bodyText()
 			if err != nil {
@@ -101,14 +117,29 @@ func sendCommand(ctx context.Context, args []string, stdout, stderr io.Writer, l
 				}
 				e.MessageDeduplicationId = aws.String(dedupID)
 			}
+			e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{}
 			if m.Key != "" {
-				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{
-					dedup.IdempotencyKeyAttribute: {DataType: aws.String("String"), StringValue: aws.String(m.Key)},
-				}
+				e.MessageAttributes[dedup.IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.Key)}
+			}
+			// With tracing on, each message starts a trace that the worker's
+			// span continues: a producer span, its traceparent an attribute.
+			var sctx context.Context
+			sctx, spans[i] = tracer.Start(ctx, "send "+sqsmsg.QueueName(queue), trace.WithSpanKind(trace.SpanKindProducer),
+				trace.WithAttributes(semconv.MessagingSystemAWSSQS, semconv.MessagingOperationTypeSend, semconv.MessagingDestinationName(sqsmsg.QueueName(queue))))
+			carrier := propagation.MapCarrier{}
+			propagation.TraceContext{}.Inject(sctx, carrier)
+			for k, v := range carrier {
+				e.MessageAttributes[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+			}
+			if len(e.MessageAttributes) == 0 {
+				e.MessageAttributes = nil
 			}
 			entries[i] = e
 		}
 		out, err := cl.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &queue, Entries: entries})
+		for _, sp := range spans {
+			sp.End()
+		}
 		if err != nil {
 			return fmt.Errorf("cannot send to %s after %d messages: %w", queue, sent, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/testenv"
@@ -63,6 +64,33 @@ func TestTracesReachTheCollector(t *testing.T) {
 	got := col.Received()
 	require.Contains(t, string(got), "orders-worker", "the service name from OTEL_SERVICE_NAME")
 	require.Contains(t, string(got), "exactly.dedup_key")
+
+	// worker send, traced too, starts the trace the worker continues.
+	sendCmd := exec.Command(workerBin, "send", "--queue", url, "--group", "g2", "--body", "hi")
+	sendCmd.Env = append(os.Environ(), "AWS_REGION=us-east-1", "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL)
+	sent, err := sendCmd.CombinedOutput()
+	require.NoError(t, err, string(sent))
+	var send *tracepb.Span
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		spans := col.Spans(t)
+		for _, s := range spans {
+			if s.Name == "send "+queue {
+				send = s
+			}
+		}
+		if send == nil {
+			return false
+		}
+		for _, s := range spans {
+			if s.Name == "process "+queue && bytes.Equal(s.ParentSpanId, send.SpanId) {
+				require.Equal(t, send.TraceId, s.TraceId)
+				require.Equal(t, tracepb.Span_SPAN_KIND_PRODUCER, send.Kind)
+				require.Equal(t, tracepb.Span_SPAN_KIND_CONSUMER, s.Kind)
+				return true
+			}
+		}
+		return false
+	}, "the worker's span a child of worker send's")
 
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
 	select {

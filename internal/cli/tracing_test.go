@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestTracingFromTheEnvironment: tracing is on only when the standard
@@ -54,6 +57,24 @@ func (c *Collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+// Spans decodes what it has been posted.
+func (c *Collector) Spans(t *testing.T) []*tracepb.Span {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*tracepb.Span
+	for _, b := range c.bodies {
+		var req coltracepb.ExportTraceServiceRequest
+		require.NoError(t, proto.Unmarshal(b, &req))
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				out = append(out, ss.Spans...)
+			}
+		}
+	}
+	return out
 }
 
 // Received is all it has been posted, concatenated.

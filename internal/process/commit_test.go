@@ -139,7 +139,12 @@ func (f *faultDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 }
 
 func (f *faultDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	switch f.next("tx") {
+	next := f.next("tx")
+	f.mu.Lock()
+	d := f.delay["tx"]
+	f.mu.Unlock()
+	time.Sleep(d)
+	switch next {
 	case failBefore:
 		return nil, errServer
 	case loseResponse:

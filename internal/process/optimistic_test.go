@@ -204,3 +204,25 @@ func TestOptimisticFailureGoesTheClaimedWay(t *testing.T) {
 	require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
 	require.Equal(t, 1, f.count("tx"))
 }
+
+// TestEffectAndCommitAreTimed: a result says how long the effect and the
+// commit took, in both modes (virtual time: exact).
+func TestEffectAndCommitAreTimed(t *testing.T) {
+	t.Parallel()
+	for _, opt := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			b, f := optimistic(t)
+			b.proc.Optimistic = opt
+			f.slow("tx", 300*time.Millisecond)
+			ledger := b.effect
+			b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+				time.Sleep(2 * time.Second)
+				return ledger(ctx, in)
+			}
+			r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+			require.True(t, r.Applied, "err: %v", r.Err)
+			require.Equal(t, 2*time.Second, r.EffectTook)
+			require.Equal(t, 300*time.Millisecond, r.CommitTook)
+		})
+	}
+}

@@ -83,6 +83,9 @@ type Result struct {
 	SentAt time.Time
 	// TraceID is the message span's trace, for the logs; "" without tracing.
 	TraceID string
+	// EffectTook and CommitTook time the effect and its commit (retries
+	// included); zero when they did not run.
+	EffectTook, CommitTook time.Duration
 }
 
 // Hooks lets the caller take part while the effect runs.
@@ -234,7 +237,9 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	res := Result{Outcome: dedup.Won, Key: key}
 	hb := p.startHeartbeat(ctx, claim, lease, h)
 	ectx, endEffect := p.step(hb.ctx, "effect")
+	effectStart := time.Now()
 	out, runErr := p.apply(ectx, c, fn)
+	res.EffectTook = time.Since(effectStart)
 	endEffect(runErr)
 	if runErr == nil && hb.lost.Load() {
 		runErr = dedup.ErrLeaseLost
@@ -267,6 +272,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	// release would take the claim back.
 	oversized := len(out.Result) > dedup.MaxResultBytes
 	var retries int
+	commitStart := time.Now()
 	switch {
 	case len(out.Writes) > 0:
 		// Nothing has happened yet; an oversized result fails the commit
@@ -278,6 +284,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		// and fail loudly: the effect must return smaller results.
 		retries, err = p.commit(ctx, claim, nil, nil, h)
 		hb.stop()
+		res.CommitTook = time.Since(commitStart)
 		if err == nil {
 			res.Applied, res.CommitRetries = true, retries
 			res.Action, res.Err = Fail, effect.Permanent(fmt.Errorf(
@@ -289,6 +296,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		retries, err = p.commit(ctx, claim, out.Result, nil, h)
 	}
 	hb.stop()
+	res.CommitTook = time.Since(commitStart)
 	res.CommitRetries = retries
 	var ece *dedup.EffectConditionError
 	switch {
@@ -336,13 +344,15 @@ func blocked(c dedup.Claim, hash string) Result {
 // duplicate must be deleted, not failed, and only a claim tells.
 func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
 	ectx, endEffect := p.step(ctx, "effect")
+	effectStart := time.Now()
 	out, err := p.apply(ectx, c, fn)
+	effectTook := time.Since(effectStart)
 	endEffect(err)
 	if err != nil {
 		p.Log.Debug("effect failed in optimistic mode; trying again under a claim", "key", c.Key, "err", err)
 		return p.runClaimed(ctx, c, h, fn)
 	}
-	res := Result{Key: c.Key}
+	res := Result{Key: c.Key, EffectTook: effectTook}
 	token, err := dedup.NewToken()
 	if err != nil {
 		res.Action, res.Err = Retry, err
@@ -355,6 +365,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 	var got dedup.Claim
 	grouped := p.Group != nil
 	cctx, endCommit := p.step(ctx, "commit")
+	commitStart := time.Now()
 	res.CommitRetries, err = p.retryCommit(cctx, c.Key, h, func(cctx context.Context) error {
 		var err error
 		if grouped {
@@ -365,6 +376,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		}
 		return err
 	})
+	res.CommitTook = time.Since(commitStart)
 	endCommit(err)
 	switch {
 	case err == nil && got.Outcome == dedup.Won:
@@ -372,7 +384,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		return res
 	case err == nil:
 		b := blocked(got, c.PayloadSHA256)
-		b.CommitRetries = res.CommitRetries
+		b.CommitRetries, b.EffectTook, b.CommitTook = res.CommitRetries, res.EffectTook, res.CommitTook
 		return b
 	case !retryableCommit(err):
 		// An effect write's own condition, an invalid request, a result

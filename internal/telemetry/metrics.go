@@ -31,6 +31,8 @@ type Metrics struct {
 	extFailures   *prometheus.CounterVec
 	staleReceipts *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
+	effectTook    *prometheus.HistogramVec
+	commitTook    *prometheus.HistogramVec
 	age           *prometheus.HistogramVec
 	inflight      prometheus.Gauge
 
@@ -70,6 +72,14 @@ func NewMetrics() *Metrics {
 			Namespace: "exactly", Name: "handler_duration_seconds", Help: "Time from the start of processing a message to its decision.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"queue", "outcome"}),
+		effectTook: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "exactly", Name: "effect_duration_seconds", Help: "Time the effect ran (its computation, in optimistic mode).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"queue"}),
+		commitTook: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "exactly", Name: "commit_duration_seconds", Help: "Time the commit took, its retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"queue"}),
 		age: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "exactly", Name: "message_age_seconds",
 			Help:    "Age of a message (since SQS accepted it) when it is done: applied or a duplicate. How far behind the queue is.",
@@ -81,7 +91,7 @@ func NewMetrics() *Metrics {
 		Namespace: "exactly", Name: "batch_entries_failed_total",
 		Help: "Delete and hand-back (visibility change) entries that failed (a failed delete after a commit is harmless: the redelivery is a duplicate). Visibility extensions are counted in exactly_visibility_extension_failures_total.",
 	}, []string{"queue", "op"})
-	r.MustRegister(m.latency, m.age, m.inflight, m.batchFailures)
+	r.MustRegister(m.latency, m.effectTook, m.commitTook, m.age, m.inflight, m.batchFailures)
 	return m
 }
 
@@ -89,7 +99,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) own() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.received, m.applied, m.duplicates, m.conflicts, m.busy, m.retries, m.permanent, m.leasesLost,
-		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.latency, m.age, m.inflight,
+		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.latency, m.effectTook, m.commitTook, m.age, m.inflight,
 	}
 }
 
@@ -157,6 +167,12 @@ func (m *Metrics) Done(queue string, r process.Result, took time.Duration) {
 		m.totals.Permanent.Add(1)
 	}
 	m.latency.WithLabelValues(queue, label).Observe(took.Seconds())
+	if r.EffectTook > 0 {
+		m.effectTook.WithLabelValues(queue).Observe(r.EffectTook.Seconds())
+	}
+	if r.CommitTook > 0 {
+		m.commitTook.WithLabelValues(queue).Observe(r.CommitTook.Seconds())
+	}
 	if r.Action == process.Delete && !r.SentAt.IsZero() {
 		m.age.WithLabelValues(queue).Observe(max(time.Since(r.SentAt), 0).Seconds())
 	}

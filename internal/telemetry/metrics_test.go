@@ -222,3 +222,24 @@ func TestMessageAge(t *testing.T) {
 	}
 	t.Fatal("no exactly_message_age_seconds")
 }
+
+// TestEffectAndCommitLatency: the effect's and the commit's times land in
+// their histograms, only when they ran.
+func TestEffectAndCommitLatency(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	m.Done("q", process.Result{Action: process.Delete, Applied: true, EffectTook: 3 * time.Millisecond, CommitTook: 5 * time.Millisecond}, 9*time.Millisecond)
+	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Duplicate}, time.Millisecond)
+	mfs, err := m.Registry.Gather()
+	require.NoError(t, err)
+	got := map[string]*dto.Histogram{}
+	for _, mf := range mfs {
+		if h := mf.GetMetric()[0].GetHistogram(); h != nil {
+			got[mf.GetName()] = h
+		}
+	}
+	require.EqualValues(t, 1, got["exactly_effect_duration_seconds"].GetSampleCount())
+	require.InDelta(t, 0.003, got["exactly_effect_duration_seconds"].GetSampleSum(), 1e-9)
+	require.EqualValues(t, 1, got["exactly_commit_duration_seconds"].GetSampleCount())
+	require.InDelta(t, 0.005, got["exactly_commit_duration_seconds"].GetSampleSum(), 1e-9)
+}

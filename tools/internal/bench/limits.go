@@ -28,12 +28,24 @@ type Limits struct {
 	// Put: conditional PutItem/s of claim-shaped items on fresh keys.
 	Put     float64
 	PutConc int // the concurrency Put was reached at
-	// Path: messages/s of the worker's own DynamoDB work alone (claim
-	// PutItem, then the commit: TransactWriteItems with the ledger's writes,
-	// or UpdateItem for noop), through internal/dedup, without SQS.
+	// Path: messages/s of the worker's own DynamoDB work alone, through
+	// internal/dedup, without SQS: in optimistic mode one TransactWriteItems
+	// of the record and the ledger's writes (a PutItem of the record for
+	// noop); in transactional mode the claim's PutItem, then the commit
+	// (TransactWriteItems, or UpdateItem for noop).
 	Path float64
-	// WritesPerMessage is the worker's DynamoDB writes per message (2).
+	// WritesPerMessage is the worker's DynamoDB writes per message: 1 in
+	// optimistic mode, 2 in transactional mode.
 	WritesPerMessage int
+}
+
+// writesPerMessage is the worker's DynamoDB writes per message in a
+// commit mode.
+func writesPerMessage(commit string) int {
+	if commit == "optimistic" {
+		return 1
+	}
+	return 2
 }
 
 // Limit is the limit the emulators set: the lower of the SQS rate and the
@@ -170,7 +182,7 @@ func measurePut(ctx context.Context, c *clients, d time.Duration, conc int) (flo
 // commit) through internal/dedup from conc goroutines for d, without SQS;
 // it returns messages/s. With the ledger effect, each goroutine owns its
 // accounts, as a message group does.
-func measurePath(ctx context.Context, c *clients, d time.Duration, conc int, effName string) (float64, error) {
+func measurePath(ctx context.Context, c *clients, d time.Duration, conc int, effName, commit string) (float64, error) {
 	dedupTable, err := c.newTable(ctx, "bench-path-dedup", true)
 	if err != nil {
 		return 0, err
@@ -186,6 +198,21 @@ func measurePath(ctx context.Context, c *clients, d time.Duration, conc int, eff
 	return timed(ctx, d, conc, func(ctx context.Context, worker int, i int64) error {
 		key := "bench#q#k" + strconv.FormatInt(i, 10)
 		body := fmt.Sprintf(`{"account":"a%d","amount_cents":1}`, worker)
+		if commit == "optimistic" {
+			var writes []ddbtypes.TransactWriteItem
+			if effName == "ledger" {
+				out, err := ledger.Apply(ctx, effect.Input{Message: effect.Message{ID: key, Body: body}, Key: key})
+				if err != nil {
+					return err
+				}
+				writes = out.Writes
+			}
+			c, err := store.CommitOptimistic(ctx, dedup.ClaimRequest{Key: key, PayloadSHA256: dedup.PayloadHash(body), MessageID: key, TTL: time.Hour}, nil, writes)
+			if err == nil && c.Outcome != dedup.Won {
+				err = fmt.Errorf("commit of a fresh key: %s", c.Outcome)
+			}
+			return err
+		}
 		claim, err := store.Claim(ctx, dedup.ClaimRequest{
 			Key: key, PayloadSHA256: dedup.PayloadHash(body), MessageID: key, Lease: 30 * time.Second, TTL: time.Hour,
 		})

@@ -24,6 +24,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	conc := fs.String("concurrency", "1,4,16,32", "--concurrency of each worker process (and baseline goroutines)")
 	fs.StringVar(&cfg.WorkerBin, "worker-bin", "", "worker binary (default: go build ./cmd/worker into a temporary directory)")
 	fs.StringVar(&cfg.Effect, "effect", EffectDefault, "effect of the worker and the baseline: ledger or noop")
+	fs.StringVar(&cfg.Commit, "commit", CommitDefault, "the worker's commit mode: optimistic (its default for ledger and noop: one DynamoDB write per message) or transactional (claim, then commit: two)")
 	fs.IntVar(&cfg.Groups, "groups", 0, "message groups of the saturated runs (0: one per message)")
 	fs.DurationVar(&cfg.Warmup, "warmup", WarmupDefault, "warm-up after the first effect of a saturated run")
 	fs.DurationVar(&cfg.Window, "window", WindowDefault, "measurement window of a saturated run")

@@ -48,8 +48,12 @@ func Markdown(r *Result) string {
 	b.WriteString("## Limits the emulators set\n\n")
 	b.WriteString("Plain SDK calls, no worker: a pre-filled FIFO queue of the benchmark's shape drained with `ReceiveMessage` (10) + `DeleteMessageBatch`; ")
 	b.WriteString("conditional `PutItem`s of claim-shaped items on fresh keys (the claim's own condition and `ALL_OLD`). ")
-	fmt.Fprintf(&b, "The worker makes %d DynamoDB writes per message (claim `PutItem`, then the commit: `TransactWriteItems` for `ledger`, `UpdateItem` for `noop`), ", r.first().WritesPerMessage)
-	b.WriteString("so the DynamoDB limit is the put rate divided by that. The last row runs the worker's own DynamoDB calls (`internal/dedup` claim and commit with the effect's writes) ")
+	if r.Config.Commit == "optimistic" {
+		fmt.Fprintf(&b, "The worker runs with `--commit optimistic` (its default for `ledger` and `noop`) and makes %d DynamoDB request per message (the record with the effect's writes: `TransactWriteItems` for `ledger`, `PutItem` for `noop`), ", r.first().WritesPerMessage)
+	} else {
+		fmt.Fprintf(&b, "The worker runs with `--commit %s` and makes %d DynamoDB writes per message (claim `PutItem`, then the commit: `TransactWriteItems` for `ledger`, `UpdateItem` for `noop`), ", r.Config.Commit, r.first().WritesPerMessage)
+	}
+	b.WriteString("so the DynamoDB limit is the put rate divided by that. The last row runs the worker's own DynamoDB calls (`internal/dedup`, in the same mode, with the effect's writes) ")
 	b.WriteString("at the same concurrency without SQS or the pool: a transaction of three items costs DynamoDB Local more than a put, so that ceiling sits below the limit.\n\n")
 	r.limitsTable().markdown(&b)
 	b.WriteString("\n")

@@ -174,7 +174,7 @@ func (r *Result) limitsTable() *table {
 	c := joinInts(r.Config.LimitConcurrency, ", ")
 	row(fmt.Sprintf("SQS ReceiveMessage(10) + DeleteMessageBatch, msg/s (best of %s-way)", c), func(l Limits) float64 { return l.SQS })
 	row(fmt.Sprintf("DynamoDB conditional PutItem, puts/s (best of %s-way)", c), func(l Limits) float64 { return l.Put })
-	row(fmt.Sprintf("  ÷ %d DynamoDB writes per message, msg/s", first.WritesPerMessage), func(l Limits) float64 { return l.Put / float64(l.WritesPerMessage) })
+	row(fmt.Sprintf("  ÷ %s per message, msg/s", writes(first.WritesPerMessage, "DynamoDB write")), func(l Limits) float64 { return l.Put / float64(l.WritesPerMessage) })
 	row(fmt.Sprintf("limit = the lower of the two, msg/s (set by %s)", first.By()), Limits.Limit)
 	row(fmt.Sprintf("for reference: the worker's DynamoDB path alone (claim + commit), msg/s (best of %s-way)", c), func(l Limits) float64 { return l.Path })
 	return t
@@ -271,8 +271,8 @@ func (r *Result) Findings() []string {
 	}
 	m := r.MeanLimits()
 	perMsg := m.Put / float64(max(m.WritesPerMessage, 1))
-	f := fmt.Sprintf("The limit is set by %s: %.0f conditional puts/s ÷ %d writes per message = %.0f msg/s, against %.0f msg/s for SQS receive+delete (%.0f× more).",
-		r.first().By(), m.Put, m.WritesPerMessage, perMsg, m.SQS, m.SQS/perMsg)
+	f := fmt.Sprintf("The limit is set by %s: %.0f conditional puts/s ÷ %s per message = %.0f msg/s, against %.0f msg/s for SQS receive+delete (%.0f× more).",
+		r.first().By(), m.Put, writes(m.WritesPerMessage, "write"), perMsg, m.SQS, m.SQS/perMsg)
 	if n := len(r.Limits); n > 1 {
 		lo, hi := limit, limit
 		for _, l := range r.Limits {
@@ -293,12 +293,12 @@ func (r *Result) Findings() []string {
 		}
 		out = append(out, f+".")
 		if k, lo, hi, ok := r.commitCost(); ok {
-			out = append(out, fmt.Sprintf("A commit costs DynamoDB Local about %.1f conditional puts' worth (put rate ÷ rate of the DynamoDB calls alone − 1, per limit measurement: median %.1f, range %.1f-%.1f), so the limit as defined (puts ÷ 2) is out of the worker's reach on this emulator.",
-				k, k, lo, hi))
+			out = append(out, fmt.Sprintf("A commit costs DynamoDB Local about %.1f conditional puts' worth (put rate ÷ rate of the DynamoDB calls alone − 1, per limit measurement: median %.1f, range %.1f-%.1f), so the limit as defined (puts ÷ %d) is out of the worker's reach on this emulator.",
+				k, k, lo, hi, max(m.WritesPerMessage, 1)))
 		}
 		if bl, ok := r.best("baseline"); ok {
-			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best baseline run, which writes to DynamoDB once per message (the worker twice) and is only at-least-once.",
-				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, 100*bl.Share(), ratio(w.Rate, bl.Rate)))
+			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best baseline run, which writes to DynamoDB once per message (the worker, in %s mode, %s) and is only at-least-once.",
+				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, 100*bl.Share(), ratio(w.Rate, bl.Rate), r.Config.Commit, times(m.WritesPerMessage)))
 		}
 	}
 	if len(r.Config.Procs) > 1 {
@@ -391,4 +391,23 @@ func joinInts(vs []int, sep string) string {
 		ss[i] = fmt.Sprint(v)
 	}
 	return strings.Join(ss, sep)
+}
+
+// times says how many times: once, twice, 3 times.
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// writes counts n of a noun: "1 write", "2 writes".
+func writes(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -35,6 +35,9 @@ const (
 	LatencyLoadDefault     = 0.5
 	MaxPrefillDefault      = 20000
 	EffectDefault          = "ledger"
+	// CommitDefault is the worker's own default for the ledger and noop
+	// effects (effect.WritesOnly): no claim, one transaction per message.
+	CommitDefault = "optimistic"
 )
 
 // LimitConcurrencyDefault is where the limits are measured: DynamoDB Local
@@ -47,6 +50,7 @@ func LimitConcurrencyDefault() []int { return []int{16, 64} }
 type Config struct {
 	WorkerBin        string        // the worker binary; "" builds cmd/worker with the go tool
 	Effect           string        // ledger or noop, for the worker and the baseline
+	Commit           string        // the worker's --commit: optimistic (one write per message) or transactional (claim, then the commit)
 	Procs            []int         // worker process counts ({1, 2, 4})
 	Concurrency      []int         // --concurrency of each process and baseline goroutines ({1, 4, 16, 32})
 	Groups           int           // message groups of the saturated runs; 0: one per message
@@ -70,6 +74,12 @@ func (c *Config) defaults() error {
 	}
 	if c.Effect != "ledger" && c.Effect != "noop" {
 		return fmt.Errorf("effect %q: want ledger or noop", c.Effect)
+	}
+	if c.Commit == "" {
+		c.Commit = CommitDefault
+	}
+	if c.Commit != "optimistic" && c.Commit != "transactional" {
+		return fmt.Errorf("commit %q: want optimistic or transactional", c.Commit)
 	}
 	if len(c.Procs) == 0 {
 		c.Procs = []int{1, 2, 4}
@@ -378,7 +388,7 @@ func (h *harness) logf(format string, args ...any) {
 
 func (h *harness) measureLimits(ctx context.Context) (Limits, error) {
 	start := time.Now()
-	l := Limits{WritesPerMessage: 2}
+	l := Limits{WritesPerMessage: writesPerMessage(h.cfg.Commit)}
 	for _, conc := range h.cfg.LimitConcurrency {
 		h.logf("limit: SQS receive+DeleteMessageBatch on %d messages, %d-way", h.cfg.LimitMessages, conc)
 		v, err := measureSQS(ctx, h.raw, h.work(h.cfg.LimitMessages, h.cfg.Groups), conc)
@@ -393,8 +403,8 @@ func (h *harness) measureLimits(ctx context.Context) (Limits, error) {
 		if v > l.Put {
 			l.Put, l.PutConc = v, conc
 		}
-		h.logf("limit: the worker's DynamoDB path (claim + commit) for %s, %d-way", h.cfg.LimitDuration, conc)
-		if v, err = measurePath(ctx, h.raw, h.cfg.LimitDuration, conc, h.cfg.Effect); err != nil {
+		h.logf("limit: the worker's DynamoDB path (%s commit) for %s, %d-way", h.cfg.Commit, h.cfg.LimitDuration, conc)
+		if v, err = measurePath(ctx, h.raw, h.cfg.LimitDuration, conc, h.cfg.Effect, h.cfg.Commit); err != nil {
 			return l, err
 		}
 		l.Path = max(l.Path, v)
@@ -465,7 +475,7 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 		}
 		return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
 	}
-	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--table", r.dedup, "--ledger-table", r.ledger,
+	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--commit", h.cfg.Commit, "--table", r.dedup, "--ledger-table", r.ledger,
 		"--concurrency", strconv.Itoa(conc), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--progress", "0", "--shutdown-timeout", "10s"}
 	ws := make(workerSource, procs)

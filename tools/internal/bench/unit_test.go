@@ -170,7 +170,7 @@ func TestMainRejectsBadFlags(t *testing.T) {
 
 // sampleResult is a small result as Run returns it.
 func sampleResult() *Result {
-	cfg := Config{Procs: []int{1, 2}, Concurrency: []int{1, 16}}
+	cfg := Config{Procs: []int{1, 2}, Concurrency: []int{1, 16}, Commit: "transactional"}
 	if err := cfg.defaults(); err != nil {
 		panic(err)
 	}
@@ -226,6 +226,18 @@ func TestReports(t *testing.T) {
 	require.Contains(t, fs[1], ": DynamoDB Local's cost per message limits the worker, not SQS or the pool.")
 	require.Contains(t, fs[2], "about 1.5 conditional puts' worth (put rate ÷ rate of the DynamoDB calls alone − 1, per limit measurement: median 1.5, range 1.5-2.0)")
 	require.Contains(t, fs[3], "the best worker run does 0.40× the best baseline run")
+	require.Contains(t, fs[3], "(the worker, in transactional mode, twice)")
+
+	// In optimistic mode (the worker's default), one write per message.
+	o := sampleResult()
+	o.Config.Commit = "optimistic"
+	for i := range o.Limits {
+		o.Limits[i].WritesPerMessage = 1
+	}
+	ofs := o.Findings()
+	require.Contains(t, ofs[0], "÷ 1 write per message = 550 msg/s")
+	require.Contains(t, ofs[3], "(the worker, in optimistic mode, once)")
+	require.Contains(t, Markdown(o), "`--commit optimistic`")
 	require.Contains(t, fs[4], "2 processes 2.00×")
 	require.Contains(t, fs[5], "1.300, above the 0.25 target; ReceiveMessage dominates with 0.900 per message; a receive returns 1.1 messages on average, a delete batch holds 2.5.")
 	require.Contains(t, fs[6], "Send-to-effect latency at 100 msg/s offered (50% of the slower consumer's saturated rate), concurrency 16: worker ×1 p50 12 ms, p99 80 ms.")

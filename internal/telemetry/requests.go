@@ -2,10 +2,13 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,10 +16,12 @@ import (
 // Requests counts AWS requests by service and operation. Its middleware sits
 // after the SDK's retryer, so every attempt counts: what AWS bills.
 type Requests struct {
-	vec *prometheus.CounterVec
+	vec   *prometheus.CounterVec
+	units prometheus.Counter
 
 	mu     sync.Mutex
 	counts map[[2]string]int64
+	wru    int64
 }
 
 // NewRequests registers exactly_aws_requests_total{service,operation} on r
@@ -27,20 +32,76 @@ func NewRequests(r prometheus.Registerer) *Requests {
 		Namespace: "exactly", Name: "aws_requests_total",
 		Help: "AWS requests sent, by service and operation (every attempt, retries included).",
 	}, []string{"service", "operation"})
+	q.units = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "exactly", Name: "dynamodb_write_units_total",
+		Help: "DynamoDB write request units as AWS bills them on demand, modelled from the requests sent: 1 per item of a PutItem, UpdateItem or DeleteItem, 2 per item of a TransactWriteItems, for items up to 1 KB; counted for writes that succeed or fail a condition (billed too), not for throttled or failed ones.",
+	})
 	if r != nil {
-		r.MustRegister(q.vec)
+		r.MustRegister(q.vec, q.units)
 	}
 	return q
+}
+
+// unitsKey carries a request's modelled write units from the Initialize
+// step, which sees its parameters, to the Finalize step, run per attempt.
+type unitsKey struct{}
+
+// WriteUnits is the write request units AWS bills for a DynamoDB write on
+// demand, for items up to 1 KB (ours are): 1 per standard write, 2 per item
+// of a transaction; 0 for anything else.
+func WriteUnits(params any) int64 {
+	switch in := params.(type) {
+	case *dynamodb.PutItemInput, *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput:
+		return 1
+	case *dynamodb.TransactWriteItemsInput:
+		return 2 * int64(len(in.TransactItems))
+	}
+	return 0
+}
+
+// billed reports whether a write that ended with err consumed its units:
+// it succeeded, or DynamoDB evaluated and refused its condition.
+func billed(err error) bool {
+	if err == nil {
+		return true
+	}
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	var tce *ddbtypes.TransactionCanceledException
+	return errors.As(err, &ccf) || errors.As(err, &tce)
 }
 
 // APIOption adds the counting middleware to a client's stack; use it in
 // aws.Config.APIOptions or a client's Options.APIOptions.
 func (q *Requests) APIOption(stack *middleware.Stack) error {
+	if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("exactlyWriteUnits",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if n := WriteUnits(in.Parameters); n > 0 {
+				ctx = middleware.WithStackValue(ctx, unitsKey{}, n)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After); err != nil {
+		return err
+	}
 	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("exactlyCountRequests",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 			q.add(awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx))
-			return next.HandleFinalize(ctx, in)
+			out, md, err := next.HandleFinalize(ctx, in)
+			if n, _ := middleware.GetStackValue(ctx, unitsKey{}).(int64); n > 0 && billed(err) {
+				q.units.Add(float64(n))
+				q.mu.Lock()
+				q.wru += n
+				q.mu.Unlock()
+			}
+			return out, md, err
 		}), middleware.After)
+}
+
+// WriteUnitsTotal is the write request units counted so far
+// (exactly_dynamodb_write_units_total).
+func (q *Requests) WriteUnitsTotal() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wru
 }
 
 func (q *Requests) add(service, op string) {

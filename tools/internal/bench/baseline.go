@@ -89,6 +89,7 @@ func (b *baseline) sample(context.Context) (Sample, error) {
 	s.Counts["applied"] = float64(b.applied.Load())
 	s.Counts["received"] = float64(b.received.Load())
 	s.Counts["failed"] = float64(b.failed.Load())
+	s.Counts["dynamodb_wru"] = float64(b.c.reqs.WriteUnitsTotal())
 	for k, v := range b.c.reqs.Snapshot() {
 		s.Requests[k] = float64(v)
 	}

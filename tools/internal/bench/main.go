@@ -127,6 +127,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(svgPath, []byte(Chart(res)), 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(*report), BudgetChartFile), []byte(BudgetChart(res)), 0o644); err != nil {
+		return err
+	}
 	if err := os.WriteFile(*report, []byte(Markdown(res)), 0o644); err != nil {
 		return err
 	}

@@ -77,6 +77,15 @@ func Markdown(r *Result) string {
 	r.opsTable().markdown(&b)
 	b.WriteString("\n")
 
+	b.WriteString("## The budget, as AWS bills it\n\n")
+	b.WriteString("Per message of each saturated run: SQS requests (every attempt) and DynamoDB write request units, and what a million messages would cost on AWS on demand ")
+	fmt.Fprintf(&b, "at the published us-east-1 prices (SQS FIFO $%.2f per million requests, DynamoDB $%.3f per million write request units; read November 2026, free tiers left out). ", SQSFIFOPerMillion, DynamoDBWRUPerMillion)
+	b.WriteString("Write units are modelled from the writes each consumer sends, as AWS bills them (`exactly_dynamodb_write_units_total`: 1 per standard write, 2 per transaction item, items up to 1 KB, conditional failures included), ")
+	b.WriteString("not read from DynamoDB Local, whose `ConsumedCapacity` is not AWS's (it answered 2 units for a transaction of three items). ")
+	b.WriteString("Requests and write units do not depend on the emulators' speed, so unlike the rates these are what the same traffic would cost on AWS.\n\n")
+	r.budgetTable().markdown(&b)
+	fmt.Fprintf(&b, "\n![modelled cost of a million messages](%s)\n\n", BudgetChartFile)
+
 	if len(r.Latency) > 0 {
 		b.WriteString("## Send-to-effect latency\n\n")
 		fmt.Fprintf(&b, "A paced producer sends single messages (each its own group) for %s at %.0f%% of the slower consumer's saturated rate at concurrency %d. ",

@@ -31,6 +31,7 @@ var counterNames = map[string]string{
 	"exactly_leases_lost_total":          "leases_lost",
 	"exactly_receive_errors_total":       "receive_errors",
 	"exactly_batch_entries_failed_total": "batch_failed",
+	"exactly_dynamodb_write_units_total": "dynamodb_wru",
 }
 
 func newSample(at time.Time) Sample {

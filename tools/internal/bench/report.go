@@ -251,6 +251,9 @@ func WriteText(w io.Writer, r *Result) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Requests per message by operation:")
 	r.opsTable().text(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Budget per message, and the modelled AWS cost of a million messages (on demand, us-east-1):")
+	r.budgetTable().text(w)
 	if len(r.Latency) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Send-to-effect latency (paced producer):")

@@ -46,6 +46,17 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Zero(t, w.Window.Requests["DynamoDB.PutItem"])
 	require.Positive(t, w.Window.Requests["DynamoDB.TransactWriteItems"])
 	require.Positive(t, w.Window.Requests["SQS.DeleteMessageBatch"])
+	// The budget, through the real binary's /metrics: the ledger's record,
+	// account update and entry in one transaction, 2 units each; the
+	// baseline's two ledger writes.
+	wb, ok := w.Window.Budget()
+	require.True(t, ok)
+	require.InDelta(t, 6, wb.WriteUnits, 0.5)
+	bl, ok := res.find("baseline", 1, 2)
+	require.True(t, ok)
+	bb, ok := bl.Window.Budget()
+	require.True(t, ok)
+	require.InDelta(t, 4, bb.WriteUnits, 0.5)
 	require.Len(t, res.Latency, 2)
 	for _, p := range res.Latency {
 		require.Positive(t, p.Messages, p.Consumer)

@@ -180,7 +180,7 @@ func sampleResult() *Result {
 	lim2.At, lim2.Put = start.Add(5*time.Minute), 500
 	// win is a window of applied messages with requests per message.
 	win := func(applied, recv, del, put, tx float64) Sample {
-		return Sample{Counts: map[string]float64{"applied": applied, "received": applied}, Requests: map[string]float64{
+		return Sample{Counts: map[string]float64{"applied": applied, "received": applied, "dynamodb_wru": 6 * applied}, Requests: map[string]float64{
 			"SQS.ReceiveMessage": recv * applied, "SQS.DeleteMessageBatch": del * applied, "DynamoDB.PutItem": put * applied, "DynamoDB.TransactWriteItems": tx * applied,
 		}}
 	}
@@ -192,7 +192,7 @@ func sampleResult() *Result {
 	for _, c := range cfg.Concurrency {
 		n := 100 * float64(c) * 8
 		r.Runs = append(r.Runs, Drain{Consumer: "baseline", Procs: 1, Conc: c, Rate: n / 8, Seconds: 8,
-			Window: Sample{Counts: map[string]float64{"applied": n}, Requests: map[string]float64{"SQS.ReceiveMessage": n, "SQS.DeleteMessage": n, "DynamoDB.TransactWriteItems": n}}})
+			Window: Sample{Counts: map[string]float64{"applied": n, "dynamodb_wru": 4 * n}, Requests: map[string]float64{"SQS.ReceiveMessage": n, "SQS.DeleteMessage": n, "DynamoDB.TransactWriteItems": n}}})
 		for _, p := range cfg.Procs {
 			rate := 20 * float64(c*p)
 			r.Runs = append(r.Runs, Drain{Consumer: "worker", Procs: p, Conc: c, Rate: rate, Seconds: 8, Window: win(rate*8, 0.9, 0.4, 1, 1)})
@@ -337,4 +337,34 @@ func TestRenderFromJSON(t *testing.T) {
 	var back Result
 	require.NoError(t, json.Unmarshal(again, &back))
 	require.Equal(t, r.Drains(), back.Drains())
+}
+
+// TestBudget: the cost model's arithmetic on fixed counts: a worker at 1.3
+// SQS requests and 6 write units per message against a baseline at 2 and
+// 4, at the published prices.
+func TestBudget(t *testing.T) {
+	t.Parallel()
+	r := sampleResult()
+	w, ok := r.find("worker", 1, 16)
+	require.True(t, ok)
+	b, ok := w.Window.Budget()
+	require.True(t, ok)
+	require.InDelta(t, 1.3, b.SQSRequests, 1e-9)
+	require.InDelta(t, 6, b.WriteUnits, 1e-9)
+	sqs, db := b.PerMillion()
+	require.InDelta(t, 0.65, sqs, 1e-9)
+	require.InDelta(t, 3.75, db, 1e-9)
+
+	var text bytes.Buffer
+	r.budgetTable().text(&text)
+	out := text.String()
+	require.Contains(t, out, "4.400") // the worker's total per million
+	require.Contains(t, out, "3.500") // the baseline's: 2 × 0.50 + 4 × 0.625
+	require.Contains(t, out, "1.26")  // × baseline
+	require.Contains(t, Markdown(r), "## The budget, as AWS bills it")
+	chart := BudgetChart(r)
+	require.Contains(t, chart, "$4.400")
+	require.Contains(t, chart, "$3.500")
+	_, ok = Sample{Counts: map[string]float64{}}.Budget()
+	require.False(t, ok, "no messages, no budget")
 }

@@ -81,6 +81,9 @@ func label(consumer string, procs int) string {
 	if consumer == "baseline" {
 		return "baseline"
 	}
+	if mode, ok := strings.CutPrefix(consumer, "worker/"); ok {
+		return fmt.Sprintf("worker ×%d (%s)", procs, mode)
+	}
 	if procs == 1 {
 		return "worker ×1"
 	}
@@ -187,7 +190,7 @@ func (r *Result) throughputTable() *table {
 	}
 	for _, d := range r.Drains() {
 		vs := "-"
-		if d.Consumer == "worker" {
+		if d.Consumer != "baseline" {
 			vs = ratio(d.Rate, r.baselineRate(d.Conc))
 		}
 		cells := []string{label(d.Consumer, d.Procs), fmt.Sprint(d.Conc), fmt.Sprintf("%.0f", d.Rate)}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ type Config struct {
 	WorkerBin        string        // the worker binary; "" builds cmd/worker with the go tool
 	Effect           string        // ledger or noop, for the worker and the baseline
 	Commit           string        // the worker's --commit: optimistic (one write per message) or transactional (claim, then the commit)
+	Compare          []string      // other commit modes run beside it, one worker process each: consumer "worker/<mode>"
 	Procs            []int         // worker process counts ({1, 2, 4})
 	Concurrency      []int         // --concurrency of each process and baseline goroutines ({1, 4, 16, 32})
 	Groups           int           // message groups of the saturated runs; 0: one per message
@@ -78,9 +80,12 @@ func (c *Config) defaults() error {
 	if c.Commit == "" {
 		c.Commit = CommitDefault
 	}
-	if c.Commit != "optimistic" && c.Commit != "transactional" {
-		return fmt.Errorf("commit %q: want optimistic or transactional", c.Commit)
+	for _, m := range append([]string{c.Commit}, c.Compare...) {
+		if m != "optimistic" && m != "transactional" {
+			return fmt.Errorf("commit mode %q: want optimistic or transactional", m)
+		}
 	}
+	c.Compare = slices.DeleteFunc(c.Compare, func(m string) bool { return m == c.Commit })
 	if len(c.Procs) == 0 {
 		c.Procs = []int{1, 2, 4}
 	}
@@ -345,6 +350,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				r.Round = round
 				res.Runs = append(res.Runs, r)
 			}
+			for _, mode := range cfg.Compare {
+				r, err := h.saturated(ctx, "worker/"+mode, 1, conc)
+				if err != nil {
+					return nil, err
+				}
+				r.Round = round
+				res.Runs = append(res.Runs, r)
+			}
 		}
 	}
 	if !cfg.NoLatency && cfg.Effect != "ledger" {
@@ -475,7 +488,11 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 		}
 		return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
 	}
-	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--commit", h.cfg.Commit, "--table", r.dedup, "--ledger-table", r.ledger,
+	commit := h.cfg.Commit
+	if m, ok := strings.CutPrefix(kind, "worker/"); ok {
+		commit = m
+	}
+	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--commit", commit, "--table", r.dedup, "--ledger-table", r.ledger,
 		"--concurrency", strconv.Itoa(conc), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--progress", "0", "--shutdown-timeout", "10s"}
 	ws := make(workerSource, procs)

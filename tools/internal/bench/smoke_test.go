@@ -25,7 +25,7 @@ func TestHarnessSmoke(t *testing.T) {
 	res, err := Run(t.Context(), Config{
 		Procs: []int{1}, Concurrency: []int{2}, Warmup: 500 * time.Millisecond, Window: 3 * time.Second,
 		LimitConcurrency: []int{4}, LimitMessages: 200, LimitDuration: 500 * time.Millisecond,
-		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log,
+		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log, Compare: []string{"transactional"},
 	})
 	require.NoError(t, err, log.String())
 	require.Len(t, res.Limits, 2)
@@ -33,7 +33,7 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Positive(t, res.Limits[0].Put)
 	require.Positive(t, res.Limits[0].Path)
 	require.Positive(t, res.Limits[1].Put)
-	require.Len(t, res.Runs, 2)
+	require.Len(t, res.Runs, 3)
 	for _, d := range res.Runs {
 		require.Positive(t, d.Rate, "%s: %s", d.Consumer, log.String())
 		require.Positive(t, d.Window.Requests["SQS.ReceiveMessage"], d.Consumer)
@@ -57,6 +57,14 @@ func TestHarnessSmoke(t *testing.T) {
 	bb, ok := bl.Window.Budget()
 	require.True(t, ok)
 	require.InDelta(t, 4, bb.WriteUnits, 0.5)
+	// Transactional mode beside it: the claim's PutItem, then the same
+	// transaction.
+	tx, ok := res.find("worker/transactional", 1, 2)
+	require.True(t, ok)
+	tb, ok := tx.Window.Budget()
+	require.True(t, ok)
+	require.InDelta(t, 7, tb.WriteUnits, 0.5)
+	require.Positive(t, tx.Window.Requests["DynamoDB.PutItem"])
 	require.Len(t, res.Latency, 2)
 	for _, p := range res.Latency {
 		require.Positive(t, p.Messages, p.Consumer)

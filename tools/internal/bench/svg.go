@@ -44,14 +44,26 @@ func Chart(r *Result) string {
 			base.points[d.Conc] = d
 			continue
 		}
-		s := byProcs[d.Procs]
+		k := d.Procs
+		if d.Consumer != "worker" {
+			k = -len(ss) - 1 // another commit mode: a line of its own
+			for p, s := range byProcs {
+				if p < 0 && s.name == label(d.Consumer, d.Procs) {
+					k = p
+				}
+			}
+		}
+		s := byProcs[k]
 		if s == nil {
 			name := "worker, 1 process"
 			if d.Procs > 1 {
 				name = fmt.Sprintf("worker, %d processes", d.Procs)
 			}
+			if d.Consumer != "worker" {
+				name = label(d.Consumer, d.Procs)
+			}
 			s = &series{name: name, color: colors[len(byProcs)%len(colors)], points: map[int]Drain{}}
-			byProcs[d.Procs] = s
+			byProcs[k] = s
 			ss = append(ss, s)
 		}
 		s.points[d.Conc] = d

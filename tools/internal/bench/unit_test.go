@@ -365,6 +365,14 @@ func TestBudget(t *testing.T) {
 	chart := BudgetChart(r)
 	require.Contains(t, chart, "$4.400")
 	require.Contains(t, chart, "$3.500")
+	// Another commit mode beside the default one: its own rows and line.
+	r.Runs = append(r.Runs, Drain{Consumer: "worker/transactional", Procs: 1, Conc: 16, Rate: 100, Seconds: 8,
+		Window: Sample{Counts: map[string]float64{"applied": 800, "dynamodb_wru": 7 * 800}, Requests: map[string]float64{"SQS.ReceiveMessage": 800}}})
+	text.Reset()
+	r.budgetTable().text(&text)
+	require.Contains(t, text.String(), "worker ×1 (transactional)")
+	require.Contains(t, text.String(), "7.00")
+	require.Contains(t, Chart(r), "worker ×1 (transactional)")
 	_, ok = Sample{Counts: map[string]float64{}}.Budget()
 	require.False(t, ok, "no messages, no budget")
 }

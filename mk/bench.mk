@@ -6,7 +6,7 @@
 #                       that need them skip), then the emulator harness (tools/cmd/bench, built
 #                       from the tools module, run from the root) through scripts/with-stack:
 #                       tables on stdout (progress on stderr), a few minutes
-#   make bench-report   the same, and rewrites docs/BENCHMARKS.md, docs/bench-throughput.svg and
+#   make bench-report   the same, and rewrites docs/BENCHMARKS.md, docs/bench-throughput.svg, docs/bench-budget.svg and
 #                       docs/bench-results.json (the raw numbers; tools/cmd/bench -render re-renders them)
 #
 # BENCH_ARGS passes flags to tools/cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',

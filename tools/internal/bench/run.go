@@ -39,6 +39,8 @@ const (
 	// CommitDefault is the worker's own default for the ledger and noop
 	// effects (effect.WritesOnly): no claim, one transaction per message.
 	CommitDefault = "optimistic"
+	// GroupCommitWindow is the --group-commit of the "grouped" mode.
+	GroupCommitWindow = 5 * time.Millisecond
 )
 
 // LimitConcurrencyDefault is where the limits are measured: DynamoDB Local
@@ -52,7 +54,7 @@ type Config struct {
 	WorkerBin        string        // the worker binary; "" builds cmd/worker with the go tool
 	Effect           string        // ledger or noop, for the worker and the baseline
 	Commit           string        // the worker's --commit: optimistic (one write per message) or transactional (claim, then the commit)
-	Compare          []string      // other commit modes run beside it, one worker process each: consumer "worker/<mode>"
+	Compare          []string      // other commit modes run beside it, one worker process each: consumer "worker/<mode>"; "grouped" is optimistic with --group-commit 5ms
 	Procs            []int         // worker process counts ({1, 2, 4})
 	Concurrency      []int         // --concurrency of each process and baseline goroutines ({1, 4, 16, 32})
 	Groups           int           // message groups of the saturated runs; 0: one per message
@@ -80,9 +82,12 @@ func (c *Config) defaults() error {
 	if c.Commit == "" {
 		c.Commit = CommitDefault
 	}
-	for _, m := range append([]string{c.Commit}, c.Compare...) {
-		if m != "optimistic" && m != "transactional" {
-			return fmt.Errorf("commit mode %q: want optimistic or transactional", m)
+	if c.Commit != "optimistic" && c.Commit != "transactional" {
+		return fmt.Errorf("commit mode %q: want optimistic or transactional", c.Commit)
+	}
+	for _, m := range c.Compare {
+		if m != "optimistic" && m != "transactional" && m != "grouped" {
+			return fmt.Errorf("compared mode %q: want optimistic, transactional or grouped", m)
 		}
 	}
 	c.Compare = slices.DeleteFunc(c.Compare, func(m string) bool { return m == c.Commit })
@@ -488,11 +493,14 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 		}
 		return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
 	}
-	commit := h.cfg.Commit
+	commit, group := h.cfg.Commit, "0"
 	if m, ok := strings.CutPrefix(kind, "worker/"); ok {
 		commit = m
 	}
-	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--commit", commit, "--table", r.dedup, "--ledger-table", r.ledger,
+	if commit == "grouped" {
+		commit, group = "optimistic", GroupCommitWindow.String()
+	}
+	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--commit", commit, "--group-commit", group, "--table", r.dedup, "--ledger-table", r.ledger,
 		"--concurrency", strconv.Itoa(conc), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--progress", "0", "--shutdown-timeout", "10s"}
 	ws := make(workerSource, procs)

@@ -25,7 +25,7 @@ func TestHarnessSmoke(t *testing.T) {
 	res, err := Run(t.Context(), Config{
 		Procs: []int{1}, Concurrency: []int{2}, Warmup: 500 * time.Millisecond, Window: 3 * time.Second,
 		LimitConcurrency: []int{4}, LimitMessages: 200, LimitDuration: 500 * time.Millisecond,
-		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log, Compare: []string{"transactional"},
+		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log, Compare: []string{"transactional", "grouped"},
 	})
 	require.NoError(t, err, log.String())
 	require.Len(t, res.Limits, 2)
@@ -33,7 +33,7 @@ func TestHarnessSmoke(t *testing.T) {
 	require.Positive(t, res.Limits[0].Put)
 	require.Positive(t, res.Limits[0].Path)
 	require.Positive(t, res.Limits[1].Put)
-	require.Len(t, res.Runs, 3)
+	require.Len(t, res.Runs, 4)
 	for _, d := range res.Runs {
 		require.Positive(t, d.Rate, "%s: %s", d.Consumer, log.String())
 		require.Positive(t, d.Window.Requests["SQS.ReceiveMessage"], d.Consumer)
@@ -65,6 +65,13 @@ func TestHarnessSmoke(t *testing.T) {
 	require.True(t, ok)
 	require.InDelta(t, 7, tb.WriteUnits, 0.5)
 	require.Positive(t, tx.Window.Requests["DynamoDB.PutItem"])
+	// Group commit: the same write units, fewer or as many requests.
+	gr, ok := res.find("worker/grouped", 1, 2)
+	require.True(t, ok)
+	gb, ok := gr.Window.Budget()
+	require.True(t, ok)
+	require.InDelta(t, 6, gb.WriteUnits, 0.5)
+	require.LessOrEqual(t, gr.Op("DynamoDB.TransactWriteItems"), 1.1, "at most one transaction per message, less where commits meet")
 	require.Len(t, res.Latency, 2)
 	for _, p := range res.Latency {
 		require.Positive(t, p.Messages, p.Consumer)

@@ -3,6 +3,7 @@ package exactly
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/sqsevent"
+	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
 // SQS is the part of the SQS client the worker and the Lambda handler call.
@@ -152,7 +154,8 @@ type Config struct {
 	// Lambda holds the settings only a Lambda handler has.
 	Lambda LambdaConfig
 
-	// Hooks are called as messages are handled. Worker only.
+	// Hooks are called as messages are handled, by a Worker and by a
+	// Lambda handler.
 	Hooks Hooks
 
 	// Logger receives the worker's logs; discarded if nil.
@@ -164,11 +167,36 @@ type Config struct {
 	// http effect sends traceparent downstream. Nil: no tracing.
 	TracerProvider trace.TracerProvider
 
+	// EMF, when its Writer is set, also writes the metrics as CloudWatch
+	// Embedded Metric Format lines, which CloudWatch Logs turns into
+	// metrics with no agent: a Worker every EMF.Interval and when it has
+	// drained, a Lambda handler after each batch.
+	EMF EMF
+
 	// Registerer, when set, gets the worker's Prometheus collectors
-	// (exactly_*). Nothing is registered if nil. Worker only: a Lambda
-	// handler logs its counts per batch.
+	// (exactly_*). Nothing is registered if nil. A Lambda handler counts
+	// into them too (for a registry the function reads itself); its
+	// metrics reach CloudWatch through Config.EMF.
 	Registerer prometheus.Registerer
 }
+
+// EMF configures the CloudWatch Embedded Metric Format lines (Config.EMF):
+// per queue (dimension Queue, the queue's name) and period, the counts
+// Received, Applied, Duplicates, Conflicts, Busy, Retries,
+// PermanentFailures and LeasesLost, and samples of EffectLatency and
+// CommitLatency (milliseconds) and MessageAge (seconds, when a message is
+// done). A queue with nothing to report writes nothing.
+type EMF struct {
+	Writer    io.Writer     // where the lines go (os.Stdout on Lambda and ECS's awslogs); nil: off
+	Namespace string        // CloudWatch namespace; DefaultEMFNamespace if empty
+	Interval  time.Duration // a Worker's period; DefaultEMFInterval if 0
+}
+
+// Defaults of Config.EMF.
+const (
+	DefaultEMFNamespace = telemetry.EMFNamespaceDefault
+	DefaultEMFInterval  = time.Minute
+)
 
 // CommitMode says how an effect and its dedup record commit (Config.Commit).
 // Every mode keeps the promise for a WritesOnly effect: its writes are
@@ -337,6 +365,12 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 	}
 	if s.Commit, err = cfg.commitMode(); err != nil {
 		return nil, err
+	}
+	if s.EMF.Interval < 0 || (s.EMF.Interval > 0 && s.EMF.Interval < time.Second) {
+		return nil, configErr("EMF.Interval", " %s: want 0 (%s) or at least 1s", s.EMF.Interval, DefaultEMFInterval)
+	}
+	if s.EMF.Interval == 0 {
+		s.EMF.Interval = DefaultEMFInterval
 	}
 	switch {
 	case s.GroupCommit < 0 || s.GroupCommit > time.Second:

@@ -42,14 +42,26 @@ type Done struct {
 	Took          time.Duration // from the start of processing to the decision
 }
 
-// hookObserver adds the user's hooks to the metrics.
+// hookObserver adds the user's hooks and the EMF lines (when on) to the
+// metrics.
 type hookObserver struct {
 	*telemetry.Metrics
 	hooks Hooks
+	emf   *telemetry.EMF // nil: off
+}
+
+func (o hookObserver) Received(queue string, n int) {
+	o.Metrics.Received(queue, n)
+	if o.emf != nil {
+		o.emf.Received(queue, n)
+	}
 }
 
 func (o hookObserver) Done(queue string, r process.Result, took time.Duration) {
 	o.Metrics.Done(queue, r, took)
+	if o.emf != nil {
+		o.emf.Done(queue, r, took)
+	}
 	if o.hooks.Done != nil {
 		o.hooks.Done(doneOf(queue, r, took))
 	}

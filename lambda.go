@@ -17,6 +17,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/sqsevent"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
+	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
 // lambdaLease is the claim lease when an invocation has no deadline, which
@@ -29,7 +30,9 @@ const lambdaLease = 30 * time.Second
 // ReportBatchItemFailures). A FIFO group runs in order and a failure holds
 // the rest of its group back; groups run in parallel.
 type LambdaHandler struct {
-	h *sqsevent.Handler
+	h   *sqsevent.Handler
+	emf *telemetry.EMF // nil: off
+	log *slog.Logger
 }
 
 // NewLambdaHandler checks cfg and what it names, as New does, once per cold
@@ -72,8 +75,14 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 		}
 		return dedup.Scope{Namespace: s.Namespace, Queue: m.QueueName, PerGroup: perGroup}
 	})
+	metrics, err := s.metrics()
+	if err != nil {
+		return nil, err
+	}
+	emf := s.emf()
 	failRest, _ := sqsevent.ParseFailRest(s.Lambda.FailRest)
 	hc := sqsevent.Config{
+		Observer:  hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf},
 		Processor: proc, FailRest: failRest, Concurrency: s.Concurrency, Log: s.log,
 		LeaseMargin: s.Lambda.LeaseMargin, MinLease: s.Lambda.MinLease,
 		Resolve: func(ctx context.Context, arn string) (sqsevent.Queue, error) {
@@ -90,13 +99,20 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LambdaHandler{h: h}, nil
+	return &LambdaHandler{h: h, emf: emf, log: s.log}, nil
 }
 
 // Handle handles one batch. Its error is nil: failures are reported per
-// message in the response.
+// message in the response. With Config.EMF on, the batch's metrics are
+// written before it returns.
 func (l *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return l.h.Handle(ctx, ev)
+	resp, err := l.h.Handle(ctx, ev)
+	if l.emf != nil {
+		if ferr := l.emf.Flush(time.Now()); ferr != nil {
+			l.log.Warn("cannot write the EMF metrics", "err", ferr)
+		}
+	}
+	return resp, err
 }
 
 // lambdaQueues reads the attributes of the listed queues, once at cold

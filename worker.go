@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -17,10 +18,13 @@ import (
 // Worker long-polls SQS queues and runs each logical message's effect
 // exactly once: FIFO groups in order, many groups in parallel.
 type Worker struct {
-	pool    *pool.Pool
-	metrics *telemetry.Metrics
-	queues  []string
-	ran     atomic.Bool
+	pool     *pool.Pool
+	metrics  *telemetry.Metrics
+	emf      *telemetry.EMF // nil: off
+	interval time.Duration  // of the EMF lines
+	log      *slog.Logger
+	queues   []string
+	ran      atomic.Bool
 }
 
 // New checks cfg and everything it names before anything runs: the
@@ -56,17 +60,26 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	emf := s.emf()
 	proc := s.processor(store, 30*time.Second, func(m effect.Message) dedup.Scope { return scopes[m.QueueURL] })
 	p, err := pool.New(pool.Config{
 		Client: s.SQS, Queues: queues, Processor: proc,
 		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight, ShutdownTimeout: s.ShutdownTimeout,
 		WaitTime: s.WaitTime, AckDelay: s.AckDelay, RetryInPlace: s.RetryInPlace,
-		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks},
+		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{pool: p, metrics: metrics, queues: s.Queues}, nil
+	return &Worker{pool: p, metrics: metrics, emf: emf, interval: s.EMF.Interval, log: s.log, queues: s.Queues}, nil
+}
+
+// emf makes the EMF writer Config.EMF asks for, or nil.
+func (s *settings) emf() *telemetry.EMF {
+	if s.EMF.Writer == nil {
+		return nil
+	}
+	return telemetry.NewEMF(s.EMF.Writer, s.EMF.Namespace)
 }
 
 // store checks the dedup table and returns the ledger on it.
@@ -121,8 +134,38 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.ran.CompareAndSwap(false, true) {
 		return errors.New("exactly: Worker.Run called twice")
 	}
+	if w.emf == nil {
+		w.pool.Run(ctx)
+		return nil
+	}
+	// The EMF lines: one period after another while the pool runs, and
+	// the last one once it has drained.
+	stop := make(chan struct{})
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		t := time.NewTicker(w.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				w.flushEMF()
+				return
+			case <-t.C:
+				w.flushEMF()
+			}
+		}
+	}()
 	w.pool.Run(ctx)
+	close(stop)
+	<-flushed
 	return nil
+}
+
+func (w *Worker) flushEMF() {
+	if err := w.emf.Flush(time.Now()); err != nil {
+		w.log.Warn("cannot write the EMF metrics", "err", err)
+	}
 }
 
 // Force cancels the running effects' contexts now, during a drain that must

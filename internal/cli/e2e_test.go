@@ -214,13 +214,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// SIGTERM: graceful stop, exit 0, promptly (open long polls of at most
 	// --wait-time are left to return, so that SQS strands no message).
-	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-w.done:
-		require.NoError(t, err, "worker exits 0 on SIGTERM")
-	case <-time.After(15 * time.Second):
-		t.Fatal("worker did not exit within 15s of SIGTERM")
-	}
+	stopWorker(t, w)
 	_, stopped := w.field("worker stopped", "applied")
 	require.True(t, stopped)
 }
@@ -259,4 +253,34 @@ func httpGet(t *testing.T, url string) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// newQueueAndTable sets up a FIFO queue and a dedup table with the worker's
+// own setup command, removed when the test ends; it returns the queue's
+// name and URL and the table's name.
+func newQueueAndTable(t *testing.T, prefix string) (queue, url, table string) {
+	t.Helper()
+	sqsc := testenv.SQS(t)
+	db := testenv.DynamoDB(t)
+	suffix := testenv.Name(prefix)
+	queue, table = suffix+".fifo", suffix+"-dedup"
+	out := runCLI(t, "setup", "--queue", queue, "--table", table)
+	url = strings.Fields(strings.Split(out, "\n")[0])[1]
+	t.Cleanup(func() {
+		_, _ = sqsc.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	return queue, url, table
+}
+
+// stopWorker sends SIGTERM and requires a clean exit within 15 s.
+func stopWorker(t *testing.T, w *proc) {
+	t.Helper()
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-w.done:
+		require.NoError(t, err, "worker exits 0 on SIGTERM")
+	case <-time.After(15 * time.Second):
+		t.Fatal("worker did not exit within 15s of SIGTERM")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,7 +68,7 @@ func TestReadyOnlyAfterStartupChecks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- runCommand(context.Background(), nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop",
-			"--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, stderr, env())
+			"--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, io.Discard, stderr, env())
 	}()
 	var addr string
 	require.Eventually(t, func() bool {
@@ -114,7 +115,7 @@ func TestStopDuringStartupIsGraceful(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runCommand(ctx, nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop", "--metrics-addr", ""}, &testenv.SyncBuffer{}, env())
+		done <- runCommand(ctx, nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop", "--metrics-addr", ""}, io.Discard, &testenv.SyncBuffer{}, env())
 	}()
 	time.Sleep(200 * time.Millisecond) // inside the first start-up call
 	cancel()

@@ -77,11 +77,11 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 	switch cmd {
 	case "run":
 		err = withSignals(func(ctx context.Context, force <-chan struct{}) error {
-			return runCommand(ctx, force, rest, stderr, lookup)
+			return runCommand(ctx, force, rest, stdout, stderr, lookup)
 		})
 	case "lambda":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
-			return lambdaCommand(ctx, rest, stderr, lookup)
+			return lambdaCommand(ctx, rest, stdout, stderr, lookup)
 		})
 	case "setup":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {

@@ -44,6 +44,9 @@ type settings struct {
 	dedupKey        string
 	payloadHash     string
 	commit          string
+	metricsFormat   string
+	emfNamespace    string
+	emfInterval     time.Duration
 	groupCommit     time.Duration
 	namespace       string
 	dedupTTL        time.Duration
@@ -104,8 +107,13 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 		fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", LambdaConcurrencyDefault, "message groups of one batch handled at once")
 		fs.String(&s.fifoFailRest, "fifo-fail-rest", "WORKER_FIFO_FAIL_REST", "group", "FIFO: what a failed message takes with it into batchItemFailures: group (the later messages of its group; other groups go on) or batch (every later message of the batch; the batch then runs one message at a time)")
 		fs.String(&s.dedupScope, "dedup-scope", "WORKER_DEDUP_SCOPE", "", "queue or group: scope of dedup keys, as the queue's DeduplicationScope (queue or messageGroup); default: read from --queue, else queue")
+		fs.String(&s.metricsFormat, "metrics-format", "WORKER_METRICS_FORMAT", "emf", "emf: each batch's metrics as CloudWatch Embedded Metric Format lines on stdout, which the function's log turns into metrics (namespace --emf-namespace, dimension Queue); none: off")
+		fs.String(&s.emfNamespace, "emf-namespace", "WORKER_EMF_NAMESPACE", exactly.DefaultEMFNamespace, "CloudWatch namespace of the EMF metrics")
 		return
 	}
+	fs.String(&s.metricsFormat, "metrics-format", "WORKER_METRICS_FORMAT", "prometheus", "prometheus (/metrics on --metrics-addr), emf (CloudWatch Embedded Metric Format lines on stdout every --emf-interval, which the awslogs driver turns into metrics; no /metrics) or both")
+	fs.String(&s.emfNamespace, "emf-namespace", "WORKER_EMF_NAMESPACE", exactly.DefaultEMFNamespace, "CloudWatch namespace of the EMF metrics")
+	fs.Duration(&s.emfInterval, "emf-interval", "WORKER_EMF_INTERVAL", exactly.DefaultEMFInterval, "how often the EMF lines are written (and once when drained)")
 	fs.Duration(&s.lease, "lease", "WORKER_LEASE", 0, "dedup lease per claim, extended by heartbeats (0: the queue's visibility timeout less a tenth, at least 1s)")
 	fs.Duration(&s.visibility, "visibility", "WORKER_VISIBILITY", 0, "override the queue's visibility timeout used for heartbeats (0: read from the queue)")
 	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.ConcurrencyDefault, "handlers running at once (message groups in parallel)")
@@ -134,6 +142,13 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	}
 	if s.concurrency < 1 {
 		return config.Errorf("%s must be at least 1", fs.Name("concurrency"))
+	}
+	formats := []string{"prometheus", "emf", "both"}
+	if forLambda {
+		formats = []string{"emf", "none"}
+	}
+	if !slices.Contains(formats, s.metricsFormat) {
+		return config.Errorf("%s %q: want %s", fs.Name("metrics-format"), s.metricsFormat, strings.Join(formats, ", "))
 	}
 	cfg := s.config(nil, nil, nil, nil)
 	if forLambda {
@@ -167,6 +182,7 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 		WaitTime: s.waitTime, AckDelay: s.ackDelay, RetryInPlace: retry, ShutdownTimeout: s.shutdownTimeout,
 		LeaveToRedrivePolicy: !s.moveToDLQ,
 		Lambda:               exactly.LambdaConfig{FailRest: s.fifoFailRest, DedupScope: s.dedupScope},
+		EMF:                  exactly.EMF{Namespace: s.emfNamespace, Interval: s.emfInterval},
 		Logger:               log, Registerer: reg,
 	}
 	if cl != nil {
@@ -181,7 +197,7 @@ var flagOf = map[string]string{
 	"Commit": "commit", "GroupCommit": "group-commit", "Namespace": "namespace", "TTL": "dedup-ttl", "Lease": "lease", "Visibility": "visibility",
 	"Concurrency": "concurrency", "Receivers": "receivers", "MaxInFlight": "max-in-flight", "WaitTime": "wait-time",
 	"AckDelay": "ack-delay", "RetryInPlace": "retry-in-place", "ShutdownTimeout": "shutdown-timeout",
-	"LeaveToRedrivePolicy": "move-to-dlq", "Lambda.FailRest": "fifo-fail-rest", "Lambda.DedupScope": "dedup-scope",
+	"LeaveToRedrivePolicy": "move-to-dlq", "EMF.Interval": "emf-interval", "Lambda.FailRest": "fifo-fail-rest", "Lambda.DedupScope": "dedup-scope",
 }
 
 // cliError turns the library's *exactly.ConfigError into the command
@@ -207,7 +223,7 @@ func cliError(fs *config.Set, err error) error {
 	return config.Errorf("%s%s", name(ce.Setting), msg)
 }
 
-func runCommand(ctx context.Context, force <-chan struct{}, args []string, stderr io.Writer, lookup func(string) (string, bool)) error {
+func runCommand(ctx context.Context, force <-chan struct{}, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
 	var s settings
 	fs := newRunSet(&s, lookup)
 	fs.SetOutput(stderr)
@@ -244,7 +260,11 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	defer func() { stopBG(); bg.Wait() }()
 	var srv *telemetry.Server
 	if s.metricsAddr != "" {
-		if srv, err = telemetry.Listen(s.metricsAddr, reg); err != nil {
+		var gatherer prometheus.Gatherer = reg
+		if s.metricsFormat == "emf" {
+			gatherer = nil // no /metrics: nothing scrapes it
+		}
+		if srv, err = telemetry.Listen(s.metricsAddr, gatherer); err != nil {
 			return config.Errorf("%s %q: %v", fs.Name("metrics-addr"), s.metricsAddr, err)
 		}
 		bg.Go(func() { srv.Serve(bgCtx, log) })
@@ -258,6 +278,9 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stder
 	cfg := s.config(cl, eff, log, reg)
 	if tp != nil {
 		cfg.TracerProvider = tp
+	}
+	if s.metricsFormat != "prometheus" {
+		cfg.EMF.Writer = stdout
 	}
 	w, err := exactly.New(ctx, cfg)
 	if err != nil {

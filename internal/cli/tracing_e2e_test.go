@@ -7,13 +7,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
@@ -27,17 +24,9 @@ import (
 // a collector, exports a span per message, in the producer's trace (its
 // traceparent message attribute), under the service name it is given.
 func TestTracesReachTheCollector(t *testing.T) {
-	sqsc := testenv.SQS(t)
-	db := testenv.DynamoDB(t)
 	ctx := context.Background()
-	suffix := testenv.Name("otel")
-	queue, table := suffix+".fifo", suffix+"-dedup"
-	out := runCLI(t, "setup", "--queue", queue, "--table", table)
-	url := strings.Fields(strings.Split(out, "\n")[0])[1]
-	t.Cleanup(func() {
-		_, _ = sqsc.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
-		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	sqsc := testenv.SQS(t)
+	queue, url, table := newQueueAndTable(t, "otel")
 	col := &cli.Collector{}
 	srv := httptest.NewServer(col)
 	t.Cleanup(srv.Close)
@@ -92,11 +81,5 @@ func TestTracesReachTheCollector(t *testing.T) {
 		return false
 	}, "the worker's span a child of worker send's")
 
-	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-w.done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("worker did not exit within 15s of SIGTERM")
-	}
+	stopWorker(t, w)
 }

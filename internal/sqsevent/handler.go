@@ -121,6 +121,17 @@ type Config struct {
 	MoveToDLQ func(ctx context.Context, rec events.SQSMessage) error
 	// Log receives one line per failed message and one per batch.
 	Log *slog.Logger
+	// Observer, when set, is told of the records of each batch and of
+	// what came of each one processed (metrics, hooks), as the pool tells
+	// its own.
+	Observer Observer
+}
+
+// Observer is told what the handler does, for metrics. Its methods must be
+// cheap and safe for concurrent use.
+type Observer interface {
+	Received(queue string, n int)
+	Done(queue string, r process.Result, took time.Duration)
 }
 
 // Queue is what the handler knows of an event source queue (Config.Resolve).
@@ -183,6 +194,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	start := time.Now()
 	done := make([]bool, len(ev.Records)) // may be deleted: committed, or a duplicate
 	var t tally
+	if o := h.cfg.Observer; o != nil {
+		for _, r := range ev.Records {
+			o.Received(queueName(r.EventSourceARN), 1)
+		}
+	}
 	queues := h.resolve(ctx, ev.Records)
 	lanes := h.lanes(ev.Records)
 
@@ -293,6 +309,9 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	log := h.cfg.Log.With("queue", queueName(r.EventSourceARN), "message_id", r.MessageId, "group", r.Attributes[attrGroup])
 	m, err := h.message(r)
 	if err != nil {
+		if o := h.cfg.Observer; o != nil {
+			o.Done(queueName(r.EventSourceARN), process.Result{Action: process.Fail, Err: err}, 0)
+		}
 		moved := h.permanent(ctx, r, log, t, 0, err)
 		return moved, !moved
 	}
@@ -331,6 +350,9 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	hooks.Scope = scope
 	start := time.Now()
 	res := h.cfg.Processor.Process(wctx, m, hooks)
+	if o := h.cfg.Observer; o != nil {
+		o.Done(m.QueueName, res, time.Since(start))
+	}
 	log = log.With("dedup_key", res.Key, "action", res.Action.String(), "duration_ms", time.Since(start).Milliseconds())
 	if res.Outcome != 0 {
 		log = log.With("outcome", res.Outcome.String())

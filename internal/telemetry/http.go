@@ -22,6 +22,7 @@ type Server struct {
 }
 
 // Listen binds addr (":9090"; port 0 picks one) and returns the server.
+// Without metrics (nil), /metrics is not served.
 func Listen(addr string, metrics prometheus.Gatherer) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -37,7 +38,9 @@ func Listen(addr string, metrics prometheus.Gatherer) (*Server, error) {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	if metrics != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }

@@ -1,0 +1,186 @@
+package telemetry
+
+import (
+	"encoding/json"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/process"
+)
+
+// EMFNamespaceDefault is the CloudWatch namespace of the EMF metrics.
+const EMFNamespaceDefault = "exactly"
+
+// EMF metric names, the contract with dashboards and the alarms module:
+// counts per queue (dimension Queue, the queue's name) since the previous
+// flush, and latency samples.
+const (
+	EMFReceived          = "Received"
+	EMFApplied           = "Applied"
+	EMFDuplicates        = "Duplicates"
+	EMFConflicts         = "Conflicts"
+	EMFBusy              = "Busy"
+	EMFRetries           = "Retries"
+	EMFPermanentFailures = "PermanentFailures"
+	EMFLeasesLost        = "LeasesLost"
+	EMFEffectLatency     = "EffectLatency" // milliseconds
+	EMFCommitLatency     = "CommitLatency" // milliseconds
+	EMFMessageAge        = "MessageAge"    // seconds, when a message is done
+)
+
+// emfCounts are the EMF counters in the order they are written.
+var emfCounts = []string{EMFReceived, EMFApplied, EMFDuplicates, EMFConflicts, EMFBusy, EMFRetries, EMFPermanentFailures, EMFLeasesLost}
+
+// emfMaxSamples bounds a latency metric's values in one line: the format
+// allows 100.
+const emfMaxSamples = 100
+
+// EMF writes the worker's metrics as CloudWatch Embedded Metric Format
+// lines: on Lambda (stdout is the function's log) and on ECS with the
+// awslogs driver, CloudWatch extracts them with no agent and no scraper.
+// It is told what happens as the Prometheus metrics are (Received, Done);
+// Flush writes one line per queue with what happened since the previous
+// flush, and nothing for a queue where nothing did. Latencies are raw
+// samples, at most 100 per metric and line (the first ones of the period).
+// Safe for concurrent use.
+type EMF struct {
+	w         io.Writer
+	namespace string
+
+	mu     sync.Mutex
+	queues map[string]*emfQueue
+}
+
+type emfQueue struct {
+	counts              map[string]float64
+	effect, commit, age []float64 // the period's first samples
+}
+
+// NewEMF writes to w under namespace (EMFNamespaceDefault if empty).
+func NewEMF(w io.Writer, namespace string) *EMF {
+	if namespace == "" {
+		namespace = EMFNamespaceDefault
+	}
+	return &EMF{w: w, namespace: namespace, queues: map[string]*emfQueue{}}
+}
+
+func (e *EMF) queue(name string) *emfQueue {
+	q := e.queues[name]
+	if q == nil {
+		q = &emfQueue{counts: map[string]float64{}}
+		e.queues[name] = q
+	}
+	return q
+}
+
+// Received counts n messages received from queue.
+func (e *EMF) Received(queue string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.queue(queue).counts[EMFReceived] += float64(n)
+}
+
+// Done counts what came of one message, as Metrics.Done does.
+func (e *EMF) Done(queue string, r process.Result, _ time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	q := e.queue(queue)
+	switch {
+	case r.Applied:
+		q.counts[EMFApplied]++
+	case r.Outcome == dedup.Duplicate:
+		q.counts[EMFDuplicates]++
+	case r.Outcome == dedup.Conflict:
+		q.counts[EMFConflicts]++
+	case r.Outcome == dedup.Busy:
+		q.counts[EMFBusy]++
+	}
+	if r.LeaseLost {
+		q.counts[EMFLeasesLost]++
+	}
+	switch r.Action {
+	case process.Retry:
+		if r.Outcome != dedup.Busy {
+			q.counts[EMFRetries]++
+		}
+	case process.Fail:
+		q.counts[EMFPermanentFailures]++
+	}
+	sample := func(s *[]float64, v float64) {
+		if len(*s) < emfMaxSamples {
+			*s = append(*s, v)
+		}
+	}
+	if r.EffectTook > 0 {
+		sample(&q.effect, float64(r.EffectTook.Microseconds())/1000)
+	}
+	if r.CommitTook > 0 {
+		sample(&q.commit, float64(r.CommitTook.Microseconds())/1000)
+	}
+	if r.Action == process.Delete && !r.SentAt.IsZero() {
+		sample(&q.age, max(time.Since(r.SentAt), 0).Seconds())
+	}
+}
+
+// Flush writes a line per queue with what happened since the previous
+// flush, stamped now, and starts a new period.
+func (e *EMF) Flush(now time.Time) error {
+	e.mu.Lock()
+	queues := e.queues
+	e.queues = map[string]*emfQueue{}
+	e.mu.Unlock()
+	names := make([]string, 0, len(queues))
+	for name := range queues {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		line, err := e.line(name, queues[name], now)
+		if err != nil {
+			return err
+		}
+		if _, err := e.w.Write(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+func (e *EMF) line(queue string, q *emfQueue, now time.Time) ([]byte, error) {
+	doc := map[string]any{"Queue": queue}
+	var metrics []emfMetric
+	for _, name := range emfCounts {
+		metrics = append(metrics, emfMetric{name, "Count"})
+		doc[name] = q.counts[name] // zero too: a period with nothing of a kind is data
+	}
+	for _, s := range []struct {
+		name, unit string
+		values     []float64
+	}{{EMFEffectLatency, "Milliseconds", q.effect}, {EMFCommitLatency, "Milliseconds", q.commit}, {EMFMessageAge, "Seconds", q.age}} {
+		if len(s.values) > 0 {
+			metrics = append(metrics, emfMetric{s.name, s.unit})
+			doc[s.name] = s.values
+		}
+	}
+	doc["_aws"] = map[string]any{
+		"Timestamp": now.UnixMilli(),
+		"CloudWatchMetrics": []any{map[string]any{
+			"Namespace":  e.namespace,
+			"Dimensions": [][]string{{"Queue"}},
+			"Metrics":    metrics,
+		}},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,4 +49,42 @@ func TestMetricsFormatEMF(t *testing.T) {
 	require.Contains(t, httpGet(t, "http://"+addr.(string)+"/healthz"), "ok")
 
 	stopWorker(t, w)
+}
+
+// TestNotReadyWhileDraining: from the moment a SIGTERM starts the drain,
+// /readyz answers 503 (a load balancer or ECS stops counting the task),
+// while /healthz still answers, until the drain ends (here it waits for
+// the open long polls of --wait-time 5s to return).
+func TestNotReadyWhileDraining(t *testing.T) {
+	_, url, table := newQueueAndTable(t, "drain")
+	w := startWorker(t, "run", "--queue", url, "--table", table, "--effect", "noop", "--metrics-addr", "127.0.0.1:0",
+		"--progress", "0", "--wait-time", "5s")
+	var addr string
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		a, ok := w.field("serving /healthz, /readyz and /metrics", "addr")
+		if ok {
+			addr = a.(string)
+		}
+		return ok && status(addr, "/readyz") == http.StatusOK
+	}, "ready after the start-up checks")
+	time.Sleep(200 * time.Millisecond) // the receivers' long polls are open
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+	testenv.Eventually(t, 5*time.Second, func() bool { return status(addr, "/readyz") == http.StatusServiceUnavailable }, "503 once draining")
+	require.Equal(t, http.StatusOK, status(addr, "/healthz"), "still alive while draining")
+	select {
+	case err := <-w.done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("worker did not exit after its drain")
+	}
+}
+
+// status is the HTTP status of GET addr+path, or 0 when nothing answers.
+func status(addr, path string) int {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -179,7 +179,11 @@ func (r *Result) limitsTable() *table {
 	row(fmt.Sprintf("DynamoDB conditional PutItem, puts/s (best of %s-way)", c), func(l Limits) float64 { return l.Put })
 	row(fmt.Sprintf("  ÷ %s per message, msg/s", writes(first.WritesPerMessage, "DynamoDB write")), func(l Limits) float64 { return l.Put / float64(l.WritesPerMessage) })
 	row(fmt.Sprintf("limit = the lower of the two, msg/s (set by %s)", first.By()), Limits.Limit)
-	row(fmt.Sprintf("for reference: the worker's DynamoDB path alone (claim + commit), msg/s (best of %s-way)", c), func(l Limits) float64 { return l.Path })
+	path := "claim + commit"
+	if r.Config.Commit == "optimistic" {
+		path = "one optimistic commit"
+	}
+	row(fmt.Sprintf("for reference: the worker's DynamoDB path alone (%s), msg/s (best of %s-way)", path, c), func(l Limits) float64 { return l.Path })
 	return t
 }
 

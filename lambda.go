@@ -91,8 +91,8 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 		},
 	}
 	if !s.LeaveToRedrivePolicy {
-		hc.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
-			return moveToDLQ(ctx, s.SQS, res, rec)
+		hc.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage, cause error) error {
+			return moveToDLQ(ctx, s.SQS, res, rec, cause)
 		}
 	}
 	h, err := sqsevent.New(hc)
@@ -237,7 +237,7 @@ func (r *queueResolver) read(ctx context.Context, arn string) (queueInfo, error)
 // body, message attributes and, in a FIFO queue, its group; plus an
 // idempotency-key attribute that keeps its dedup key, and a dedup id of its
 // own (sqsmsg.DeadLetterCopy).
-func moveToDLQ(ctx context.Context, client SQS, queues *queueResolver, rec events.SQSMessage) error {
+func moveToDLQ(ctx context.Context, client SQS, queues *queueResolver, rec events.SQSMessage, cause error) error {
 	q, err := queues.resolve(ctx, rec.EventSourceARN)
 	if err != nil {
 		return err
@@ -252,7 +252,7 @@ func moveToDLQ(ctx context.Context, client SQS, queues *queueResolver, rec event
 	m := effect.Message{ID: rec.MessageId, Group: rec.Attributes["MessageGroupId"], DedupID: rec.Attributes["MessageDeduplicationId"]}
 	// With ten attributes already the copy cannot carry its dedup key: it is
 	// not made, and the handler leaves the record to the redrive policy.
-	in, err := sqsmsg.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs)
+	in, err := sqsmsg.DeadLetterCopy(q.dlq, q.fifo, m, aws.String(rec.Body), attrs, cause, time.Now())
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,7 @@ func TestLambdaMoveToDLQGivesTheCopyItsOwnDedupID(t *testing.T) {
 	for _, m := range out.Messages {
 		groups = append(groups, m.Attributes["MessageGroupId"])
 		require.Equal(t, "same", aws.ToString(m.MessageAttributes[dedup.IdempotencyKeyAttribute].StringValue), "the dedup key is carried")
+		require.Contains(t, aws.ToString(m.MessageAttributes["exactly-failure"].StringValue), "poison", "and why it failed")
 	}
 	require.ElementsMatch(t, []string{"A", "B"}, groups)
 }

@@ -177,6 +177,14 @@ func TestEndToEnd(t *testing.T) {
 	_, err = sqsc.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &dlqURL, ReceiptHandle: dl.Messages[0].ReceiptHandle})
 	require.NoError(t, err)
 
+	// A dry run lists it, with its key and why it failed (the worker's
+	// copy carries the reason), and moves nothing.
+	listing := runCLI(t, "redrive", "--dlq", dlqURL, "--queue", url, "--dry-run")
+	require.Contains(t, listing, "poison")
+	require.Contains(t, listing, "poison-1")
+	require.Contains(t, listing, "ledger body is not the expected JSON object")
+	require.Contains(t, listing, "dry run: would move 1 messages from "+dlq+" to "+queue)
+
 	// worker redrive moves it back, with its group and its dedup key; it
 	// fails again and is dead-lettered again, keeping that key.
 	// (It may also see the copy come back, failed again: it leaves that.)
@@ -197,6 +205,9 @@ func TestEndToEnd(t *testing.T) {
 	require.True(t, strings.HasPrefix(again[0].Attributes["MessageDeduplicationId"], "dlq-"),
 		"the worker's move gives the copy a dedup id of its own (sqsmsg.CopyDeduplicationID)")
 	require.Equal(t, "poison-1", aws.ToString(again[0].MessageAttributes["idempotency-key"].StringValue), "the dedup key kept")
+	require.Contains(t, aws.ToString(again[0].MessageAttributes["exactly-failure"].StringValue), "ledger body is not the expected JSON object", "why, on the copy")
+	_, err = time.Parse(time.RFC3339, aws.ToString(again[0].MessageAttributes["exactly-failed-at"].StringValue))
+	require.NoError(t, err, "when, on the copy")
 	require.Len(t, scanAll(t, db, table), 25, "the replay used the same dedup record")
 
 	// The 8 retries were absorbed by the ledger; /metrics says so.

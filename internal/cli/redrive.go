@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"text/tabwriter"
+	"time"
 
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/redrive"
@@ -18,6 +20,8 @@ func redriveCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.String(&cfg.DLQ, "dlq", "", "", "URL of the dead-letter queue to move messages from (required)")
 	fs.String(&cfg.Queue, "queue", "", "", "URL of the queue they came from, to move them to (required): their dedup keys are scoped by its name")
 	fs.Int(&cfg.Max, "max", "", 0, "move at most this many messages (0: until the dead-letter queue is empty)")
+	fs.List(&cfg.Groups, "group", "", "move only the messages of this FIFO group (repeat, or comma-separate); the others stay in the dead-letter queue")
+	fs.Bool(&cfg.DryRun, "dry-run", "", false, "move nothing: list what would move, in order (group, message id, dedup key, when it reached the DLQ, why it failed). Listing receives the messages: their receive count rises and they are hidden until the listing ends; SQS hands out no more of a FIFO group while some of it is held, so each group is listed from its first message as far as a receive reaches")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,7 +39,20 @@ func redriveCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	res, err := redrive.Run(ctx, cl.sqs, cfg)
-	fmt.Fprintf(stdout, "moved %d messages from %s to %s", res.Moved, sqsmsg.QueueName(cfg.DLQ), sqsmsg.QueueName(cfg.Queue))
+	if cfg.DryRun {
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tMESSAGE ID\tDEDUP KEY\tIN DLQ SINCE\tFAILED AT\tFAILURE")
+		for _, l := range res.Listed {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", orDash(l.Group), l.ID, orDash(l.Key), l.SentAt.UTC().Format(time.RFC3339), orDash(l.FailedAt), orDash(l.Failure))
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(stdout, "dry run: would move %d messages from %s to %s", len(res.Listed), sqsmsg.QueueName(cfg.DLQ), sqsmsg.QueueName(cfg.Queue))
+	} else {
+		fmt.Fprintf(stdout, "moved %d messages from %s to %s", res.Moved, sqsmsg.QueueName(cfg.DLQ), sqsmsg.QueueName(cfg.Queue))
+	}
+	if res.Skipped > 0 {
+		fmt.Fprintf(stdout, "; left %d of other groups", res.Skipped)
+	}
 	if res.Left > 0 {
 		fmt.Fprintf(stdout, "; left %d that reached %s after the start (failed again?)", res.Left, sqsmsg.QueueName(cfg.DLQ))
 	}
@@ -47,4 +64,11 @@ func redriveCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("redrive stopped: %w", err)
 	}
 	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

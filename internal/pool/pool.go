@@ -823,7 +823,7 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Logger, holdBack func()) {
 	q := qs.q
 	if q.DLQURL != "" {
-		in, err := sqsmsg.DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes)
+		in, err := sqsmsg.DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes, r.Err, time.Now())
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_, err = p.cfg.Client.SendMessage(ctx, in)

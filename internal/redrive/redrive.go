@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
@@ -47,12 +49,32 @@ type Config struct {
 	// the redrive runs comes back to the dead-letter queue as a new message;
 	// without the cut-off it would be moved again, and again.
 	Before time.Time
+	// Groups, when set, moves only the messages of these FIFO groups; the
+	// others stay in the dead-letter queue, untouched but for a receive
+	// (visible again when the redrive ends).
+	Groups []string
+	// DryRun moves nothing: Result.Listed says what would move, in the
+	// order it would. Listing receives the messages: their receive counts
+	// rise by one and they are hidden until the redrive ends.
+	DryRun bool
 }
 
 // Result of a redrive.
 type Result struct {
-	Moved int
-	Left  int // messages that reached the dead-letter queue after Before
+	Moved   int
+	Left    int // messages that reached the dead-letter queue after Before
+	Skipped int // messages of groups not in Config.Groups
+	// Listed is what a dry run would move, in order.
+	Listed []Listed
+}
+
+// Listed is a message a dry run would move.
+type Listed struct {
+	ID, Group string
+	Key       string    // the dedup key its copy would carry ("" when none)
+	SentAt    time.Time // when it reached the dead-letter queue
+	Failure   string    // why it failed, when its copy says (sqsmsg.FailureAttribute)
+	FailedAt  string
 }
 
 // ErrCannotCarryKey: a message has SQS's ten message attributes already and
@@ -101,10 +123,10 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 			left = left[n:]
 		}
 	}()
-	for cfg.Max == 0 || res.Moved < cfg.Max {
+	for cfg.Max == 0 || res.Moved+len(res.Listed) < cfg.Max {
 		n := 10
 		if cfg.Max > 0 {
-			n = min(n, cfg.Max-res.Moved)
+			n = min(n, cfg.Max-res.Moved-len(res.Listed))
 		}
 		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: &cfg.DLQ, MaxNumberOfMessages: int32(n),
@@ -121,13 +143,24 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 		}
 		var old []types.Message
 		var oldMsgs []effect.Message
-		for _, m := range out.Messages {
-			if msg := sqsmsg.ToMessage(cfg.DLQ, m); msg.SentAt.Before(cfg.Before) {
-				old, oldMsgs = append(old, m), append(oldMsgs, msg)
-				continue
-			}
-			res.Left++
+		hold := func(m types.Message) {
 			left = append(left, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(len(left) % 10)), ReceiptHandle: m.ReceiptHandle})
+		}
+		for _, m := range out.Messages {
+			msg := sqsmsg.ToMessage(cfg.DLQ, m)
+			switch {
+			case !msg.SentAt.Before(cfg.Before):
+				res.Left++
+				hold(m)
+			case len(cfg.Groups) > 0 && !slices.Contains(cfg.Groups, msg.Group):
+				res.Skipped++
+				hold(m)
+			case cfg.DryRun:
+				res.Listed = append(res.Listed, listed(msg))
+				hold(m)
+			default:
+				old, oldMsgs = append(old, m), append(oldMsgs, msg)
+			}
 		}
 		if len(old) == 0 {
 			continue
@@ -139,6 +172,15 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// listed describes a message a dry run would move.
+func listed(m effect.Message) Listed {
+	l := Listed{ID: m.ID, Group: m.Group, SentAt: m.SentAt, Failure: m.Attributes[sqsmsg.FailureAttribute], FailedAt: m.Attributes[sqsmsg.FailedAtAttribute]}
+	if k, err := (dedup.KeySource{}).Extract(m); err == nil {
+		l.Key = k
+	}
+	return l
 }
 
 // move copies one received batch (msgs, with their effect.Message views)
@@ -161,7 +203,9 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 	stopped := map[string]bool{} // FIFO groups that stop in this move
 	entry := func(i int) (types.SendMessageBatchRequestEntry, bool) {
 		m, msg := msgs[i], views[i]
-		attrs, ok := sqsmsg.WithKey(msg, m.MessageAttributes)
+		// Back in its queue, the message is what it was: the DLQ copy's
+		// failure attributes stay behind.
+		attrs, ok := sqsmsg.WithKey(msg, sqsmsg.WithoutFailure(m.MessageAttributes))
 		if !ok {
 			fail(fmt.Errorf("message %s not moved: %w", msg.ID, ErrCannotCarryKey))
 			return types.SendMessageBatchRequestEntry{}, false

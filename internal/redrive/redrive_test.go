@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,73 @@ func TestRedriveStandardQueue(t *testing.T) {
 			keys[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["idempotency-key"].StringValue)
 		}
 		require.Equal(t, ids, keys)
+	})
+}
+
+// TestRedriveDryRunListsInOrder: a dry run lists what would move, in the
+// order it would, with the key the copy would carry and why the message
+// failed; it moves and deletes nothing, and the messages are visible
+// again when it ends.
+func TestRedriveDryRunListsInOrder(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		url, dlq := testenv.NewQueue(t, c, true, nil, 3)
+		sendFIFO(t, c, dlq, "A", "a1", "A1", map[string]types.MessageAttributeValue{"exactly-failure": str("ledger body has no \"account\""), "exactly-failed-at": str("2026-11-25T02:30:00Z")})
+		sendFIFO(t, c, dlq, "B", "b1", "B1", nil)
+		sendFIFO(t, c, dlq, "A", "a2", "A2", map[string]types.MessageAttributeValue{"idempotency-key": str("k-a2")})
+		res, err := redrive.Run(context.Background(), c, redrive.Config{DLQ: dlq, Queue: url, Wait: time.Second, DryRun: true})
+		require.NoError(t, err)
+		require.Zero(t, res.Moved)
+		byGroup := map[string][]string{}
+		for _, l := range res.Listed {
+			byGroup[l.Group] = append(byGroup[l.Group], l.Key)
+			require.False(t, l.SentAt.IsZero())
+		}
+		// SQS hands out no more of a FIFO group while some of it is held:
+		// a group is listed from its first message on, as far as the
+		// receives reach (the in-memory SQS returns all of it at once,
+		// fauxqs one message a group).
+		require.Equal(t, []string{"b1"}, byGroup["B"])
+		require.NotEmpty(t, byGroup["A"])
+		require.Equal(t, []string{"a1", "k-a2"}[:len(byGroup["A"])], byGroup["A"], "each group in its order, with its key")
+		for _, l := range res.Listed {
+			if l.Key == "a1" {
+				require.Equal(t, `ledger body has no "account"`, l.Failure)
+				require.Equal(t, "2026-11-25T02:30:00Z", l.FailedAt)
+			}
+		}
+		require.Empty(t, drain(t, c, url), "nothing moved")
+		require.Len(t, drain(t, c, dlq), 3, "all still in the dead-letter queue, visible again")
+	})
+}
+
+// TestRedriveOneGroup: only the groups asked for move, in order; the
+// others stay, visible again; the copies leave the failure attributes
+// behind.
+func TestRedriveOneGroup(t *testing.T) {
+	both(t, func(t *testing.T, c client) {
+		url, dlq := testenv.NewQueue(t, c, true, nil, 3)
+		fail := map[string]types.MessageAttributeValue{"exactly-failure": str("downstream 422"), "exactly-failed-at": str("2026-11-25T02:30:00Z"), "tenant": str("t")}
+		sendFIFO(t, c, dlq, "A", "a1", "A1", fail)
+		sendFIFO(t, c, dlq, "B", "b1", "B1", nil)
+		sendFIFO(t, c, dlq, "A", "a2", "A2", nil)
+		sendFIFO(t, c, dlq, "C", "c1", "C1", nil)
+		res, err := redrive.Run(context.Background(), c, redrive.Config{DLQ: dlq, Queue: url, Wait: time.Second, Groups: []string{"A", "C"}})
+		require.NoError(t, err)
+		require.Equal(t, 3, res.Moved)
+		require.Equal(t, 1, res.Skipped)
+		var bodies []string
+		for _, m := range drain(t, c, url) {
+			bodies = append(bodies, aws.ToString(m.Body))
+			if aws.ToString(m.Body) == "A1" {
+				require.NotContains(t, m.MessageAttributes, "exactly-failure", "the failure stays behind")
+				require.NotContains(t, m.MessageAttributes, "exactly-failed-at")
+				require.Equal(t, "t", aws.ToString(m.MessageAttributes["tenant"].StringValue))
+			}
+		}
+		require.ElementsMatch(t, []string{"A1", "A2", "C1"}, bodies)
+		require.Less(t, slices.Index(bodies, "A1"), slices.Index(bodies, "A2"), "group order kept")
+		left := drain(t, c, dlq)
+		require.Len(t, left, 1)
+		require.Equal(t, "B1", aws.ToString(left[0].Body))
 	})
 }

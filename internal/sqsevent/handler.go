@@ -118,7 +118,7 @@ type Config struct {
 	// move fails, the record and the rest of its group are reported and left
 	// to the redrive policy. Nil: every permanent failure is left to
 	// the redrive policy.
-	MoveToDLQ func(ctx context.Context, rec events.SQSMessage) error
+	MoveToDLQ func(ctx context.Context, rec events.SQSMessage, cause error) error
 	// Log receives one line per failed message and one per batch.
 	Log *slog.Logger
 	// Observer, when set, is told of the records of each batch and of
@@ -396,7 +396,7 @@ func (h *Handler) permanent(ctx context.Context, r events.SQSMessage, log *slog.
 	t.count(func() { t.permanent++ })
 	if h.cfg.MoveToDLQ != nil {
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err := h.cfg.MoveToDLQ(mctx, r)
+		err := h.cfg.MoveToDLQ(mctx, r, cause)
 		cancel()
 		if err == nil {
 			t.count(func() { t.movedToDLQ++ })

@@ -465,7 +465,7 @@ func TestMoveToDLQ(t *testing.T) {
 	var moved []string
 	fail := false
 	h, b := setup(t, func(c *Config) {
-		c.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage) error {
+		c.MoveToDLQ = func(ctx context.Context, rec events.SQSMessage, _ error) error {
 			_, has := ctx.Deadline()
 			require.True(t, has, "bounded")
 			mu.Lock()

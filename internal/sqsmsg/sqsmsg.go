@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -104,6 +105,54 @@ func WithKey(m effect.Message, attrs map[string]types.MessageAttributeValue) (ou
 	return out, true
 }
 
+// WithoutFailure returns attrs without the failure attributes of a
+// dead-letter copy (a copy of attrs when it had any).
+func WithoutFailure(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	_, a := attrs[FailureAttribute]
+	_, b := attrs[FailedAtAttribute]
+	if !a && !b {
+		return attrs
+	}
+	out := make(map[string]types.MessageAttributeValue, len(attrs))
+	for k, v := range attrs {
+		if k != FailureAttribute && k != FailedAtAttribute {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// withFailure adds the failure attributes that fit in SQS's ten.
+func withFailure(attrs map[string]types.MessageAttributeValue, cause error, at time.Time) map[string]types.MessageAttributeValue {
+	if cause == nil || len(attrs) >= maxMessageAttributes {
+		return attrs
+	}
+	out := make(map[string]types.MessageAttributeValue, len(attrs)+2)
+	for k, v := range attrs {
+		out[k] = v
+	}
+	s := "String"
+	// SQS takes the characters of XML 1.0 in an attribute's value.
+	why := strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' || (r >= 0x20 && r != 0xFFFE && r != 0xFFFF && r != utf8.RuneError) {
+			return r
+		}
+		return '?'
+	}, cause.Error())
+	if len(why) > FailureMaxBytes {
+		why = strings.ToValidUTF8(why[:FailureMaxBytes], "")
+	}
+	if why == "" {
+		why = "(no message)"
+	}
+	out[FailureAttribute] = types.MessageAttributeValue{DataType: &s, StringValue: &why}
+	if len(out) < maxMessageAttributes && !at.IsZero() {
+		when := at.UTC().Format(time.RFC3339)
+		out[FailedAtAttribute] = types.MessageAttributeValue{DataType: &s, StringValue: &when}
+	}
+	return out
+}
+
 // ErrNoRoomForKey: a message with SQS's ten message attributes and no
 // idempotency-key cannot carry its dedup key to a copy. Such a copy, when
 // replayed, would get another key (its MessageDeduplicationId and MessageId
@@ -146,17 +195,29 @@ func validDedupID(s string) bool {
 	return s != ""
 }
 
+// The attributes a dead-letter copy carries about its failure, when it has
+// room for them (after the message's own and its idempotency-key): why, in
+// at most FailureMaxBytes, and when. A copy made again replaces them;
+// worker redrive takes them off the message it sends back.
+const (
+	FailureAttribute  = "exactly-failure"
+	FailedAtAttribute = "exactly-failed-at"
+	FailureMaxBytes   = 256
+)
+
 // DeadLetterCopy is the SendMessage that copies m to its queue's dead-letter
 // queue: body and message attributes as they came, its dedup key in an
-// idempotency-key attribute (WithKey) and, in a FIFO queue, its group and a
-// dedup id of its own (CopyDeduplicationID). It fails with ErrNoRoomForKey
-// when the copy cannot carry the dedup key: leave the message to the
-// queue's redrive policy then.
-func DeadLetterCopy(dlqURL string, fifo bool, m effect.Message, body *string, attrs map[string]types.MessageAttributeValue) (*sqs.SendMessageInput, error) {
-	attrs, ok := WithKey(m, attrs)
+// idempotency-key attribute (WithKey), why and when it failed (cause, at:
+// FailureAttribute and FailedAtAttribute, as room allows) and, in a FIFO
+// queue, its group and a dedup id of its own (CopyDeduplicationID). It fails
+// with ErrNoRoomForKey when the copy cannot carry the dedup key: leave the
+// message to the queue's redrive policy then.
+func DeadLetterCopy(dlqURL string, fifo bool, m effect.Message, body *string, attrs map[string]types.MessageAttributeValue, cause error, at time.Time) (*sqs.SendMessageInput, error) {
+	attrs, ok := WithKey(m, WithoutFailure(attrs))
 	if !ok {
 		return nil, ErrNoRoomForKey
 	}
+	attrs = withFailure(attrs, cause, at)
 	in := &sqs.SendMessageInput{QueueUrl: &dlqURL, MessageBody: body, MessageAttributes: attrs}
 	if fifo {
 		if m.ID == "" {

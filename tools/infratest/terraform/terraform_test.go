@@ -58,7 +58,7 @@ var managedSettings = []string{
 	"WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
 	"WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
 	"WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL",
-	"WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE",
+	"WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE", "WORKER_METRICS_FORMAT",
 }
 
 // knownSettings are the WORKER_* variables the worker's source reads.
@@ -989,9 +989,10 @@ func TestWorkerLambdaEventSourceMapping(t *testing.T) {
 	for name := range objectKeys(t, m.locals["worker_settings"].Expr) {
 		passed = append(passed, name)
 	}
-	// No shutdown timeout or metrics server in Lambda.
+	// No shutdown timeout or metrics server in Lambda; its metrics are
+	// EMF lines, the binary's default there.
 	require.ElementsMatch(t, slices.DeleteFunc(slices.Clone(managedSettings), func(s string) bool {
-		return s == "WORKER_SHUTDOWN_TIMEOUT" || s == "WORKER_METRICS_ADDR"
+		return s == "WORKER_SHUTDOWN_TIMEOUT" || s == "WORKER_METRICS_ADDR" || s == "WORKER_METRICS_FORMAT"
 	}), passed)
 }
 

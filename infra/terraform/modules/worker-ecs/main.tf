@@ -29,6 +29,7 @@ locals {
     WORKER_SHUTDOWN_TIMEOUT = "${var.shutdown_timeout_seconds}s"
     WORKER_METRICS_ADDR     = ":${var.metrics_port}"
     WORKER_LOG_FORMAT       = var.log_format
+    WORKER_METRICS_FORMAT   = var.metrics_format
     WORKER_LOG_LEVEL        = var.log_level
     WORKER_MOVE_TO_DLQ      = tostring(var.move_to_dlq)
   }

@@ -216,6 +216,17 @@ variable "metrics_port" {
   }
 }
 
+variable "metrics_format" {
+  description = "WORKER_METRICS_FORMAT: prometheus (/metrics only), emf (CloudWatch Embedded Metric Format lines on stdout, which the awslogs driver turns into the metrics the alarms module watches) or both."
+  type        = string
+  default     = "both"
+
+  validation {
+    condition     = contains(["prometheus", "emf", "both"], var.metrics_format)
+    error_message = "metrics_format must be prometheus, emf or both."
+  }
+}
+
 variable "log_format" {
   description = "WORKER_LOG_FORMAT: json, text or auto (text on a terminal)."
   type        = string
@@ -253,7 +264,7 @@ variable "environment" {
     condition = alltrue([for k in keys(var.environment) : !contains([
       "AWS_REGION", "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
       "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
-      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE",
+      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE", "WORKER_METRICS_FORMAT",
     ], k)])
     error_message = "Set WORKER_* settings and AWS_REGION through this module's variables, not environment."
   }
@@ -268,7 +279,7 @@ variable "secrets" {
     condition = alltrue([for k in keys(var.secrets) : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k)) && !contains([
       "AWS_REGION", "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
       "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
-      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE",
+      "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE", "WORKER_METRICS_FORMAT",
     ], k)])
     error_message = "secrets keys must be environment variable names, and not a setting this module manages (WORKER_* of its variables, AWS_REGION)."
   }

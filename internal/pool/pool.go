@@ -762,7 +762,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 			log = log.With("outcome", r.Outcome.String())
 		}
 		if r.TraceID != "" {
-			log = log.With("trace_id", r.TraceID)
+			log = log.With("trace_id", r.TraceID, "span_id", r.SpanID)
 		}
 		return log
 	}

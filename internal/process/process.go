@@ -81,8 +81,9 @@ type Result struct {
 	// SentAt is when the message was sent (zero when unknown): its age at
 	// the decision tells how far behind the queue is.
 	SentAt time.Time
-	// TraceID is the message span's trace, for the logs; "" without tracing.
-	TraceID string
+	// TraceID and SpanID name the message's span, for the logs; "" without
+	// tracing.
+	TraceID, SpanID string
 	// EffectTook and CommitTook time the effect and its commit (retries
 	// included); zero when they did not run.
 	EffectTook, CommitTook time.Duration
@@ -153,7 +154,7 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 	ctx, span := p.startMessage(ctx, m)
 	r := p.process(ctx, m, h)
 	if span != nil {
-		r.TraceID = span.SpanContext().TraceID().String()
+		r.TraceID, r.SpanID = span.SpanContext().TraceID().String(), span.SpanContext().SpanID().String()
 	}
 	endMessage(span, r)
 	return r

@@ -56,12 +56,14 @@ func TestTraceOfAMessage(t *testing.T) {
 	r := b.proc.Process(context.Background(), m, process.Hooks{})
 	require.Equal(t, process.Delete, r.Action)
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", r.TraceID)
+	require.Len(t, r.SpanID, 16)
 
 	spans := spansByName(rec)
 	require.Len(t, spans, 4)
 	top := spans["process q.fifo"]
 	require.NotNil(t, top)
 	require.Equal(t, trace.SpanKindConsumer, top.SpanKind())
+	require.Equal(t, top.SpanContext().SpanID().String(), r.SpanID, "the logs name the message's span")
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", top.SpanContext().TraceID().String())
 	require.Equal(t, "00f067aa0ba902b7", top.Parent().SpanID().String(), "a child of the producer's span")
 	a := attrs(top)

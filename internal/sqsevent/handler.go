@@ -358,7 +358,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 		log = log.With("outcome", res.Outcome.String())
 	}
 	if res.TraceID != "" {
-		log = log.With("trace_id", res.TraceID)
+		log = log.With("trace_id", res.TraceID, "span_id", res.SpanID)
 	}
 	if res.LeaseLost {
 		t.count(func() { t.leasesLost++ })

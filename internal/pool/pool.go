@@ -813,7 +813,7 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 	// The keeper extends the message's visibility; the processor extends
 	// the dedup lease at the same pace.
 	return p.cfg.Processor.Process(p.workCtx, d.msg, process.Hooks{
-		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease,
+		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease, ReceivedAt: d.receivedAt,
 	})
 }
 

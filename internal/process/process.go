@@ -112,6 +112,9 @@ type Hooks struct {
 	// Processor's Scope answer (Lambda: that of a queue resolved while
 	// handling the event).
 	Scope *dedup.Scope
+	// ReceivedAt, when set, is when the message was received: its span
+	// starts then, so that it covers the wait for its turn too.
+	ReceivedAt time.Time
 }
 
 // Processor is the per-message exactly-once path.
@@ -151,7 +154,7 @@ type Processor struct {
 
 // Process runs m exactly once, as far as the ledger can tell.
 func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Result {
-	ctx, span := p.startMessage(ctx, m)
+	ctx, span := p.startMessage(ctx, m, h.ReceivedAt)
 	r := p.process(ctx, m, h)
 	if span != nil {
 		r.TraceID, r.SpanID = span.SpanContext().TraceID().String(), span.SpanContext().SpanID().String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -83,7 +84,7 @@ func xrayContext(h string) (trace.SpanContext, bool) {
 
 // startMessage starts the message's span (a consumer's "process" span, a
 // child of the producer's), when tracing is on.
-func (p *Processor) startMessage(ctx context.Context, m effect.Message) (context.Context, trace.Span) {
+func (p *Processor) startMessage(ctx context.Context, m effect.Message, receivedAt time.Time) (context.Context, trace.Span) {
 	if p.Tracer == nil {
 		return ctx, nil
 	}
@@ -97,8 +98,11 @@ func (p *Processor) startMessage(ctx context.Context, m effect.Message) (context
 	if m.Group != "" {
 		attrs = append(attrs, AttrGroup.String(m.Group))
 	}
-	return p.Tracer.Start(ProducerContext(ctx, m), "process "+m.QueueName,
-		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+	if !receivedAt.IsZero() {
+		opts = append(opts, trace.WithTimestamp(receivedAt))
+	}
+	return p.Tracer.Start(ProducerContext(ctx, m), "process "+m.QueueName, opts...)
 }
 
 // endMessage ends the message's span with what came of the message.

@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -53,7 +54,8 @@ func TestTraceOfAMessage(t *testing.T) {
 	}
 	m := msg("1", "body")
 	m.Attributes = map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
-	r := b.proc.Process(context.Background(), m, process.Hooks{})
+	received := time.Now().Add(-3 * time.Second)
+	r := b.proc.Process(context.Background(), m, process.Hooks{ReceivedAt: received})
 	require.Equal(t, process.Delete, r.Action)
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", r.TraceID)
 	require.Len(t, r.SpanID, 16)
@@ -63,6 +65,7 @@ func TestTraceOfAMessage(t *testing.T) {
 	top := spans["process q.fifo"]
 	require.NotNil(t, top)
 	require.Equal(t, trace.SpanKindConsumer, top.SpanKind())
+	require.True(t, top.StartTime().Equal(received), "the span starts at the receive: the wait for its turn is in it")
 	require.Equal(t, top.SpanContext().SpanID().String(), r.SpanID, "the logs name the message's span")
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", top.SpanContext().TraceID().String())
 	require.Equal(t, "00f067aa0ba902b7", top.Parent().SpanID().String(), "a child of the producer's span")

@@ -185,7 +185,8 @@ type Config struct {
 // Received, Applied, Duplicates, Conflicts, Busy, Retries,
 // PermanentFailures and LeasesLost, and samples of EffectLatency and
 // CommitLatency (milliseconds) and MessageAge (seconds, when a message is
-// done). A queue with nothing to report writes nothing.
+// done); a Worker adds InFlight (the messages it holds), in a line without
+// dimensions. A queue with nothing to report writes nothing.
 type EMF struct {
 	Writer    io.Writer     // where the lines go (os.Stdout on Lambda and ECS's awslogs); nil: off
 	Namespace string        // CloudWatch namespace; DefaultEMFNamespace if empty

@@ -57,6 +57,13 @@ func (o hookObserver) Received(queue string, n int) {
 	}
 }
 
+func (o hookObserver) InFlight(delta int) {
+	o.Metrics.InFlight(delta)
+	if o.emf != nil {
+		o.emf.InFlight(delta)
+	}
+}
+
 func (o hookObserver) Done(queue string, r process.Result, took time.Duration) {
 	o.Metrics.Done(queue, r, took)
 	if o.emf != nil {

@@ -29,6 +29,9 @@ const (
 	EMFEffectLatency     = "EffectLatency" // milliseconds
 	EMFCommitLatency     = "CommitLatency" // milliseconds
 	EMFMessageAge        = "MessageAge"    // seconds, when a message is done
+	// EMFInFlight is the messages a worker holds (received, not finished)
+	// at the flush: one line of its own, without dimensions.
+	EMFInFlight = "InFlight"
 )
 
 // emfCounts are the EMF counters in the order they are written.
@@ -50,8 +53,10 @@ type EMF struct {
 	w         io.Writer
 	namespace string
 
-	mu     sync.Mutex
-	queues map[string]*emfQueue
+	mu       sync.Mutex
+	queues   map[string]*emfQueue
+	inFlight int64
+	held     bool // InFlight was ever told: a worker, whose line it writes
 }
 
 type emfQueue struct {
@@ -81,6 +86,14 @@ func (e *EMF) Received(queue string, n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.queue(queue).counts[EMFReceived] += float64(n)
+}
+
+// InFlight moves the count of messages held by delta.
+func (e *EMF) InFlight(delta int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.inFlight += int64(delta)
+	e.held = true
 }
 
 // Done counts what came of one message, as Metrics.Done does.
@@ -131,6 +144,7 @@ func (e *EMF) Flush(now time.Time) error {
 	e.mu.Lock()
 	queues := e.queues
 	e.queues = map[string]*emfQueue{}
+	inFlight, held := e.inFlight, e.held
 	e.mu.Unlock()
 	names := make([]string, 0, len(queues))
 	for name := range queues {
@@ -146,7 +160,20 @@ func (e *EMF) Flush(now time.Time) error {
 			return err
 		}
 	}
-	return nil
+	if !held {
+		return nil
+	}
+	line, err := json.Marshal(map[string]any{
+		EMFInFlight: inFlight,
+		"_aws": map[string]any{"Timestamp": now.UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
+			"Namespace": e.namespace, "Dimensions": [][]string{{}}, "Metrics": []emfMetric{{EMFInFlight, "Count"}},
+		}}},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = e.w.Write(append(line, '\n'))
+	return err
 }
 
 type emfMetric struct {

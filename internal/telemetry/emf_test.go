@@ -98,6 +98,17 @@ func TestEMFLines(t *testing.T) {
 	require.Len(t, lines[0]["EffectLatency"], 100)
 	require.EqualValues(t, 150, lines[0]["Applied"])
 
+	// A worker's messages held, one line without dimensions, every flush.
+	e.InFlight(5)
+	e.InFlight(-2)
+	require.NoError(t, e.Flush(at))
+	lines = emfLines(t, &b)
+	require.Len(t, lines, 1)
+	require.EqualValues(t, 3, lines[0]["InFlight"])
+	require.Equal(t, []any{[]any{}}, lines[0]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"])
+	require.NoError(t, e.Flush(at))
+	require.EqualValues(t, 3, emfLines(t, &b)[0]["InFlight"], "a level, not a count: written again")
+
 	e = telemetry.NewEMF(&b, "payments")
 	e.Received("q", 1)
 	require.NoError(t, e.Flush(at))

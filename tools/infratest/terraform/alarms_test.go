@@ -11,16 +11,20 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
-// The worker's CloudWatch EMF contract: namespace (the default of
-// metrics_namespace), the one dimension, and the Count metrics it writes.
+// The worker's CloudWatch EMF contract, from the emitter itself: namespace
+// (the default of metrics_namespace), the one dimension, and the Count
+// metrics it writes.
 const (
-	emfNamespace = "exactly"
+	emfNamespace = telemetry.EMFNamespaceDefault
 	emfDimension = "Queue"
 )
 
-var emfMetrics = []string{"Received", "Applied", "Duplicates", "Conflicts", "Busy", "Retries", "PermanentFailures", "LeasesLost"}
+var emfMetrics = []string{telemetry.EMFReceived, telemetry.EMFApplied, telemetry.EMFDuplicates, telemetry.EMFConflicts,
+	telemetry.EMFBusy, telemetry.EMFRetries, telemetry.EMFPermanentFailures, telemetry.EMFLeasesLost}
 
 func alarmVars(t *testing.T, m *module, extra map[string]cty.Value) map[string]cty.Value {
 	t.Helper()

@@ -102,7 +102,7 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 			fp := hashOf(fmt.Appendf(nil, "%s\x00%s\x00%s", r.Method, r.URL.RequestURI(), body))
 
 			rec := &recorder{header: http.Header{}, status: http.StatusOK}
-			res := l.run(r.Context(), key, fp, l.cfg.Expiry, func(ctx context.Context) (effect.Output, error) {
+			res := l.run(r.Context(), key, fp, l.cfg.Expiry, false, func(ctx context.Context) (effect.Output, error) {
 				next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, keyCtx{}, key)))
 				if rec.status >= 500 || rec.status == http.StatusTooManyRequests {
 					return effect.Output{}, errNotStored

@@ -171,6 +171,9 @@ type keyCtx struct{}
 // the payload fingerprint (ValidatePointers). The output is stored as JSON:
 // Out must round-trip through encoding/json.
 func Wrap[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
+	// Never optimistic: fn has effects of its own, which must not run for
+	// a duplicate.
+	opts = append(opts, func(s *settings) { s.optimistic = false })
 	return WrapTx(l, name, func(ctx context.Context, in In) (Out, []types.TransactWriteItem, error) {
 		out, err := fn(ctx, in)
 		return out, nil, err
@@ -213,7 +216,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		}
 		var out Out
 		key := scope.Key("", raw)
-		r := l.run(ctx, key, fp, s.expiry, func(ctx context.Context) (effect.Output, error) {
+		r := l.run(ctx, key, fp, s.expiry, s.optimistic, func(ctx context.Context) (effect.Output, error) {
 			o, writes, err := fn(context.WithValue(ctx, keyCtx{}, key), in)
 			if err != nil {
 				return effect.Output{}, err
@@ -246,7 +249,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 }
 
 // run claims key and runs fn under it with the lease rules of Config.
-func (l *Ledger) run(ctx context.Context, key, fingerprint string, expiry time.Duration, fn func(context.Context) (effect.Output, error)) process.Result {
+func (l *Ledger) run(ctx context.Context, key, fingerprint string, expiry time.Duration, optimistic bool, fn func(context.Context) (effect.Output, error)) process.Result {
 	h := process.Hooks{}
 	if _, ok := lambdacontext.FromContext(ctx); ok {
 		if deadline, has := ctx.Deadline(); has {
@@ -256,9 +259,9 @@ func (l *Ledger) run(ctx context.Context, key, fingerprint string, expiry time.D
 		}
 	}
 	proc := l.proc
-	if expiry != l.cfg.Expiry {
+	if expiry != l.cfg.Expiry || optimistic {
 		p := *l.proc
-		p.TTL = expiry
+		p.TTL, p.Optimistic = expiry, optimistic
 		proc = &p
 	}
 	return proc.Run(ctx, process.Call{Key: key, PayloadSHA256: fingerprint}, h, fn)

@@ -347,3 +347,68 @@ func TestOversizedResultIsNotReplayed(t *testing.T) {
 	require.ErrorIs(t, err, idempotency.ErrResultNotStored)
 	require.EqualValues(t, 1, runs.Load(), "recorded as done: not run again")
 }
+
+// countingDB counts the ledger's writes.
+type countingDB struct {
+	*memdynamo.DB
+	puts, updates, txs atomic.Int32
+}
+
+func (c *countingDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.puts.Add(1)
+	return c.DB.PutItem(ctx, in, o...)
+}
+
+func (c *countingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.updates.Add(1)
+	return c.DB.UpdateItem(ctx, in, o...)
+}
+
+func (c *countingDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.txs.Add(1)
+	return c.DB.TransactWriteItems(ctx, in, o...)
+}
+
+// TestWrapTxOptimistic: with Optimistic, a call is one TransactWriteItems
+// (no claim, no complete); a duplicate runs the function but applies
+// nothing and gets the stored result; Wrap ignores the option.
+func TestWrapTxOptimistic(t *testing.T) {
+	t.Parallel()
+	db := &countingDB{DB: newDB(t)}
+	l := newLedger(t, db)
+	var runs atomic.Int32
+	place := func(ctx context.Context, in charge) (string, []types.TransactWriteItem, error) {
+		runs.Add(1)
+		return fmt.Sprint("placed ", in.Order, " run ", runs.Load()), []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 aws.String("orders"),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "total"}},
+			UpdateExpression:          aws.String("ADD amount :a"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: strconv.Itoa(in.Amount)}},
+		}}}, nil
+	}
+	do := idempotency.WrapTx(l, "place", place, idempotency.KeyPointers("/order"), idempotency.Optimistic())
+	ctx := context.Background()
+	db.puts.Store(0)
+	for range 3 {
+		out, err := do(ctx, charge{Order: "o-1", Amount: 60})
+		require.NoError(t, err)
+		require.Equal(t, "placed o-1 run 1", out, "the stored result, also for the duplicates")
+	}
+	require.Equal(t, "60", total(t, db.DB))
+	require.EqualValues(t, 3, runs.Load(), "duplicates ran the function, and their writes were dropped")
+	require.EqualValues(t, 3, db.txs.Load(), "one transaction per call")
+	require.Zero(t, db.puts.Load(), "no claim")
+	require.Zero(t, db.updates.Load(), "no complete")
+
+	// Wrap: the function has effects of its own; the option is ignored.
+	var sent atomic.Int32
+	send := idempotency.Wrap(l, "send", func(ctx context.Context, in charge) (string, error) {
+		sent.Add(1)
+		return "sent", nil
+	}, idempotency.KeyPointers("/order"), idempotency.Optimistic())
+	for range 2 {
+		_, err := send(ctx, charge{Order: "o-9"})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, sent.Load(), "a duplicate never runs a Wrap function")
+}

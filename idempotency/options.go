@@ -19,6 +19,7 @@ type settings struct {
 	noValidate bool
 	requireKey bool
 	expiry     time.Duration
+	optimistic bool
 }
 
 // errNoKey marks an input without the key its options point at.
@@ -66,6 +67,15 @@ func NoValidation() Option { return func(s *settings) { s.noValidate = true } }
 // default such an input runs without idempotency and a warning is logged,
 // as Powertools does.
 func RequireKey() Option { return func(s *settings) { s.requireKey = true } }
+
+// Optimistic commits a WrapTx function with no claim: it runs, then one
+// TransactWriteItems puts the completed record (on the claim's condition)
+// together with its writes: one DynamoDB request per call instead of two.
+// The function may then run for a duplicate or while another call holds
+// the key; its writes are dropped and the caller gets the stored result
+// (or an InProgressError): safe only because its whole effect is the
+// writes it returns. Wrap ignores it: its function has effects of its own.
+func Optimistic() Option { return func(s *settings) { s.optimistic = true } }
 
 // Expiry overrides Config.Expiry for this function.
 func Expiry(d time.Duration) Option { return func(s *settings) { s.expiry = d } }

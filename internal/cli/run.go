@@ -30,6 +30,9 @@ const (
 	NamespaceDefault   = "exactly"
 	DedupTTLDefault    = 24 * time.Hour
 	MetricsAddrDefault = ":9090"
+	// OutboxTableDefault is the outbox table of `worker relay`, `worker
+	// outbox` and of effects that send messages (outbox package).
+	OutboxTableDefault = "exactly-outbox"
 	// RetryInPlaceDefault: two retries in place (about 1 s and 2 s) ride
 	// out a brief blip of a downstream without a trip through SQS.
 	RetryInPlaceDefault = 2

@@ -34,6 +34,17 @@ const (
 	EMFInFlight = "InFlight"
 )
 
+// EMF metrics of the outbox relay, one line per flush with the dimension
+// OutboxTable (the table's name): counts since the previous flush, and the
+// lag at the flush.
+const (
+	EMFOutboxPublished  = "OutboxPublished"  // messages published (first time or again)
+	EMFOutboxDuplicates = "OutboxDuplicates" // publications known to repeat an earlier one
+	EMFOutboxFailed     = "OutboxFailed"     // messages SQS refused for good (marked failed)
+	EMFOutboxLag        = "OutboxLag"        // seconds: age of the oldest message not yet published
+	EMFOutboxDimension  = "OutboxTable"
+)
+
 // emfCounts are the EMF counters in the order they are written.
 var emfCounts = []string{EMFReceived, EMFApplied, EMFDuplicates, EMFConflicts, EMFBusy, EMFRetries, EMFPermanentFailures, EMFLeasesLost}
 

@@ -1,0 +1,12 @@
+// Package outbox is the producer half of exactly-once: a transactional
+// outbox in DynamoDB and the relay that publishes it to SQS.
+//
+// A producer commits its own DynamoDB writes and the messages they announce
+// in one TransactWriteItems (Outbox.Write), so that a crash can never leave
+// a change without its message or a message without its change. The relay
+// (Relay) publishes each message group's messages in the order their
+// transactions committed, at least once, every copy with the same
+// MessageDeduplicationId and idempotency-key attribute (the message id):
+// SQS drops resends inside its five-minute window and the consumer's dedup
+// ledger absorbs the rest.
+package outbox

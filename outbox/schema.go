@@ -1,0 +1,85 @@
+package outbox
+
+import (
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The outbox table. One partition per (queue, message group): its head item
+// (sort key 0) counts the group's messages and says how far the relay has
+// published them; its message items (sort keys 1, 2, ...) are the messages
+// in the order their transactions committed. A sparse global secondary index
+// holds the heads of the groups with messages to publish.
+const (
+	// AttrPK is the partition key (S): the queue URL, '#', the group.
+	AttrPK = "pk"
+	// AttrSK is the sort key (N): 0 for the head, the message's sequence
+	// number in its group otherwise.
+	AttrSK = "sk"
+	// AttrTTL (N, epoch seconds) is set on a message item once it is
+	// published; DynamoDB's TTL deletes it after the retention. An item
+	// not yet published never has one.
+	AttrTTL = "ttl"
+
+	// AttrQueue (S) and AttrGroup (S) are on every item.
+	AttrQueue = "queue"
+	AttrGroup = "group"
+
+	// Head attributes.
+	AttrSeq  = "seq"  // N: the last sequence number given out
+	AttrSent = "sent" // N: the last sequence number published
+	// AttrShard (S) is present only while the group has messages to
+	// publish: the hash key of PendingIndex.
+	AttrShard = "pshard"
+	// AttrSince (N, epoch ms) is present only with AttrShard: when the
+	// oldest message still to publish was committed. The range key of
+	// PendingIndex; now minus the smallest is the relay's lag.
+	AttrSince = "since"
+
+	// Message item attributes.
+	AttrID      = "id"      // S: the message id, its MessageDeduplicationId and idempotency-key
+	AttrBody    = "body"    // S
+	AttrAttrs   = "attrs"   // M of S: message attributes (String)
+	AttrCreated = "created" // N, epoch ms: when the producer committed it
+	AttrSentAt  = "sent_at" // N, epoch ms: when the relay published it
+
+	// PendingIndex is the sparse global secondary index of the groups with
+	// messages to publish: hash AttrShard, range AttrSince, all attributes
+	// projected.
+	PendingIndex = "pending"
+	// Shards is how many AttrShard values there are ("0" .. "7"): a group's
+	// is a hash of its partition key. Writers and relays must agree on it,
+	// so it is part of the table's format, not a setting.
+	Shards = 8
+)
+
+// CreateTableInput is the outbox table as `worker setup --outbox-table`
+// creates it (on-demand, stream of keys on): what the Terraform module
+// infra/terraform/modules/outbox-table declares too. TTL on AttrTTL is set
+// separately (UpdateTimeToLive).
+func CreateTableInput(table string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(table),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(AttrPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrSK), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(AttrShard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrSince), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(AttrSK), KeyType: types.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(PendingIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(AttrShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrSince), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}},
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly},
+	}
+}

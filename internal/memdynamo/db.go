@@ -47,6 +47,8 @@ type table struct {
 	created   time.Time
 	ttlAttr   string
 	ttlOn     bool
+	stream    *types.StreamSpecification
+	indexes   []*index
 	items     map[string]item
 }
 
@@ -125,10 +127,10 @@ func (db *DB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, _ 
 	if _, ok := db.tables[name]; ok {
 		return nil, &types.ResourceInUseException{Message: aws.String("Cannot create preexisting table")}
 	}
-	if len(in.GlobalSecondaryIndexes) > 0 || len(in.LocalSecondaryIndexes) > 0 || in.StreamSpecification != nil {
-		return nil, unsupported("indexes and streams")
+	if len(in.LocalSecondaryIndexes) > 0 {
+		return nil, unsupported("local secondary indexes")
 	}
-	t := &table{name: name, created: db.now(), items: map[string]item{}}
+	t := &table{name: name, created: db.now(), items: map[string]item{}, stream: in.StreamSpecification}
 	defs := map[string]types.ScalarAttributeType{}
 	for _, d := range in.AttributeDefinitions {
 		defs[aws.ToString(d.AttributeName)] = d.AttributeType
@@ -156,7 +158,22 @@ func (db *DB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, _ 
 	if t.hashKey == "" {
 		return nil, validation("Invalid KeySchema: no HASH key")
 	}
-	if len(defs) != len(in.KeySchema) {
+	used := map[string]bool{t.hashKey: true, t.rangeKey: true}
+	for _, g := range in.GlobalSecondaryIndexes {
+		x, err := indexKeys(g, defs)
+		if err != nil {
+			return nil, err
+		}
+		for _, y := range t.indexes {
+			if y.name == x.name {
+				return nil, validation("One or more parameter values were invalid: Duplicate index name: %s", x.name)
+			}
+		}
+		t.indexes = append(t.indexes, x)
+		used[x.hashKey], used[x.rangeKey] = true, true
+	}
+	delete(used, "")
+	if len(defs) != len(used) {
 		return nil, validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
 	}
 	db.tables[name] = t
@@ -202,6 +219,36 @@ func (t *table) describe() *types.TableDescription {
 	if t.rangeKey != "" {
 		d.KeySchema = append(d.KeySchema, types.KeySchemaElement{AttributeName: aws.String(t.rangeKey), KeyType: types.KeyTypeRange})
 		d.AttributeDefinitions = append(d.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(t.rangeKey), AttributeType: t.rangeType})
+	}
+	defined := map[string]bool{t.hashKey: true, t.rangeKey: true}
+	for _, x := range t.indexes {
+		g := types.GlobalSecondaryIndexDescription{
+			IndexName:   aws.String(x.name),
+			IndexStatus: types.IndexStatusActive,
+			KeySchema:   []types.KeySchemaElement{{AttributeName: aws.String(x.hashKey), KeyType: types.KeyTypeHash}},
+			Projection:  &types.Projection{ProjectionType: types.ProjectionTypeAll},
+			IndexArn:    aws.String(*d.TableArn + "/index/" + x.name),
+		}
+		if x.keysOnly {
+			g.Projection.ProjectionType = types.ProjectionTypeKeysOnly
+		}
+		if x.rangeKey != "" {
+			g.KeySchema = append(g.KeySchema, types.KeySchemaElement{AttributeName: aws.String(x.rangeKey), KeyType: types.KeyTypeRange})
+		}
+		d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, g)
+		for _, k := range []struct {
+			n string
+			t types.ScalarAttributeType
+		}{{x.hashKey, x.hashType}, {x.rangeKey, x.rangeType}} {
+			if k.n != "" && !defined[k.n] {
+				defined[k.n] = true
+				d.AttributeDefinitions = append(d.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k.n), AttributeType: k.t})
+			}
+		}
+	}
+	if t.stream != nil && aws.ToBool(t.stream.StreamEnabled) {
+		d.StreamSpecification = t.stream
+		d.LatestStreamArn = aws.String(*d.TableArn + "/stream/" + t.created.UTC().Format("2006-01-02T15:04:05.000"))
 	}
 	return d
 }

@@ -51,7 +51,7 @@ func prepare(names map[string]string, values map[string]types.AttributeValue, sp
 		usedNames = append(usedNames, p.names...)
 		usedValues = append(usedValues, p.values...)
 		switch s.kind {
-		case kindCondition:
+		case kindCondition, kindKeyCondition:
 			r.cond = p.cond
 		case kindUpdate:
 			r.update = p.update

@@ -204,6 +204,7 @@ const (
 	kindCondition exprKind = iota
 	kindUpdate
 	kindProjection
+	kindKeyCondition
 )
 
 func (k exprKind) label() string {
@@ -212,6 +213,8 @@ func (k exprKind) label() string {
 		return "UpdateExpression"
 	case kindProjection:
 		return "ProjectionExpression"
+	case kindKeyCondition:
+		return "KeyConditionExpression"
 	}
 	return "ConditionExpression"
 }
@@ -250,7 +253,7 @@ func doParse(kind exprKind, text string) *parsed {
 	p := &parser{toks: toks, src: text, names: map[string]bool{}, values: map[string]bool{}}
 	out := &parsed{}
 	switch kind {
-	case kindCondition:
+	case kindCondition, kindKeyCondition:
 		out.cond, err = p.parseOr()
 	case kindUpdate:
 		out.update, err = p.parseUpdate()

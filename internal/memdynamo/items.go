@@ -45,6 +45,9 @@ func (w *write) ok(old item) bool {
 func (w *write) result(old item) (item, error) {
 	switch w.kind {
 	case wPut:
+		if err := w.t.checkIndexKeys(w.put); err != nil {
+			return nil, err
+		}
 		return w.put, nil
 	case wDelete, wCheck:
 		return nil, nil
@@ -65,6 +68,9 @@ func (w *write) result(old item) (item, error) {
 	}
 	if size := itemSize(next); size > maxItemBytes {
 		return nil, validation("Item size to update has exceeded the maximum allowed size")
+	}
+	if err := w.t.checkIndexKeys(next); err != nil {
+		return nil, err
 	}
 	return next, nil
 }
@@ -172,6 +178,9 @@ func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(
 	old := w.t.items[w.key]
 	if !w.ok(old) {
 		return nil, conditionFailed(old, w.allOld)
+	}
+	if err := w.t.checkIndexKeys(w.put); err != nil {
+		return nil, err
 	}
 	w.apply(w.put)
 	out := &dynamodb.PutItemOutput{}

@@ -1,0 +1,115 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Item is a message as the outbox table holds it.
+type Item struct {
+	Queue, Group string
+	Seq          int64 // its place in its group
+	ID, Body     string
+	Attributes   map[string]string
+	Created      time.Time // when its transaction committed
+	SentAt       time.Time // zero until published
+	Failed       string    // why SQS refused it for good, when it did
+}
+
+func readItem(it map[string]types.AttributeValue) Item {
+	x := Item{
+		Queue: getS(it, AttrQueue), Group: getS(it, AttrGroup), Seq: getN(it, AttrSK),
+		ID: getS(it, AttrID), Body: getS(it, AttrBody), Failed: getS(it, AttrFailed),
+		Created: time.UnixMilli(getN(it, AttrCreated)),
+	}
+	if ms := getN(it, AttrSentAt); ms != 0 {
+		x.SentAt = time.UnixMilli(ms)
+	}
+	if a, ok := it[AttrAttrs].(*types.AttributeValueMemberM); ok {
+		x.Attributes = map[string]string{}
+		for k, v := range a.Value {
+			if s, ok := v.(*types.AttributeValueMemberS); ok {
+				x.Attributes[k] = s.Value
+			}
+		}
+	}
+	return x
+}
+
+// ListPending returns up to limit messages not yet published, the oldest
+// groups first (as the pending index orders them), each group's in order.
+func ListPending(ctx context.Context, db API, table string, limit int) ([]Item, error) {
+	var out []Item
+	for s := 0; s < Shards && len(out) < limit; s++ {
+		heads, err := db.Query(ctx, &dynamodb.QueryInput{
+			TableName: &table, IndexName: aws.String(PendingIndex),
+			KeyConditionExpression:    aws.String("#shard = :s"),
+			ExpressionAttributeNames:  map[string]string{"#shard": AttrShard},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(strconv.Itoa(s))},
+			Limit:                     aws.Int32(int32(limit)),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("outbox: read pending index: %w", err)
+		}
+		for _, it := range heads.Items {
+			h := readHead(it)
+			items, err := queryGroup(ctx, db, table, h.pk, h.sent, limit-len(out))
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range items {
+				if x.SentAt.IsZero() && len(out) < limit {
+					out = append(out, x)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// ListGroup returns up to limit of a group's messages still in the table
+// (published ones until their TTL): the newest ones, in sequence order.
+func ListGroup(ctx context.Context, db API, table, queue, group string, limit int) ([]Item, error) {
+	out, err := db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :zero"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(partitionKey(queue, group)), ":zero": num(0)},
+		ConsistentRead:            aws.Bool(true),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: read group: %w", err)
+	}
+	items := make([]Item, 0, len(out.Items))
+	for i := len(out.Items) - 1; i >= 0; i-- {
+		items = append(items, readItem(out.Items[i]))
+	}
+	return items, nil
+}
+
+func queryGroup(ctx context.Context, db API, table, pk string, after int64, limit int) ([]Item, error) {
+	out, err := db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :after"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":after": num(after)},
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(int32(max(limit, 1))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: read group: %w", err)
+	}
+	items := make([]Item, 0, len(out.Items))
+	for _, it := range out.Items {
+		items = append(items, readItem(it))
+	}
+	return items, nil
+}

@@ -1,0 +1,566 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+)
+
+// SQS is the part of the SQS client the relay uses; *sqs.Client implements
+// it.
+type SQS interface {
+	SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// Relay publishes an outbox table's messages to SQS.
+//
+// Per group, it reads the head and the messages after the last published
+// one with strongly consistent reads, publishes them one at a time in
+// sequence order (a SendMessageBatch holds at most one message per group,
+// so that a failed entry can never let a later one of its group through),
+// and records its progress in one transaction that advances the head's
+// published mark, conditioned on the mark it read, and marks the messages
+// published with a TTL. A message is published again when the relay dies
+// or loses its transaction after SQS took it: every copy carries the same
+// MessageDeduplicationId and idempotency-key. Two relays on one table
+// publish some messages twice, never out of order: a relay publishes a
+// group's message n only after it has read n-1 marked published.
+//
+// The pending index only says which groups to look at; a group missing
+// from it for a while (the index is eventually consistent) is delayed,
+// never skipped or reordered.
+type Relay struct {
+	// DB and SQS are the clients; Table the outbox table.
+	DB    API
+	SQS   SQS
+	Table string
+	// Poll is how long Run waits before looking at the pending index again
+	// after a sweep found nothing to publish. Default 1s.
+	Poll time.Duration
+	// Retention is how long a published message stays in the table (its
+	// TTL) for inspection. Default 24h.
+	Retention time.Duration
+	// PerGroup bounds the messages of one group published per sweep.
+	// Default 10 (and at most 50).
+	PerGroup int
+	// Concurrency bounds the groups read and committed at once. Default 8.
+	Concurrency int
+	// Logger receives what goes wrong; nil discards.
+	Logger *slog.Logger
+	// OnRound, when set, is told what each sweep or drain did.
+	OnRound func(Round)
+	// Clock, when set, replaces time.Now (tests).
+	Clock func() time.Time
+}
+
+// Round is what one sweep or drain did.
+type Round struct {
+	Groups     int           // groups looked at
+	Published  int           // messages SQS took (first time or again)
+	Duplicates int           // publications known to repeat an earlier one
+	Failed     int           // messages SQS refused for good, marked failed
+	Lag        time.Duration // age of the oldest message still to publish (sweeps only)
+	Errors     int           // groups left for the next round after an error
+}
+
+// Defaults of the relay's settings.
+const (
+	PollDefault      = time.Second
+	RetentionDefault = 24 * time.Hour
+	perGroupDefault  = 10
+	perGroupMax      = 50
+	// maxGroupsPerSweep bounds one sweep's work (and memory); the oldest
+	// groups of each shard come first.
+	maxGroupsPerSweep = 2000
+)
+
+// AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for good:
+// why. The relay moves past it so that its group is not blocked forever.
+const AttrFailed = "failed"
+
+func (r *Relay) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+func (r *Relay) log() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (r *Relay) perGroup() int {
+	switch {
+	case r.PerGroup <= 0:
+		return perGroupDefault
+	case r.PerGroup > perGroupMax:
+		return perGroupMax
+	}
+	return r.PerGroup
+}
+
+// Run sweeps until ctx ends: again at once after a sweep that published
+// something, after Poll otherwise. It returns nil when ctx ends.
+func (r *Relay) Run(ctx context.Context) error {
+	poll := r.Poll
+	if poll <= 0 {
+		poll = PollDefault
+	}
+	for {
+		round, err := r.Sweep(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			r.log().Warn("outbox sweep failed", "table", r.Table, "error", err)
+		}
+		if err == nil && round.Published+round.Failed > 0 {
+			continue
+		}
+		if sleep(ctx, poll) != nil {
+			return nil
+		}
+	}
+}
+
+// head is a group's head item as read.
+type head struct {
+	pk, queue, group string
+	seq, sent        int64
+	since            int64 // ms; 0 when not pending
+}
+
+func readHead(it map[string]types.AttributeValue) head {
+	return head{
+		pk: getS(it, AttrPK), queue: getS(it, AttrQueue), group: getS(it, AttrGroup),
+		seq: getN(it, AttrSeq), sent: getN(it, AttrSent), since: getN(it, AttrSince),
+	}
+}
+
+// Sweep reads the pending index (every shard, oldest first) and publishes
+// what the groups it names hold, as Drain does. Round.Lag is the age of the
+// oldest pending message the index showed.
+func (r *Relay) Sweep(ctx context.Context) (Round, error) {
+	var heads []head
+	oldest := int64(0)
+	for s := 0; s < Shards; s++ {
+		var start map[string]types.AttributeValue
+		for {
+			out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
+				TableName:                 &r.Table,
+				IndexName:                 aws.String(PendingIndex),
+				KeyConditionExpression:    aws.String("#shard = :s"),
+				ExpressionAttributeNames:  map[string]string{"#shard": AttrShard},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(strconv.Itoa(s))},
+				ExclusiveStartKey:         start,
+			})
+			if err != nil {
+				return Round{}, fmt.Errorf("outbox: read pending index: %w", err)
+			}
+			for _, it := range out.Items {
+				h := readHead(it)
+				if oldest == 0 || h.since < oldest {
+					oldest = h.since
+				}
+				if len(heads) < maxGroupsPerSweep {
+					heads = append(heads, h)
+				}
+			}
+			start = out.LastEvaluatedKey
+			if len(start) == 0 || len(heads) == maxGroupsPerSweep {
+				break
+			}
+		}
+	}
+	round := r.drain(ctx, heads, false)
+	if oldest > 0 {
+		round.Lag = max(0, r.now().Sub(time.UnixMilli(oldest)))
+	}
+	r.report(round)
+	return round, nil
+}
+
+// Drain publishes what the named groups hold (partition keys, as a stream
+// record's keys carry them), reading their heads first. The Lambda handler
+// of the table's stream calls it.
+func (r *Relay) Drain(ctx context.Context, pks []string) (Round, error) {
+	var heads []head
+	seen := map[string]bool{}
+	for _, pk := range pks {
+		if seen[pk] {
+			continue
+		}
+		seen[pk] = true
+		heads = append(heads, head{pk: pk})
+	}
+	round := r.drain(ctx, heads, true)
+	r.report(round)
+	return round, nil
+}
+
+func (r *Relay) report(round Round) {
+	if r.OnRound != nil {
+		r.OnRound(round)
+	}
+}
+
+// pendingMsg is a message item read by the relay.
+type pendingMsg struct {
+	seq     int64
+	id      string
+	body    string
+	attrs   map[string]string
+	created int64
+
+	sent   bool
+	failed string // why SQS refused it for good
+}
+
+// lane is one group's work in a round.
+type lane struct {
+	h       head
+	msgs    []pendingMsg // to publish, in order from h.sent+1
+	next    int64        // created (ms) of the message after msgs, when read
+	done    int          // msgs published (or failed) so far this round
+	stopped bool         // a publication failed: publish no more this round
+	err     error
+}
+
+// drain runs one round over heads: read, publish, commit.
+func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
+	round := Round{Groups: len(heads)}
+	lanes := make([]*lane, len(heads))
+	r.each(len(heads), func(i int) {
+		l := &lane{h: heads[i]}
+		lanes[i] = l
+		l.err = r.load(ctx, l, readHeads)
+	})
+	r.publish(ctx, lanes, &round)
+	var mu sync.Mutex
+	r.each(len(lanes), func(i int) {
+		l := lanes[i]
+		if l.err == nil && (l.done > 0 || l.h.seq == l.h.sent && l.h.since != 0) {
+			l.err = r.commit(ctx, l, &mu, &round)
+		}
+	})
+	for _, l := range lanes {
+		if l.err != nil {
+			round.Errors++
+			r.log().Warn("outbox group left for the next round", "table", r.Table, "group", l.h.pk, "error", l.err)
+		}
+	}
+	return round
+}
+
+// each runs f(0..n-1) on at most Concurrency goroutines and waits.
+func (r *Relay) each(n int, f func(i int)) {
+	conc := r.Concurrency
+	if conc <= 0 {
+		conc = 8
+	}
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// load reads a group's head (when asked, or when the index's copy is behind)
+// and the messages after its published mark, strongly consistent. The
+// messages to publish are those from the mark on, without a gap: a message
+// of a transaction that is still being applied may show before an earlier
+// one of the same transaction, and publishing it first would reorder.
+func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
+	if fresh {
+		out, err := r.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: &r.Table, Key: headKey(l.h.pk), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return fmt.Errorf("read head: %w", err)
+		}
+		if out.Item == nil {
+			l.h = head{pk: l.h.pk}
+			return nil
+		}
+		l.h = readHead(out.Item)
+	}
+	out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &r.Table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :sent"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(l.h.pk), ":sent": num(l.h.sent)},
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(int32(r.perGroup() + 1)), // one more: its age is the lag left
+	})
+	if err != nil {
+		return fmt.Errorf("read messages: %w", err)
+	}
+	next := l.h.sent + 1
+	for _, it := range out.Items {
+		m := pendingMsg{
+			seq: getN(it, AttrSK), id: getS(it, AttrID), body: getS(it, AttrBody), created: getN(it, AttrCreated),
+			sent: it[AttrSentAt] != nil,
+		}
+		if m.seq != next {
+			if len(l.msgs) == 0 && m.seq > next && !fresh {
+				// The index's copy of the head is older than the messages
+				// kept: read the head itself.
+				l.msgs = nil
+				return r.load(ctx, l, true)
+			}
+			break // a gap: the rest is not visible yet
+		}
+		if len(l.msgs) == r.perGroup() {
+			if !m.sent {
+				l.next = m.created
+			}
+			break
+		}
+		next++
+		if m.sent {
+			// The index's copy of the head was behind: another round
+			// published this one already. Move the mark on.
+			l.h.sent = m.seq
+			continue
+		}
+		if a, ok := it[AttrAttrs].(*types.AttributeValueMemberM); ok {
+			m.attrs = make(map[string]string, len(a.Value))
+			for k, v := range a.Value {
+				if s, ok := v.(*types.AttributeValueMemberS); ok {
+					m.attrs[k] = s.Value
+				}
+			}
+		}
+		l.msgs = append(l.msgs, m)
+	}
+	// The head may say more than the query showed (a message not visible
+	// yet): it stays pending.
+	if l.h.queue == "" && len(out.Items) > 0 {
+		l.h.queue, l.h.group = getS(out.Items[0], AttrQueue), getS(out.Items[0], AttrGroup)
+	}
+	return nil
+}
+
+// publish sends the lanes' messages in steps: step k sends each lane's k-th
+// message, at most one per group in a SendMessageBatch, so a group's
+// messages go in order and a failed one stops its group for the round.
+func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
+	for step := 0; ; step++ {
+		byQueue := map[string][]*lane{}
+		var queues []string
+		for _, l := range lanes {
+			if l.err != nil || l.stopped || step >= len(l.msgs) {
+				continue
+			}
+			if byQueue[l.h.queue] == nil {
+				queues = append(queues, l.h.queue)
+			}
+			byQueue[l.h.queue] = append(byQueue[l.h.queue], l)
+		}
+		if len(queues) == 0 {
+			return
+		}
+		sort.Strings(queues)
+		var batches [][]*lane
+		for _, q := range queues {
+			for ls := range slices.Chunk(byQueue[q], 10) {
+				batches = append(batches, ls)
+			}
+		}
+		var mu sync.Mutex
+		r.each(len(batches), func(i int) {
+			r.sendBatch(ctx, batches[i], step, &mu, round)
+		})
+	}
+}
+
+// permanentCodes are SendMessageBatch entry errors that no retry changes:
+// the message itself is refused.
+var permanentCodes = []string{
+	"InvalidParameterValue", "InvalidMessageContents", "MessageTooLong",
+	"InvalidAttributeName", "InvalidAttributeValue", "UnsupportedOperation",
+}
+
+func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mutex, round *Round) {
+	queue := ls[0].h.queue
+	fifo := isFIFO(queue)
+	entries := make([]sqstypes.SendMessageBatchRequestEntry, len(ls))
+	for i, l := range ls {
+		m := l.msgs[step]
+		attrs := make(map[string]sqstypes.MessageAttributeValue, len(m.attrs)+1)
+		for k, v := range m.attrs {
+			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+		}
+		attrs[dedup.IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.id)}
+		entries[i] = sqstypes.SendMessageBatchRequestEntry{
+			Id:                aws.String(strconv.Itoa(i)),
+			MessageBody:       aws.String(m.body),
+			MessageAttributes: attrs,
+		}
+		if fifo {
+			entries[i].MessageGroupId = aws.String(l.h.group)
+			entries[i].MessageDeduplicationId = aws.String(m.id)
+		}
+	}
+	out, err := r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
+	if err != nil {
+		for _, l := range ls {
+			l.stopped = true
+		}
+		r.log().Warn("outbox publish failed; will publish again", "queue", queue, "messages", len(ls), "error", err)
+		return
+	}
+	failed := map[string]sqstypes.BatchResultErrorEntry{}
+	for _, f := range out.Failed {
+		failed[aws.ToString(f.Id)] = f
+	}
+	ok := map[string]bool{}
+	for _, s := range out.Successful {
+		ok[aws.ToString(s.Id)] = true
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, l := range ls {
+		id := strconv.Itoa(i)
+		m := &l.msgs[step]
+		switch f, bad := failed[id]; {
+		case ok[id]:
+			m.sent = true
+			l.done++
+			round.Published++
+		case bad && f.SenderFault && slices.Contains(permanentCodes, aws.ToString(f.Code)):
+			m.failed = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
+			l.done++
+			round.Failed++
+			r.log().Error("outbox message refused by SQS for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
+		default:
+			l.stopped = true
+		}
+	}
+}
+
+// commit records a lane's progress: in one transaction, the head's mark
+// moves from what was read to the last message done (conditioned on the
+// former: a relay that lost the race records nothing) and those messages
+// get their sent time and TTL. A group with nothing left leaves the pending
+// index, conditioned on no message having been added since it was read.
+func (r *Relay) commit(ctx context.Context, l *lane, mu *sync.Mutex, round *Round) error {
+	now := r.now()
+	retention := r.Retention
+	if retention <= 0 {
+		retention = RetentionDefault
+	}
+	last := l.h.sent + int64(l.done)
+	items := make([]types.TransactWriteItem, 0, l.done+1)
+	for _, m := range l.msgs[:l.done] {
+		set := "SET #at = :now, #ttl = :ttl"
+		values := map[string]types.AttributeValue{":now": num(now.UnixMilli()), ":ttl": num(now.Add(retention).Unix())}
+		names := map[string]string{"#at": AttrSentAt, "#ttl": AttrTTL, "#pk": AttrPK}
+		if m.failed != "" {
+			set += ", #failed = :why"
+			names["#failed"] = AttrFailed
+			values[":why"] = str(m.failed)
+		}
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: &r.Table, Key: map[string]types.AttributeValue{AttrPK: str(l.h.pk), AttrSK: num(m.seq)},
+			UpdateExpression: aws.String(set), ConditionExpression: aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		}})
+	}
+	drained := last == l.h.seq
+	for attempt := 0; ; attempt++ {
+		names := map[string]string{"#sent": AttrSent}
+		values := map[string]types.AttributeValue{":last": num(last)}
+		cond := "attribute_not_exists(#sent)"
+		if l.h.sent > 0 {
+			cond = "#sent = :read"
+			values[":read"] = num(l.h.sent)
+		}
+		upd := "SET #sent = :last"
+		switch {
+		case drained:
+			upd += " REMOVE #shard, #since"
+			cond += " AND #seq = :last"
+			names["#shard"], names["#since"], names["#seq"] = AttrShard, AttrSince, AttrSeq
+		default:
+			// Still pending: the oldest message left says how late the
+			// group is (now when it was not read).
+			next := now.UnixMilli()
+			if l.done < len(l.msgs) {
+				next = l.msgs[l.done].created
+			} else if l.next != 0 {
+				next = l.next
+			}
+			upd += ", #since = :next"
+			names["#since"] = AttrSince
+			values[":next"] = num(next)
+		}
+		headItem := types.TransactWriteItem{Update: &types.Update{
+			TableName: &r.Table, Key: headKey(l.h.pk), UpdateExpression: aws.String(upd), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}
+		_, err := r.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append([]types.TransactWriteItem{headItem}, items...)})
+		if err == nil {
+			return nil
+		}
+		var tce *types.TransactionCanceledException
+		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+			old := readHead(tce.CancellationReasons[0].Item)
+			if old.sent != l.h.sent {
+				// Another relay recorded first: what this one sent since
+				// its read was published again.
+				mu.Lock()
+				round.Duplicates += l.done
+				mu.Unlock()
+				return nil
+			}
+			if drained && attempt < 2 {
+				drained = false // messages were added: the group stays pending
+				continue
+			}
+		}
+		if isConflict(err) && attempt < 3 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return err
+			}
+			continue
+		}
+		return fmt.Errorf("record progress to %d: %w", last, err)
+	}
+}
+
+func isConflict(err error) bool {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	return isCode(err, "TransactionConflictException")
+}
+
+func isFIFO(queueURL string) bool { return len(queueURL) > 5 && queueURL[len(queueURL)-5:] == ".fifo" }

@@ -1,0 +1,397 @@
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// API is the part of the DynamoDB client the outbox and its relay use;
+// *dynamodb.Client implements it.
+type API interface {
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Message is one message to publish.
+type Message struct {
+	// QueueURL is the destination queue.
+	QueueURL string
+	// Group is the MessageGroupId, required for a FIFO queue. Messages of
+	// one (queue, group) are published in the order their transactions
+	// committed. On a standard queue it only orders the relay's
+	// publication (SQS does not keep it) and may be empty.
+	Group string
+	// Body is the message body: 1 byte to 256 KiB with Attributes, of the
+	// characters SQS accepts.
+	Body string
+	// Attributes are String message attributes: at most 9 (the relay adds
+	// idempotency-key), names as SQS allows them.
+	Attributes map[string]string
+	// ID identifies the message for good: the relay sends it as the
+	// MessageDeduplicationId (FIFO) and as the idempotency-key attribute,
+	// so every copy is one message to SQS and to an exactly worker. Up to
+	// 128 printable ASCII characters. Empty means a random one; give one
+	// derived from your business key when a Write may be retried after an
+	// unknown outcome, so that a second Write of the same message is a
+	// duplicate downstream rather than a second message.
+	ID string
+}
+
+// Limits of a message, SQS's.
+const (
+	MaxBodyBytes  = 256 * 1024
+	MaxAttributes = 9
+	maxIDLen      = 128
+)
+
+// ErrInvalid wraps what Write refuses before sending anything: a message
+// SQS would never take, or too many items for one transaction.
+var ErrInvalid = errors.New("outbox: invalid")
+
+// Outbox writes messages to an outbox table in the transactions that make
+// the changes they announce. Safe for concurrent use.
+type Outbox struct {
+	db    API
+	table string
+	now   func() time.Time
+}
+
+// Option configures an Outbox or a Relay.
+type Option func(*options)
+
+type options struct {
+	now func() time.Time
+}
+
+// WithClock sets the clock (tests).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// New returns an Outbox writing to table.
+func New(db API, table string, opts ...Option) *Outbox {
+	o := options{now: time.Now}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Outbox{db: db, table: table, now: o.now}
+}
+
+// Table is the outbox table's name.
+func (o *Outbox) Table() string { return o.table }
+
+// maxWriteAttempts bounds Write's retries when another producer of the
+// same group committed first, or a transaction conflicted.
+const maxWriteAttempts = 8
+
+// Write commits writes (the caller's own, on any tables) and msgs in one
+// TransactWriteItems: all or nothing. The messages of a group get the next
+// sequence numbers of that group: a transaction of another producer that
+// commits first moves them, and Write reads the group again and retries
+// (at most 8 attempts); the caller's writes are sent again unchanged.
+//
+// An error that wraps a *types.TransactionCanceledException whose reason
+// for one of writes is ConditionalCheckFailed is the caller's condition:
+// nothing was written. With any other error the outcome may be unknown
+// (the request may have committed and lost its response): retrying Write
+// is safe for the messages when their ID is stable.
+func (o *Outbox) Write(ctx context.Context, msgs []Message, writes ...types.TransactWriteItem) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: no messages", ErrInvalid)
+	}
+	var last error
+	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return err
+			}
+		}
+		b, err := o.Prepare(ctx, msgs)
+		if err != nil {
+			return err
+		}
+		items := slices.Concat(writes, b.Items)
+		if len(items) > 100 {
+			return fmt.Errorf("%w: %d writes and %d outbox items: a transaction holds at most 100", ErrInvalid, len(writes), len(b.Items))
+		}
+		_, err = o.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		if !b.Retry(err, len(writes)) {
+			return fmt.Errorf("outbox: write: %w", err)
+		}
+		last = err
+	}
+	return fmt.Errorf("outbox: write: %d attempts, the groups kept moving: %w", maxWriteAttempts, last)
+}
+
+// Batch is the outbox's part of a transaction: per group, an update of its
+// head conditioned on the sequence number read, and a put per message.
+// Prepare makes one; a caller that builds its own transaction appends
+// Items to it.
+type Batch struct {
+	// Items are the transaction items, heads first.
+	Items []types.TransactWriteItem
+	heads int
+}
+
+// Retry reports whether a failed TransactWriteItems holding b's items at
+// offset (after the caller's own) failed only because a group's head moved
+// or the transaction conflicted: prepare again and retry. False for any
+// other cancellation reason (a caller's condition) and any other error.
+func (b Batch) Retry(err error, offset int) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	moved := false
+	for i, r := range tce.CancellationReasons {
+		switch code := aws.ToString(r.Code); {
+		case code == "" || code == "None":
+		case code == "TransactionConflict":
+			moved = true
+		case code == "ConditionalCheckFailed" && i >= offset && i < offset+b.heads:
+			moved = true
+		default:
+			return false
+		}
+	}
+	return moved
+}
+
+// Prepare reads the heads of msgs' groups (strongly consistent) and returns
+// the items that append msgs to them. They commit only while no other
+// transaction has appended to those groups since: see Batch.Retry.
+func (o *Outbox) Prepare(ctx context.Context, msgs []Message) (Batch, error) {
+	type group struct {
+		pk, queue, name string
+		msgs            []Message
+	}
+	var groups []*group
+	byPK := map[string]*group{}
+	for i, m := range msgs {
+		if err := m.validate(); err != nil {
+			return Batch{}, fmt.Errorf("%w: message %d: %w", ErrInvalid, i, err)
+		}
+		pk := partitionKey(m.QueueURL, m.Group)
+		g := byPK[pk]
+		if g == nil {
+			g = &group{pk: pk, queue: m.QueueURL, name: m.Group}
+			byPK[pk] = g
+			groups = append(groups, g)
+		}
+		g.msgs = append(g.msgs, m)
+	}
+	now := o.now()
+	b := Batch{heads: len(groups)}
+	var puts []types.TransactWriteItem
+	for _, g := range groups {
+		out, err := o.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &o.table, Key: headKey(g.pk), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return Batch{}, fmt.Errorf("outbox: read group %q: %w", g.pk, err)
+		}
+		seq := getN(out.Item, AttrSeq)
+		next := seq + int64(len(g.msgs))
+		names := map[string]string{"#seq": AttrSeq, "#q": AttrQueue, "#g": AttrGroup, "#shard": AttrShard, "#since": AttrSince}
+		values := map[string]types.AttributeValue{
+			":new": num(next), ":q": str(g.queue), ":g": str(g.name),
+			":shard": str(shardOf(g.pk)), ":now": num(now.UnixMilli()),
+		}
+		cond := "#seq = :old"
+		if out.Item == nil {
+			cond = "attribute_not_exists(#pk)"
+			names["#pk"] = AttrPK
+		} else {
+			values[":old"] = num(seq)
+		}
+		b.Items = append(b.Items, types.TransactWriteItem{Update: &types.Update{
+			TableName:                 &o.table,
+			Key:                       headKey(g.pk),
+			UpdateExpression:          aws.String("SET #seq = :new, #q = :q, #g = :g, #shard = if_not_exists(#shard, :shard), #since = if_not_exists(#since, :now)"),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		}})
+		for i, m := range g.msgs {
+			id := m.ID
+			if id == "" {
+				id = newID()
+			}
+			it := map[string]types.AttributeValue{
+				AttrPK: str(g.pk), AttrSK: num(seq + int64(i) + 1), AttrID: str(id),
+				AttrQueue: str(g.queue), AttrGroup: str(g.name), AttrBody: str(m.Body), AttrCreated: num(now.UnixMilli()),
+			}
+			if len(m.Attributes) > 0 {
+				attrs := make(map[string]types.AttributeValue, len(m.Attributes))
+				for k, v := range m.Attributes {
+					attrs[k] = str(v)
+				}
+				it[AttrAttrs] = &types.AttributeValueMemberM{Value: attrs}
+			}
+			puts = append(puts, types.TransactWriteItem{Put: &types.Put{
+				TableName:                &o.table,
+				Item:                     it,
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+			}})
+		}
+	}
+	b.Items = append(b.Items, puts...)
+	return b, nil
+}
+
+// validate refuses what SQS would refuse, so that the relay never holds a
+// message it cannot publish.
+func (m Message) validate() error {
+	if !strings.HasPrefix(m.QueueURL, "http://") && !strings.HasPrefix(m.QueueURL, "https://") {
+		return fmt.Errorf("QueueURL %q is not a queue URL", m.QueueURL)
+	}
+	fifo := strings.HasSuffix(m.QueueURL, ".fifo")
+	switch {
+	case fifo && m.Group == "":
+		return errors.New("a FIFO queue's message needs a Group")
+	case len(m.Group) > 128 || !printableASCII(m.Group):
+		return fmt.Errorf("Group %q: at most 128 printable ASCII characters", m.Group)
+	case len(m.ID) > maxIDLen || !printableASCII(m.ID):
+		return fmt.Errorf("ID %q: at most %d printable ASCII characters", m.ID, maxIDLen)
+	case m.Body == "":
+		return errors.New("empty Body: SQS takes at least one character")
+	case !validBody(m.Body):
+		return errors.New("Body holds characters SQS refuses (it takes #x9, #xA, #xD, #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF)")
+	case len(m.Attributes) > MaxAttributes:
+		return fmt.Errorf("%d attributes: at most %d (the relay adds idempotency-key)", len(m.Attributes), MaxAttributes)
+	}
+	size := len(m.Body)
+	for k, v := range m.Attributes {
+		if err := validAttributeName(k); err != nil {
+			return err
+		}
+		if v == "" || !validBody(v) {
+			return fmt.Errorf("attribute %q: a String attribute's value is not empty and holds only characters SQS takes", k)
+		}
+		size += len(k) + len(v) + len("String")
+	}
+	if size > MaxBodyBytes {
+		return fmt.Errorf("%d bytes of body and attributes: SQS takes at most %d", size, MaxBodyBytes)
+	}
+	return nil
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func validBody(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r == 0x9 || r == 0xA || r == 0xD:
+		case r >= 0x20 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validAttributeName(k string) error {
+	low := strings.ToLower(k)
+	bad := k == "" || len(k) > 256 || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, "..") ||
+		strings.HasPrefix(low, "aws.") || strings.HasPrefix(low, "amazon.") || k == "idempotency-key"
+	for i := 0; i < len(k) && !bad; i++ {
+		c := k[i]
+		bad = !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	}
+	if bad {
+		return fmt.Errorf("attribute name %q: 1 to 256 of A-Z a-z 0-9 _ - ., no leading, trailing or double period, not AWS. or Amazon., not idempotency-key (the relay sets it)", k)
+	}
+	return nil
+}
+
+// partitionKey is a group's partition: queue URL, '#', group. A queue URL
+// holds no '#'.
+func partitionKey(queue, group string) string { return queue + "#" + group }
+
+// shardOf spreads the groups over the pending index's Shards hash keys.
+func shardOf(pk string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(pk))
+	return strconv.Itoa(int(h.Sum32() % Shards))
+}
+
+func headKey(pk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrPK: str(pk), AttrSK: num(0)}
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func getN(it map[string]types.AttributeValue, k string) int64 {
+	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func getS(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// backoff is a short jittered pause before retrying a transaction that met
+// another: 5 ms doubling to 200 ms.
+func backoff(attempt int) time.Duration {
+	d := 5 * time.Millisecond << min(attempt, 6)
+	d = min(d, 200*time.Millisecond)
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// isCode reports whether err is an API error with one of codes.
+func isCode(err error, codes ...string) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && slices.Contains(codes, api.ErrorCode())
+}

@@ -15,6 +15,7 @@ provider "aws" {
     cloudwatch     = "http://127.0.0.1:4566"
     dynamodb       = "http://127.0.0.1:4566"
     ecs            = "http://127.0.0.1:4566"
+    events         = "http://127.0.0.1:4566"
     iam            = "http://127.0.0.1:4566"
     kms            = "http://127.0.0.1:4566"
     lambda         = "http://127.0.0.1:4566"

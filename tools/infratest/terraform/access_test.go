@@ -223,8 +223,19 @@ func TestOperatorPoliciesNeverReachAWorkerRole(t *testing.T) {
 	for _, dir := range []string{"modules/worker-ecs", "modules/worker-lambda"} {
 		m := load(t, dir)
 		for file, src := range m.src {
-			for _, action := range []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:*"} {
+			for _, action := range []string{"dynamodb:DeleteItem", "dynamodb:Scan", "dynamodb:*"} {
 				require.NotContains(t, string(src), `"`+action+`"`, "%s grants %s", file, action)
+			}
+		}
+		// GetItem is the outbox's only (a producer reads its group's head),
+		// on the outbox table only; without it, nowhere.
+		for _, outbox := range []bool{false, true} {
+			for _, st := range workerPolicy(t, m, outbox) {
+				if st.Sid == "OutboxTable" {
+					require.Equal(t, []string{testOutboxTableARN}, st.Resources, dir)
+					continue
+				}
+				require.NotContains(t, st.Actions, "dynamodb:GetItem", "%s: statement %s", dir, st.Sid)
 			}
 		}
 	}

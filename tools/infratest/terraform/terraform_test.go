@@ -58,14 +58,14 @@ var managedSettings = []string{
 	"WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
 	"WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
 	"WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL",
-	"WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE", "WORKER_METRICS_FORMAT",
+	"WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE", "WORKER_METRICS_FORMAT", "WORKER_OUTBOX_TABLE",
 }
 
 // knownSettings are the WORKER_* variables the worker's source reads.
 func knownSettings(t *testing.T) []string {
 	t.Helper()
 	var found []string
-	for _, pattern := range []string{"../../worker/*.go", "../../effect/*.go", "../../internal/*/*.go"} {
+	for _, pattern := range []string{"../../*.go", "../../cmd/*/*.go", "../../worker/*.go", "../../effect/*.go", "../../outbox/*.go", "../../internal/*/*.go"} {
 		files, err := filepath.Glob(pattern)
 		require.NoError(t, err)
 		for _, f := range files {
@@ -88,6 +88,9 @@ func knownSettings(t *testing.T) []string {
 func TestManagedSettingsExistInTheWorker(t *testing.T) {
 	known := knownSettings(t)
 	for _, name := range managedSettings {
+		if slices.Contains(outboxSettings, name) {
+			continue // TestOutboxSettingsExistInTheWorker
+		}
 		require.Contains(t, known, name, "the worker reads no %s", name)
 	}
 }
@@ -111,6 +114,10 @@ var workerActions = map[string][]string{
 	// The ledger effect's transaction: an Update of the account, a Put of
 	// the entry.
 	"LedgerTable": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+	// With outbox_table_name only (TestWorkerOutboxGrantOnlyWithTheTable):
+	// an effect that sends through the outbox reads its group's head and
+	// writes the message and the head in its transaction.
+	"OutboxTable": workerOutboxActions,
 	"QueueKeys":   {"kms:Decrypt", "kms:GenerateDataKey"},
 }
 
@@ -632,7 +639,7 @@ func checkExpr(t *testing.T, m *module, where string, expr hclsyntax.Expression,
 				t.Errorf("%s: %s: undeclared module %s", m.dir, where, ref)
 				continue
 			}
-			if out := nameAt(tr, 2); out != "" {
+			if out := moduleOutput(tr); out != "" {
 				callee := load(t, calleeDir(t, m, call))
 				if _, ok := callee.outputs[out]; !ok {
 					t.Errorf("%s: %s: module %s has no output %s", m.dir, where, nameAt(tr, 1), out)
@@ -645,6 +652,18 @@ func checkExpr(t *testing.T, m *module, where string, expr hclsyntax.Expression,
 			}
 		}
 	}
+}
+
+// moduleOutput is the output a module.<name>... reference reads, past an
+// index of a module with count or for_each (module.x[0].out); "" if none.
+func moduleOutput(tr hcl.Traversal) string {
+	i := 2
+	if i < len(tr) {
+		if _, ok := tr[i].(hcl.TraverseIndex); ok {
+			i++
+		}
+	}
+	return nameAt(tr, i)
 }
 
 func nameAt(tr hcl.Traversal, i int) string {
@@ -1072,6 +1091,7 @@ func TestExamplesUseTheDemoNames(t *testing.T) {
 var endpointFor = map[string]string{
 	"aws_appautoscaling_":         "appautoscaling",
 	"aws_caller_identity":         "sts",
+	"aws_cloudwatch_event_":       "events",
 	"aws_cloudwatch_log_":         "logs",
 	"aws_cloudwatch_metric_alarm": "cloudwatch",
 	"aws_dynamodb_":               "dynamodb",

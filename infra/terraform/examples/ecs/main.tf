@@ -59,6 +59,34 @@ module "worker" {
   autoscaling_max_capacity = 4
 }
 
+# The producer half, with enable_outbox: an application commits messages to
+# the outbox table in its own DynamoDB transactions, and the relay publishes
+# them to the demo queue, where the worker applies each once. A worker whose
+# effect sends messages itself would get outbox_table_name and
+# outbox_table_arn (module.outbox_table[0].table_name / table_arn).
+module "outbox_table" {
+  source = "../../modules/outbox-table"
+  count  = var.enable_outbox ? 1 : 0
+
+  name                        = "${var.name}-outbox"
+  deletion_protection_enabled = var.deletion_protection
+}
+
+module "relay" {
+  source = "../../modules/relay-ecs"
+  count  = var.enable_outbox ? 1 : 0
+
+  name               = "${var.name}-relay"
+  cluster_arn        = aws_ecs_cluster.this.arn
+  container_image    = var.container_image
+  subnet_ids         = var.subnet_ids
+  security_group_ids = var.security_group_ids
+
+  outbox_table_name = module.outbox_table[0].table_name
+  outbox_table_arn  = module.outbox_table[0].table_arn
+  queue_arns        = [module.queue.queue_arn]
+}
+
 module "alarms" {
   source = "../../modules/alarms"
 
@@ -70,6 +98,9 @@ module "alarms" {
   dedup_table_name = module.dedup_table.table_name
   ecs_cluster_name = aws_ecs_cluster.this.name
   ecs_service_name = module.worker.service_name
+
+  # The relay's lag and failures, with enable_outbox.
+  outbox_table_name = var.enable_outbox ? module.outbox_table[0].table_name : null
 }
 
 # For people, not the worker: worker inspect and stuck (read), worker forget

@@ -37,3 +37,13 @@ output "operator_forget_policy_arn" {
   description = "Attach to the few who may delete a dedup record: worker forget."
   value       = module.operator_policy.forget_policy_arn
 }
+
+output "outbox_table_name" {
+  description = "The outbox table (WORKER_OUTBOX_TABLE of producers), or null without enable_outbox."
+  value       = var.enable_outbox ? module.outbox_table[0].table_name : null
+}
+
+output "relay_service_name" {
+  description = "The ECS service running the relay, or null without enable_outbox."
+  value       = var.enable_outbox ? module.relay[0].service_name : null
+}

@@ -36,3 +36,9 @@ variable "deletion_protection" {
   type        = bool
   default     = true
 }
+
+variable "enable_outbox" {
+  description = "Also create the outbox table (<name>-outbox) and the relay that publishes its messages to the demo queue."
+  type        = bool
+  default     = false
+}

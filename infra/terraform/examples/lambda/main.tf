@@ -50,6 +50,33 @@ module "worker" {
   ledger_table_arn  = module.dedup_table.ledger_table_arn
 }
 
+# The producer half, with enable_outbox: an application commits messages to
+# the outbox table in its own DynamoDB transactions, and the relay publishes
+# them to the demo queue, where the worker applies each once. A worker whose
+# effect sends messages itself would get outbox_table_name and
+# outbox_table_arn (module.outbox_table[0].table_name / table_arn).
+module "outbox_table" {
+  source = "../../modules/outbox-table"
+  count  = var.enable_outbox ? 1 : 0
+
+  name                        = "${var.name}-outbox"
+  deletion_protection_enabled = var.deletion_protection
+}
+
+module "relay" {
+  source = "../../modules/relay-lambda"
+  count  = var.enable_outbox ? 1 : 0
+
+  function_name = "${var.name}-relay"
+  package_path  = local.package_path
+  architecture  = var.architecture
+
+  outbox_table_name = module.outbox_table[0].table_name
+  outbox_table_arn  = module.outbox_table[0].table_arn
+  outbox_stream_arn = module.outbox_table[0].stream_arn
+  queue_arns        = [module.queue.queue_arn]
+}
+
 module "alarms" {
   source = "../../modules/alarms"
 
@@ -60,6 +87,9 @@ module "alarms" {
   # The worker's metrics (EMF), the dedup table, the function.
   dedup_table_name     = module.dedup_table.table_name
   lambda_function_name = module.worker.function_name
+
+  # The relay's lag and failures, with enable_outbox.
+  outbox_table_name = var.enable_outbox ? module.outbox_table[0].table_name : null
 }
 
 # For people, not the worker: worker inspect and stuck (read), worker forget

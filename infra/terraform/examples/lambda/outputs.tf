@@ -32,3 +32,13 @@ output "operator_forget_policy_arn" {
   description = "Attach to the few who may delete a dedup record: worker forget."
   value       = module.operator_policy.forget_policy_arn
 }
+
+output "outbox_table_name" {
+  description = "The outbox table (WORKER_OUTBOX_TABLE of producers), or null without enable_outbox."
+  value       = var.enable_outbox ? module.outbox_table[0].table_name : null
+}
+
+output "relay_function_name" {
+  description = "The Lambda function running the relay, or null without enable_outbox."
+  value       = var.enable_outbox ? module.relay[0].function_name : null
+}

@@ -188,6 +188,61 @@ resource "aws_cloudwatch_metric_alarm" "dedup_table" {
   tags          = var.tags
 }
 
+# --- The outbox relay (CloudWatch EMF) -------------------------------------------
+# The relay writes its metrics in the same namespace with one dimension
+# OutboxTable = the table's name: OutboxLag (seconds: the age of the oldest
+# message not yet published, at each flush) and OutboxFailed (messages SQS
+# refused for good). CloudWatch holds them where the relay emits EMF: on
+# Lambda, and on ECS with metrics_format emf or both (the relay-ecs default).
+locals {
+  outbox_alarms = {
+    lag = {
+      enabled            = var.outbox_lag_alarm_enabled
+      metric             = "OutboxLag"
+      statistic          = "Maximum"
+      threshold          = var.outbox_lag_threshold_seconds
+      evaluation_periods = var.outbox_lag_evaluation_periods
+      comparison         = "GreaterThanThreshold"
+      # A relay that writes nothing is down or not emitting EMF: unknown, not OK.
+      missing     = "missing"
+      description = "Messages committed to the outbox ${coalesce(var.outbox_table_name, "-")} wait more than ${var.outbox_lag_threshold_seconds} s to be published: the relay is down, too slow, or fails to send (see OutboxFailed and its log)."
+    }
+    failed = {
+      enabled            = var.outbox_failed_alarm_enabled
+      metric             = "OutboxFailed"
+      statistic          = "Sum"
+      threshold          = 0
+      evaluation_periods = 1
+      comparison         = "GreaterThanThreshold"
+      missing            = "notBreaching"
+      description        = "SQS refused messages of the outbox ${coalesce(var.outbox_table_name, "-")} for good: the relay marked them failed and did not publish them. Its log says which queue and why (a queue the relay may not send to, a message too large, ...)."
+    }
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "outbox" {
+  for_each = { for name, a in local.outbox_alarms : name => a if a.enabled && var.outbox_table_name != null }
+
+  alarm_name        = "${local.prefix}-outbox-${each.key}"
+  alarm_description = each.value.description
+
+  namespace   = var.metrics_namespace
+  metric_name = each.value.metric
+  dimensions = {
+    OutboxTable = var.outbox_table_name
+  }
+  statistic           = each.value.statistic
+  period              = 60
+  evaluation_periods  = each.value.evaluation_periods
+  comparison_operator = each.value.comparison
+  threshold           = each.value.threshold
+  treat_missing_data  = each.value.missing
+
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.ok_actions
+  tags          = var.tags
+}
+
 # --- Lambda -----------------------------------------------------------------------
 # The worker reports failed messages in batchItemFailures and never fails an
 # invocation for them: an Error is a failed init (a bad setting), a timeout or

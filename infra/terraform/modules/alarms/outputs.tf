@@ -27,3 +27,8 @@ output "ecs_running_tasks_alarm_arn" {
   description = "ARN of the tasks-below-desired alarm, or null without ecs_service_name."
   value       = one(aws_cloudwatch_metric_alarm.ecs_running_tasks[*].arn)
 }
+
+output "outbox_alarm_arns" {
+  description = "ARNs of the outbox relay's alarms, by name (lag, failed); empty without outbox_table_name."
+  value       = { for name, a in aws_cloudwatch_metric_alarm.outbox : name => a.arn }
+}

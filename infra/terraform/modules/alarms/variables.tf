@@ -263,6 +263,46 @@ variable "ecs_running_tasks_evaluation_periods" {
   }
 }
 
+variable "outbox_table_name" {
+  description = "Name of the outbox table the relay publishes from. Null skips the outbox alarms (lag, failed)."
+  type        = string
+  default     = null
+}
+
+variable "outbox_lag_alarm_enabled" {
+  description = "Alarm on the relay's OutboxLag (Maximum): the age of the oldest message not yet published. Needs outbox_table_name."
+  type        = bool
+  default     = true
+}
+
+variable "outbox_lag_threshold_seconds" {
+  description = "Alarm when the oldest message not yet published is older than this, in seconds. The Lambda relay's sweep runs every minute, so keep it above 60 there."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.outbox_lag_threshold_seconds > 0
+    error_message = "The threshold must be positive."
+  }
+}
+
+variable "outbox_lag_evaluation_periods" {
+  description = "Consecutive one-minute periods above the threshold before the lag alarm fires."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.outbox_lag_evaluation_periods >= 1
+    error_message = "At least one evaluation period."
+  }
+}
+
+variable "outbox_failed_alarm_enabled" {
+  description = "Alarm on the relay's OutboxFailed (Sum): messages SQS refused for good, never published. Needs outbox_table_name."
+  type        = bool
+  default     = true
+}
+
 variable "alarm_actions" {
   description = "ARNs notified when an alarm fires (an SNS topic, usually)."
   type        = list(string)

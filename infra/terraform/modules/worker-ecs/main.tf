@@ -32,6 +32,7 @@ locals {
     WORKER_METRICS_FORMAT   = var.metrics_format
     WORKER_LOG_LEVEL        = var.log_level
     WORKER_MOVE_TO_DLQ      = tostring(var.move_to_dlq)
+    WORKER_OUTBOX_TABLE     = var.outbox_table_name
   }
   environment = merge(var.environment, { for k, v in local.worker_settings : k => v if v != null })
 
@@ -177,6 +178,24 @@ data "aws_iam_policy_document" "task" {
     }
   }
 
+  # An effect that sends messages through the outbox: it reads a group's
+  # head (GetItem), writes the message (PutItem) and the head (UpdateItem,
+  # ConditionCheckItem) in its transaction. Only with outbox_table_name.
+  dynamic "statement" {
+    for_each = var.outbox_table_name == null ? [] : [var.outbox_table_arn]
+
+    content {
+      sid = "OutboxTable"
+      actions = [
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+      ]
+      resources = [statement.value]
+    }
+  }
+
   dynamic "statement" {
     for_each = length(var.kms_key_arns) > 0 ? [var.kms_key_arns] : []
 
@@ -195,6 +214,13 @@ resource "aws_iam_role_policy" "task" {
   name   = "worker"
   role   = aws_iam_role.task.id
   policy = data.aws_iam_policy_document.task.json
+
+  lifecycle {
+    precondition {
+      condition     = (var.outbox_table_name == null) == (var.outbox_table_arn == null)
+      error_message = "outbox_table_name and outbox_table_arn go together: the name is WORKER_OUTBOX_TABLE, the ARN what the role may write."
+    }
+  }
 }
 
 # A custom effect's own calls, kept apart from the worker's.

@@ -128,6 +128,18 @@ variable "ledger_table_arn" {
   default     = null
 }
 
+variable "outbox_table_name" {
+  description = "Outbox table name (WORKER_OUTBOX_TABLE), for an effect that sends messages through the transactional outbox (the outbox-table module; the relay publishes them). Null: no outbox, no grant. Needs outbox_table_arn."
+  type        = string
+  default     = null
+}
+
+variable "outbox_table_arn" {
+  description = "Outbox table ARN, with outbox_table_name: the role gets dynamodb:GetItem, PutItem, UpdateItem and ConditionCheckItem on this table only."
+  type        = string
+  default     = null
+}
+
 variable "effect" {
   description = "WORKER_EFFECT: ledger (DynamoDB writes committed in one transaction with the dedup record; needs ledger_table_name and ledger_table_arn), http (POST to http_url with the dedup key as idempotency key), noop, or the name of an effect your own binary registers (README, \"Your own effect\"; its image built with make image MAIN=./your/main)."
   type        = string
@@ -265,6 +277,7 @@ variable "environment" {
       "AWS_REGION", "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
       "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
       "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE", "WORKER_METRICS_FORMAT",
+      "WORKER_OUTBOX_TABLE",
     ], k)])
     error_message = "Set WORKER_* settings and AWS_REGION through this module's variables, not environment."
   }
@@ -280,6 +293,7 @@ variable "secrets" {
       "AWS_REGION", "WORKER_QUEUES", "WORKER_DEDUP_TABLE", "WORKER_EFFECT", "WORKER_LEDGER_TABLE",
       "WORKER_DEDUP_KEY", "WORKER_DEDUP_TTL", "WORKER_CONCURRENCY", "WORKER_SHUTDOWN_TIMEOUT",
       "WORKER_METRICS_ADDR", "WORKER_HTTP_URL", "WORKER_LOG_FORMAT", "WORKER_LOG_LEVEL", "WORKER_MOVE_TO_DLQ", "WORKER_NAMESPACE", "WORKER_METRICS_FORMAT",
+      "WORKER_OUTBOX_TABLE",
     ], k)])
     error_message = "secrets keys must be environment variable names, and not a setting this module manages (WORKER_* of its variables, AWS_REGION)."
   }

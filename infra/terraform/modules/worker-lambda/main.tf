@@ -18,6 +18,7 @@ locals {
     WORKER_LOG_FORMAT   = var.log_format
     WORKER_LOG_LEVEL    = var.log_level
     WORKER_MOVE_TO_DLQ  = tostring(var.move_to_dlq)
+    WORKER_OUTBOX_TABLE = var.outbox_table_name
   }
   # Lambda has no secrets injection: the function gets each secret's ARN as
   # <NAME>_ARN and reads the value itself (effect.Env.AWS).
@@ -141,6 +142,24 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # An effect that sends messages through the outbox: it reads a group's
+  # head (GetItem), writes the message (PutItem) and the head (UpdateItem,
+  # ConditionCheckItem) in its transaction. Only with outbox_table_name.
+  dynamic "statement" {
+    for_each = var.outbox_table_name == null ? [] : [var.outbox_table_arn]
+
+    content {
+      sid = "OutboxTable"
+      actions = [
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+      ]
+      resources = [statement.value]
+    }
+  }
+
   dynamic "statement" {
     for_each = length(var.kms_key_arns) > 0 ? [var.kms_key_arns] : []
 
@@ -171,6 +190,13 @@ resource "aws_iam_role_policy" "this" {
   name   = "worker"
   role   = aws_iam_role.this.id
   policy = data.aws_iam_policy_document.this.json
+
+  lifecycle {
+    precondition {
+      condition     = (var.outbox_table_name == null) == (var.outbox_table_arn == null)
+      error_message = "outbox_table_name and outbox_table_arn go together: the name is WORKER_OUTBOX_TABLE, the ARN what the role may write."
+    }
+  }
 }
 
 # The effect's own calls and secrets, kept apart from the worker's.

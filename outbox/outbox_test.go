@@ -20,32 +20,57 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/exactlyonce/exactly/outbox"
 )
 
-// env is an outbox table and two FIFO queues, in memory.
+// dbAPI and sqsAPI are what the tests need of DynamoDB and SQS: the
+// in-memory fakes and the emulators' clients both offer them.
+type dbAPI interface {
+	outbox.API
+	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+}
+
+type sqsAPI interface {
+	testenv.QueueAdmin
+	outbox.SQS
+	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+// env is an outbox table and two FIFO queues.
 type env struct {
-	db     *memdynamo.DB
-	sqs    *memsqs.Server
+	db     dbAPI
+	sqs    sqsAPI
 	table  string
 	q1, q2 string
 }
 
-func newEnv(t *testing.T) *env {
+// each runs f against the in-memory fakes and against the local stack
+// (DynamoDB Local and fauxqs; skipped without them unless
+// EXACTLY_REQUIRE_INTEGRATION=1), so the fakes cannot pass what the
+// emulators fail.
+func each(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Run("memory", func(t *testing.T) {
+		f(t, newEnv(t, memdynamo.New(), memsqs.New()))
+	})
+	t.Run("emulators", func(t *testing.T) {
+		f(t, newEnv(t, testenv.DynamoDB(t), testenv.SQS(t)))
+	})
+}
+
+func newEnv(t *testing.T, db dbAPI, q sqsAPI) *env {
 	t.Helper()
-	ctx := context.Background()
-	e := &env{db: memdynamo.New(), sqs: memsqs.New(), table: "outbox"}
-	_, err := e.db.CreateTable(ctx, outbox.CreateTableInput(e.table))
+	e := &env{db: db, sqs: q, table: testenv.Name("outbox")}
+	_, err := db.CreateTable(context.Background(), outbox.CreateTableInput(e.table))
 	require.NoError(t, err)
-	for _, name := range []string{"one.fifo", "two.fifo"} {
-		out, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"FifoQueue": "true"}})
-		require.NoError(t, err)
-		if e.q1 == "" {
-			e.q1 = aws.ToString(out.QueueUrl)
-		} else {
-			e.q2 = aws.ToString(out.QueueUrl)
-		}
+	if d, ok := db.(interface {
+		DeleteTable(context.Context, *dynamodb.DeleteTableInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
+	}); ok {
+		t.Cleanup(func() { _, _ = d.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &e.table}) })
 	}
+	e.q1, _ = testenv.NewQueue(t, q, true, nil, 0)
+	e.q2, _ = testenv.NewQueue(t, q, true, nil, 0)
 	return e
 }
 
@@ -82,131 +107,134 @@ func msg(queue, group, body string) outbox.Message {
 }
 
 func TestWriteAndSweepPublishInOrder(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	now := time.Unix(1_800_000_000, 0)
-	ob := outbox.New(e.db, e.table, outbox.WithClock(func() time.Time { return now }))
-	// Business data and two messages in one transaction; then more.
-	require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "b", "b1")},
-		ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: &e.table, Item: map[string]ddbtypes.AttributeValue{
-			"pk": &ddbtypes.AttributeValueMemberS{Value: "business"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}}}}))
-	for i := 2; i <= 12; i++ {
-		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", fmt.Sprint("a", i))}))
-	}
-	require.NoError(t, ob.Write(ctx, []outbox.Message{{QueueURL: e.q2, Group: "c", Body: "c1", Attributes: map[string]string{"kind": "x"}}}))
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		now := time.Unix(1_800_000_000, 0)
+		ob := outbox.New(e.db, e.table, outbox.WithClock(func() time.Time { return now }))
+		// Business data and two messages in one transaction; then more.
+		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "b", "b1")},
+			ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: &e.table, Item: map[string]ddbtypes.AttributeValue{
+				"pk": &ddbtypes.AttributeValueMemberS{Value: "business"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}}}}))
+		for i := 2; i <= 12; i++ {
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", fmt.Sprint("a", i))}))
+		}
+		require.NoError(t, ob.Write(ctx, []outbox.Message{{QueueURL: e.q2, Group: "c", Body: "c1", Attributes: map[string]string{"kind": "x"}}}))
 
-	var rounds []outbox.Round
-	r := e.relay()
-	r.Clock = func() time.Time { return now.Add(5 * time.Second) }
-	r.OnRound = func(x outbox.Round) { rounds = append(rounds, x) }
-	round, err := r.Sweep(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 3, round.Groups)
-	require.Equal(t, 12, round.Published, "ten of group a (PerGroup), b1, c1")
-	require.Equal(t, 5*time.Second, round.Lag, "the oldest pending message's age, from the index")
-	round, err = r.Sweep(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 2, round.Published, "the rest of group a")
-	round, err = r.Sweep(ctx)
-	require.NoError(t, err)
-	require.Equal(t, outbox.Round{}, round, "nothing pending: every group left the index")
-	require.Len(t, rounds, 3)
+		var rounds []outbox.Round
+		r := e.relay()
+		r.Clock = func() time.Time { return now.Add(5 * time.Second) }
+		r.OnRound = func(x outbox.Round) { rounds = append(rounds, x) }
+		round, err := r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, round.Groups)
+		require.Equal(t, 12, round.Published, "ten of group a (PerGroup), b1, c1")
+		require.Equal(t, 5*time.Second, round.Lag, "the oldest pending message's age, from the index")
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, round.Published, "the rest of group a")
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Round{}, round, "nothing pending: every group left the index")
+		require.Len(t, rounds, 3)
 
-	bodies, _ := e.received(t, e.q1)
-	var want []string
-	for i := 1; i <= 12; i++ {
-		want = append(want, fmt.Sprint("a", i))
-	}
-	require.Equal(t, want, bodies["a"])
-	require.Equal(t, []string{"b1"}, bodies["b"])
-	bodies, keys := e.received(t, e.q2)
-	require.Equal(t, []string{"c1"}, bodies["c"])
-	require.Len(t, keys["c1"], 32, "a generated id")
+		bodies, _ := e.received(t, e.q1)
+		var want []string
+		for i := 1; i <= 12; i++ {
+			want = append(want, fmt.Sprint("a", i))
+		}
+		require.Equal(t, want, bodies["a"])
+		require.Equal(t, []string{"b1"}, bodies["b"])
+		bodies, keys := e.received(t, e.q2)
+		require.Equal(t, []string{"c1"}, bodies["c"])
+		require.Len(t, keys["c1"], 32, "a generated id")
 
-	// Published messages are marked, with a TTL; the business item is there.
-	out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: &e.table, KeyConditionExpression: aws.String("pk = :pk AND sk > :z"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: e.q1 + "#a"}, ":z": &ddbtypes.AttributeValueMemberN{Value: "0"}}})
-	require.NoError(t, err)
-	require.Len(t, out.Items, 12)
-	for _, it := range out.Items {
-		require.Contains(t, it, outbox.AttrSentAt)
-		require.Equal(t, &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(5*time.Second).Add(outbox.RetentionDefault).Unix(), 10)}, it[outbox.AttrTTL])
-	}
-	got, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: map[string]ddbtypes.AttributeValue{
-		"pk": &ddbtypes.AttributeValueMemberS{Value: "business"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}}})
-	require.NoError(t, err)
-	require.NotNil(t, got.Item)
+		// Published messages are marked, with a TTL; the business item is there.
+		out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: &e.table, KeyConditionExpression: aws.String("pk = :pk AND sk > :z"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: e.q1 + "#a"}, ":z": &ddbtypes.AttributeValueMemberN{Value: "0"}}})
+		require.NoError(t, err)
+		require.Len(t, out.Items, 12)
+		for _, it := range out.Items {
+			require.Contains(t, it, outbox.AttrSentAt)
+			require.Equal(t, &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(5*time.Second).Add(outbox.RetentionDefault).Unix(), 10)}, it[outbox.AttrTTL])
+		}
+		got, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "business"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}}})
+		require.NoError(t, err)
+		require.NotNil(t, got.Item)
+	})
 }
 
 func TestWriteIsAllOrNothing(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	ob := outbox.New(e.db, e.table)
-	// The caller's write fails its condition: no message is written.
-	err := ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1")}, ddbtypes.TransactWriteItem{ConditionCheck: &ddbtypes.ConditionCheck{
-		TableName: &e.table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "nope"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}},
-		ConditionExpression: aws.String("attribute_exists(pk)")}})
-	var tce *ddbtypes.TransactionCanceledException
-	require.ErrorAs(t, err, &tce)
-	round, err := e.relay().Sweep(ctx)
-	require.NoError(t, err)
-	require.Zero(t, round.Groups)
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		ob := outbox.New(e.db, e.table)
+		// The caller's write fails its condition: no message is written.
+		err := ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1")}, ddbtypes.TransactWriteItem{ConditionCheck: &ddbtypes.ConditionCheck{
+			TableName: &e.table, Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "nope"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}},
+			ConditionExpression: aws.String("attribute_exists(pk)")}})
+		var tce *ddbtypes.TransactionCanceledException
+		require.ErrorAs(t, err, &tce)
+		round, err := e.relay().Sweep(ctx)
+		require.NoError(t, err)
+		require.Zero(t, round.Groups)
 
-	for name, m := range map[string]outbox.Message{
-		"no group on FIFO": {QueueURL: e.q1, Body: "x"},
-		"empty body":       {QueueURL: e.q1, Group: "g"},
-		"bad body":         {QueueURL: e.q1, Group: "g", Body: "\x00"},
-		"too big":          {QueueURL: e.q1, Group: "g", Body: strings.Repeat("x", outbox.MaxBodyBytes+1)},
-		"bad id":           {QueueURL: e.q1, Group: "g", Body: "x", ID: "has space"},
-		"bad attribute":    {QueueURL: e.q1, Group: "g", Body: "x", Attributes: map[string]string{"AWS.x": "1"}},
-		"own key":          {QueueURL: e.q1, Group: "g", Body: "x", Attributes: map[string]string{"idempotency-key": "1"}},
-		"not a URL":        {QueueURL: "one.fifo", Group: "g", Body: "x"},
-	} {
-		require.ErrorIs(t, ob.Write(ctx, []outbox.Message{m}), outbox.ErrInvalid, name)
-	}
+		for name, m := range map[string]outbox.Message{
+			"no group on FIFO": {QueueURL: e.q1, Body: "x"},
+			"empty body":       {QueueURL: e.q1, Group: "g"},
+			"bad body":         {QueueURL: e.q1, Group: "g", Body: "\x00"},
+			"too big":          {QueueURL: e.q1, Group: "g", Body: strings.Repeat("x", outbox.MaxBodyBytes+1)},
+			"bad id":           {QueueURL: e.q1, Group: "g", Body: "x", ID: "has space"},
+			"bad attribute":    {QueueURL: e.q1, Group: "g", Body: "x", Attributes: map[string]string{"AWS.x": "1"}},
+			"own key":          {QueueURL: e.q1, Group: "g", Body: "x", Attributes: map[string]string{"idempotency-key": "1"}},
+			"not a URL":        {QueueURL: "one.fifo", Group: "g", Body: "x"},
+		} {
+			require.ErrorIs(t, ob.Write(ctx, []outbox.Message{m}), outbox.ErrInvalid, name)
+		}
+	})
 }
 
 // Producers racing on one group: every message gets its own sequence
 // number, and the relay publishes them in the order they committed.
 func TestConcurrentProducersKeepCommitOrder(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	ob := outbox.New(e.db, e.table)
-	var wg sync.WaitGroup
-	for p := 0; p < 4; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 15; i++ {
-				require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "g", fmt.Sprintf("p%d-%02d", p, i))}))
-			}
-		}()
-	}
-	wg.Wait()
-	r := e.relay()
-	r.PerGroup = 50
-	for {
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		if round.Groups == 0 {
-			break
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		ob := outbox.New(e.db, e.table)
+		var wg sync.WaitGroup
+		for p := 0; p < 4; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 15; i++ {
+					require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "g", fmt.Sprintf("p%d-%02d", p, i))}))
+				}
+			}()
 		}
-	}
-	bodies, _ := e.received(t, e.q1)
-	require.Len(t, bodies["g"], 60)
-	// Each producer's messages arrive in its own order (its writes were
-	// sequential, so they committed in that order).
-	last := map[string]string{}
-	for _, b := range bodies["g"] {
-		p := b[:2]
-		require.Less(t, last[p], b, "producer %s out of order", p)
-		last[p] = b
-	}
+		wg.Wait()
+		r := e.relay()
+		r.PerGroup = 50
+		for {
+			round, err := r.Sweep(ctx)
+			require.NoError(t, err)
+			if round.Groups == 0 {
+				break
+			}
+		}
+		bodies, _ := e.received(t, e.q1)
+		require.Len(t, bodies["g"], 60)
+		// Each producer's messages arrive in its own order (its writes were
+		// sequential, so they committed in that order).
+		last := map[string]string{}
+		for _, b := range bodies["g"] {
+			p := b[:2]
+			require.Less(t, last[p], b, "producer %s out of order", p)
+			last[p] = b
+		}
+	})
 }
 
 // faultySQS fails SendMessageBatch calls as told.
 type faultySQS struct {
-	*memsqs.Server
+	sqsAPI
 	mu sync.Mutex
 	// lose: the call takes effect and returns an error anyway.
 	lose int
@@ -238,7 +266,7 @@ func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 	if len(keep) > 0 {
 		in2 := *in
 		in2.Entries = keep
-		o, err := f.Server.SendMessageBatch(ctx, &in2, opts...)
+		o, err := f.sqsAPI.SendMessageBatch(ctx, &in2, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -254,72 +282,75 @@ func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 
 func TestPublicationFaults(t *testing.T) {
 	t.Run("lost response: published again, one message to SQS", func(t *testing.T) {
-		e := newEnv(t)
-		ctx := context.Background()
-		ob := outbox.New(e.db, e.table)
-		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "a2")}))
-		f := &faultySQS{Server: e.sqs, lose: 1}
-		r := &outbox.Relay{DB: e.db, SQS: f, Table: e.table}
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 0, round.Published, "the lost answer stops the group")
-		round, err = r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 2, round.Published)
-		bodies, _ := e.received(t, e.q1)
-		require.Equal(t, []string{"a1", "a2"}, bodies["a"], "SQS dropped the resend of a1 (same dedup id)")
+		each(t, func(t *testing.T, e *env) {
+			ctx := context.Background()
+			ob := outbox.New(e.db, e.table)
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "a2")}))
+			f := &faultySQS{sqsAPI: e.sqs, lose: 1}
+			r := &outbox.Relay{DB: e.db, SQS: f, Table: e.table}
+			round, err := r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 0, round.Published, "the lost answer stops the group")
+			round, err = r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 2, round.Published)
+			bodies, _ := e.received(t, e.q1)
+			require.Equal(t, []string{"a1", "a2"}, bodies["a"], "SQS dropped the resend of a1 (same dedup id)")
+		})
 	})
 	t.Run("a failed entry holds its group back, not the others", func(t *testing.T) {
-		e := newEnv(t)
-		ctx := context.Background()
-		ob := outbox.New(e.db, e.table)
-		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "a2"), msg(e.q1, "b", "b1"), msg(e.q1, "b", "b2")}))
-		f := &faultySQS{Server: e.sqs, failEntry: map[string]int{"a1": 1}}
-		r := &outbox.Relay{DB: e.db, SQS: f, Table: e.table}
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 2, round.Published, "b1 and b2; a2 waits for a1")
-		bodies, _ := e.received(t, e.q1)
-		require.Equal(t, []string{"b1", "b2"}, bodies["b"])
-		require.Empty(t, bodies["a"])
-		_, err = r.Sweep(ctx)
-		require.NoError(t, err)
-		bodies, _ = e.received(t, e.q1)
-		require.Equal(t, []string{"a1", "a2"}, bodies["a"])
+		each(t, func(t *testing.T, e *env) {
+			ctx := context.Background()
+			ob := outbox.New(e.db, e.table)
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "a2"), msg(e.q1, "b", "b1"), msg(e.q1, "b", "b2")}))
+			f := &faultySQS{sqsAPI: e.sqs, failEntry: map[string]int{"a1": 1}}
+			r := &outbox.Relay{DB: e.db, SQS: f, Table: e.table}
+			round, err := r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 2, round.Published, "b1 and b2; a2 waits for a1")
+			bodies, _ := e.received(t, e.q1)
+			require.Equal(t, []string{"b1", "b2"}, bodies["b"])
+			require.Empty(t, bodies["a"])
+			_, err = r.Sweep(ctx)
+			require.NoError(t, err)
+			bodies, _ = e.received(t, e.q1)
+			require.Equal(t, []string{"a1", "a2"}, bodies["a"])
+		})
 	})
 	t.Run("a message refused for good is marked failed and passed", func(t *testing.T) {
-		e := newEnv(t)
-		ctx := context.Background()
-		ob := outbox.New(e.db, e.table)
-		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "bad"), msg(e.q1, "a", "a3")}))
-		f := &faultySQS{Server: e.sqs, refuse: "bad"}
-		r := &outbox.Relay{DB: e.db, SQS: f, Table: e.table}
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 2, round.Published)
-		require.Equal(t, 1, round.Failed)
-		bodies, _ := e.received(t, e.q1)
-		require.Equal(t, []string{"a1", "a3"}, bodies["a"])
-		items, err := outbox.ListGroup(ctx, e.db, e.table, e.q1, "a", 10)
-		require.NoError(t, err)
-		require.Len(t, items, 3)
-		require.Equal(t, "id-bad", items[1].ID)
-		require.Contains(t, items[1].Failed, "InvalidMessageContents")
-		require.False(t, items[0].SentAt.IsZero())
-		require.Empty(t, items[0].Failed)
+		each(t, func(t *testing.T, e *env) {
+			ctx := context.Background()
+			ob := outbox.New(e.db, e.table)
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "bad"), msg(e.q1, "a", "a3")}))
+			f := &faultySQS{sqsAPI: e.sqs, refuse: "bad"}
+			r := &outbox.Relay{DB: e.db, SQS: f, Table: e.table}
+			round, err := r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 2, round.Published)
+			require.Equal(t, 1, round.Failed)
+			bodies, _ := e.received(t, e.q1)
+			require.Equal(t, []string{"a1", "a3"}, bodies["a"])
+			items, err := outbox.ListGroup(ctx, e.db, e.table, e.q1, "a", 10)
+			require.NoError(t, err)
+			require.Len(t, items, 3)
+			require.Equal(t, "id-bad", items[1].ID)
+			require.Contains(t, items[1].Failed, "InvalidMessageContents")
+			require.False(t, items[0].SentAt.IsZero())
+			require.Empty(t, items[0].Failed)
+		})
 	})
 }
 
 // faultyDB loses the response of the relay's progress transactions, or
 // hides an item from queries (a transaction still being applied).
 type faultyDB struct {
-	*memdynamo.DB
+	dbAPI
 	loseCommits atomic.Int32
 	hide        atomic.Value // string: "pk/sk" hidden from Query
 }
 
 func (f *faultyDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	out, err := f.DB.TransactWriteItems(ctx, in, opts...)
+	out, err := f.dbAPI.TransactWriteItems(ctx, in, opts...)
 	if err == nil && f.loseCommits.Add(-1) >= 0 {
 		return nil, errors.New("timeout after the transaction committed")
 	}
@@ -327,7 +358,7 @@ func (f *faultyDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 }
 
 func (f *faultyDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := f.DB.Query(ctx, in, opts...)
+	out, err := f.dbAPI.Query(ctx, in, opts...)
 	if err != nil {
 		return out, err
 	}
@@ -345,83 +376,86 @@ func (f *faultyDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...f
 
 func TestProgressFaults(t *testing.T) {
 	t.Run("lost progress: published again, in order", func(t *testing.T) {
-		e := newEnv(t)
-		ctx := context.Background()
-		ob := outbox.New(e.db, e.table)
-		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1")}))
-		db := &faultyDB{DB: e.db}
-		db.loseCommits.Store(1)
-		r := &outbox.Relay{DB: db, SQS: e.sqs, Table: e.table}
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 1, round.Errors)
-		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a2")}))
-		// The lost transaction did commit: a1 is marked, the next sweep
-		// goes on with a2.
-		round, err = r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 1, round.Published)
-		bodies, _ := e.received(t, e.q1)
-		require.Equal(t, []string{"a1", "a2"}, bodies["a"])
+		each(t, func(t *testing.T, e *env) {
+			ctx := context.Background()
+			ob := outbox.New(e.db, e.table)
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1")}))
+			db := &faultyDB{dbAPI: e.db}
+			db.loseCommits.Store(1)
+			r := &outbox.Relay{DB: db, SQS: e.sqs, Table: e.table}
+			round, err := r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, round.Errors)
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a2")}))
+			// The lost transaction did commit: a1 is marked, the next sweep
+			// goes on with a2.
+			round, err = r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, round.Published)
+			bodies, _ := e.received(t, e.q1)
+			require.Equal(t, []string{"a1", "a2"}, bodies["a"])
+		})
 	})
 	t.Run("a gap is not jumped", func(t *testing.T) {
-		e := newEnv(t)
-		ctx := context.Background()
-		ob := outbox.New(e.db, e.table)
-		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "a2"), msg(e.q1, "a", "a3")}))
-		db := &faultyDB{DB: e.db}
-		db.hide.Store(e.q1 + "#a/2")
-		r := &outbox.Relay{DB: db, SQS: e.sqs, Table: e.table}
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 1, round.Published, "a1 only: a3 waits for a2 to show")
-		db.hide.Store("")
-		round, err = r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 2, round.Published)
-		bodies, _ := e.received(t, e.q1)
-		require.Equal(t, []string{"a1", "a2", "a3"}, bodies["a"])
+		each(t, func(t *testing.T, e *env) {
+			ctx := context.Background()
+			ob := outbox.New(e.db, e.table)
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "a2"), msg(e.q1, "a", "a3")}))
+			db := &faultyDB{dbAPI: e.db}
+			db.hide.Store(e.q1 + "#a/2")
+			r := &outbox.Relay{DB: db, SQS: e.sqs, Table: e.table}
+			round, err := r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, round.Published, "a1 only: a3 waits for a2 to show")
+			db.hide.Store("")
+			round, err = r.Sweep(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 2, round.Published)
+			bodies, _ := e.received(t, e.q1)
+			require.Equal(t, []string{"a1", "a2", "a3"}, bodies["a"])
+		})
 	})
 	t.Run("two relays: every message, first copies in order", func(t *testing.T) {
-		e := newEnv(t)
-		ctx := context.Background()
-		ob := outbox.New(e.db, e.table)
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		var dups atomic.Int64
-		for i := 0; i < 2; i++ {
-			r := &outbox.Relay{DB: e.db, SQS: e.sqs, Table: e.table, PerGroup: 3, OnRound: func(x outbox.Round) { dups.Add(int64(x.Duplicates)) }}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
+		each(t, func(t *testing.T, e *env) {
+			ctx := context.Background()
+			ob := outbox.New(e.db, e.table)
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			var dups atomic.Int64
+			for i := 0; i < 2; i++ {
+				r := &outbox.Relay{DB: e.db, SQS: e.sqs, Table: e.table, PerGroup: 3, OnRound: func(x outbox.Round) { dups.Add(int64(x.Duplicates)) }}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						_, _ = r.Sweep(ctx)
 					}
-					_, _ = r.Sweep(ctx)
-				}
-			}()
-		}
-		for i := 0; i < 40; i++ {
-			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, fmt.Sprint("g", i%3), fmt.Sprintf("m%02d", i))}))
-		}
-		require.Eventually(t, func() bool {
-			round, err := (&outbox.Relay{DB: e.db, SQS: noSQS{}, Table: e.table}).Sweep(ctx)
-			return err == nil && round.Groups == 0
-		}, 10*time.Second, time.Millisecond)
-		close(stop)
-		wg.Wait()
-		bodies, _ := e.received(t, e.q1)
-		total := 0
-		for g, bs := range bodies {
-			total += len(bs)
-			for i := 1; i < len(bs); i++ {
-				require.Less(t, bs[i-1], bs[i], "group %s", g)
+				}()
 			}
-		}
-		require.Equal(t, 40, total, "SQS dropped the second copies (same dedup id)")
+			for i := 0; i < 40; i++ {
+				require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, fmt.Sprint("g", i%3), fmt.Sprintf("m%02d", i))}))
+			}
+			require.Eventually(t, func() bool {
+				round, err := (&outbox.Relay{DB: e.db, SQS: noSQS{}, Table: e.table}).Sweep(ctx)
+				return err == nil && round.Groups == 0
+			}, 10*time.Second, time.Millisecond)
+			close(stop)
+			wg.Wait()
+			bodies, _ := e.received(t, e.q1)
+			total := 0
+			for g, bs := range bodies {
+				total += len(bs)
+				for i := 1; i < len(bs); i++ {
+					require.Less(t, bs[i-1], bs[i], "group %s", g)
+				}
+			}
+			require.Equal(t, 40, total, "SQS dropped the second copies (same dedup id)")
+		})
 	})
 }
 
@@ -433,19 +467,20 @@ func (noSQS) SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...fu
 }
 
 func TestDrainNamedGroups(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	ob := outbox.New(e.db, e.table)
-	require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "b", "b1")}))
-	r := e.relay()
-	round, err := r.Drain(ctx, []string{e.q1 + "#a", e.q1 + "#a", e.q1 + "#nothing"})
-	require.NoError(t, err)
-	require.Equal(t, 2, round.Groups)
-	require.Equal(t, 1, round.Published)
-	bodies, _ := e.received(t, e.q1)
-	require.Equal(t, map[string][]string{"a": {"a1"}}, bodies)
-	pending, err := outbox.ListPending(ctx, e.db, e.table, 10)
-	require.NoError(t, err)
-	require.Len(t, pending, 1)
-	require.Equal(t, "b1", pending[0].Body)
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		ob := outbox.New(e.db, e.table)
+		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "b", "b1")}))
+		r := e.relay()
+		round, err := r.Drain(ctx, []string{e.q1 + "#a", e.q1 + "#a", e.q1 + "#nothing"})
+		require.NoError(t, err)
+		require.Equal(t, 2, round.Groups)
+		require.Equal(t, 1, round.Published)
+		bodies, _ := e.received(t, e.q1)
+		require.Equal(t, map[string][]string{"a": {"a1"}}, bodies)
+		pending, err := outbox.ListPending(ctx, e.db, e.table, 10)
+		require.NoError(t, err)
+		require.Len(t, pending, 1)
+		require.Equal(t, "b1", pending[0].Body)
+	})
 }

@@ -147,7 +147,6 @@ func (o *Outbox) Write(ctx context.Context, msgs []Message, writes ...types.Tran
 type Batch struct {
 	// Items are the transaction items, heads first.
 	Items []types.TransactWriteItem
-	heads int
 }
 
 // Retry reports whether a failed TransactWriteItems holding b's items at
@@ -165,7 +164,9 @@ func (b Batch) Retry(err error, offset int) bool {
 		case code == "" || code == "None":
 		case code == "TransactionConflict":
 			moved = true
-		case code == "ConditionalCheckFailed" && i >= offset && i < offset+b.heads:
+		case code == "ConditionalCheckFailed" && i >= offset && i < offset+len(b.Items):
+			// A head moved, or a message's place was taken by the
+			// transaction that moved it.
 			moved = true
 		default:
 			return false
@@ -198,7 +199,7 @@ func (o *Outbox) Prepare(ctx context.Context, msgs []Message) (Batch, error) {
 		g.msgs = append(g.msgs, m)
 	}
 	now := o.now()
-	b := Batch{heads: len(groups)}
+	var b Batch
 	var puts []types.TransactWriteItem
 	for _, g := range groups {
 		out, err := o.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &o.table, Key: headKey(g.pk), ConsistentRead: aws.Bool(true)})

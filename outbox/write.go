@@ -267,13 +267,13 @@ func (m Message) validate() error {
 	case fifo && m.Group == "":
 		return errors.New("a FIFO queue's message needs a Group")
 	case len(m.Group) > 128 || !printableASCII(m.Group):
-		return fmt.Errorf("Group %q: at most 128 printable ASCII characters", m.Group)
+		return fmt.Errorf("group %q: at most 128 printable ASCII characters", m.Group)
 	case len(m.ID) > maxIDLen || !printableASCII(m.ID):
-		return fmt.Errorf("ID %q: at most %d printable ASCII characters", m.ID, maxIDLen)
+		return fmt.Errorf("id %q: at most %d printable ASCII characters", m.ID, maxIDLen)
 	case m.Body == "":
 		return errors.New("empty Body: SQS takes at least one character")
 	case !validBody(m.Body):
-		return errors.New("Body holds characters SQS refuses (it takes #x9, #xA, #xD, #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF)")
+		return errors.New("the body holds characters SQS refuses (it takes #x9, #xA, #xD, #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF)")
 	case len(m.Attributes) > MaxAttributes:
 		return fmt.Errorf("%d attributes: at most %d (the relay adds idempotency-key)", len(m.Attributes), MaxAttributes)
 	}

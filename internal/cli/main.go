@@ -37,6 +37,9 @@ commands:
   run       long-poll queues and apply effects exactly once (ECS, any host)
   lambda    serve SQS events from a Lambda event source mapping (the default
             when AWS_LAMBDA_RUNTIME_API is set and no command is given)
+  relay     publish the outbox table's messages to their queues, in order per
+            group (ECS, any host; on Lambda, the handler of the table's stream)
+  outbox    list the outbox's pending messages, or a group's recent ones
   setup     create queues and tables that are missing (local stacks, first tries)
   send      send messages to a queue
   redrive   move messages from a dead-letter queue back to their queue,
@@ -64,9 +67,20 @@ func Main(args []string) int {
 
 func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
 	if len(args) == 0 {
-		// On Lambda, the binary is the bootstrap: it starts with no arguments.
+		// On Lambda, the binary is the bootstrap: it starts with no
+		// arguments, and WORKER_COMMAND (default lambda) says which
+		// handler the function is.
 		if api, _ := lookup("AWS_LAMBDA_RUNTIME_API"); api != "" {
-			args = []string{"lambda"}
+			cmd, _ := lookup("WORKER_COMMAND")
+			switch cmd {
+			case "":
+				cmd = "lambda"
+			case "lambda", "relay":
+			default:
+				fmt.Fprintf(stderr, "worker: WORKER_COMMAND %q: on Lambda, want lambda (the SQS consumer) or relay (the outbox relay)\n", cmd)
+				return ExitConfig
+			}
+			args = []string{cmd}
 		} else {
 			fmt.Fprint(stderr, usage)
 			return ExitConfig
@@ -82,6 +96,14 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 	case "lambda":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
 			return lambdaCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "relay":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return relayCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "outbox":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return outboxCommand(ctx, rest, stdout, stderr, lookup)
 		})
 	case "setup":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {

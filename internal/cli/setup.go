@@ -18,6 +18,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // setupCommand creates what is missing, idempotently: for local stacks and
@@ -25,6 +26,7 @@ import (
 func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
 	var (
 		queue, dlq, table, ledger string
+		outboxTable               string
 		maxReceive                int
 		visibility                time.Duration
 		contentDedup, perGroup    bool
@@ -38,11 +40,12 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	fs.Bool(&perGroup, "high-throughput", "", false, "FIFO: DeduplicationScope=messageGroup, FifoThroughputLimit=perMessageGroupId")
 	fs.String(&table, "table", "", "", "dedup table name to create (key pk, TTL on expires_at)")
 	fs.String(&ledger, "ledger-table", "", "", "ledger table name to create (key pk)")
+	fs.String(&outboxTable, "outbox-table", "", "", "outbox table name to create (keys pk, sk; pending index; stream; TTL on ttl)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if queue == "" && table == "" && ledger == "" {
-		return config.Errorf("worker setup: nothing to do: give --queue, --table and/or --ledger-table")
+	if queue == "" && table == "" && ledger == "" && outboxTable == "" {
+		return config.Errorf("worker setup: nothing to do: give --queue, --table, --ledger-table and/or --outbox-table")
 	}
 	if (perGroup || contentDedup) && !sqsmsg.IsFIFO(queue) {
 		return config.Errorf("--high-throughput and --content-based-dedup are FIFO settings, and queue %q is not FIFO: a FIFO queue's name ends in .fifo", queue)
@@ -67,16 +70,22 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		}
 	}
 	if table != "" {
-		if err := ensureTable(ctx, cl.dynamo, table, true); err != nil {
+		if err := ensureTable(ctx, cl.dynamo, keyedTable(table), dedup.AttrExpiresAt); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "table %s\n", table)
 	}
 	if ledger != "" {
-		if err := ensureTable(ctx, cl.dynamo, ledger, false); err != nil {
+		if err := ensureTable(ctx, cl.dynamo, keyedTable(ledger), ""); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "ledger-table %s\n", ledger)
+	}
+	if outboxTable != "" {
+		if err := ensureTable(ctx, cl.dynamo, outbox.CreateTableInput(outboxTable), outbox.AttrTTL); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "outbox-table %s\n", outboxTable)
 	}
 	return nil
 }
@@ -180,13 +189,21 @@ func queueARN(ctx context.Context, client setupSQS, url string) (string, error) 
 
 // ensureTable creates an on-demand table keyed by pk (S); with ttl, TTL is
 // enabled on expires_at.
-func ensureTable(ctx context.Context, db *dynamodb.Client, name string, ttl bool) error {
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+// keyedTable is a table keyed by pk alone: the dedup and ledger tables.
+func keyedTable(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
 		TableName:            &name,
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
 		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String(dedup.AttrPK), KeyType: ddbtypes.KeyTypeHash}},
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(dedup.AttrPK), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-	})
+	}
+}
+
+// ensureTable creates the table unless it exists, waits for it, and turns
+// TTL on ttlAttr on (none when empty).
+func ensureTable(ctx context.Context, db *dynamodb.Client, in *dynamodb.CreateTableInput, ttlAttr string) error {
+	name := aws.ToString(in.TableName)
+	_, err := db.CreateTable(ctx, in)
 	var inUse *ddbtypes.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
 		return fmt.Errorf("cannot create table %s: %w", name, err)
@@ -195,23 +212,23 @@ func ensureTable(ctx context.Context, db *dynamodb.Client, name string, ttl bool
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, 2*time.Minute); err != nil {
 		return fmt.Errorf("table %s did not become active: %w", name, err)
 	}
-	if !ttl {
+	if ttlAttr == "" {
 		return nil
 	}
 	d, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
 	if err != nil {
 		return fmt.Errorf("cannot describe TTL of %s: %w", name, err)
 	}
-	if t := d.TimeToLiveDescription; t != nil && aws.ToString(t.AttributeName) == dedup.AttrExpiresAt &&
+	if t := d.TimeToLiveDescription; t != nil && aws.ToString(t.AttributeName) == ttlAttr &&
 		(t.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabled || t.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabling) {
 		return nil
 	}
 	_, err = db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName:               &name,
-		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(dedup.AttrExpiresAt), Enabled: aws.Bool(true)},
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(ttlAttr), Enabled: aws.Bool(true)},
 	})
 	if err != nil {
-		return fmt.Errorf("cannot enable TTL on %s.%s: %w", name, dedup.AttrExpiresAt, err)
+		return fmt.Errorf("cannot enable TTL on %s.%s: %w", name, ttlAttr, err)
 	}
 	return nil
 }

@@ -1,0 +1,71 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/internal/testenv"
+	"github.com/exactlyonce/exactly/outbox"
+)
+
+func receiveAll(t *testing.T, c *sqs.Client, url string) []string {
+	t.Helper()
+	var bodies []string
+	for {
+		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10})
+		require.NoError(t, err)
+		if len(out.Messages) == 0 {
+			return bodies
+		}
+		for _, m := range out.Messages {
+			bodies = append(bodies, aws.ToString(m.Body))
+			_, err := c.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle})
+			require.NoError(t, err)
+		}
+	}
+}
+
+// TestRelayCommand runs worker relay against the local stack: worker setup
+// makes the outbox table, a producer writes through the library, the relay
+// publishes in order and says so on /metrics, worker outbox shows the
+// group, and SIGTERM stops it cleanly.
+func TestRelayCommand(t *testing.T) {
+	sqsc := testenv.SQS(t)
+	db := testenv.DynamoDB(t)
+	_, url, _ := newQueueAndTable(t, "relay")
+	table := testenv.Name("outbox")
+	require.Contains(t, runCLI(t, "setup", "--outbox-table", table), "outbox-table "+table)
+	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+
+	ob := outbox.New(db, table)
+	for i := 1; i <= 3; i++ {
+		require.NoError(t, ob.Write(context.Background(), []outbox.Message{{QueueURL: url, Group: "g", Body: fmt.Sprint("m", i), ID: fmt.Sprint("id-", i)}}))
+	}
+	require.Contains(t, runCLI(t, "outbox", "--outbox-table", table), "id-1")
+
+	w := startWorker(t, "relay", "--outbox-table", table, "--poll", "50ms", "--metrics-addr", "127.0.0.1:0")
+	var bodies []string
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		bodies = append(bodies, receiveAll(t, sqsc, url)...)
+		return len(bodies) >= 3
+	}, "the relay publishes the three messages")
+	require.Equal(t, []string{"m1", "m2", "m3"}, bodies)
+	addr, ok := w.field("serving /healthz, /readyz and /metrics", "addr")
+	require.True(t, ok)
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(httpGet(t, fmt.Sprintf("http://%s/metrics", addr)), fmt.Sprintf(`exactly_outbox_published_total{table=%q} 3`, table))
+	}, "/metrics counts three publications")
+	require.Contains(t, httpGet(t, fmt.Sprintf("http://%s/metrics", addr)), fmt.Sprintf(`exactly_outbox_lag_seconds{table=%q} 0`, table))
+	require.Contains(t, runCLI(t, "outbox", "--outbox-table", table), "nothing pending")
+	group := runCLI(t, "outbox", "--outbox-table", table, "--queue", url, "--group", "g")
+	require.Equal(t, 3, strings.Count(group, "published "), group)
+	stopWorker(t, w)
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/sqsevent"
 	"github.com/exactlyonce/exactly/internal/telemetry"
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // SQS is the part of the SQS client the worker and the Lambda handler call.
@@ -95,6 +96,12 @@ type Config struct {
 	// bills write units, not requests: on AWS it saves no money. 0 (the
 	// default): each commit alone. At most 1s.
 	GroupCommit time.Duration
+
+	// Outbox takes the messages effects return in Output.Send
+	// (outbox.New(dynamodbClient, table)): they commit in the same
+	// transaction as the message's COMPLETED record, and `worker relay`
+	// publishes them. Nil: an effect that returns Send fails permanently.
+	Outbox *outbox.Outbox
 
 	// KeySource says where a message's dedup key comes from: auto (the
 	// idempotency-key attribute, else the MessageDeduplicationId, else the

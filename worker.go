@@ -115,7 +115,7 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 	s.log.Info("commit mode", "commit", string(s.Commit), "group_commit", s.GroupCommit, "effect", fmt.Sprintf("%T", s.Effect))
 	p := &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
-		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic,
+		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic, Outbox: s.Outbox,
 	}
 	if s.GroupCommit > 0 {
 		p.Group = &process.GroupCommitter{Store: store, Window: s.GroupCommit}

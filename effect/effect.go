@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // Message is one SQS message as an effect sees it.
@@ -46,6 +48,15 @@ type Output struct {
 	// fencing token (transactional mode). An effect that returns Writes must
 	// not have done anything else observable: the writes are the effect.
 	Writes []types.TransactWriteItem
+	// Send, when not empty, are messages to publish through the worker's
+	// outbox (exactly.Config.Outbox): committed in the same
+	// TransactWriteItems as the COMPLETED record, so that they exist if
+	// and only if the message counts as done, and published by the relay
+	// (worker relay) in order per group. Give each an ID derived from
+	// Input.Key (say Key + "/confirmation"): it is the message's dedup key
+	// downstream. Without an outbox configured, an effect that returns
+	// Send fails permanently.
+	Send []outbox.Message
 }
 
 // Effect is the side effect run once per logical message.

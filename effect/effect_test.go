@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +160,32 @@ func TestRegisterTwicePanics(t *testing.T) {
 	t.Parallel()
 	require.Panics(t, func() { effect.Register("noop", nil) })
 	require.Contains(t, effect.Names(), "ledger")
+}
+
+// TestLedgerConfirms: with Confirm, the ledger sends the entry's
+// confirmation through the outbox: in the account's group, keyed by the
+// entry's dedup key, with the entry's seq (so that a second ledger keeps
+// the order).
+func TestLedgerConfirms(t *testing.T) {
+	l := &effect.Ledger{Table: "ledger", Confirm: "http://q/confirmations.fifo"}
+	out, err := l.Apply(context.Background(), effect.Input{Key: "ns#q#k1", Message: effect.Message{Body: `{"account":"a1","amount_cents":250,"seq":3}`}})
+	require.NoError(t, err)
+	require.Len(t, out.Writes, 2)
+	require.Len(t, out.Send, 1)
+	m := out.Send[0]
+	require.Equal(t, "http://q/confirmations.fifo", m.QueueURL)
+	require.Equal(t, "a1", m.Group)
+	require.Equal(t, "ns#q#k1/confirmed", m.ID)
+	require.JSONEq(t, `{"account":"a1","amount_cents":250,"seq":3,"confirms":"ns#q#k1"}`, m.Body)
+	e, err := effect.ParseLedgerEntry(m.Body)
+	require.NoError(t, err, "a confirmation is a ledger entry")
+	require.Equal(t, int64(3), *e.Seq)
+
+	out, err = l.Apply(context.Background(), effect.Input{Key: strings.Repeat("k", 200), Message: effect.Message{Body: `{"account":"a1","amount_cents":1}`}})
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(out.Send[0].ID), 128, "a long key still makes a valid id")
+
+	out, err = (&effect.Ledger{Table: "ledger"}).Apply(context.Background(), effect.Input{Key: "k", Message: effect.Message{Body: `{"account":"a1","amount_cents":1}`}})
+	require.NoError(t, err)
+	require.Empty(t, out.Send)
 }

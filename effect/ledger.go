@@ -3,6 +3,8 @@ package effect
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // LedgerEntry is the body the ledger effect expects:
@@ -44,9 +48,25 @@ func ParseLedgerEntry(body string) (LedgerEntry, error) {
 // and writes item pk="entry#<dedup key>". With seq, the account update is
 // conditioned on last_seq < seq. Its writes commit in one transaction with the
 // dedup record, so it cannot be applied twice even after a lost lease.
+//
+// With Confirm (a queue URL) set, each entry also sends a confirmation
+// through the worker's outbox, committed with the entry: the same entry
+// (account, amount_cents, seq) plus "confirms" (the dedup key), in message
+// group account, with the ID <dedup key>/confirmed. A second worker with
+// the ledger effect on that queue applies it to its own table exactly once,
+// in the order the first committed: a chain of exactly-once effects.
 type Ledger struct {
-	Table string
-	Now   func() time.Time
+	Table   string
+	Confirm string
+	Now     func() time.Time
+}
+
+// confirmation is the body of a ledger entry's confirmation.
+type confirmation struct {
+	Account     string `json:"account"`
+	AmountCents int64  `json:"amount_cents"`
+	Seq         *int64 `json:"seq,omitempty"`
+	Confirms    string `json:"confirms"`
 }
 
 // WritesOnly declares that the ledger's whole effect is its writes.
@@ -90,14 +110,42 @@ func (l *Ledger) Apply(_ context.Context, in Input) (Output, error) {
 	if e.Seq != nil {
 		entry["seq"] = n(*e.Seq)
 	}
-	return Output{Writes: []types.TransactWriteItem{
+	out := Output{Writes: []types.TransactWriteItem{
 		{Update: acct},
 		{Put: &types.Put{
 			TableName:           aws.String(l.Table),
 			Item:                entry,
 			ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		}},
-	}}, nil
+	}}
+	if l.Confirm != "" {
+		body, err := json.Marshal(confirmation{Account: e.Account, AmountCents: *e.AmountCents, Seq: e.Seq, Confirms: in.Key})
+		if err != nil {
+			return Output{}, err
+		}
+		out.Send = []outbox.Message{{QueueURL: l.Confirm, Group: e.Account, Body: string(body), ID: confirmationID(in.Key)}}
+	}
+	return out, nil
+}
+
+// confirmationID is the message ID of the confirmation of the entry keyed
+// key: within SQS's 128 characters, whatever the key's length.
+func confirmationID(key string) string {
+	id := key + "/confirmed"
+	if len(id) <= 128 && printable(id) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256-" + hex.EncodeToString(sum[:]) + "/confirmed"
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -34,7 +34,11 @@ type Env struct {
 	HTTPClient  *http.Client
 	Log         *slog.Logger
 	LedgerTable string // --ledger-table
-	HTTPURL     string // --http-url
+	// LedgerConfirm is the queue URL the ledger effect sends its
+	// confirmations to through the outbox (--ledger-confirm-queue); empty:
+	// none.
+	LedgerConfirm string
+	HTTPURL       string // --http-url
 	// Lookup reads the process environment, for an effect's own settings.
 	Lookup func(string) (string, bool)
 }
@@ -85,7 +89,7 @@ func init() {
 		if env.LedgerTable == "" {
 			return nil, fmt.Errorf("--ledger-table (WORKER_LEDGER_TABLE) is required by the ledger effect")
 		}
-		return &Ledger{Table: env.LedgerTable}, nil
+		return &Ledger{Table: env.LedgerTable, Confirm: env.LedgerConfirm}, nil
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/testenv"
@@ -483,4 +484,8 @@ func TestDrainNamedGroups(t *testing.T) {
 		require.Len(t, pending, 1)
 		require.Equal(t, "b1", pending[0].Body)
 	})
+}
+
+func TestTheRelaysKeyIsTheWorkersFirstChoice(t *testing.T) {
+	require.Equal(t, dedup.IdempotencyKeyAttribute, outbox.IdempotencyKeyAttribute)
 }

@@ -16,8 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/exactlyonce/exactly/internal/dedup"
 )
 
 // SQS is the part of the SQS client the relay uses; *sqs.Client implements
@@ -87,6 +85,11 @@ const (
 	// groups of each shard come first.
 	maxGroupsPerSweep = 2000
 )
+
+// IdempotencyKeyAttribute is the message attribute that carries a
+// message's ID to its consumer: the attribute an exactly worker reads its
+// dedup key from first.
+const IdempotencyKeyAttribute = "idempotency-key"
 
 // AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for good:
 // why. The relay moves past it so that its group is not blocked forever.
@@ -412,7 +415,7 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		for k, v := range m.attrs {
 			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 		}
-		attrs[dedup.IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.id)}
+		attrs[IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.id)}
 		entries[i] = sqstypes.SendMessageBatchRequestEntry{
 			Id:                aws.String(strconv.Itoa(i)),
 			MessageBody:       aws.String(m.body),

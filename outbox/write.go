@@ -320,7 +320,7 @@ func validBody(s string) bool {
 func validAttributeName(k string) error {
 	low := strings.ToLower(k)
 	bad := k == "" || len(k) > 256 || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, "..") ||
-		strings.HasPrefix(low, "aws.") || strings.HasPrefix(low, "amazon.") || k == "idempotency-key"
+		strings.HasPrefix(low, "aws.") || strings.HasPrefix(low, "amazon.") || k == IdempotencyKeyAttribute
 	for i := 0; i < len(k) && !bad; i++ {
 		c := k[i]
 		bad = !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')

@@ -21,6 +21,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/telemetry"
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // Defaults of settings shared by run and lambda.
@@ -44,6 +45,8 @@ type settings struct {
 	table           string
 	effect          string
 	ledgerTable     string
+	outboxTable     string
+	ledgerConfirm   string
 	dedupKey        string
 	payloadHash     string
 	commit          string
@@ -89,6 +92,8 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
 	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(effect.Names(), "|")+" or one registered in code (required)")
 	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", LedgerTableDefault, "DynamoDB table of the ledger effect")
+	fs.String(&s.ledgerConfirm, "ledger-confirm-queue", "WORKER_LEDGER_CONFIRM_QUEUE", "", "ledger effect: URL of a queue to send each entry's confirmation to, through the outbox (needs --outbox-table)")
+	fs.String(&s.outboxTable, "outbox-table", "WORKER_OUTBOX_TABLE", "", "DynamoDB outbox table (worker setup --outbox-table) for the messages effects send (Output.Send), committed with their dedup records and published by worker relay; empty: an effect that sends fails permanently")
 	fs.String(&s.dedupKey, "dedup-key", "WORKER_DEDUP_KEY", "auto", "dedup key source: auto (idempotency-key attribute, else MessageDeduplicationId, else MessageId), attr:NAME, json:/pointer or body")
 	fs.String(&s.payloadHash, "payload-hash", "WORKER_PAYLOAD_HASH", "body", "what tells a duplicate from a conflict (same key, another payload): body (byte for byte), json:/a,/b (those JSON values, canonicalised: a producer that re-serialises or adds a timestamp on retry is still a duplicate) or none")
 	fs.String(&s.commit, "commit", "WORKER_COMMIT", "", "how the effect and its dedup record commit: claim (claim the key, run the effect, then complete: any effect), transactional (claim, then the effect's DynamoDB writes and the record in one transaction) or optimistic (no claim: the writes and the record in one transaction, one DynamoDB request per message); empty: optimistic for an effect whose whole effect is its DynamoDB writes (ledger, noop), claim otherwise")
@@ -146,6 +151,9 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	if s.concurrency < 1 {
 		return config.Errorf("%s must be at least 1", fs.Name("concurrency"))
 	}
+	if s.ledgerConfirm != "" && s.outboxTable == "" {
+		return config.Errorf("%s needs %s: the confirmations go through the outbox", fs.Name("ledger-confirm-queue"), fs.Name("outbox-table"))
+	}
 	formats := []string{"prometheus", "emf", "both"}
 	if forLambda {
 		formats = []string{"emf", "none"}
@@ -190,6 +198,9 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 	}
 	if cl != nil {
 		c.SQS, c.DynamoDB = cl.sqs, cl.dynamo
+		if s.outboxTable != "" {
+			c.Outbox = outbox.New(cl.dynamo, s.outboxTable)
+		}
 	}
 	return c
 }
@@ -341,7 +352,7 @@ func effectEnv(s settings, cl *clients, log *slog.Logger, lookup func(string) (s
 	// of its own instead of writing into the worker's.
 	cfg.APIOptions = slices.Clip(cfg.APIOptions)
 	return effect.Env{
-		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, Lookup: lookup,
+		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, LedgerConfirm: s.ledgerConfirm, HTTPURL: s.httpURL, Lookup: lookup,
 		AWS: cfg, HTTPClient: newEffectHTTPClient(s.concurrency),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // Action is what the caller must do with the message.
@@ -144,6 +146,10 @@ type Processor struct {
 	// Group, when set, makes the first attempt of each optimistic commit
 	// together with other messages' (a group commit).
 	Group *GroupCommitter
+	// Outbox, when set, takes the messages an effect returns in
+	// Output.Send: they join the commit's transaction. Nil: an effect that
+	// returns Send fails permanently.
+	Outbox *outbox.Outbox
 	// Tracer, when set, gives each message a span ("process <queue>", a
 	// child of the producer's: see ProducerContext) with spans for its
 	// claim, effect and commit; the effect's context carries it. Nil: no
@@ -278,15 +284,16 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	var retries int
 	commitStart := time.Now()
 	switch {
-	case len(out.Writes) > 0:
-		// Nothing has happened yet; an oversized result fails the commit
+	case len(out.Writes) > 0 || len(out.Send) > 0:
+		// Nothing has happened yet (but the effect's outside effects, in
+		// claim mode); an oversized result fails the commit
 		// (ErrResultTooLarge) before anything is applied.
-		retries, err = p.commit(ctx, claim, out.Result, out.Writes, h)
+		retries, err = p.commit(ctx, claim, out.Result, out.Writes, out.Send, h)
 	case oversized:
 		// The outside effect has run: record it as done, so that no
 		// redelivery runs it again, without the result (never truncated),
 		// and fail loudly: the effect must return smaller results.
-		retries, err = p.commit(ctx, claim, nil, nil, h)
+		retries, err = p.commit(ctx, claim, nil, nil, nil, h)
 		hb.stop()
 		res.CommitTook = time.Since(commitStart)
 		if err == nil {
@@ -297,7 +304,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 			return res
 		}
 	default:
-		retries, err = p.commit(ctx, claim, out.Result, nil, h)
+		retries, err = p.commit(ctx, claim, out.Result, nil, nil, h)
 	}
 	hb.stop()
 	res.CommitTook = time.Since(commitStart)
@@ -367,7 +374,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		Attempts: c.Attempts, TTL: p.TTL, Token: token,
 	}
 	var got dedup.Claim
-	grouped := p.Group != nil
+	grouped := p.Group != nil && len(out.Send) == 0 // outbox heads are read per commit
 	cctx, endCommit := p.step(ctx, "commit")
 	commitStart := time.Now()
 	res.CommitRetries, err = p.retryCommit(cctx, c.Key, h, func(cctx context.Context) error {
@@ -376,7 +383,12 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 			grouped = false // retries go alone
 			got, err = p.Group.Commit(cctx, dedup.GroupEntry{Req: req, Result: out.Result, Writes: out.Writes})
 		} else {
-			got, err = p.Store.CommitOptimistic(cctx, req, out.Result, out.Writes)
+			var writes []types.TransactWriteItem
+			if writes, err = p.withSend(cctx, out.Writes, out.Send); err != nil {
+				return err
+			}
+			got, err = p.Store.CommitOptimistic(cctx, req, out.Result, writes)
+			err = outboxMoved(err, len(out.Writes))
 		}
 		return err
 	})
@@ -432,15 +444,54 @@ func (p *Processor) claim(ctx context.Context, req dedup.ClaimRequest) (dedup.Cl
 // otherwise, until h.CommitBy or CommitTimeout, or until ctx is cancelled
 // (a forced stop; the first attempt is made even then: the effect has
 // happened). A retry after a lost response is recognised by the token.
-func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte, writes []types.TransactWriteItem, h Hooks) (retries int, err error) {
+func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte, writes []types.TransactWriteItem, send []outbox.Message, h Hooks) (retries int, err error) {
 	ctx, end := p.step(ctx, "commit")
 	defer func() { end(err) }()
 	return p.retryCommit(ctx, claim.Key, h, func(cctx context.Context) error {
-		if len(writes) > 0 {
-			return p.Store.CompleteTx(cctx, claim, result, p.TTL, writes)
+		if len(writes) == 0 && len(send) == 0 {
+			return p.Store.Complete(cctx, claim, result, p.TTL)
 		}
-		return p.Store.Complete(cctx, claim, result, p.TTL)
+		all, err := p.withSend(cctx, writes, send)
+		if err != nil {
+			return err
+		}
+		return outboxMoved(p.Store.CompleteTx(cctx, claim, result, p.TTL, all), len(writes))
 	})
+}
+
+// errOutboxMoved: a commit's outbox items found their groups moved on by
+// another producer's transaction. Nothing was applied; the next attempt
+// reads the groups again (withSend).
+var errOutboxMoved = errors.New("the outbox groups of the commit's messages moved on; reading them again")
+
+// withSend returns writes followed by the outbox items of send, prepared
+// against the groups' heads as they are now.
+func (p *Processor) withSend(ctx context.Context, writes []types.TransactWriteItem, send []outbox.Message) ([]types.TransactWriteItem, error) {
+	if len(send) == 0 {
+		return writes, nil
+	}
+	if p.Outbox == nil {
+		return nil, fmt.Errorf("%w: the effect returned %d messages to send, and no outbox is configured (exactly.Config.Outbox, worker --outbox-table)", dedup.ErrInvalid, len(send))
+	}
+	b, err := p.Outbox.Prepare(ctx, send)
+	if errors.Is(err, outbox.ErrInvalid) {
+		return nil, fmt.Errorf("%w: %w", dedup.ErrInvalid, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(slices.Clip(writes), b.Items...), nil
+}
+
+// outboxMoved turns a commit's failed condition on one of its outbox items
+// (those after the effect's n writes) into errOutboxMoved, which is no
+// verdict: another producer appended to the group first.
+func outboxMoved(err error, n int) error {
+	var ece *dedup.EffectConditionError
+	if errors.As(err, &ece) && ece.Index >= n {
+		return fmt.Errorf("%w: %w", errOutboxMoved, err)
+	}
+	return err
 }
 
 // retryCommit makes one commit attempt after another until one is a
@@ -470,7 +521,7 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 			// A group commit that gave no verdict on this one: alone, now.
 			p.Log.Debug("group commit gave no verdict; committing alone", "key", key, "err", err)
 			continue
-		case dedup.IsTransactionConflict(err):
+		case dedup.IsTransactionConflict(err), errors.Is(err, errOutboxMoved):
 			wait = backoff(attempt, 5*time.Millisecond, 200*time.Millisecond)
 		}
 		if attempt == 1 {
@@ -486,6 +537,9 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 // retryableCommit reports whether a commit error is no verdict, so that the
 // same commit may be tried again.
 func retryableCommit(err error) bool {
+	if errors.Is(err, errOutboxMoved) {
+		return true
+	}
 	var ece *dedup.EffectConditionError
 	return !errors.Is(err, dedup.ErrLeaseLost) && !errors.As(err, &ece) &&
 		!errors.Is(err, dedup.ErrResultTooLarge) && !errors.Is(err, dedup.ErrInvalid)

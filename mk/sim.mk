@@ -22,6 +22,9 @@ SHELL := /bin/bash
 GO ?= go
 SIM_SEEDS_DEFAULT ?= 16000
 SEEDS ?= $(SIM_SEEDS_DEFAULT)
+# The end-to-end chain (producer, outbox, relays, two worker stages:
+# internal/sim/chain.go) runs CHAIN_SEEDS seeds alongside.
+CHAIN_SEEDS ?= 3000
 FIRST ?= 1
 SEED ?=
 REPEAT ?=
@@ -31,10 +34,10 @@ RATE ?= 0.04
 SIM_ARGS ?=
 SIM_REPORT ?= $(SIM_ROOT)/sim-report.txt
 
-sim_flags = -sim.seeds=$(SEEDS) -sim.first=$(FIRST) -sim.rate=$(RATE) -sim.report=$(SIM_REPORT) \
+sim_flags = -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) -sim.rate=$(RATE) -sim.report=$(SIM_REPORT) \
 	$(if $(SEED),-sim.seed=$(SEED) -sim.repeat=$(or $(REPEAT),20),$(if $(REPEAT),-sim.repeat=$(REPEAT))) \
 	$(if $(FAULTS),-sim.faults=$(FAULTS)) $(if $(OPS),-sim.ops=$(OPS)) $(SIM_ARGS)
 
 .PHONY: sim
 sim: ## deterministic simulation: real pool/processor/ledger/Lambda/redrive on in-memory AWS with seeded faults (SEED= SEEDS= FAULTS= OPS=)
-	cd $(SIM_ROOT) && $(GO) test -v -count=1 -timeout 60m -run '^TestSim$$' ./internal/sim -args $(sim_flags)
+	cd $(SIM_ROOT) && $(GO) test -v -count=1 -timeout 60m -run '^(TestSim|TestChain)$$' ./internal/sim -args $(sim_flags)

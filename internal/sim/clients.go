@@ -44,43 +44,71 @@ func (w *world) newProc(id string) *proc {
 	return &proc{id: id, w: w, kill: func() {}, open: map[string]bool{}}
 }
 
-// before runs the part of a call's fault that comes before it reaches the
-// fake. A non-nil error: the call fails without taking effect.
+// faulted is a process as the injector's faults play out on it: a pool
+// worker's or Lambda's (proc) or one of the chain's (cproc).
+type faulted interface {
+	name() string
+	injector() *Injector
+	isDead() bool
+	// die kills the process (why: "crash before ...", "crash after ...").
+	die(why string)
+	// faulting is told of a call's fault before it plays out.
+	faulting(subject string, k Kind)
+}
+
+func (p *proc) name() string        { return p.id }
+func (p *proc) injector() *Injector { return p.w.inj }
+func (p *proc) isDead() bool        { return p.dead.Load() }
+func (p *proc) die(why string)      { p.w.crash(p, why) }
 func (p *proc) before(ctx context.Context, op, subject string) (Kind, string, error) {
-	if p.dead.Load() {
-		return None, "", errDead
-	}
-	k, id := p.w.inj.decide(op, subject, p.id)
+	return before(ctx, p, op, subject)
+}
+func (p *proc) after(ctx context.Context, op string, k Kind, id string) error {
+	return after(ctx, p, op, k, id)
+}
+
+func (p *proc) faulting(subject string, k Kind) {
 	if k != None {
 		p.faults.Add(1)
 	}
 	// Before the fault plays out: a paused commit opens the window at the
 	// pause, not when the process wakes up.
 	p.w.faultOnKey(p, subject, k)
+}
+
+// before runs the part of a call's fault that comes before it reaches the
+// fake. A non-nil error: the call fails without taking effect.
+func before(ctx context.Context, p faulted, op, subject string) (Kind, string, error) {
+	if p.isDead() {
+		return None, "", errDead
+	}
+	inj := p.injector()
+	k, id := inj.decide(op, subject, p.name())
+	p.faulting(subject, k)
 	switch k {
 	case Fail, Timeout, Conflict:
 		return k, id, apiErr(op, k)
 	case Pause:
 		// The process stalls here, whatever its context says, and comes
 		// back as a zombie.
-		time.Sleep(p.w.inj.delay(id))
+		time.Sleep(inj.delay(id))
 	case Crash:
-		p.w.crash(p, "crash before "+id)
+		p.die("crash before " + id)
 		return k, id, errDead
 	}
-	if p.dead.Load() {
+	if p.isDead() {
 		return k, id, errDead
 	}
 	return k, id, ctx.Err()
 }
 
 // after runs the part of a call's fault that comes after it took effect.
-func (p *proc) after(ctx context.Context, op string, k Kind, id string) error {
+func after(ctx context.Context, p faulted, op string, k Kind, id string) error {
 	switch k {
 	case Lost:
 		return apiErr(op, Lost)
 	case Slow:
-		t := time.NewTimer(p.w.inj.delay(id))
+		t := time.NewTimer(p.injector().delay(id))
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -88,13 +116,24 @@ func (p *proc) after(ctx context.Context, op string, k Kind, id string) error {
 			return ctx.Err()
 		}
 	case CrashAfter:
-		p.w.crash(p, "crash after "+id)
+		p.die("crash after " + id)
 		return errDead
 	}
-	if p.dead.Load() {
+	if p.isDead() {
 		return errDead // it died while the call was under way: the answer goes nowhere
 	}
 	return nil
+}
+
+// conflictCancel is DynamoDB's answer to a transaction of n items that met
+// another: cancelled for TransactionConflict, nothing applied.
+func conflictCancel(n int) error {
+	reasons := make([]ddbtypes.CancellationReason, n)
+	for i := range reasons {
+		reasons[i] = ddbtypes.CancellationReason{Code: aws.String("None")}
+	}
+	reasons[0] = ddbtypes.CancellationReason{Code: aws.String("TransactionConflict"), Message: aws.String("sim: transaction conflict")}
+	return &ddbtypes.TransactionCanceledException{Message: aws.String("Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]"), CancellationReasons: reasons}
 }
 
 // ---------------------------------------------------------------- SQS
@@ -450,12 +489,7 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	optimistic := len(in.TransactItems) > 0 && in.TransactItems[0].Put != nil
 	k, id, err := c.p.before(ctx, "TransactWriteItems", key)
 	if k == Conflict {
-		reasons := make([]ddbtypes.CancellationReason, len(in.TransactItems))
-		for i := range reasons {
-			reasons[i] = ddbtypes.CancellationReason{Code: aws.String("None")}
-		}
-		reasons[0] = ddbtypes.CancellationReason{Code: aws.String("TransactionConflict"), Message: aws.String("sim: transaction conflict")}
-		return nil, &ddbtypes.TransactionCanceledException{Message: aws.String("Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]"), CancellationReasons: reasons}
+		return nil, conflictCancel(len(in.TransactItems))
 	}
 	if err != nil {
 		return nil, err

@@ -72,9 +72,11 @@ func ParseKinds(s string) (map[Kind]bool, error) {
 var Ops = []string{
 	"ReceiveMessage", "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessage", "SendMessageBatch",
 	"PutItem", "UpdateItem", "TransactWriteItems", "Effect",
+	// The chain's (chain.go): the outbox's reads and the relay's.
+	"GetItem", "Query", "DeleteItem", "DeleteMessage", "ChangeMessageVisibility",
 	// A Lambda container's start-up and first-event reads, and what
 	// exactly.SQS has besides (nothing in the simulation calls them yet).
-	"GetQueueUrl", "GetQueueAttributes", "DescribeTable", "DescribeTimeToLive", "DeleteMessage", "ChangeMessageVisibility",
+	"GetQueueUrl", "GetQueueAttributes", "DescribeTable", "DescribeTimeToLive",
 }
 
 // ParseOps parses a comma-separated list of operations ("" or "all": all).

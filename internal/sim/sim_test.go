@@ -135,7 +135,11 @@ type summary struct {
 	virtual time.Duration
 }
 
-func TestSim(t *testing.T) {
+// simFlags reads the -sim.* flags every simulation test shares: the fault
+// kinds, the operations, and the seeds (sim.seed, or n from sim.first). It
+// skips under -short unless a seed is given.
+func simFlags(t *testing.T, n int) (map[Kind]bool, map[string]bool, []uint64) {
+	t.Helper()
 	if testing.Short() && *flagSeed == 0 {
 		t.Skip("the simulation runs with `make sim` (or -sim.seed=N); -short skips it")
 	}
@@ -150,10 +154,15 @@ func TestSim(t *testing.T) {
 	seeds := []uint64{*flagSeed}
 	if *flagSeed == 0 {
 		seeds = nil
-		for i := range *flagSeeds {
+		for i := range n {
 			seeds = append(seeds, *flagFirst+uint64(i))
 		}
 	}
+	return kinds, ops, seeds
+}
+
+func TestSim(t *testing.T) {
+	kinds, ops, seeds := simFlags(t, *flagSeeds)
 	sum := &summary{stats: map[string]int{}, found: map[string]*foundClass{}}
 	start := time.Now()
 	t.Cleanup(func() { sum.print(t, start, kinds, ops) })

@@ -1,0 +1,365 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/process"
+	"github.com/exactlyonce/exactly/outbox"
+)
+
+// The chain: the producer half and the consumer half together, end to end.
+//
+// A producer commits each deposit (a business item) and its message in one
+// outbox transaction. Relays (two at once, crashing and restarting, paused
+// into zombies) publish the outbox to the deposits queue. Workers apply each
+// deposit to a first ledger exactly once and, in the same transaction,
+// write its confirmation to the outbox; the relays publish that to the
+// confirmations queue, whose workers apply it to a second ledger. Every call
+// of every process goes through the seeded fault injector.
+//
+// The invariant is end to end: every deposit is in the business table once,
+// applied to the first ledger once and confirmed into the second once, in
+// each account's order (the ledgers' seq conditions turn any reordering
+// into a permanent failure, which would leave a dead letter and a missing
+// application); nothing is left pending in the outbox or the queues.
+const (
+	chainAccounts = 4
+	chainDeposits = 6
+	chainDeposit  = "deposits.fifo"
+	chainConfirm  = "confirmations.fifo"
+	chainDLQ1     = "deposits-dlq.fifo"
+	chainDLQ2     = "confirmations-dlq.fifo"
+	chainDedup    = "chain-dedup"
+	chainBusiness = "business"
+	chainLedger1  = "ledger-deposits"
+	chainLedger2  = "ledger-confirmed"
+	chainOutbox   = "outbox"
+	chainRelays   = 2
+	chainWorkers  = 2 // per queue
+)
+
+type chain struct {
+	cfg  Config
+	inj  *Injector
+	sqs  *memsqs.Server
+	db   *memdynamo.DB
+	urls map[string]string
+	wg   sync.WaitGroup
+
+	produced atomic.Bool
+
+	mu         sync.Mutex
+	violations []string
+	stats      map[string]int
+}
+
+// RunChain runs the chain once. It must be called inside a synctest bubble.
+func RunChain(cfg Config) Result {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
+		sqs: memsqs.New(), db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}}
+	start := time.Now()
+	if err := c.setUp(ctx); err != nil {
+		return Result{Violations: []string{"set-up: " + err.Error()}}
+	}
+	pctx, stop := context.WithCancel(ctx)
+	for slot := range chainRelays {
+		c.loop(pctx, fmt.Sprint("relay", slot), c.runRelay)
+	}
+	for slot := range chainWorkers {
+		c.loop(pctx, fmt.Sprint("w1.", slot), func(ctx context.Context, p *cproc) {
+			c.runWorker(ctx, p, chainDeposit, chainDLQ1, chainLedger1, c.urls[chainConfirm])
+		})
+		c.loop(pctx, fmt.Sprint("w2.", slot), func(ctx context.Context, p *cproc) { c.runWorker(ctx, p, chainConfirm, chainDLQ2, chainLedger2, "") })
+	}
+	c.loop(pctx, "producer", c.produce)
+	for settled := 0; settled < 2; {
+		if time.Since(start) > settleCap {
+			c.violate("not settled after %s of virtual time", settleCap)
+			break
+		}
+		time.Sleep(30 * time.Second)
+		if c.settled(ctx) {
+			settled++
+		} else {
+			settled = 0
+		}
+	}
+	stop()
+	c.wg.Wait()
+	c.check(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, n := range c.inj.counts {
+		c.stats["fault: "+k.String()] += n
+	}
+	return Result{Violations: c.violations, Faults: c.inj.Injected(), Stats: c.stats, Virtual: time.Since(start)}
+}
+
+func (c *chain) violate(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.violations = append(c.violations, fmt.Sprintf(format, args...))
+}
+
+func (c *chain) stat(name string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stats[name] += n
+}
+
+func (c *chain) setUp(ctx context.Context) error {
+	for _, name := range []string{chainDeposit, chainConfirm, chainDLQ1, chainDLQ2} {
+		out, err := c.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
+			"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
+		}})
+		if err != nil {
+			return err
+		}
+		c.urls[name] = aws.ToString(out.QueueUrl)
+	}
+	if _, err := c.db.CreateTable(ctx, outbox.CreateTableInput(chainOutbox)); err != nil {
+		return err
+	}
+	for _, name := range []string{chainDedup, chainBusiness, chainLedger1, chainLedger2} {
+		if _, err := c.db.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName: aws.String(name), BillingMode: ddbtypes.BillingModePayPerRequest,
+			KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+			AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loop runs incarnations of one process slot: when one dies, the next
+// starts after a while, with nothing of the old one's state.
+func (c *chain) loop(ctx context.Context, slot string, run func(ctx context.Context, p *cproc)) {
+	c.wg.Go(func() {
+		for inc := 0; ctx.Err() == nil; inc++ {
+			p := &cproc{id: fmt.Sprintf("%s.%d", slot, inc), c: c}
+			pctx, cancel := context.WithCancel(ctx)
+			p.kill = cancel
+			run(pctx, p)
+			cancel()
+			if ctx.Err() != nil || !p.dead.Load() {
+				return
+			}
+			c.stat("chain: restarts of "+slot[:len(slot)-1], 1)
+			t := time.NewTimer(5*time.Second + time.Duration(hash64(c.cfg.Seed, "restart", p.id)%uint64(20*time.Second)))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	})
+}
+
+func amount(acct, seq int) int64 { return int64(100*seq + acct) }
+
+// produce commits the deposits, each account's in seq order, each with its
+// message, retrying a deposit until it is known committed: committed now,
+// or found committed by an earlier attempt (the business item's condition).
+// An incarnation starts from the first deposit again (it knows nothing).
+func (c *chain) produce(ctx context.Context, p *cproc) {
+	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox)
+	for seq := 1; seq <= chainDeposits; seq++ {
+		for acct := range chainAccounts {
+			id := fmt.Sprintf("dep-a%d-%d", acct, seq)
+			body := fmt.Sprintf(`{"account":"a%d","amount_cents":%d,"seq":%d}`, acct, amount(acct, seq), seq)
+			business := ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+				TableName: aws.String(chainBusiness),
+				Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: id},
+					"amount_cents": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(amount(acct, seq), 10)}},
+				ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			}}
+			for attempt := 0; ; attempt++ {
+				if ctx.Err() != nil || p.dead.Load() {
+					return
+				}
+				err := ob.Write(ctx, []outbox.Message{{QueueURL: c.urls[chainDeposit], Group: fmt.Sprint("a", acct), Body: body, ID: id}}, business)
+				var tce *ddbtypes.TransactionCanceledException
+				if err == nil {
+					break
+				}
+				if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+					c.stat("producer: deposit found committed by an earlier attempt", 1)
+					break
+				}
+				c.stat("producer: write retried", 1)
+				time.Sleep(time.Second << min(attempt, 4))
+			}
+		}
+	}
+	c.produced.Store(true)
+	<-ctx.Done()
+}
+
+func (c *chain) runRelay(ctx context.Context, p *cproc) {
+	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, Table: chainOutbox,
+		PerGroup: 3, Poll: time.Second, Concurrency: 2,
+		OnRound: func(r outbox.Round) {
+			c.stat("relay: published", r.Published)
+			c.stat("relay: duplicates known", r.Duplicates)
+			c.stat("relay: groups left after an error", r.Errors)
+			if r.Failed > 0 {
+				c.violate("relay %s: %d messages refused for good", p.id, r.Failed)
+			}
+		}}
+	_ = r.Run(ctx)
+}
+
+func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, confirm string) {
+	dy := &cDynamo{p: p, inner: c.db}
+	proc := &process.Processor{
+		Store:  dedup.NewStore(dy, chainDedup),
+		Effect: &effect.Ledger{Table: ledger, Confirm: confirm},
+		Keys:   dedup.KeySource{},
+		Scope:  func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "chain", Queue: m.QueueName} },
+		TTL:    ttl, Lease: lease, Log: slog.New(slog.DiscardHandler),
+		Outbox: outbox.New(dy, chainOutbox),
+	}
+	if hash64(c.cfg.Seed, "optimistic", p.id)%2 == 0 {
+		proc.Optimistic = true
+		c.stat("chain: optimistic incarnations", 1)
+	}
+	pl, err := pool.New(pool.Config{
+		Client:    &cSQS{p: p, inner: c.sqs},
+		Queues:    []pool.Queue{{URL: c.urls[queue], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: c.urls[dlq]}},
+		Processor: proc, Concurrency: 4, RetryInPlace: 1, Log: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		c.violate("pool.New: %v", err)
+		return
+	}
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			if p.dead.Load() {
+				pl.Force()
+			}
+		case <-stopped:
+		}
+	}()
+	pl.Run(ctx)
+	close(stopped)
+}
+
+// settled: everything produced, nothing pending in the outbox, nothing in
+// the source queues.
+func (c *chain) settled(ctx context.Context) bool {
+	if !c.produced.Load() {
+		return false
+	}
+	pending, err := outbox.ListPending(ctx, c.db, chainOutbox, 1)
+	if err != nil || len(pending) > 0 {
+		return false
+	}
+	for _, q := range []string{chainDeposit, chainConfirm} {
+		out, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(c.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+		if err != nil {
+			return false
+		}
+		for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+			if out.Attributes[a] != "0" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (c *chain) get(ctx context.Context, table, pk string) map[string]ddbtypes.AttributeValue {
+	out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}}})
+	if err != nil {
+		c.violate("read %s %s: %v", table, pk, err)
+		return nil
+	}
+	return out.Item
+}
+
+// check verifies the end-to-end invariants.
+func (c *chain) check(ctx context.Context) {
+	for acct := range chainAccounts {
+		var total int64
+		for seq := 1; seq <= chainDeposits; seq++ {
+			total += amount(acct, seq)
+			id := fmt.Sprintf("dep-a%d-%d", acct, seq)
+			if c.get(ctx, chainBusiness, id) == nil {
+				c.violate("deposit %s: not in the business table", id)
+			}
+		}
+		for _, ledger := range []string{chainLedger1, chainLedger2} {
+			it := c.get(ctx, ledger, fmt.Sprintf("acct#a%d", acct))
+			if it == nil {
+				c.violate("%s: account a%d never credited", ledger, acct)
+				continue
+			}
+			if got := num(it["balance_cents"]); got != total {
+				c.violate("%s: account a%d balance %d, want %d (each deposit once)", ledger, acct, got, total)
+			}
+			if got := num(it["applied"]); got != chainDeposits {
+				c.violate("%s: account a%d applied %d deposits, want %d", ledger, acct, got, chainDeposits)
+			}
+			if got := num(it["last_seq"]); got != chainDeposits {
+				c.violate("%s: account a%d last seq %d, want %d", ledger, acct, got, chainDeposits)
+			}
+		}
+		items, err := outbox.ListGroup(ctx, c.db, chainOutbox, c.urls[chainConfirm], fmt.Sprint("a", acct), 100)
+		if err != nil {
+			c.violate("outbox: %v", err)
+		}
+		if len(items) != chainDeposits {
+			c.violate("outbox: account a%d has %d confirmations, want %d (one per deposit)", acct, len(items), chainDeposits)
+		}
+		for i, it := range items {
+			if it.SentAt.IsZero() || it.Failed != "" {
+				c.violate("outbox: confirmation %s not published (failed %q)", it.ID, it.Failed)
+			}
+			// Committed in the order the deposits were applied: seq order.
+			if want := fmt.Sprintf(`"seq":%d`, i+1); !strings.Contains(it.Body, want) {
+				c.violate("outbox: confirmation %d of a%d is %s, want seq %d", i+1, acct, it.Body, i+1)
+			}
+		}
+	}
+	for _, q := range []string{chainDLQ1, chainDLQ2} {
+		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.urls[q]), MaxNumberOfMessages: 10})
+		if err != nil {
+			c.violate("read %s: %v", q, err)
+			continue
+		}
+		var bodies []string
+		for _, m := range out.Messages {
+			bodies = append(bodies, aws.ToString(m.Body))
+		}
+		sort.Strings(bodies)
+		if len(bodies) > 0 {
+			c.violate("%s holds %v: a deposit or confirmation failed for good (out of order?)", q, bodies)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/pool"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
+	"github.com/exactlyonce/exactly/outbox"
+)
+
+// cproc is one incarnation of a process of the chain: its calls go through
+// the injector; once dead, every call fails before reaching the fakes.
+type cproc struct {
+	id   string
+	c    *chain
+	dead atomic.Bool
+	kill func()
+}
+
+func (p *cproc) name() string          { return p.id }
+func (p *cproc) injector() *Injector   { return p.c.inj }
+func (p *cproc) isDead() bool          { return p.dead.Load() }
+func (p *cproc) faulting(string, Kind) {}
+
+func (p *cproc) die(why string) {
+	if p.dead.Swap(true) {
+		return
+	}
+	p.c.stat("chain: died ("+strings.SplitN(why, " ", 3)[0]+" "+strings.SplitN(why, " ", 3)[1]+")", 1)
+	p.kill()
+}
+
+func (p *cproc) before(ctx context.Context, op, subject string) (Kind, string, error) {
+	return before(ctx, p, op, subject)
+}
+
+func (p *cproc) after(ctx context.Context, op string, k Kind, id string) error {
+	return after(ctx, p, op, k, id)
+}
+
+// call runs one call through the injector: before, the call, after.
+func call[T any](ctx context.Context, p *cproc, op, subject string, f func() (T, error)) (T, error) {
+	var zero T
+	k, id, err := p.before(ctx, op, subject)
+	if err != nil {
+		return zero, err
+	}
+	out, err := f()
+	if err != nil {
+		return zero, err
+	}
+	if err := p.after(ctx, op, k, id); err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+// cDynamo is a process's DynamoDB client.
+type cDynamo struct {
+	p     *cproc
+	inner *memdynamo.DB
+}
+
+var _ outbox.API = (*cDynamo)(nil)
+
+func keyStr(key map[string]ddbtypes.AttributeValue) string {
+	s := ""
+	for _, k := range []string{"pk", "sk"} {
+		switch v := key[k].(type) {
+		case *ddbtypes.AttributeValueMemberS:
+			s += v.Value + "/"
+		case *ddbtypes.AttributeValueMemberN:
+			s += v.Value + "/"
+		}
+	}
+	return s
+}
+
+func (c *cDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return call(ctx, c.p, "GetItem", aws.ToString(in.TableName)+"|"+keyStr(in.Key), func() (*dynamodb.GetItemOutput, error) { return c.inner.GetItem(ctx, in, opt...) })
+}
+
+func (c *cDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	subject := aws.ToString(in.TableName) + "|" + aws.ToString(in.IndexName)
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
+			subject += "|" + s.Value
+		}
+	}
+	return call(ctx, c.p, "Query", subject, func() (*dynamodb.QueryOutput, error) { return c.inner.Query(ctx, in, opt...) })
+}
+
+func (c *cDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return call(ctx, c.p, "PutItem", aws.ToString(in.TableName)+"|"+keyStr(in.Item), func() (*dynamodb.PutItemOutput, error) { return c.inner.PutItem(ctx, in, opt...) })
+}
+
+func (c *cDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return call(ctx, c.p, "UpdateItem", aws.ToString(in.TableName)+"|"+keyStr(in.Key), func() (*dynamodb.UpdateItemOutput, error) { return c.inner.UpdateItem(ctx, in, opt...) })
+}
+
+func (c *cDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return call(ctx, c.p, "DeleteItem", aws.ToString(in.TableName)+"|"+keyStr(in.Key), func() (*dynamodb.DeleteItemOutput, error) { return c.inner.DeleteItem(ctx, in, opt...) })
+}
+
+func (c *cDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	subject := ""
+	if len(in.TransactItems) > 0 {
+		switch it := in.TransactItems[0]; {
+		case it.Put != nil:
+			subject = aws.ToString(it.Put.TableName) + "|" + keyStr(it.Put.Item)
+		case it.Update != nil:
+			subject = aws.ToString(it.Update.TableName) + "|" + keyStr(it.Update.Key)
+		}
+	}
+	k, id, err := c.p.before(ctx, "TransactWriteItems", subject)
+	if k == Conflict {
+		return nil, conflictCancel(len(in.TransactItems))
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.TransactWriteItems(ctx, in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.after(ctx, "TransactWriteItems", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cDynamo) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opt ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return c.inner.DescribeTable(ctx, in, opt...)
+}
+
+func (c *cDynamo) DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, opt ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	return c.inner.DescribeTimeToLive(ctx, in, opt...)
+}
+
+// cSQS is a process's SQS client.
+type cSQS struct {
+	p     *cproc
+	inner *memsqs.Server
+}
+
+var (
+	_ pool.SQS   = (*cSQS)(nil)
+	_ outbox.SQS = (*cSQS)(nil)
+)
+
+func (c *cSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	return call(ctx, c.p, "ReceiveMessage", sqsmsg.QueueName(aws.ToString(in.QueueUrl))+"|"+c.p.id, func() (*sqs.ReceiveMessageOutput, error) { return c.inner.ReceiveMessage(ctx, in, opt...) })
+}
+
+func (c *cSQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	return call(ctx, c.p, "DeleteMessage", receiptID(aws.ToString(in.ReceiptHandle)), func() (*sqs.DeleteMessageOutput, error) { return c.inner.DeleteMessage(ctx, in, opt...) })
+}
+
+func (c *cSQS) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	return call(ctx, c.p, "ChangeMessageVisibility", receiptID(aws.ToString(in.ReceiptHandle)), func() (*sqs.ChangeMessageVisibilityOutput, error) {
+		return c.inner.ChangeMessageVisibility(ctx, in, opt...)
+	})
+}
+
+func (c *cSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opt ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return c.inner.GetQueueAttributes(ctx, in, opt...)
+}
+
+func (c *cSQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opt ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) { //nolint:revive // the SDK's name
+	return c.inner.GetQueueUrl(ctx, in, opt...)
+}
+
+func (c *cSQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	return call(ctx, c.p, "SendMessage", sqsmsg.QueueName(aws.ToString(in.QueueUrl))+"|"+aws.ToString(in.MessageDeduplicationId), func() (*sqs.SendMessageOutput, error) {
+		return c.inner.SendMessage(ctx, in, opt...)
+	})
+}
+
+// batch runs a batch call through the injector; a Partial fault fails some
+// entries (retryably) while the others go through.
+func batch[E any, O any](ctx context.Context, c *cSQS, op, subject string, entries []E, idOf func(E) string, do func([]E) (O, []types.BatchResultErrorEntry, error), failed func(O, []types.BatchResultErrorEntry) O) (O, error) {
+	var zero O
+	k, id, err := c.p.before(ctx, op, subject)
+	if err != nil {
+		return zero, err
+	}
+	var keep []E
+	var fails []types.BatchResultErrorEntry
+	for _, e := range entries {
+		if k == Partial && c.p.c.inj.entryFails(id, idOf(e)) {
+			fails = append(fails, types.BatchResultErrorEntry{Id: aws.String(idOf(e)), Code: aws.String("InternalError"), Message: aws.String("sim: entry failed")})
+			continue
+		}
+		keep = append(keep, e)
+	}
+	out, more, err := do(keep)
+	if err != nil {
+		return zero, err
+	}
+	out = failed(out, append(more, fails...))
+	if err := c.p.after(ctx, op, k, id); err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+func (c *cSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	subject := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	if len(in.Entries) > 0 {
+		subject += "|" + aws.ToString(in.Entries[0].MessageDeduplicationId)
+	}
+	return batch(ctx, c, "SendMessageBatch", subject, in.Entries,
+		func(e types.SendMessageBatchRequestEntry) string { return aws.ToString(e.Id) },
+		func(es []types.SendMessageBatchRequestEntry) (*sqs.SendMessageBatchOutput, []types.BatchResultErrorEntry, error) {
+			if len(es) == 0 {
+				return &sqs.SendMessageBatchOutput{}, nil, nil
+			}
+			call := *in
+			call.Entries = es
+			out, err := c.inner.SendMessageBatch(ctx, &call, opt...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return out, out.Failed, nil
+		},
+		func(o *sqs.SendMessageBatchOutput, f []types.BatchResultErrorEntry) *sqs.SendMessageBatchOutput {
+			o.Failed = f
+			return o
+		})
+}
+
+func (c *cSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	subject := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	if len(in.Entries) > 0 {
+		subject += "|" + receiptID(aws.ToString(in.Entries[0].ReceiptHandle))
+	}
+	return batch(ctx, c, "DeleteMessageBatch", subject, in.Entries,
+		func(e types.DeleteMessageBatchRequestEntry) string { return aws.ToString(e.Id) },
+		func(es []types.DeleteMessageBatchRequestEntry) (*sqs.DeleteMessageBatchOutput, []types.BatchResultErrorEntry, error) {
+			if len(es) == 0 {
+				return &sqs.DeleteMessageBatchOutput{}, nil, nil
+			}
+			call := *in
+			call.Entries = es
+			out, err := c.inner.DeleteMessageBatch(ctx, &call, opt...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return out, out.Failed, nil
+		},
+		func(o *sqs.DeleteMessageBatchOutput, f []types.BatchResultErrorEntry) *sqs.DeleteMessageBatchOutput {
+			o.Failed = f
+			return o
+		})
+}
+
+func (c *cSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	subject := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	if len(in.Entries) > 0 {
+		subject += "|" + receiptID(aws.ToString(in.Entries[0].ReceiptHandle))
+	}
+	return batch(ctx, c, "ChangeMessageVisibilityBatch", subject, in.Entries,
+		func(e types.ChangeMessageVisibilityBatchRequestEntry) string { return aws.ToString(e.Id) },
+		func(es []types.ChangeMessageVisibilityBatchRequestEntry) (*sqs.ChangeMessageVisibilityBatchOutput, []types.BatchResultErrorEntry, error) {
+			if len(es) == 0 {
+				return &sqs.ChangeMessageVisibilityBatchOutput{}, nil, nil
+			}
+			call := *in
+			call.Entries = es
+			out, err := c.inner.ChangeMessageVisibilityBatch(ctx, &call, opt...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return out, out.Failed, nil
+		},
+		func(o *sqs.ChangeMessageVisibilityBatchOutput, f []types.BatchResultErrorEntry) *sqs.ChangeMessageVisibilityBatchOutput {
+			o.Failed = f
+			return o
+		})
+}

@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var flagChainSeeds = flag.Int("sim.chainseeds", 8, "TestChain: how many seeds of the end-to-end chain to run (from sim.first; sim.seed runs one)")
+
+// runChainSeed runs the chain once in its own synctest bubble.
+func runChainSeed(t *testing.T, cfg Config) (res Result) {
+	synctest.Test(t, func(t *testing.T) {
+		res = RunChain(cfg)
+		time.Sleep(time.Minute) // long polls left behind end
+	})
+	return res
+}
+
+// TestChain runs the end-to-end chain (chain.go): producer, outbox, relays,
+// two stages of workers, with seeded faults in every call.
+func TestChain(t *testing.T) {
+	kinds, ops, seeds := simFlags(t, *flagChainSeeds)
+	var mu sync.Mutex
+	stats := map[string]int{}
+	red := 0
+	start := time.Now()
+	next := make(chan uint64)
+	go func() {
+		defer close(next)
+		for _, s := range seeds {
+			next <- s
+		}
+	}()
+	t.Cleanup(func() {
+		var names []string
+		for k := range stats {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var b strings.Builder
+		fmt.Fprintf(&b, "chain: %d seeds, %d red, in %s\n", len(seeds), red, time.Since(start).Round(time.Second))
+		for _, k := range names {
+			fmt.Fprintf(&b, "  %-60s %d\n", k, stats[k])
+		}
+		t.Log(b.String())
+	})
+	for i := range min(runtime.GOMAXPROCS(0), len(seeds)) {
+		t.Run(fmt.Sprintf("worker=%d", i), func(t *testing.T) {
+			t.Parallel()
+			for seed := range next {
+				res := runChainSeed(t, Config{Seed: seed, Rate: *flagRate, Kinds: kinds, Ops: ops})
+				mu.Lock()
+				for k, n := range res.Stats {
+					stats[k] += n
+				}
+				if res.Failed() {
+					red++
+				}
+				mu.Unlock()
+				if res.Failed() {
+					var b strings.Builder
+					fmt.Fprintf(&b, "chain seed %d RED (%s virtual, %d faults)\nreplay: go test ./internal/sim -run '^TestChain$' -sim.seed=%d -v -sim.rate=%g\nviolations:\n", seed, res.Virtual.Round(time.Second), len(res.Faults), seed, *flagRate)
+					for _, v := range first(res.Violations, 8) {
+						fmt.Fprintf(&b, "  - %s\n", v)
+					}
+					b.WriteString("faults:\n")
+					for _, f := range first(faultLines(res.Faults), 30) {
+						fmt.Fprintf(&b, "  * %s\n", f)
+					}
+					t.Error(b.String())
+				}
+			}
+		})
+	}
+}
+
+func faultLines(fs []Fault) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.String()
+	}
+	return out
+}

@@ -23,6 +23,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/internal/cli"
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 func main() {
@@ -119,12 +120,19 @@ func report(args []string) error {
 	ledger := fs.String("ledger-table", "exactly-ledger", "ledger table")
 	expect := fs.String("expect", "expected.txt", "expected balances file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the queue to drain")
+	outboxTable := fs.String("outbox-table", "", "first wait until this outbox has nothing left to publish")
 	_ = fs.Parse(args)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return err
+	}
+	if *outboxTable != "" {
+		db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
+		if err := waitPublished(ctx, db, *outboxTable); err != nil {
+			return err
+		}
 	}
 	if err := waitDrained(ctx, sqs.NewFromConfig(cfg), *queue); err != nil {
 		return err
@@ -162,11 +170,32 @@ func report(args []string) error {
 	if !ok {
 		return fmt.Errorf("balances differ from what was sent once")
 	}
-	fmt.Println("every balance equals the sum of the deposits sent once: duplicates were absorbed")
+	fmt.Printf("every balance in %s equals the sum of the deposits sent once: duplicates were absorbed\n", *ledger)
 	return nil
 }
 
 func cents(c int64) string { return fmt.Sprintf("%d.%02d", c/100, c%100) }
+
+// waitPublished polls the outbox until nothing is pending twice in a row.
+func waitPublished(ctx context.Context, db *dynamodb.Client, table string) error {
+	for quiet := 0; quiet < 2; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("outbox not published: %w", ctx.Err())
+		case <-time.After(time.Second):
+		}
+		pending, err := outbox.ListPending(ctx, db, table, 1)
+		if err != nil {
+			return err
+		}
+		if len(pending) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return nil
+}
 
 // waitDrained polls the queue until no message is visible or in flight twice in a row.
 func waitDrained(ctx context.Context, client *sqs.Client, url string) error {

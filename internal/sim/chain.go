@@ -219,6 +219,9 @@ func (c *chain) produce(ctx context.Context, p *cproc) {
 	<-ctx.Done()
 }
 
+// runRelay runs a relay incarnation: slot 0 as `worker relay` does (Run:
+// sweeps of the pending index), slot 1 as the stream Lambda does (Drain of
+// the groups "records" name, every few seconds, and a sweep every minute).
 func (c *chain) runRelay(ctx context.Context, p *cproc) {
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, Table: chainOutbox,
 		PerGroup: 3, Poll: time.Second, Concurrency: 2,
@@ -230,7 +233,39 @@ func (c *chain) runRelay(ctx context.Context, p *cproc) {
 				c.violate("relay %s: %d messages refused for good", p.id, r.Failed)
 			}
 		}}
-	_ = r.Run(ctx)
+	if p.id[len("relay")] == '0' {
+		_ = r.Run(ctx)
+		return
+	}
+	var pks []string
+	for _, q := range []string{chainDeposit, chainConfirm} {
+		for acct := range chainAccounts {
+			pks = append(pks, fmt.Sprintf("%s#a%d", c.urls[q], acct))
+		}
+	}
+	for i := 0; ctx.Err() == nil; i++ {
+		if i%20 == 0 {
+			_, _ = r.Sweep(ctx)
+			c.stat("relay: lambda sweeps", 1)
+		} else {
+			// A batch of records names some groups: a seeded half.
+			var named []string
+			for _, pk := range pks {
+				if hash64(c.cfg.Seed, "stream", p.id, strconv.Itoa(i), pk)%2 == 0 {
+					named = append(named, pk)
+				}
+			}
+			_, _ = r.Drain(ctx, named)
+			c.stat("relay: lambda drains", 1)
+		}
+		t := time.NewTimer(3 * time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, confirm string) {

@@ -9,7 +9,11 @@
 # freezes, partitions and stops them, and sends N deposits with duplicates of
 # both kinds and poison messages. It verifies, for the ledger effect
 # (optimistic and transactional modes): every balance is the sum sent once, every key applied
-# exactly once and in group order; for the http effect (claim mode, against a
+# exactly once and in group order, and, through the outbox chain (the workers
+# confirm each deposit through an outbox table; two `worker relay` processes
+# and two second-stage workers, behind fault proxies and under the same chaos,
+# carry the confirmations to a second ledger; -no-chain turns it off), the
+# second ledger equal to the first, its DLQ empty and the outbox drained; for the http effect (claim mode, against a
 # counting downstream the harness runs): every key called and COMPLETED, each
 # group's first calls in seq order, and a repeat call only where the worker
 # of the earlier call was killed, frozen, partitioned or stopped, or failed a

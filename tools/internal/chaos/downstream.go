@@ -15,6 +15,10 @@ import (
 // chaos harness points it at a Downstream that counts every call.
 const HTTPEffect = "http"
 
+// LedgerEffect names the ledger's run in Config.Effects: the workers run
+// EffectName, optimistic on odd slots and transactional on even ones.
+const LedgerEffect = "ledger"
+
 // Call is one request the downstream received.
 type Call struct {
 	N      int       // arrival order, from 1

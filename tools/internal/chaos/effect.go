@@ -21,12 +21,16 @@ type SleepyLedger struct {
 	Ledger effect.Effect
 }
 
+// WritesOnly: the ledger's whole effect is its writes (the sleep changes
+// nothing), so the worker's default commit mode is the ledger's.
+func (*SleepyLedger) WritesOnly() {}
+
 // NewSleepyLedger is the effect.Factory of EffectName.
 func NewSleepyLedger(env effect.Env) (effect.Effect, error) {
 	if env.LedgerTable == "" {
 		return nil, fmt.Errorf("--ledger-table (WORKER_LEDGER_TABLE) is required by the %s effect", EffectName)
 	}
-	return &SleepyLedger{Ledger: &effect.Ledger{Table: env.LedgerTable}}, nil
+	return &SleepyLedger{Ledger: &effect.Ledger{Table: env.LedgerTable, Confirm: env.LedgerConfirm}}, nil
 }
 
 // Apply sleeps as the body asks (returning early, retryable, if ctx ends),

@@ -148,6 +148,9 @@ type Config struct {
 	// with its lease already over (a product bug) without failing the run.
 	AllowLateClaims bool
 
+	// NoChain runs the ledger without the outbox chain (chain.go): no
+	// confirmations, relays or second stage.
+	NoChain    bool
 	NoSeq      bool   // deposits without seq (see PlanConfig.NoSeq)
 	WorkerArgs string // more `worker run` flags, space-separated; "{n}" becomes the slot number
 	LogLevel   string // the workers' --log-level; debug logs every message's outcome
@@ -178,7 +181,7 @@ func (c *Config) defaults() {
 		c.LogLevel = "debug"
 	}
 	if len(c.Effects) == 0 {
-		c.Effects = []string{"ledger", "http"}
+		c.Effects = []string{LedgerEffect, HTTPEffect}
 	}
 }
 
@@ -238,6 +241,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
 	effects := fs.String("effect", "ledger,http", "effects to run side by side, comma-separated: ledger (optimistic mode on odd workers, transactional on even ones: exactly-once) and http (claim mode: a counting downstream; a repeat call only where a worker died or stalled between effect and commit)")
 	fs.BoolVar(&c.AllowLateClaims, "allow-late-claims", false, "claim mode: count repeat calls made on a claim that won with its lease already over (a known worker bug) without failing the run")
+	fs.BoolVar(&c.NoChain, "no-chain", false, "ledger: run without the outbox chain (the workers confirm each deposit through the outbox; relays publish; a second stage applies the confirmations to a second ledger, which must equal the first)")
 	fs.BoolVar(&c.NoSeq, "no-seq", false, "deposits without seq: the ledger no longer refuses out-of-order or repeated seqs, so an order violation or a double is applied and shows in the entries")
 	fs.StringVar(&c.WorkerArgs, "worker-args", "", "more `worker run` flags, space-separated; {n} becomes the worker slot (1..workers), e.g. '--receivers 1'")
 	fs.StringVar(&c.LogLevel, "log-level", "debug", "the workers' --log-level (debug logs every message's outcome)")
@@ -255,7 +259,7 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	seenEff := map[string]bool{}
 	for _, e := range strings.Split(*effects, ",") {
 		e = strings.TrimSpace(e)
-		if e != "ledger" && e != "http" {
+		if e != LedgerEffect && e != HTTPEffect {
 			return c, &UsageError{fmt.Sprintf("-effect %q: want ledger, http or ledger,http", *effects)}
 		}
 		if !seenEff[e] {
@@ -524,6 +528,19 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		}
 	}
 	defer cleanup()
+	var chain *chainStage
+	if eff == LedgerEffect && !cfg.NoChain {
+		if chain, err = setupChain(ctx, cfg, bin, id, append(baseEnv, "AWS_ENDPOINT_URL_SQS="+sqsURL, "AWS_ENDPOINT_URL_DYNAMODB="+ddbURL)); err != nil {
+			return Report{}, "", err
+		}
+		if !cfg.Keep {
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				chain.cleanup(cctx, sqsc, db)
+			}()
+		}
+	}
 
 	// Fault proxies between the workers and the emulators: a pair per worker
 	// slot, so that the trace says which worker sent what.
@@ -582,6 +599,9 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	}
 
 	effArgs := []string{"--effect", EffectName, "--ledger-table", names.ledger}
+	if chain != nil {
+		effArgs = append(effArgs, chain.stageOneArgs()...)
+	}
 	var down *Downstream
 	if eff == HTTPEffect {
 		if down, err = NewDownstream(); err != nil {
@@ -602,7 +622,7 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		Env: func(n int) []string {
 			env := append(append([]string(nil), baseEnv...),
 				"AWS_ENDPOINT_URL_SQS="+sqsProxies[n-1].URL(), "AWS_ENDPOINT_URL_DYNAMODB="+ddbProxies[n-1].URL())
-			if eff == EffectName {
+			if eff == LedgerEffect {
 				// Both modes of the ledger on one queue and one table, as
 				// during a deploy that switches them (a --commit in
 				// WorkerArgs wins).
@@ -631,6 +651,22 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		return Report{}, "", err
 	}
 	logf("%d workers up", cfg.Workers)
+	if chain != nil {
+		defer chain.close()
+		if err := chain.start(ctx, cfg, sh, seed, dir, tracer, rates, names.table, logf); err != nil {
+			sup.KillAll()
+			return Report{}, "", err
+		}
+	}
+	chainChaosCtx, stopChainChaos := context.WithCancel(ctx)
+	defer stopChainChaos()
+	chainChaosDone := make(chan struct{})
+	go func() {
+		defer close(chainChaosDone)
+		if chain != nil {
+			chain.chaos(chainChaosCtx, cfg, seed)
+		}
+	}()
 
 	// The run: producer, chaos and metrics side by side, until the queue
 	// has drained.
@@ -676,7 +712,17 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	stopChaos()
 	<-chaosDone
 	<-prodDone
+	chainDrained := true
+	if chain != nil && ctx.Err() == nil {
+		logf("chain: waiting for the outbox and the confirmations to drain")
+		chainDrained = chain.wait(ctx, sqsc, db, cfg.Timeout)
+	}
+	stopChainChaos()
+	<-chainChaosDone
 	if ctx.Err() != nil {
+		if chain != nil {
+			chain.kill()
+		}
 		sup.KillAll()
 		stopScrape()
 		bg.Wait()
@@ -684,6 +730,12 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	}
 	logf("stopping the workers (SIGTERM)")
 	sup.StopAll()
+	if chain != nil {
+		chain.stop()
+		if !chainDrained {
+			logf("chain: the outbox or the confirmations did not drain within %s: verifying what is there", cfg.Timeout)
+		}
+	}
 	stopScrape()
 	bg.Wait()
 	if prodErr != nil {
@@ -728,9 +780,20 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	} else {
 		rep = Verify(plan, o)
 	}
+	if chain != nil {
+		rows, problems, err := chain.verify(vctx, sqsc, db, o.Accounts)
+		if err != nil {
+			return Report{}, "", err
+		}
+		rep.Rows = append(rep.Rows, rows...)
+		rep.Problems = append(rep.Problems, problems...)
+	}
 
 	for _, p := range append(sqsProxies, ddbProxies...) {
 		p.Close() // no more traffic: the trace is complete
+	}
+	if chain != nil {
+		chain.close()
 	}
 	_ = tracer.Flush()
 	trace, _ := os.ReadFile(filepath.Join(dir, "trace.log"))
@@ -848,6 +911,9 @@ func writeReport(w io.Writer, cfg Config, eff, version string, plan Plan, o Obse
 		verdict = "FAIL"
 	}
 	mode := "ledger effect, optimistic and transactional modes"
+	if eff == LedgerEffect && !cfg.NoChain {
+		mode += ", outbox chain"
+	}
 	if eff == HTTPEffect {
 		mode = "http effect, claim mode"
 	}

@@ -35,7 +35,8 @@ func TestRunSmall(t *testing.T) {
 	require.NoError(t, err, out.String())
 	require.True(t, rep.OK(), out.String())
 	report := out.String()
-	require.Contains(t, report, "== chaos PASS (ledger effect, optimistic and transactional modes): n=80")
+	require.Contains(t, report, "== chaos PASS (ledger effect, optimistic and transactional modes, outbox chain): n=80")
+	require.Contains(t, report, "chain: accounts whose confirmations equal their deposits |        8 |      8 | ok")
 	require.Contains(t, report, "== chaos PASS (http effect, claim mode): n=80")
 	require.Contains(t, report, "== chaos PASS: effects ledger,http")
 	require.Contains(t, report, "keys applied exactly once")
@@ -45,7 +46,7 @@ func TestRunSmall(t *testing.T) {
 	require.Contains(t, report, "SIGTERM")
 	require.Contains(t, report, "faults injected")
 	require.FileExists(t, dir+"/events.log")
-	for _, f := range []string{"ledger/report.txt", "ledger/trace.log", "ledger/w1.1.log", "http/report.txt", "http/trace.log", "http/calls.log", "http/w1.1.log"} {
+	for _, f := range []string{"ledger/report.txt", "ledger/trace.log", "ledger/w1.1.log", "ledger/relay/w1.1.log", "ledger/confirmed/w1.1.log", "http/report.txt", "http/trace.log", "http/calls.log", "http/w1.1.log"} {
 		require.FileExists(t, dir+"/"+f)
 	}
 	t.Log(report)

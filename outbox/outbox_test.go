@@ -37,6 +37,7 @@ type sqsAPI interface {
 	outbox.SQS
 	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessage(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 }
 
 // env is an outbox table and two FIFO queues.
@@ -60,7 +61,7 @@ func each(t *testing.T, f func(t *testing.T, e *env)) {
 	})
 }
 
-func newEnv(t *testing.T, db dbAPI, q sqsAPI) *env {
+func newEnv(t testing.TB, db dbAPI, q sqsAPI) *env {
 	t.Helper()
 	e := &env{db: db, sqs: q, table: testenv.Name("outbox")}
 	_, err := db.CreateTable(context.Background(), outbox.CreateTableInput(e.table))

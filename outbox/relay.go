@@ -55,7 +55,7 @@ type Relay struct {
 	// PerGroup bounds the messages of one group published per sweep.
 	// Default 10 (and at most 50).
 	PerGroup int
-	// Concurrency bounds the groups read and committed at once. Default 8.
+	// Concurrency bounds the groups read and committed at once. Default 32.
 	Concurrency int
 	// Logger receives what goes wrong; nil discards.
 	Logger *slog.Logger
@@ -80,7 +80,10 @@ const (
 	PollDefault      = time.Second
 	RetentionDefault = 24 * time.Hour
 	perGroupDefault  = 10
-	perGroupMax      = 50
+	// concurrencyDefault: DynamoDB requests of different groups run side
+	// by side; each is a round trip of a few milliseconds.
+	concurrencyDefault = 32
+	perGroupMax        = 50
 	// maxGroupsPerSweep bounds one sweep's work (and memory); the oldest
 	// groups of each shard come first.
 	maxGroupsPerSweep = 2000
@@ -276,7 +279,7 @@ func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
 func (r *Relay) each(n int, f func(i int)) {
 	conc := r.Concurrency
 	if conc <= 0 {
-		conc = 8
+		conc = concurrencyDefault
 	}
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup

@@ -490,3 +490,35 @@ func TestDrainNamedGroups(t *testing.T) {
 func TestTheRelaysKeyIsTheWorkersFirstChoice(t *testing.T) {
 	require.Equal(t, dedup.IdempotencyKeyAttribute, outbox.IdempotencyKeyAttribute)
 }
+
+// stoppingSQS cancels the relay's context at its first publication, as a
+// SIGTERM in the middle of a round would.
+type stoppingSQS struct {
+	sqsAPI
+	stop func()
+}
+
+func (s *stoppingSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	s.stop()
+	return s.sqsAPI.SendMessageBatch(ctx, in, opts...)
+}
+
+// TestRunFinishesTheRoundWhenStopped: a relay stopped in the middle of a
+// round records what it published before it returns, so the next relay
+// does not publish it again.
+func TestRunFinishesTheRoundWhenStopped(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ob := outbox.New(e.db, e.table)
+		require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "a1"), msg(e.q1, "a", "a2"), msg(e.q1, "b", "b1")}))
+		var rounds []outbox.Round
+		r := &outbox.Relay{DB: e.db, SQS: &stoppingSQS{sqsAPI: e.sqs, stop: cancel}, Table: e.table, OnRound: func(x outbox.Round) { rounds = append(rounds, x) }}
+		require.NoError(t, r.Run(ctx))
+		require.Len(t, rounds, 1)
+		require.Equal(t, 3, rounds[0].Published, "the round went on after the stop")
+		pending, err := outbox.ListPending(context.Background(), e.db, e.table, 10)
+		require.NoError(t, err)
+		require.Empty(t, pending, "and recorded what it published")
+	})
+}

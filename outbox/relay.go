@@ -123,14 +123,21 @@ func (r *Relay) perGroup() int {
 }
 
 // Run sweeps until ctx ends: again at once after a sweep that published
-// something, after Poll otherwise. It returns nil when ctx ends.
+// something, after Poll otherwise. It returns nil when ctx ends, once the
+// round under way has finished (at most 20s later): a relay stopped
+// gracefully leaves nothing published and unrecorded.
 func (r *Relay) Run(ctx context.Context) error {
 	poll := r.Poll
 	if poll <= 0 {
 		poll = PollDefault
 	}
-	for {
-		round, err := r.Sweep(ctx)
+	for ctx.Err() == nil {
+		// A round under way when ctx ends finishes (within roundGrace):
+		// cut short, it would leave messages published and not recorded,
+		// to be published again by the next relay.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundGrace)
+		round, err := r.Sweep(rctx)
+		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -144,7 +151,12 @@ func (r *Relay) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+	return nil
 }
+
+// roundGrace bounds a round of Run, and so how long a relay told to stop
+// may take to finish the round under way.
+const roundGrace = 20 * time.Second
 
 // head is a group's head item as read.
 type head struct {

@@ -96,13 +96,15 @@ func (o *Outbox) Table() string { return o.table }
 
 // maxWriteAttempts bounds Write's retries when another producer of the
 // same group committed first, or a transaction conflicted.
-const maxWriteAttempts = 8
+const maxWriteAttempts = 50
 
 // Write commits writes (the caller's own, on any tables) and msgs in one
 // TransactWriteItems: all or nothing. The messages of a group get the next
 // sequence numbers of that group: a transaction of another producer that
 // commits first moves them, and Write reads the group again and retries
-// (at most 8 attempts); the caller's writes are sent again unchanged.
+// (at most 50 attempts, a few seconds with backoff, within ctx); the
+// caller's writes are sent again unchanged. Every failed attempt means
+// another transaction on the group committed.
 //
 // An error that wraps a *types.TransactionCanceledException whose reason
 // for one of writes is ConditionalCheckFailed is the caller's condition:

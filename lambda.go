@@ -132,7 +132,9 @@ func (s *settings) lambdaQueues(ctx context.Context) (map[string]queueInfo, []qu
 				sc, qi.name, orQueue(scopeName(qi)))
 		}
 		if !s.LeaveToRedrivePolicy {
-			if qi.dlq, err = deadLetterURL(ctx, s.SQS, qi.redrive); err != nil {
+			if qi.dlq, err = deadLetterURL(ctx, s.SQS, qi.redrive); transient(err) {
+				return nil, nil, err // SQS having a bad minute: start-up tries again
+			} else if err != nil {
 				return nil, nil, configErr("LeaveToRedrivePolicy", ": queue %s: %v", qi.name, err)
 			}
 		}

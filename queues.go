@@ -81,6 +81,9 @@ func (s *settings) describeQueues(ctx context.Context) ([]pool.Queue, map[string
 				"queue", qi.name)
 		case !s.LeaveToRedrivePolicy:
 			dlq, err := deadLetterURL(ctx, s.SQS, qi.redrive)
+			if transient(err) {
+				return nil, nil, err // SQS having a bad minute: start-up tries again
+			}
 			if err != nil {
 				return nil, nil, configErr("LeaveToRedrivePolicy", ": queue %s: %v", qi.name, err)
 			}

@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -256,6 +258,41 @@ func TestStartupRidesOutTransientErrors(t *testing.T) {
 		var ce *exactly.ConfigError
 		require.False(t, errors.As(err, &ce), "not a configuration error: %v", err)
 		require.InDelta(t, time.Minute, time.Since(start), float64(10*time.Second), "given up after about a minute")
+	})
+}
+
+// flakySQS fails GetQueueUrl (the dead-letter queue's lookup) with a 503
+// `fails` times.
+type flakySQS struct {
+	exactly.SQS
+	fails atomic.Int32
+}
+
+func (f *flakySQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, o ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) { //nolint:revive // the SDK's name
+	if f.fails.Add(-1) >= 0 {
+		// As the SDK returns it once its retries ran out: the HTTP 503 and
+		// the service's error inside.
+		return nil, &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: http.StatusServiceUnavailable}},
+			Err:      &smithy.GenericAPIError{Code: "ServiceUnavailable", Message: "try later", Fault: smithy.FaultServer},
+		}}
+	}
+	return f.SQS.GetQueueUrl(ctx, in, o...)
+}
+
+// TestStartupRidesOutATransientDLQLookup: the dead-letter queue's lookup
+// failing with a 503 is no configuration error either (a chaos run saw a
+// worker exit with code 2 on it).
+func TestStartupRidesOutATransientDLQLookup(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		f := &flakySQS{SQS: c}
+		f.fails.Store(2)
+		_, err := exactly.New(context.Background(), exactly.Config{SQS: f, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: &counted{}})
+		require.NoError(t, err)
+		require.Less(t, f.fails.Load(), int32(0), "looked up again after the 503s")
 	})
 }
 

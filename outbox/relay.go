@@ -174,11 +174,14 @@ func readHead(it map[string]types.AttributeValue) head {
 
 // Sweep reads the pending index (every shard, oldest first) and publishes
 // what the groups it names hold, as Drain does. Round.Lag is the age of the
-// oldest pending message the index showed.
+// oldest pending message the index showed. A shard it cannot read waits
+// for the next sweep (the error says which); the others are published.
 func (r *Relay) Sweep(ctx context.Context) (Round, error) {
-	var heads []head
-	oldest := int64(0)
-	for s := 0; s < Shards; s++ {
+	// The shards are read side by side, each up to its share of the
+	// sweep's groups (oldest first).
+	perShard := make([][]head, Shards)
+	errs := make([]error, Shards)
+	r.each(Shards, func(s int) {
 		var start map[string]types.AttributeValue
 		for {
 			out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
@@ -190,29 +193,38 @@ func (r *Relay) Sweep(ctx context.Context) (Round, error) {
 				ExclusiveStartKey:         start,
 			})
 			if err != nil {
-				return Round{}, fmt.Errorf("outbox: read pending index: %w", err)
+				errs[s] = fmt.Errorf("outbox: read pending index: %w", err)
+				return
 			}
 			for _, it := range out.Items {
-				h := readHead(it)
-				if oldest == 0 || h.since < oldest {
-					oldest = h.since
-				}
-				if len(heads) < maxGroupsPerSweep {
-					heads = append(heads, h)
+				if len(perShard[s]) < maxGroupsPerSweep/Shards {
+					perShard[s] = append(perShard[s], readHead(it))
 				}
 			}
 			start = out.LastEvaluatedKey
-			if len(start) == 0 || len(heads) == maxGroupsPerSweep {
-				break
+			if len(start) == 0 || len(perShard[s]) == maxGroupsPerSweep/Shards {
+				return
 			}
 		}
+	})
+	// A shard that could not be read waits for the next sweep; the others
+	// go on.
+	var heads []head
+	oldest := int64(0)
+	for _, hs := range perShard {
+		for _, h := range hs {
+			if oldest == 0 || h.since < oldest {
+				oldest = h.since
+			}
+		}
+		heads = append(heads, hs...)
 	}
 	round := r.drain(ctx, heads, false)
 	if oldest > 0 {
 		round.Lag = max(0, r.now().Sub(time.UnixMilli(oldest)))
 	}
 	r.report(round)
-	return round, nil
+	return round, errors.Join(errs...)
 }
 
 // Drain publishes what the named groups hold (partition keys, as a stream

@@ -349,6 +349,7 @@ type faultyDB struct {
 	dbAPI
 	loseCommits atomic.Int32
 	hide        atomic.Value // string: "pk/sk" hidden from Query
+	failShards  bool         // the pending index's shards other than "0" cannot be read
 }
 
 func (f *faultyDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
@@ -360,6 +361,9 @@ func (f *faultyDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 }
 
 func (f *faultyDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if s, ok := in.ExpressionAttributeValues[":s"].(*ddbtypes.AttributeValueMemberS); ok && f.failShards && in.IndexName != nil && s.Value != "0" {
+		return nil, errors.New("throttled")
+	}
 	out, err := f.dbAPI.Query(ctx, in, opts...)
 	if err != nil {
 		return out, err
@@ -520,5 +524,27 @@ func TestRunFinishesTheRoundWhenStopped(t *testing.T) {
 		pending, err := outbox.ListPending(context.Background(), e.db, e.table, 10)
 		require.NoError(t, err)
 		require.Empty(t, pending, "and recorded what it published")
+	})
+}
+
+// TestSweepGoesOnWithoutAShard: the shards of the pending index it can
+// read are published; the sweep says what it could not read.
+func TestSweepGoesOnWithoutAShard(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		ob := outbox.New(e.db, e.table)
+		var msgs []outbox.Message
+		for i := range 16 {
+			msgs = append(msgs, msg(e.q1, fmt.Sprint("g", i), fmt.Sprint("m", i)))
+		}
+		require.NoError(t, ob.Write(ctx, msgs))
+		db := &faultyDB{dbAPI: e.db, failShards: true}
+		first, err := (&outbox.Relay{DB: db, SQS: e.sqs, Table: e.table}).Sweep(ctx)
+		require.ErrorContains(t, err, "throttled")
+		require.Greater(t, first.Published, 0, "shard 0's groups")
+		require.Less(t, first.Published, 16)
+		rest, err := e.relay().Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 16-first.Published, rest.Published, "the rest next time")
 	})
 }

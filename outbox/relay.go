@@ -283,13 +283,13 @@ func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
 		l.err = r.load(ctx, l, readHeads)
 	})
 	r.publish(ctx, lanes, &round)
-	var mu sync.Mutex
-	r.each(len(lanes), func(i int) {
-		l := lanes[i]
+	var progressed []*lane
+	for _, l := range lanes {
 		if l.err == nil && (l.done > 0 || l.h.seq == l.h.sent && l.h.since != 0) {
-			l.err = r.commit(ctx, l, &mu, &round)
+			progressed = append(progressed, l)
 		}
-	})
+	}
+	r.commitLanes(ctx, progressed, &round)
 	for _, l := range lanes {
 		if l.err != nil {
 			round.Errors++
@@ -490,19 +490,50 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 	}
 }
 
-// commit records a lane's progress: in one transaction, the head's mark
-// moves from what was read to the last message done (conditioned on the
-// former: a relay that lost the race records nothing) and those messages
-// get their sent time and TTL. A group with nothing left leaves the pending
-// index, conditioned on no message having been added since it was read.
-func (r *Relay) commit(ctx context.Context, l *lane, mu *sync.Mutex, round *Round) error {
-	now := r.now()
+// progress is the transaction that records a lane's progress: the head's
+// mark moves from what was read to the last message done (conditioned on
+// the former: a relay that lost the race records nothing), and those
+// messages get their sent time and TTL. With drained, the group leaves the
+// pending index, conditioned on no message having been added since it was
+// read; otherwise its age is that of the oldest message left. The head's
+// update comes first.
+func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactWriteItem {
 	retention := r.Retention
 	if retention <= 0 {
 		retention = RetentionDefault
 	}
 	last := l.h.sent + int64(l.done)
+	names := map[string]string{"#sent": AttrSent}
+	values := map[string]types.AttributeValue{":last": num(last)}
+	cond := "attribute_not_exists(#sent)"
+	if l.h.sent > 0 {
+		cond = "#sent = :read"
+		values[":read"] = num(l.h.sent)
+	}
+	upd := "SET #sent = :last"
+	if drained {
+		upd += " REMOVE #shard, #since"
+		cond += " AND #seq = :last"
+		names["#shard"], names["#since"], names["#seq"] = AttrShard, AttrSince, AttrSeq
+	} else {
+		// Still pending: the oldest message left says how late the group
+		// is (now when it was not read).
+		next := now.UnixMilli()
+		if l.done < len(l.msgs) {
+			next = l.msgs[l.done].created
+		} else if l.next != 0 {
+			next = l.next
+		}
+		upd += ", #since = :next"
+		names["#since"] = AttrSince
+		values[":next"] = num(next)
+	}
 	items := make([]types.TransactWriteItem, 0, l.done+1)
+	items = append(items, types.TransactWriteItem{Update: &types.Update{
+		TableName: &r.Table, Key: headKey(l.h.pk), UpdateExpression: aws.String(upd), ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
 	for _, m := range l.msgs[:l.done] {
 		set := "SET #at = :now, #ttl = :ttl"
 		values := map[string]types.AttributeValue{":now": num(now.UnixMilli()), ":ttl": num(now.Add(retention).Unix())}
@@ -518,55 +549,82 @@ func (r *Relay) commit(ctx context.Context, l *lane, mu *sync.Mutex, round *Roun
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		}})
 	}
-	drained := last == l.h.seq
-	for attempt := 0; ; attempt++ {
-		names := map[string]string{"#sent": AttrSent}
-		values := map[string]types.AttributeValue{":last": num(last)}
-		cond := "attribute_not_exists(#sent)"
-		if l.h.sent > 0 {
-			cond = "#sent = :read"
-			values[":read"] = num(l.h.sent)
+	return items
+}
+
+// drained reports whether a lane's round published everything its head
+// said the group held.
+func (l *lane) drained() bool { return l.h.sent+int64(l.done) == l.h.seq }
+
+// maxTxItems is DynamoDB's limit on a transaction's items.
+const maxTxItems = 100
+
+// commitLanes records the lanes' progress: several lanes' in one
+// transaction while they fit (fewer requests: a sweep over many groups
+// with a message each would otherwise spend a transaction per message);
+// a shared transaction that fails (a head moved: a relay raced, a message
+// was added) leaves each of its lanes to commit alone, which judges its
+// own case.
+func (r *Relay) commitLanes(ctx context.Context, lanes []*lane, round *Round) {
+	now := r.now()
+	var batches [][]*lane
+	var cur []*lane
+	n := 0
+	for _, l := range lanes {
+		size := l.done + 1
+		if n+size > maxTxItems && len(cur) > 0 {
+			batches = append(batches, cur)
+			cur, n = nil, 0
 		}
-		upd := "SET #sent = :last"
-		switch {
-		case drained:
-			upd += " REMOVE #shard, #since"
-			cond += " AND #seq = :last"
-			names["#shard"], names["#since"], names["#seq"] = AttrShard, AttrSince, AttrSeq
-		default:
-			// Still pending: the oldest message left says how late the
-			// group is (now when it was not read).
-			next := now.UnixMilli()
-			if l.done < len(l.msgs) {
-				next = l.msgs[l.done].created
-			} else if l.next != 0 {
-				next = l.next
+		cur = append(cur, l)
+		n += size
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	var mu sync.Mutex
+	r.each(len(batches), func(i int) {
+		b := batches[i]
+		if len(b) > 1 {
+			var items []types.TransactWriteItem
+			for _, l := range b {
+				items = append(items, r.progress(l, now, l.drained())...)
 			}
-			upd += ", #since = :next"
-			names["#since"] = AttrSince
-			values[":next"] = num(next)
+			if _, err := r.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err == nil {
+				return
+			}
 		}
-		headItem := types.TransactWriteItem{Update: &types.Update{
-			TableName: &r.Table, Key: headKey(l.h.pk), UpdateExpression: aws.String(upd), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}}
-		_, err := r.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append([]types.TransactWriteItem{headItem}, items...)})
+		for _, l := range b {
+			l.err = r.commit(ctx, l, now, &mu, round)
+		}
+	})
+}
+
+// commit records one lane's progress alone, judging a failed condition:
+// another relay recorded first (its publications were repeats), or
+// messages were added (the group stays pending); a conflict is retried.
+func (r *Relay) commit(ctx context.Context, l *lane, now time.Time, mu *sync.Mutex, round *Round) error {
+	last := l.h.sent + int64(l.done)
+	drained := l.drained()
+	for attempt := 0; ; attempt++ {
+		_, err := r.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: r.progress(l, now, drained)})
 		if err == nil {
 			return nil
 		}
 		var tce *types.TransactionCanceledException
 		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
 			old := readHead(tce.CancellationReasons[0].Item)
-			if old.sent != l.h.sent {
+			switch {
+			case old.sent == last:
+				return nil // recorded already (a shared transaction whose answer was lost)
+			case old.sent != l.h.sent:
 				// Another relay recorded first: what this one sent since
 				// its read was published again.
 				mu.Lock()
 				round.Duplicates += l.done
 				mu.Unlock()
 				return nil
-			}
-			if drained && attempt < 2 {
+			case drained && attempt < 2:
 				drained = false // messages were added: the group stays pending
 				continue
 			}

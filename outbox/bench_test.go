@@ -29,6 +29,11 @@ func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o .
 	return c.dbAPI.GetItem(ctx, in, o...)
 }
 
+func (c *countingDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	c.n.Add(1)
+	return c.dbAPI.BatchGetItem(ctx, in, o...)
+}
+
 func (c *countingDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	c.n.Add(1)
 	return c.dbAPI.Query(ctx, in, o...)

@@ -360,6 +360,24 @@ func (f *faultyDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 	return out, err
 }
 
+func (f *faultyDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := f.dbAPI.BatchGetItem(ctx, in, opts...)
+	if err != nil {
+		return out, err
+	}
+	hide, _ := f.hide.Load().(string)
+	for table, items := range out.Responses {
+		kept := items[:0]
+		for _, it := range items {
+			if it["pk"].(*ddbtypes.AttributeValueMemberS).Value+"/"+it["sk"].(*ddbtypes.AttributeValueMemberN).Value != hide {
+				kept = append(kept, it)
+			}
+		}
+		out.Responses[table] = kept
+	}
+	return out, nil
+}
+
 func (f *faultyDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	if s, ok := in.ExpressionAttributeValues[":s"].(*ddbtypes.AttributeValueMemberS); ok && f.failShards && in.IndexName != nil && s.Value != "0" {
 		return nil, errors.New("throttled")

@@ -277,11 +277,14 @@ type lane struct {
 func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
 	round := Round{Groups: len(heads)}
 	lanes := make([]*lane, len(heads))
-	r.each(len(heads), func(i int) {
-		l := &lane{h: heads[i]}
-		lanes[i] = l
-		l.err = r.load(ctx, l, readHeads)
-	})
+	for i, h := range heads {
+		lanes[i] = &lane{h: h}
+	}
+	if readHeads {
+		r.each(len(lanes), func(i int) { lanes[i].err = r.load(ctx, lanes[i], true) })
+	} else {
+		r.loadIndexed(ctx, lanes)
+	}
 	r.publish(ctx, lanes, &round)
 	var progressed []*lane
 	for _, l := range lanes {
@@ -346,20 +349,31 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("read messages: %w", err)
 	}
+	if r.accept(l, out.Items) && !fresh {
+		// The index's copy of the head is older than the messages kept:
+		// read the head itself.
+		l.msgs = nil
+		return r.load(ctx, l, true)
+	}
+	return nil
+}
+
+// accept takes a group's message items, read strongly consistent in
+// sequence order from the head's mark on: those to publish, contiguous
+// from the mark (a gap means a message of a transaction still being
+// applied: the rest waits), at most PerGroup, and the age of the one after.
+// Items already marked published move the mark on (the index's copy of the
+// head was behind). It reports a gap before the first item: the head read
+// was older than the items kept.
+func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtStart bool) {
 	next := l.h.sent + 1
-	for _, it := range out.Items {
+	for i, it := range items {
 		m := pendingMsg{
 			seq: getN(it, AttrSK), id: getS(it, AttrID), body: getS(it, AttrBody), created: getN(it, AttrCreated),
 			sent: it[AttrSentAt] != nil,
 		}
 		if m.seq != next {
-			if len(l.msgs) == 0 && m.seq > next && !fresh {
-				// The index's copy of the head is older than the messages
-				// kept: read the head itself.
-				l.msgs = nil
-				return r.load(ctx, l, true)
-			}
-			break // a gap: the rest is not visible yet
+			return i == 0 && m.seq > next
 		}
 		if len(l.msgs) == r.perGroup() {
 			if !m.sent {
@@ -369,8 +383,6 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 		}
 		next++
 		if m.sent {
-			// The index's copy of the head was behind: another round
-			// published this one already. Move the mark on.
 			l.h.sent = m.seq
 			continue
 		}
@@ -384,12 +396,83 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 		}
 		l.msgs = append(l.msgs, m)
 	}
-	// The head may say more than the query showed (a message not visible
-	// yet): it stays pending.
-	if l.h.queue == "" && len(out.Items) > 0 {
-		l.h.queue, l.h.group = getS(out.Items[0], AttrQueue), getS(out.Items[0], AttrGroup)
+	if l.h.queue == "" && len(items) > 0 {
+		l.h.queue, l.h.group = getS(items[0], AttrQueue), getS(items[0], AttrGroup)
 	}
-	return nil
+	return false
+}
+
+// loadIndexed reads the messages of lanes whose heads came from the index:
+// by key (from the head's mark to its sequence number, PerGroup and one
+// more at most), strongly consistent, in BatchGetItem requests of up to
+// 100 keys across groups: a sweep over many groups with a message each
+// would otherwise spend a Query per message. A lane whose keys could not
+// be read, or whose first key is missing, is loaded alone (load).
+func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
+	type key struct {
+		l  *lane
+		sk int64
+	}
+	var keys []key
+	for _, l := range lanes {
+		for sk := l.h.sent + 1; sk <= min(l.h.seq, l.h.sent+int64(r.perGroup())+1); sk++ {
+			keys = append(keys, key{l, sk})
+		}
+	}
+	got := make(map[*lane][]map[string]types.AttributeValue, len(lanes))
+	failed := map[*lane]bool{}
+	var mu sync.Mutex
+	chunks := slices.Collect(slices.Chunk(keys, 100))
+	r.each(len(chunks), func(i int) {
+		ks := chunks[i]
+		req := make([]map[string]types.AttributeValue, len(ks))
+		byKey := map[string]*lane{}
+		for j, k := range ks {
+			req[j] = map[string]types.AttributeValue{AttrPK: str(k.l.h.pk), AttrSK: num(k.sk)}
+			byKey[k.l.h.pk+"\x00"+strconv.FormatInt(k.sk, 10)] = k.l
+		}
+		var items []map[string]types.AttributeValue
+		for attempt := 0; len(req) > 0; attempt++ {
+			out, err := r.DB.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				r.Table: {Keys: req, ConsistentRead: aws.Bool(true)},
+			}})
+			if err != nil || attempt == 3 {
+				mu.Lock()
+				for _, k := range ks {
+					failed[k.l] = true
+				}
+				mu.Unlock()
+				return
+			}
+			items = append(items, out.Responses[r.Table]...)
+			req = out.UnprocessedKeys[r.Table].Keys // throttled: again, after a pause
+			if len(req) > 0 && sleep(ctx, backoff(attempt)) != nil {
+				return
+			}
+		}
+		mu.Lock()
+		for _, it := range items {
+			l := byKey[getS(it, AttrPK)+"\x00"+strconv.FormatInt(getN(it, AttrSK), 10)]
+			got[l] = append(got[l], it)
+		}
+		mu.Unlock()
+	})
+	r.each(len(lanes), func(i int) {
+		l := lanes[i]
+		if failed[l] {
+			l.err = r.load(ctx, l, false)
+			return
+		}
+		items := got[l]
+		sort.Slice(items, func(a, b int) bool { return getN(items[a], AttrSK) < getN(items[b], AttrSK) })
+		if l.h.seq > l.h.sent && (len(items) == 0 || r.accept(l, items)) {
+			// The first key was not there: the index's copy of the head
+			// is older than the items kept (or a transaction is still
+			// being applied). Read the group itself.
+			l.msgs, l.next = nil, 0
+			l.err = r.load(ctx, l, true)
+		}
+	})
 }
 
 // publish sends the lanes' messages in steps: step k sends each lane's k-th

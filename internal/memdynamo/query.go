@@ -274,3 +274,61 @@ func (r *request) checkKeyCondition(c *cond, hashKey, rangeKey string) error {
 	}
 	return nil
 }
+
+// BatchGetItem reads up to 100 items by key, from one or more tables:
+// Keys, ConsistentRead, ProjectionExpression (top-level names) and
+// ExpressionAttributeNames. It never leaves keys unprocessed (DynamoDB may:
+// callers must handle UnprocessedKeys). AttributesToGet fails with
+// ErrUnsupported.
+func (db *DB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	unlock, err := db.enter(ctx, "BatchGetItem")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	total := 0
+	for _, ka := range in.RequestItems {
+		total += len(ka.Keys)
+	}
+	if len(in.RequestItems) == 0 || total == 0 {
+		return nil, validation("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	if total > 100 {
+		return nil, validation("Too many items requested for the BatchGetItem call")
+	}
+	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
+	for name, ka := range in.RequestItems {
+		if len(ka.AttributesToGet) > 0 {
+			return nil, unsupported("legacy AttributesToGet parameter")
+		}
+		t, err := db.table(aws.String(name))
+		if err != nil {
+			return nil, err
+		}
+		req, err := prepare(ka.ExpressionAttributeNames, nil, exprSpec{kindProjection, ka.ProjectionExpression})
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		rows := []map[string]types.AttributeValue{}
+		for _, key := range ka.Keys {
+			keyIt, err := cleanItem(key)
+			if err != nil {
+				return nil, err
+			}
+			k, err := t.keyOf(keyIt)
+			if err != nil {
+				return nil, err
+			}
+			if seen[k] {
+				return nil, validation("Provided list of item keys contains duplicates")
+			}
+			seen[k] = true
+			if it, ok := t.items[k]; ok {
+				rows = append(rows, db.project(t, nil, req, it))
+			}
+		}
+		out.Responses[name] = rows
+	}
+	return out, nil
+}

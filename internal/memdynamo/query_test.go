@@ -3,6 +3,7 @@ package memdynamo_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -172,4 +173,52 @@ func TestQueryIndex(t *testing.T) {
 			require.Equal(t, "validation", outcome(err), "an empty index key")
 		})
 	}
+}
+
+func TestBatchGetItem(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, db DB) {
+		ctx := context.Background()
+		table := newIndexedTable(t, db, types.ProjectionTypeAll)
+		for _, sk := range []string{"0", "1", "2"} {
+			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: V{"pk": S("g"), "sk": N(sk), "v": S("x" + sk)}})
+			require.NoError(t, err)
+		}
+		key := func(sk string) V { return V{"pk": S("g"), "sk": N(sk)} }
+		out, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			table: {Keys: []map[string]types.AttributeValue{key("2"), key("0"), key("7")}, ConsistentRead: aws.Bool(true)},
+		}})
+		require.NoError(t, err)
+		require.Empty(t, out.UnprocessedKeys)
+		got := keys(out.Responses[table])
+		sort.Strings(got)
+		require.Equal(t, []string{"g/0", "g/2"}, got, "the items that exist, in any order")
+		require.Equal(t, S("x2"), func() types.AttributeValue {
+			for _, it := range out.Responses[table] {
+				if it["sk"].(*types.AttributeValueMemberN).Value == "2" {
+					return it["v"]
+				}
+			}
+			return nil
+		}())
+
+		out, err = db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			table: {Keys: []map[string]types.AttributeValue{key("1")}, ProjectionExpression: aws.String("#s"), ExpressionAttributeNames: map[string]string{"#s": "sk"}},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, []string{render(V{"sk": N("1")})}, []string{render(out.Responses[table][0])})
+
+		var many []map[string]types.AttributeValue
+		for i := range 101 {
+			many = append(many, key(fmt.Sprint(i)))
+		}
+		for name, in := range map[string]*dynamodb.BatchGetItemInput{
+			"duplicates": {RequestItems: map[string]types.KeysAndAttributes{table: {Keys: []map[string]types.AttributeValue{key("1"), key("1")}}}},
+			"over 100":   {RequestItems: map[string]types.KeysAndAttributes{table: {Keys: many}}},
+			"bad key":    {RequestItems: map[string]types.KeysAndAttributes{table: {Keys: []map[string]types.AttributeValue{{"pk": S("g")}}}}},
+		} {
+			_, err := db.BatchGetItem(ctx, in)
+			require.Equal(t, "validation", outcome(err), name)
+		}
+	})
 }

@@ -90,6 +90,17 @@ func (c *cDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ..
 	return call(ctx, c.p, "GetItem", aws.ToString(in.TableName)+"|"+keyStr(in.Key), func() (*dynamodb.GetItemOutput, error) { return c.inner.GetItem(ctx, in, opt...) })
 }
 
+func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	subject := ""
+	for table, ka := range in.RequestItems {
+		subject = table
+		if len(ka.Keys) > 0 {
+			subject += "|" + keyStr(ka.Keys[0])
+		}
+	}
+	return call(ctx, c.p, "BatchGetItem", subject, func() (*dynamodb.BatchGetItemOutput, error) { return c.inner.BatchGetItem(ctx, in, opt...) })
+}
+
 func (c *cDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	subject := aws.ToString(in.TableName) + "|" + aws.ToString(in.IndexName)
 	for _, v := range in.ExpressionAttributeValues {

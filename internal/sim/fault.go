@@ -73,7 +73,7 @@ var Ops = []string{
 	"ReceiveMessage", "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessage", "SendMessageBatch",
 	"PutItem", "UpdateItem", "TransactWriteItems", "Effect",
 	// The chain's (chain.go): the outbox's reads and the relay's.
-	"GetItem", "Query", "DeleteItem", "DeleteMessage", "ChangeMessageVisibility",
+	"GetItem", "Query", "BatchGetItem", "DeleteItem", "DeleteMessage", "ChangeMessageVisibility",
 	// A Lambda container's start-up and first-event reads, and what
 	// exactly.SQS has besides (nothing in the simulation calls them yet).
 	"GetQueueUrl", "GetQueueAttributes", "DescribeTable", "DescribeTimeToLive",

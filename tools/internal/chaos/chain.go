@@ -133,7 +133,7 @@ func (c *chainStage) start(ctx context.Context, cfg Config, sh shared, seed uint
 	if err != nil {
 		return err
 	}
-	rs, err := spec([]string{"relay", "--outbox-table", c.outboxTable, "--poll", "200ms", "--metrics-addr", "127.0.0.1:0",
+	rs, err := spec([]string{"relay", "--outbox-table", c.outboxTable, "--poll", "1s", "--metrics-addr", "127.0.0.1:0",
 		"--log-format", "json", "--log-level", cfg.LogLevel}, rp, "relay")
 	if err != nil {
 		return err

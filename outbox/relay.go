@@ -362,9 +362,10 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 // sequence order from the head's mark on: those to publish, contiguous
 // from the mark (a gap means a message of a transaction still being
 // applied: the rest waits), at most PerGroup, and the age of the one after.
-// Items already marked published move the mark on (the index's copy of the
-// head was behind). It reports a gap before the first item: the head read
-// was older than the items kept.
+// Items already marked published before the first unmarked one move the
+// mark on (the index's copy of the head was behind); a marked item after an
+// unmarked one ends what is taken. It reports a gap before the first item:
+// the head read was older than the items kept.
 func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtStart bool) {
 	next := l.h.sent + 1
 	for i, it := range items {
@@ -381,11 +382,19 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 			}
 			break
 		}
-		next++
 		if m.sent {
+			if len(l.msgs) > 0 {
+				// Marked after one that is not: a read that met the
+				// transaction marking them (read-committed, item by
+				// item). Taking the mark from it would skip the messages
+				// between; what was taken is published again at worst.
+				break
+			}
+			next++
 			l.h.sent = m.seq
 			continue
 		}
+		next++
 		if a, ok := it[AttrAttrs].(*types.AttributeValueMemberM); ok {
 			m.attrs = make(map[string]string, len(a.Value))
 			for k, v := range a.Value {

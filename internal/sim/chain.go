@@ -67,6 +67,7 @@ type chain struct {
 	wg   sync.WaitGroup
 
 	produced atomic.Bool
+	reads    atomic.Int64 // reads of outbox items (staleMarks)
 
 	mu         sync.Mutex
 	violations []string

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"maps"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -98,7 +100,40 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 			subject += "|" + keyStr(ka.Keys[0])
 		}
 	}
-	return call(ctx, c.p, "BatchGetItem", subject, func() (*dynamodb.BatchGetItemOutput, error) { return c.inner.BatchGetItem(ctx, in, opt...) })
+	out, err := call(ctx, c.p, "BatchGetItem", subject, func() (*dynamodb.BatchGetItemOutput, error) { return c.inner.BatchGetItem(ctx, in, opt...) })
+	if err == nil {
+		for _, items := range out.Responses {
+			c.staleMarks(subject, items)
+		}
+	}
+	return out, err
+}
+
+// staleMarks shows some outbox messages as they were before the relay's
+// transaction that marked them published: a read of items is
+// read-committed per item, so one that meets that transaction may see
+// some of its items before and others after. A seeded half of the reads
+// that hold marked messages show one of them unmarked.
+func (c *cDynamo) staleMarks(subject string, items []map[string]ddbtypes.AttributeValue) {
+	var marked []int
+	for i, it := range items {
+		if _, ok := it[outbox.AttrSentAt]; ok {
+			marked = append(marked, i)
+		}
+	}
+	if len(marked) == 0 {
+		return
+	}
+	h := hash64(c.p.c.cfg.Seed, "stale", subject, c.p.id, strconv.Itoa(int(c.p.c.reads.Add(1))))
+	if h%2 == 0 {
+		return
+	}
+	i := marked[int(h>>8)%len(marked)]
+	stale := maps.Clone(items[i])
+	delete(stale, outbox.AttrSentAt)
+	delete(stale, outbox.AttrTTL)
+	items[i] = stale
+	c.p.c.stat("chain: reads showing a marked message unmarked", 1)
 }
 
 func (c *cDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
@@ -108,7 +143,11 @@ func (c *cDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...fun
 			subject += "|" + s.Value
 		}
 	}
-	return call(ctx, c.p, "Query", subject, func() (*dynamodb.QueryOutput, error) { return c.inner.Query(ctx, in, opt...) })
+	out, err := call(ctx, c.p, "Query", subject, func() (*dynamodb.QueryOutput, error) { return c.inner.Query(ctx, in, opt...) })
+	if err == nil && in.IndexName == nil {
+		c.staleMarks(subject, out.Items)
+	}
+	return out, err
 }
 
 func (c *cDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {

@@ -305,17 +305,7 @@ func (db *DB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...func(
 	if !ok {
 		return &dynamodb.GetItemOutput{}, nil
 	}
-	if req.proj == nil {
-		return &dynamodb.GetItemOutput{Item: copyItem(it)}, nil
-	}
-	out := item{}
-	for _, p := range req.proj {
-		n := req.name(p[0])
-		if v, ok := it[n]; ok {
-			out[n] = copyValue(v)
-		}
-	}
-	return &dynamodb.GetItemOutput{Item: out}, nil
+	return &dynamodb.GetItemOutput{Item: db.project(t, nil, req, it)}, nil
 }
 
 // TransactWriteItems applies up to 100 writes all or nothing. Every

@@ -199,8 +199,8 @@ func (db *DB) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dyn
 	return out, nil
 }
 
-// project copies an item as a query returns it: the index's projection,
-// then the projection expression.
+// project copies an item as a read returns it: the index's projection (x,
+// when reading an index), then the projection expression.
 func (db *DB) project(t *table, x *index, req *request, it item) item {
 	src := it
 	if x != nil && x.keysOnly {

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/exactlyonce/exactly/internal/awserr"
 )
 
 // SQS is the part of the SQS client the relay uses; *sqs.Client implements
@@ -721,7 +723,7 @@ func (r *Relay) commit(ctx context.Context, l *lane, now time.Time, mu *sync.Mut
 				continue
 			}
 		}
-		if isConflict(err) && attempt < 3 {
+		if awserr.TransactionConflict(err) && attempt < 3 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
 				return err
 			}
@@ -729,18 +731,6 @@ func (r *Relay) commit(ctx context.Context, l *lane, now time.Time, mu *sync.Mut
 		}
 		return fmt.Errorf("record progress to %d: %w", last, err)
 	}
-}
-
-func isConflict(err error) bool {
-	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
-		for _, r := range tce.CancellationReasons {
-			if aws.ToString(r.Code) == "TransactionConflict" {
-				return true
-			}
-		}
-	}
-	return isCode(err, "TransactionConflictException")
 }
 
 func isFIFO(queueURL string) bool { return len(queueURL) > 5 && queueURL[len(queueURL)-5:] == ".fifo" }

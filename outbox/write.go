@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 )
 
 // API is the part of the DynamoDB client the outbox and its relay use;
@@ -392,10 +391,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// isCode reports whether err is an API error with one of codes.
-func isCode(err error, codes ...string) bool {
-	var api smithy.APIError
-	return errors.As(err, &api) && slices.Contains(codes, api.ErrorCode())
 }

@@ -1,4 +1,5 @@
-// Package awserr classifies AWS errors for start-up messages.
+// Package awserr classifies AWS errors: for start-up messages, and the
+// cases the library's callers retry.
 package awserr
 
 import (
@@ -6,8 +7,31 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 )
+
+// TransactionConflict reports whether err is DynamoDB's answer to a write
+// that met a concurrent transaction on one of its items: a transaction
+// cancelled for TransactionConflict, or a single write's
+// TransactionConflictException. The SDK does not retry either; trying again
+// at once usually succeeds.
+func TransactionConflict(err error) bool {
+	var tc *types.TransactionConflictException
+	if errors.As(err, &tc) {
+		return true
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Denied says, for a credential or permission error, what the role or the
 // credentials lack, naming the action and resource: "permission denied: the

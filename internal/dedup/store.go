@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/exactlyonce/exactly/internal/awserr"
 )
 
 // API is the part of the DynamoDB client the ledger uses. *dynamodb.Client
@@ -357,21 +359,7 @@ func commitError(key string, err error) error {
 // cancelled for TransactionConflict, or a single write's
 // TransactionConflictException. The SDK does not retry either; trying again
 // at once usually succeeds.
-func IsTransactionConflict(err error) bool {
-	var tc *types.TransactionConflictException
-	if errors.As(err, &tc) {
-		return true
-	}
-	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
-		for _, r := range tce.CancellationReasons {
-			if aws.ToString(r.Code) == "TransactionConflict" {
-				return true
-			}
-		}
-	}
-	return false
-}
+func IsTransactionConflict(err error) bool { return awserr.TransactionConflict(err) }
 
 // conditionFailedCode is the cancellation reason of a failed condition.
 const conditionFailedCode = "ConditionalCheckFailed"

@@ -129,23 +129,14 @@ func (l *Ledger) Apply(_ context.Context, in Input) (Output, error) {
 }
 
 // confirmationID is the message ID of the confirmation of the entry keyed
-// key: within SQS's 128 characters, whatever the key's length.
+// key: an ID SQS takes (outbox.ValidID), whatever the key.
 func confirmationID(key string) string {
 	id := key + "/confirmed"
-	if len(id) <= 128 && printable(id) {
+	if outbox.ValidID(id) {
 		return id
 	}
 	sum := sha256.Sum256([]byte(key))
 	return "sha256-" + hex.EncodeToString(sum[:]) + "/confirmed"
-}
-
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -264,13 +264,12 @@ func (m Message) validate() error {
 	if !strings.HasPrefix(m.QueueURL, "http://") && !strings.HasPrefix(m.QueueURL, "https://") {
 		return fmt.Errorf("QueueURL %q is not a queue URL", m.QueueURL)
 	}
-	fifo := strings.HasSuffix(m.QueueURL, ".fifo")
 	switch {
-	case fifo && m.Group == "":
+	case isFIFO(m.QueueURL) && m.Group == "":
 		return errors.New("a FIFO queue's message needs a Group")
-	case len(m.Group) > 128 || !printableASCII(m.Group):
-		return fmt.Errorf("group %q: at most 128 printable ASCII characters", m.Group)
-	case len(m.ID) > maxIDLen || !printableASCII(m.ID):
+	case m.Group != "" && !ValidID(m.Group):
+		return fmt.Errorf("group %q: at most %d printable ASCII characters", m.Group, maxIDLen)
+	case m.ID != "" && !ValidID(m.ID):
 		return fmt.Errorf("id %q: at most %d printable ASCII characters", m.ID, maxIDLen)
 	case m.Body == "":
 		return errors.New("empty Body: SQS takes at least one character")
@@ -295,9 +294,15 @@ func (m Message) validate() error {
 	return nil
 }
 
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
+// ValidID reports whether SQS takes id as a MessageDeduplicationId or a
+// MessageGroupId, and so as a Message's ID or Group: 1 to 128 printable
+// ASCII characters (alphanumerics and punctuation).
+func ValidID(id string) bool {
+	if id == "" || len(id) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
 			return false
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // QueueName returns the last path element of a queue URL.
@@ -160,9 +161,6 @@ func withFailure(attrs map[string]types.MessageAttributeValue, cause error, at t
 // made; the queue's redrive policy moves the message itself, as it is.
 var ErrNoRoomForKey = errors.New("no room for an idempotency-key attribute to carry the dedup key (the message has SQS's 10 message attributes already)")
 
-// maxDedupIDLen is SQS's limit on a MessageDeduplicationId.
-const maxDedupIDLen = 128
-
 // CopyDeduplicationID is the MessageDeduplicationId of the dead-letter copy
 // of the message with id messageID: "dlq-<MessageId>", or, should that not
 // be a valid dedup id (over 128 characters, or characters SQS does not take),
@@ -178,21 +176,11 @@ const maxDedupIDLen = 128
 // and the original would then be deleted.
 func CopyDeduplicationID(messageID string) string {
 	id := "dlq-" + messageID
-	if len(id) <= maxDedupIDLen && validDedupID(id) {
+	if outbox.ValidID(id) {
 		return id
 	}
 	sum := sha256.Sum256([]byte(messageID))
 	return "dlq-sha256-" + hex.EncodeToString(sum[:])
-}
-
-// validDedupID: SQS takes alphanumerics and ASCII punctuation.
-func validDedupID(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // The attributes a dead-letter copy carries about its failure, when it has

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ type chainStage struct {
 	outboxTable, ledger2   string
 	confirmURL, confirmDLQ string
 	relays, workers        *Supervisor
-	proxies                []*Proxy
+	proxies                []*proxyPairs
 }
 
 // chainRelays and chainWorkers are the processes of the second half.
@@ -83,65 +84,27 @@ func (c *chainStage) cleanup(ctx context.Context, sqsc *sqs.Client, db *dynamodb
 // its own pair of fault proxies.
 func (c *chainStage) start(ctx context.Context, cfg Config, sh shared, seed uint64, dir string, tracer *Tracer, rates FaultRates, tableArg string, logf func(string, ...any)) error {
 	baseEnv := workerEnv(os.Environ())
-	type pair struct{ sqs, ddb *Proxy }
-	newPairs := func(prefix string, n int, salt uint64) ([]pair, error) {
-		var ps []pair
-		for i := range n {
-			w := fmt.Sprintf("%s%d", prefix, i+1)
-			sp, err := NewProxy("sqs", sh.sqsHost, MixedFaults(seed^salt^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
-			if err != nil {
-				return nil, err
-			}
-			dp, err := NewProxy("dynamodb", sh.ddbHost, MixedFaults(seed^salt^uint64(0xdd80+i), rates), tracer.Observer(w, "dynamodb"))
-			if err != nil {
-				sp.Close()
-				return nil, err
-			}
-			c.proxies = append(c.proxies, sp, dp)
-			ps = append(ps, pair{sp, dp})
+	spec := func(args []string, prefix string, n int, salt uint64, sub string) (WorkerSpec, error) {
+		px, err := newProxyPairs(sh, cfg, tracer, rates, seed^salt, prefix, n)
+		if err != nil {
+			return WorkerSpec{}, err
 		}
-		return ps, nil
-	}
-	spec := func(args []string, ps []pair, sub string) (WorkerSpec, error) {
+		c.proxies = append(c.proxies, px)
 		logDir := filepath.Join(dir, sub)
 		if err := os.MkdirAll(logDir, 0o755); err != nil {
 			return WorkerSpec{}, err
 		}
-		return WorkerSpec{
-			Bin: sh.bin, Args: args, LogDir: logDir, ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
-			Env: func(n int) []string {
-				return append(append([]string(nil), baseEnv...),
-					"AWS_ENDPOINT_URL_SQS="+ps[n-1].sqs.URL(), "AWS_ENDPOINT_URL_DYNAMODB="+ps[n-1].ddb.URL())
-			},
-			Calm: func(n int, on bool) { ps[n-1].sqs.Calm(on); ps[n-1].ddb.Calm(on) },
-			Partition: func(n int, on bool) {
-				for _, p := range []*Proxy{ps[n-1].sqs, ps[n-1].ddb} {
-					if on {
-						p.Partition()
-					} else {
-						p.Heal()
-					}
-				}
-			},
-		}, nil
-	}
-	rp, err := newPairs("r", chainRelays, 0x7e1a)
-	if err != nil {
-		return err
-	}
-	wp, err := newPairs("c", chainWorkers, 0xc0f1)
-	if err != nil {
-		return err
+		return px.wire(WorkerSpec{Bin: sh.bin, Args: args, LogDir: logDir, ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second}, baseEnv, nil), nil
 	}
 	rs, err := spec([]string{"relay", "--outbox-table", c.outboxTable, "--poll", "1s", "--metrics-addr", "127.0.0.1:0",
-		"--log-format", "json", "--log-level", cfg.LogLevel}, rp, "relay")
+		"--log-format", "json", "--log-level", cfg.LogLevel}, "r", chainRelays, 0x7e1a, "relay")
 	if err != nil {
 		return err
 	}
 	ws, err := spec([]string{"run", "--queue", c.confirmURL, "--table", tableArg, "--effect", EffectName, "--ledger-table", c.ledger2,
 		"--lease", cfg.Lease.String(), "--visibility", cfg.Visibility.String(), "--concurrency", fmt.Sprint(cfg.Concurrency),
 		"--shutdown-timeout", cfg.ShutdownTimeout.String(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
-		"--log-level", cfg.LogLevel, "--progress", "0"}, wp, "confirmed")
+		"--log-level", cfg.LogLevel, "--progress", "0"}, "c", chainWorkers, 0xc0f1, "confirmed")
 	if err != nil {
 		return err
 	}
@@ -210,7 +173,7 @@ func (c *chainStage) kill() {
 
 func (c *chainStage) close() {
 	for _, p := range c.proxies {
-		p.Close()
+		p.close()
 	}
 }
 
@@ -267,4 +230,68 @@ func (c *chainStage) verify(ctx context.Context, sqsc *sqs.Client, db *dynamodb.
 		{Metric: "chain: confirmations left in the outbox", Expected: "0", Actual: fmt.Sprint(len(pending)), OK: len(pending) == 0},
 	}
 	return rows, problems, nil
+}
+
+// proxyPairs are the fault proxies between worker processes and the
+// emulators: one for SQS and one for DynamoDB per worker slot, named
+// <prefix><slot> in the trace.
+type proxyPairs struct{ sqs, ddb []*Proxy }
+
+func newProxyPairs(sh shared, cfg Config, tracer *Tracer, rates FaultRates, seed uint64, prefix string, n int) (*proxyPairs, error) {
+	px := &proxyPairs{}
+	for i := range n {
+		w := fmt.Sprintf("%s%d", prefix, i+1)
+		sp, err := NewProxy("sqs", sh.sqsHost, MixedFaults(seed^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
+		if err != nil {
+			px.close()
+			return nil, err
+		}
+		px.sqs = append(px.sqs, sp)
+		dp, err := NewProxy("dynamodb", sh.ddbHost, MixedFaults(seed^uint64(0xdd80+i), rates), tracer.Observer(w, "dynamodb"))
+		if err != nil {
+			px.close()
+			return nil, err
+		}
+		px.ddb = append(px.ddb, dp)
+		sp.SetSlow(cfg.SlowFor)
+		dp.SetSlow(cfg.SlowFor)
+	}
+	return px, nil
+}
+
+// all lists the proxies, SQS's first.
+func (px *proxyPairs) all() []*Proxy { return append(slices.Clone(px.sqs), px.ddb...) }
+
+func (px *proxyPairs) close() {
+	for _, p := range px.all() {
+		p.Close()
+	}
+}
+
+// wire points spec's workers at their slot's proxies: their environment
+// (base, the slot's endpoints, then what extra adds, when set), calming and
+// partitions.
+func (px *proxyPairs) wire(spec WorkerSpec, base []string, extra func(n int) []string) WorkerSpec {
+	spec.Env = func(n int) []string {
+		env := append(append([]string(nil), base...),
+			"AWS_ENDPOINT_URL_SQS="+px.sqs[n-1].URL(), "AWS_ENDPOINT_URL_DYNAMODB="+px.ddb[n-1].URL())
+		if extra != nil {
+			env = append(env, extra(n)...)
+		}
+		return env
+	}
+	spec.Calm = func(n int, on bool) {
+		px.sqs[n-1].Calm(on)
+		px.ddb[n-1].Calm(on)
+	}
+	spec.Partition = func(n int, on bool) {
+		for _, p := range []*Proxy{px.sqs[n-1], px.ddb[n-1]} {
+			if on {
+				p.Partition()
+			} else {
+				p.Heal()
+			}
+		}
+	}
+	return spec
 }

@@ -485,7 +485,7 @@ func ledgerCommit(n int) string {
 // downstream). It returns the verdict and the report's text.
 func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir string, sh shared, logf func(string, ...any)) (Report, string, error) {
 	bin, version, sqsc, db := sh.bin, sh.version, sh.sqsc, sh.db
-	sqsURL, ddbURL, sqsHost, ddbHost, began := sh.sqsURL, sh.ddbURL, sh.sqsHost, sh.ddbHost, sh.began
+	sqsURL, ddbURL, began := sh.sqsURL, sh.ddbURL, sh.began
 	seed := cfg.Seed ^ idx*0x9e3779b97f4a7c15 // the effects' runs fault differently; the plan is the same
 	out := &strings.Builder{}
 	// Resources, created by the worker's own setup command (straight to the
@@ -551,31 +551,15 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	defer traceFile.Close()
 	tracer := NewTracer(traceFile)
 	defer tracer.Flush()
-	var sqsProxies, ddbProxies []*Proxy
-	defer func() {
-		for _, p := range append(sqsProxies, ddbProxies...) {
-			p.Close()
-		}
-	}()
 	rates := FaultRates{ResetPct: cfg.ResetPct, DropPct: cfg.DropPct, Err5xPct: cfg.Err5xxPct, ThrotPct: cfg.ThrottlePct,
 		TxPct: cfg.TxConflictPct, Burst: cfg.Burst, SlowPct: cfg.SlowPct}
-	for i := range cfg.Workers {
-		w := fmt.Sprintf("w%d", i+1)
-		sp, err := NewProxy("sqs", sqsHost, MixedFaults(seed^uint64(0x5153+i), rates), tracer.Observer(w, "sqs"))
-		if err != nil {
-			return Report{}, "", err
-		}
-		sqsProxies = append(sqsProxies, sp)
-		dp, err := NewProxy("dynamodb", ddbHost, MixedFaults(seed^uint64(0xdd80+i), rates), tracer.Observer(w, "dynamodb"))
-		if err != nil {
-			return Report{}, "", err
-		}
-		ddbProxies = append(ddbProxies, dp)
-		sp.SetSlow(cfg.SlowFor)
-		dp.SetSlow(cfg.SlowFor)
+	px, err := newProxyPairs(sh, cfg, tracer, rates, seed, "w", cfg.Workers)
+	if err != nil {
+		return Report{}, "", err
 	}
+	defer px.close()
 	faults := func() (faulted, requests int64) {
-		for _, p := range append(sqsProxies, ddbProxies...) {
+		for _, p := range px.all() {
 			n, by := p.Totals()
 			requests += n
 			faulted += n - by[Pass]
@@ -616,36 +600,17 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		"--shutdown-timeout", cfg.ShutdownTimeout.String(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--log-level", cfg.LogLevel, "--progress", "0"}
 	runArgs = append(append(runArgs, effArgs...), strings.Fields(cfg.WorkerArgs)...)
-	sup := NewSupervisor(WorkerSpec{
-		Bin:  bin,
-		Args: runArgs,
-		Env: func(n int) []string {
-			env := append(append([]string(nil), baseEnv...),
-				"AWS_ENDPOINT_URL_SQS="+sqsProxies[n-1].URL(), "AWS_ENDPOINT_URL_DYNAMODB="+ddbProxies[n-1].URL())
-			if eff == LedgerEffect {
-				// Both modes of the ledger on one queue and one table, as
-				// during a deploy that switches them (a --commit in
-				// WorkerArgs wins).
-				env = append(env, "WORKER_COMMIT="+ledgerCommit(n))
-			}
-			return env
-		},
-		LogDir:        dir,
-		ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
-		Calm: func(n int, on bool) {
-			sqsProxies[n-1].Calm(on)
-			ddbProxies[n-1].Calm(on)
-		},
-		Partition: func(n int, on bool) {
-			for _, p := range []*Proxy{sqsProxies[n-1], ddbProxies[n-1]} {
-				if on {
-					p.Partition()
-				} else {
-					p.Heal()
-				}
-			}
-		},
-	}, cfg.Workers, logf)
+	sup := NewSupervisor(px.wire(WorkerSpec{
+		Bin: bin, Args: runArgs, LogDir: dir, ShutdownLimit: cfg.ShutdownTimeout + 3*time.Second,
+	}, baseEnv, func(n int) []string {
+		if eff == LedgerEffect {
+			// Both modes of the ledger on one queue and one table, as
+			// during a deploy that switches them (a --commit in
+			// WorkerArgs wins).
+			return []string{"WORKER_COMMIT=" + ledgerCommit(n)}
+		}
+		return nil
+	}), cfg.Workers, logf)
 	if err := sup.Start(ctx, time.Minute); err != nil {
 		sup.KillAll()
 		return Report{}, "", err
@@ -789,9 +754,7 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		rep.Problems = append(rep.Problems, problems...)
 	}
 
-	for _, p := range append(sqsProxies, ddbProxies...) {
-		p.Close() // no more traffic: the trace is complete
-	}
+	px.close() // no more traffic: the trace is complete
 	if chain != nil {
 		chain.close()
 	}
@@ -811,7 +774,7 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 		trace = append(trace, cl.String()...)
 	}
 	report := &strings.Builder{}
-	writeReport(report, cfg, eff, version, plan, o, rep, sum, append(sqsProxies, ddbProxies...), string(trace), drainTook, time.Since(began), dir)
+	writeReport(report, cfg, eff, version, plan, o, rep, sum, px.all(), string(trace), drainTook, time.Since(began), dir)
 	if down != nil {
 		writeCalls(report, plan, calls, excused)
 	}

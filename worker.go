@@ -144,28 +144,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
-		t := time.NewTicker(w.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				w.flushEMF()
-				return
-			case <-t.C:
-				w.flushEMF()
-			}
-		}
+		telemetry.FlushEvery(stop, w.interval, w.emf.Flush, w.log)
 	}()
 	w.pool.Run(ctx)
 	close(stop)
 	<-flushed
 	return nil
-}
-
-func (w *Worker) flushEMF() {
-	if err := w.emf.Flush(time.Now()); err != nil {
-		w.log.Warn("cannot write the EMF metrics", "err", err)
-	}
 }
 
 // Force cancels the running effects' contexts now, during a drain that must

@@ -146,27 +146,16 @@ func runRelay(ctx context.Context, relay *outbox.Relay, metrics *telemetry.Outbo
 		log.Info("serving /healthz, /readyz and /metrics", "addr", srv.Addr())
 	}
 	if s.metricsFormat != "prometheus" {
-		bg.Go(func() {
-			t := time.NewTicker(s.emfInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-bgCtx.Done():
-					return
-				case now := <-t.C:
-					if err := metrics.Flush(now); err != nil {
-						log.Warn("cannot write EMF line", "err", err)
-					}
-				}
-			}
-		})
+		stop, flushed := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(flushed)
+			telemetry.FlushEvery(stop, s.emfInterval, metrics.Flush, log)
+		}()
+		defer func() { close(stop); <-flushed }() // the last period's line, once stopped
 	}
 	relay.OnRound = func(r outbox.Round) { metrics.Observe(r, true) }
 	log.Info("relay started", "version", Version, "outbox_table", s.table, "poll", s.poll, "retention", s.retention)
 	err := relay.Run(ctx)
-	if s.metricsFormat != "prometheus" {
-		_ = metrics.Flush(time.Now())
-	}
 	log.Info("relay stopped")
 	return err
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,28 @@ const (
 	EMFOutboxLag        = "OutboxLag"        // seconds: age of the oldest message not yet published
 	EMFOutboxDimension  = "OutboxTable"
 )
+
+// FlushEvery calls flush every interval until stop is closed, then once
+// more, and returns: a long-running process's EMF lines, the last period's
+// included. A failed write is logged; the next period goes on.
+func FlushEvery(stop <-chan struct{}, interval time.Duration, flush func(now time.Time) error, log *slog.Logger) {
+	write := func(now time.Time) {
+		if err := flush(now); err != nil {
+			log.Warn("cannot write the EMF metrics", "err", err)
+		}
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			write(time.Now())
+			return
+		case now := <-t.C:
+			write(now)
+		}
+	}
+}
 
 // emfCounts are the EMF counters in the order they are written.
 var emfCounts = []string{EMFReceived, EMFApplied, EMFDuplicates, EMFConflicts, EMFBusy, EMFRetries, EMFPermanentFailures, EMFLeasesLost}

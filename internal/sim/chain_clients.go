@@ -100,7 +100,39 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 			subject += "|" + keyStr(ka.Keys[0])
 		}
 	}
-	out, err := call(ctx, c.p, "BatchGetItem", subject, func() (*dynamodb.BatchGetItemOutput, error) { return c.inner.BatchGetItem(ctx, in, opt...) })
+	k, id, err := c.p.before(ctx, "BatchGetItem", subject)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.inner.BatchGetItem(ctx, in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	if k == Partial {
+		// Some keys left unprocessed (throttled), as DynamoDB may.
+		for table, items := range out.Responses {
+			var kept []map[string]ddbtypes.AttributeValue
+			var left []map[string]ddbtypes.AttributeValue
+			for _, it := range items {
+				if c.p.c.inj.entryFails(id, keyStr(it)) {
+					left = append(left, map[string]ddbtypes.AttributeValue{"pk": it["pk"], "sk": it["sk"]})
+					continue
+				}
+				kept = append(kept, it)
+			}
+			out.Responses[table] = kept
+			if len(left) > 0 {
+				if out.UnprocessedKeys == nil {
+					out.UnprocessedKeys = map[string]ddbtypes.KeysAndAttributes{}
+				}
+				out.UnprocessedKeys[table] = ddbtypes.KeysAndAttributes{Keys: left, ConsistentRead: in.RequestItems[table].ConsistentRead}
+				c.p.c.stat("chain: BatchGetItem keys left unprocessed", len(left))
+			}
+		}
+	}
+	if err := c.p.after(ctx, "BatchGetItem", k, id); err != nil {
+		return nil, err
+	}
 	if err == nil {
 		for _, items := range out.Responses {
 			c.staleMarks(subject, items)

@@ -103,7 +103,7 @@ func kindsFor(op string) []Kind {
 	switch op {
 	case "ReceiveMessage":
 		return []Kind{Fail, Timeout, Lost, Slow, Pause, Crash, CrashAfter}
-	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessageBatch":
+	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessageBatch", "BatchGetItem":
 		return []Kind{Fail, Timeout, Lost, Partial, Slow, Pause, Crash, CrashAfter}
 	case "Effect": // the claim-mode effect's downstream call
 		return []Kind{Fail, Pause, Crash, CrashAfter}

@@ -383,7 +383,9 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 	switch {
 	case s.GroupCommit < 0 || s.GroupCommit > time.Second:
 		return nil, configErr("GroupCommit", " %s: want 0 (off) up to 1s; a few milliseconds is the point", s.GroupCommit)
-	case s.GroupCommit > 0 && s.Commit != CommitOptimistic:
+	case s.GroupCommit > 0 && s.Commit != CommitOptimistic && (cfg.Effect != nil || cfg.Commit != ""):
+		// With no effect and no mode named, the mode is the effect's default,
+		// not known yet: New checks it once the effect is there.
 		return nil, configErr("GroupCommit", " is for optimistic mode, and Config.Commit is %s: set it to 0, or commit optimistically", s.Commit)
 	}
 	if s.Namespace == "" {

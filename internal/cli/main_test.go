@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
@@ -167,4 +170,58 @@ func TestReadmeMetricsTableIsComplete(t *testing.T) {
 		require.Regexp(t, "\\| `"+regexp.QuoteMeta(name)+"(\\{[a-z_,]+\\})?` \\|", string(readme), "README's metrics table lacks %s", name)
 	}
 	require.GreaterOrEqual(t, n, 17)
+}
+
+// TestEveryCommitCombination: each documented combination of --effect,
+// --commit and --group-commit either starts (both checks pass: the one before
+// the effect is built, and the one with it) or fails with one line naming the
+// setting. The mode an empty --commit picks is the effect's: optimistic for a
+// WritesOnly effect (ledger, noop), claim otherwise (http).
+func TestEveryCommitCombination(t *testing.T) {
+	t.Parallel()
+	const q = "http://127.0.0.1:1/000000000000/q.fifo"
+	writesOnly := map[string]bool{"ledger": true, "noop": true, "http": false}
+	for _, eff := range []string{"ledger", "noop", "http"} {
+		for _, commit := range []string{"", "claim", "transactional", "optimistic"} {
+			for _, group := range []string{"0s", "5ms"} {
+				t.Run(eff+"/"+commit+"/"+group, func(t *testing.T) {
+					t.Parallel()
+					mode := commit
+					if mode == "" {
+						mode = map[bool]string{true: "optimistic", false: "claim"}[writesOnly[eff]]
+					}
+					var want string
+					switch {
+					case group != "0s" && mode != "optimistic" && commit != "":
+						// Known before the effect is built: said first.
+						want = "--group-commit (WORKER_GROUP_COMMIT) is for optimistic mode, and --commit (WORKER_COMMIT) is " + mode
+					case (mode == "transactional" || mode == "optimistic") && !writesOnly[eff]:
+						want = "--commit (WORKER_COMMIT) " + mode + " needs an effect whose whole effect is the DynamoDB writes"
+					case group != "0s" && mode != "optimistic":
+						want = "--group-commit (WORKER_GROUP_COMMIT) is for optimistic mode, and --commit (WORKER_COMMIT) is " + mode
+					}
+					var s settings
+					fs := newRunSet(&s, env())
+					args := []string{"--queue", q, "--effect", eff, "--group-commit", group, "--ledger-table", "l", "--http-url", "http://127.0.0.1:1/x"}
+					if commit != "" {
+						args = append(args, "--commit", commit)
+					}
+					require.NoError(t, fs.Parse(args))
+					err := s.validate(fs, false)
+					if err == nil {
+						factory, _ := effect.Lookup(eff)
+						e, ferr := factory(effect.Env{LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, HTTPClient: http.DefaultClient, Log: slog.Default()})
+						require.NoError(t, ferr)
+						err = cliError(fs, s.config(nil, e, nil, nil).Validate())
+					}
+					if want == "" {
+						require.NoError(t, err)
+						return
+					}
+					require.ErrorContains(t, err, want)
+					require.NotContains(t, err.Error(), "\n")
+				})
+			}
+		}
+	}
 }

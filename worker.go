@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,11 @@ type Worker struct {
 	log      *slog.Logger
 	queues   []string
 	ran      atomic.Bool
+
+	stopMu    sync.Mutex
+	stopped   bool               // Stop or StopAndCancel was called
+	cancelRun context.CancelFunc // ends Run's context; nil until Run
+	done      chan struct{}      // closed when Run has drained
 }
 
 // New checks cfg and everything it names before anything runs: the
@@ -71,7 +77,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{pool: p, metrics: metrics, emf: emf, interval: s.EMF.Interval, log: s.log, queues: s.Queues}, nil
+	return &Worker{pool: p, metrics: metrics, emf: emf, interval: s.EMF.Interval, log: s.log, queues: s.Queues, done: make(chan struct{})}, nil
 }
 
 // emf makes the EMF writer Config.EMF asks for, or nil.
@@ -126,14 +132,33 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 	return p
 }
 
-// Run consumes the queues until ctx is cancelled, then drains: it stops
-// receiving at once, lets running effects finish within ShutdownTimeout,
-// hands received-but-unstarted messages back to SQS and flushes deletes.
-// It returns once drained. A Worker runs once.
+// Run consumes the queues until ctx is cancelled or Stop is called, then
+// drains: it stops receiving at once, lets running effects finish within
+// ShutdownTimeout, hands received-but-unstarted messages back to SQS and
+// flushes deletes. It returns once drained. A Worker runs once.
+//
+// A drain also waits for the long polls under way to return (within
+// WaitTime, 20 seconds by default, sooner when a message arrives): SQS keeps
+// serving a poll its client gave up on, and the messages it takes would stay
+// hidden, for nobody, until their visibility timeout. What they bring is
+// handed back at once. So an idle worker stops within WaitTime without
+// hiding anything; StopAndCancel stops it now, and then the messages an
+// abandoned poll takes, if any, come back after their visibility timeout
+// (nothing is lost: SQS redelivers them). A smaller WaitTime makes the
+// graceful stop prompter, at the cost of more empty receives.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.ran.CompareAndSwap(false, true) {
 		return errors.New("exactly: Worker.Run called twice")
 	}
+	defer close(w.done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.stopMu.Lock()
+	w.cancelRun = cancel
+	if w.stopped {
+		cancel()
+	}
+	w.stopMu.Unlock()
 	if w.emf == nil {
 		w.pool.Run(ctx)
 		return nil
@@ -152,10 +177,49 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// Force cancels the running effects' contexts now, during a drain that must
-// end sooner than ShutdownTimeout (a second signal). Their messages come
-// back; a commit under way is still tried once.
-func (w *Worker) Force() { w.pool.Force() }
+// Stop drains the worker gracefully, as cancelling Run's context does, and
+// waits until Run has returned: receiving stops at once, running effects
+// finish (within ShutdownTimeout), open long polls return (within WaitTime).
+// If ctx ends first, Stop returns ctx's error and the drain goes on; call
+// StopAndCancel to cut it short. Stop before Run makes Run return at once;
+// a Worker that never runs is stopped already.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.requestStop()
+	return w.wait(ctx)
+}
+
+// StopAndCancel is Stop that does not wait for running effects: their
+// contexts are cancelled now, as at the end of ShutdownTimeout, and open long
+// polls are abandoned (a second Ctrl-C). The cancelled effects' messages come
+// back after their visibility timeout, their claims released; a commit
+// already under way is still tried once, so an effect that finished is not
+// run again. It waits for Run to return, or for ctx.
+func (w *Worker) StopAndCancel(ctx context.Context) error {
+	w.requestStop()
+	w.pool.Force()
+	return w.wait(ctx)
+}
+
+func (w *Worker) requestStop() {
+	w.stopMu.Lock()
+	defer w.stopMu.Unlock()
+	w.stopped = true
+	if w.cancelRun != nil {
+		w.cancelRun()
+	}
+}
+
+func (w *Worker) wait(ctx context.Context) error {
+	if !w.ran.Load() {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Stats are running counts since the Worker started.
 type Stats struct {

@@ -361,3 +361,109 @@ func TestTableCallFailureIsNoConfigError(t *testing.T) {
 		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	})
 }
+
+// blocking is an effect that runs until released or cancelled, and says
+// which.
+type blocking struct {
+	started  chan struct{}
+	release  chan struct{}
+	canceled atomic.Bool
+}
+
+func (b *blocking) Apply(ctx context.Context, _ effect.Input) (effect.Output, error) {
+	close(b.started)
+	select {
+	case <-b.release:
+		return effect.Output{}, nil
+	case <-ctx.Done():
+		b.canceled.Store(true)
+		return effect.Output{}, ctx.Err()
+	}
+}
+
+// TestStopThenStopAndCancel: Stop drains gracefully (a running effect goes
+// on; Stop's own context bounds the wait, not the drain), and StopAndCancel
+// cancels the running effect and returns once Run has.
+func TestStopThenStopAndCancel(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		eff := &blocking{started: make(chan struct{}), release: make(chan struct{})}
+		w, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: eff, WaitTime: time.Second,
+		})
+		require.NoError(t, err)
+		_, err = c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("m"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")})
+		require.NoError(t, err)
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(context.Background()) }()
+		<-eff.started
+
+		short, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.ErrorIs(t, w.Stop(short), context.DeadlineExceeded, "the effect is still running")
+		require.False(t, eff.canceled.Load(), "a graceful stop lets the effect run")
+		select {
+		case <-ran:
+			t.Fatal("Run returned while its effect ran")
+		default:
+		}
+
+		start := time.Now()
+		require.NoError(t, w.StopAndCancel(context.Background()))
+		require.True(t, eff.canceled.Load(), "StopAndCancel cancels the running effect")
+		require.Less(t, time.Since(start), 2*time.Second)
+		require.NoError(t, <-ran)
+	})
+}
+
+// TestStopWhenIdleWaitsOnlyForOpenPolls: an idle worker's graceful stop
+// takes no longer than the long poll under way (WaitTime), and a message
+// that arrives meanwhile is not hidden: it is handed back, visible at once.
+func TestStopWhenIdleWaitsOnlyForOpenPolls(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		w, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: &counted{}, WaitTime: 10 * time.Second,
+		})
+		require.NoError(t, err)
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(context.Background()) }()
+		time.Sleep(time.Minute) // idle, a poll open
+		start := time.Now()
+		stopped := make(chan error, 1)
+		go func() { stopped <- w.Stop(context.Background()) }()
+		time.Sleep(time.Second)
+		// Arrives while the open poll is still waiting: it takes it, and the
+		// stopping worker hands it back.
+		_, err = c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("late"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("late")})
+		require.NoError(t, err)
+		require.NoError(t, <-stopped)
+		require.NoError(t, <-ran)
+		require.LessOrEqual(t, time.Since(start), 10*time.Second, "within WaitTime")
+		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url})
+		require.NoError(t, err)
+		require.Len(t, out.Messages, 1, "the message the last poll took is visible again")
+	})
+}
+
+// TestStopBeforeRun: Run returns at once after Stop; Stop on a Worker that
+// never ran returns at once.
+func TestStopBeforeRun(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		w, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: &counted{}, WaitTime: time.Second,
+		})
+		require.NoError(t, err)
+		require.NoError(t, w.Stop(context.Background()))
+		start := time.Now()
+		require.NoError(t, w.Run(context.Background()))
+		require.Less(t, time.Since(start), 2*time.Second)
+	})
+}

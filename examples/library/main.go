@@ -48,7 +48,24 @@ func main() {
 		slog.Error("start", "err", err) // a *exactly.ConfigError names the setting
 		os.Exit(2)
 	}
-	if err := w.Run(ctx); err != nil { // returns once drained after SIGTERM
+	// The first signal drains (running effects finish, open long polls
+	// return: within WaitTime when idle); a second one cancels what runs.
+	drained := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(again)
+		select {
+		case <-again:
+			slog.Warn("second signal: cancelling running effects")
+			_ = w.StopAndCancel(context.Background())
+		case <-drained:
+		}
+	}()
+	err = w.Run(ctx) // returns once drained
+	close(drained)
+	if err != nil {
 		slog.Error("run", "err", err)
 		os.Exit(1)
 	}

@@ -323,7 +323,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stdou
 		select {
 		case <-force:
 			log.Warn("second signal: cancelling running handlers now")
-			w.Force()
+			_ = w.StopAndCancel(context.WithoutCancel(ctx))
 		case <-bgCtx.Done():
 		}
 	})

@@ -336,7 +336,8 @@ func (p *Pool) Run(ctx context.Context) {
 		}
 	}
 	<-ctx.Done()
-	p.log.Info("shutting down: receiving stopped", "grace", p.cfg.ShutdownTimeout, "open_polls_return_within", p.cfg.WaitTime)
+	p.log.Info("shutting down: receiving stopped; waiting for running effects and for the long polls under way, which return within the wait time (what they bring is handed back, not hidden); a forced stop (a second signal) ends both now",
+		"grace", p.cfg.ShutdownTimeout.String(), "wait_time", p.cfg.WaitTime.String())
 	p.mu.Lock()
 	p.stopping = true
 	close(p.stopCh)

@@ -9,10 +9,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // maxExpressionBytes is DynamoDB's limit on the length of one expression.
-const maxExpressionBytes = 4096
+const maxExpressionBytes = ddblimit.ExpressionBytes
 
 // exprSpec is one expression of a request, nil when absent.
 type exprSpec struct {

@@ -9,10 +9,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // maxTransactionBytes is DynamoDB's limit on a transaction's aggregate size.
-const maxTransactionBytes = 4 * 1024 * 1024
+const maxTransactionBytes = ddblimit.TransactBytes
 
 type writeKind int
 
@@ -321,7 +323,7 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 	}
 	defer unlock()
 	n := len(in.TransactItems)
-	if n == 0 || n > 100 {
+	if n == 0 || n > ddblimit.TransactItems {
 		return nil, validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
 	}
 	var fp string

@@ -82,6 +82,16 @@ func prepare(names map[string]string, values map[string]types.AttributeValue, sp
 	if err := checkUse("ExpressionAttributeValues", "An expression attribute value used in expression is not defined; attribute value: ", keysOf(values), usedValues); err != nil {
 		return nil, err
 	}
+	for _, m := range []struct {
+		what string
+		keys []string
+	}{{"ExpressionAttributeNames", keysOf(names)}, {"ExpressionAttributeValues", keysOf(values)}} {
+		for _, k := range m.keys {
+			if len(k) > ddblimit.PlaceholderBytes {
+				return nil, validation("%s contains invalid key: The expression attribute map contains a key that is too long; size of key: %d", m.what, len(k))
+			}
+		}
+	}
 	for k, v := range names {
 		if v == "" {
 			return nil, validation("ExpressionAttributeNames contains invalid value: Empty attribute name for key %s", k)

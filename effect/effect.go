@@ -47,6 +47,10 @@ type Output struct {
 	// together with the COMPLETED dedup record, conditioned on the claim's
 	// fencing token (transactional mode). An effect that returns Writes must
 	// not have done anything else observable: the writes are the effect.
+	// DynamoDB's limits bound the transaction: at most 100 actions (the
+	// record, these writes and the outbox items of Send: a head per group
+	// and one per message), 400 KB per item, 4 MB in all. A commit past
+	// them fails permanently before any request, naming the limit.
 	Writes []types.TransactWriteItem
 	// Send, when not empty, are messages to publish through the worker's
 	// outbox (exactly.Config.Outbox): committed in the same

@@ -182,9 +182,10 @@ func Wrap[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out
 
 // WrapTx is Wrap for a function whose whole effect is its DynamoDB writes:
 // it returns them instead of making them, and they commit in one
-// TransactWriteItems with the record (at most 99 items), conditioned on the
-// call's claim. They are applied exactly once whatever fails. A write whose
-// own condition fails makes the call fail with an error matching
+// TransactWriteItems with the record (at most 99 writes, 400 KB per item,
+// 4 MB in all), conditioned on the call's claim. They are applied exactly
+// once whatever fails. A write whose own condition fails, or writes past
+// those limits, make the call fail at once with an error matching
 // effect.IsPermanent; nothing is applied.
 func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out, []types.TransactWriteItem, error), opts ...Option) func(context.Context, In) (Out, error) {
 	s := settings{expiry: l.cfg.Expiry}

@@ -412,3 +412,47 @@ func TestWrapTxOptimistic(t *testing.T) {
 	}
 	require.EqualValues(t, 1, sent.Load(), "a duplicate never runs a Wrap function")
 }
+
+// TestWrapTxTooLargeFailsAtOnce: a function whose writes cannot commit in
+// one transaction with the record (100 writes and the record: 101 items
+// of DynamoDB's 100) gets a permanent error at once, in both modes, with
+// nothing applied; its caller is not held. Before, the commit's plain
+// error was retried for the whole commit timeout: a (virtual) minute.
+func TestWrapTxTooLargeFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, opts := range [][]idempotency.Option{nil, {idempotency.Optimistic()}} {
+		synctest.Test(t, func(t *testing.T) {
+			db := newDB(t)
+			l := newLedger(t, db)
+			var runs atomic.Int32
+			n := 100
+			bulk := func(_ context.Context, in charge) (string, []types.TransactWriteItem, error) {
+				runs.Add(1)
+				writes := make([]types.TransactWriteItem, n)
+				for i := range writes {
+					writes[i] = types.TransactWriteItem{Put: &types.Put{TableName: aws.String("orders"),
+						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprint(in.Order, "#", i)}}}}
+				}
+				return "done", writes, nil
+			}
+			do := idempotency.WrapTx(l, "bulk", bulk, append(opts, idempotency.KeyPointers("/order"))...)
+			start := time.Now()
+			_, err := do(context.Background(), charge{Order: "o-1"})
+			require.Error(t, err)
+			require.True(t, effect.IsPermanent(err), "err: %v", err)
+			require.ErrorContains(t, err, "101 items")
+			require.ErrorContains(t, err, "at most 100")
+			require.Less(t, time.Since(start), time.Second, "the caller was held (virtual time)")
+			require.EqualValues(t, 1, runs.Load())
+			out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("orders"),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "o-1#0"}}})
+			require.NoError(t, err)
+			require.Empty(t, out.Item, "nothing applied")
+
+			n = 99
+			got, err := do(context.Background(), charge{Order: "o-2"})
+			require.NoError(t, err)
+			require.Equal(t, "done", got)
+		})
+	}
+}

@@ -11,10 +11,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
-// MaxGroupItems is how many items one TransactWriteItems holds.
-const MaxGroupItems = 100
+// MaxGroupItems is how many items one TransactWriteItems holds, and
+// MaxGroupBytes its aggregate size.
+const (
+	MaxGroupItems = ddblimit.TransactItems
+	MaxGroupBytes = ddblimit.TransactBytes
+)
 
 // ErrNotAlone is wrapped by a group commit's result when the shared
 // transaction failed without a verdict on this commit: another commit's
@@ -50,7 +56,7 @@ func (s *Store) CommitGroup(ctx context.Context, entries []GroupEntry) []GroupRe
 	out := make([]GroupResult, len(entries))
 	var ready []*optimistic
 	var at []int // index in entries of each ready commit
-	n := 0
+	n, size := 0, 0
 	for i, e := range entries {
 		o, err := s.prepareOptimistic(e.Req, e.Result, e.Writes)
 		if err != nil {
@@ -60,11 +66,12 @@ func (s *Store) CommitGroup(ctx context.Context, entries []GroupEntry) []GroupRe
 		ready = append(ready, o)
 		at = append(at, i)
 		n += len(o.items)
+		size += ddblimit.TransactionBytes(o.items)
 	}
 	switch {
 	case len(ready) == 0:
 		return out
-	case len(ready) == 1 || n > MaxGroupItems:
+	case len(ready) == 1 || n > MaxGroupItems || size > MaxGroupBytes:
 		for j, o := range ready {
 			e := entries[at[j]]
 			out[at[j]].Claim, out[at[j]].Err = s.CommitOptimistic(ctx, o.req, e.Result, e.Writes)
@@ -105,6 +112,17 @@ func (s *Store) CommitGroup(ctx context.Context, entries []GroupEntry) []GroupRe
 		}
 	}
 	return out
+}
+
+// Size is e's commit as a transaction counts it: its items and a lower
+// bound of their bytes. err is the error the commit has on its own
+// (ErrTooLarge, ErrResultTooLarge...): it cannot join a group.
+func (s *Store) Size(e GroupEntry) (items, bytes int, err error) {
+	o, err := s.prepareOptimistic(e.Req, e.Result, e.Writes)
+	if err != nil {
+		return 0, 0, err
+	}
+	return len(o.items), ddblimit.TransactionBytes(o.items), nil
 }
 
 // ItemIDs names the items a commit writes: its record and its writes,

@@ -25,8 +25,8 @@ import (
 // commit, Won. req.Lease is not used.
 //
 // Errors: *EffectConditionError (one of the writes failed its own
-// condition) and ErrInvalid are verdicts; ErrResultTooLarge is returned
-// before any request; any other error (TransactionConflict, throttling, a
+// condition) and ErrInvalid are verdicts; ErrResultTooLarge and
+// ErrTooLarge (also ErrInvalid) are returned before any request; any other error (TransactionConflict, throttling, a
 // timeout) is no verdict and may be retried with the same token.
 func (s *Store) CommitOptimistic(ctx context.Context, req ClaimRequest, result []byte, writes []types.TransactWriteItem) (Claim, error) {
 	o, err := s.prepareOptimistic(req, result, writes)
@@ -77,8 +77,6 @@ func (s *Store) prepareOptimistic(req ClaimRequest, result []byte, writes []type
 		return nil, errors.New("dedup: commit without a payload hash (conflicts could not be told from duplicates)")
 	case len(result) > MaxResultBytes:
 		return nil, ErrResultTooLarge
-	case len(writes) > 99:
-		return nil, fmt.Errorf("dedup: %d effect writes; a transaction holds at most 99 plus the record", len(writes))
 	}
 	token, err := tokenOf(req)
 	if err != nil {
@@ -103,6 +101,9 @@ func (s *Store) prepareOptimistic(req ClaimRequest, result []byte, writes []type
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
 	items = append(items, writes...)
+	if err := checkSize(req.Key, items); err != nil {
+		return nil, err
+	}
 	req.Token = token
 	return &optimistic{
 		req: req, now: now, put: put, items: items,

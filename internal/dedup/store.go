@@ -253,12 +253,11 @@ func (s *Store) Complete(ctx context.Context, c Claim, result []byte, ttl time.D
 // TransactWriteItems conditioned on the claim's token and IN_PROGRESS status:
 // if the lease was lost, nothing is applied (ErrLeaseLost). If one of the
 // effect's writes fails its own condition, nothing is applied and an
-// *EffectConditionError says which. A retry after a lost response is
-// recognised (the record is COMPLETED under this token) and reported as done.
+// *EffectConditionError says which. A commit that cannot fit one
+// transaction fails before any request (ErrTooLarge). A retry after a lost
+// response is recognised (the record is COMPLETED under this token) and
+// reported as done.
 func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time.Duration, writes []types.TransactWriteItem) error {
-	if len(writes) > 99 {
-		return fmt.Errorf("dedup: %d effect writes; a transaction holds at most 99 plus the record", len(writes))
-	}
 	up, err := s.completeUpdate(c, result, ttl, "#tok = :tok AND #st = :inprog")
 	if err != nil {
 		return err
@@ -275,6 +274,9 @@ func (s *Store) CompleteTx(ctx context.Context, c Claim, result []byte, ttl time
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
 	items = append(items, writes...)
+	if err := checkSize(c.Key, items); err != nil {
+		return err
+	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return nil

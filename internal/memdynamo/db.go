@@ -27,6 +27,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // DB is an in-memory DynamoDB. The zero value is not usable; call New.
@@ -324,22 +326,24 @@ func (t *table) keyFrom(it item) (string, error) {
 		if typeName(v) != string(k.typ) {
 			return "", validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", k.name, k.typ, typeName(v))
 		}
+		size := 0
 		switch x := v.(type) {
 		case *types.AttributeValueMemberS:
 			if x.Value == "" {
 				return "", validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: %s", k.name)
 			}
-			limit := 2048
-			if k.name == t.rangeKey {
-				limit = 1024
-			}
-			if len(x.Value) > limit {
-				return "", validation("One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of %d bytes", limit)
-			}
+			size = len(x.Value)
 		case *types.AttributeValueMemberB:
 			if len(x.Value) == 0 {
 				return "", validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty binary value. Key: %s", k.name)
 			}
+			size = len(x.Value)
+		}
+		if k.name == t.rangeKey && size > ddblimit.SortKeyBytes {
+			return "", validation("One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of %d bytes", ddblimit.SortKeyBytes)
+		}
+		if k.name == t.hashKey && size > ddblimit.PartitionKeyBytes {
+			return "", validation("One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of %d bytes", ddblimit.PartitionKeyBytes)
 		}
 		encodeValue(&b, v)
 	}

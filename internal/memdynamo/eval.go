@@ -9,10 +9,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // maxExpressionBytes is DynamoDB's limit on the length of one expression.
-const maxExpressionBytes = 4096
+const maxExpressionBytes = ddblimit.ExpressionBytes
 
 // exprSpec is one expression of a request, nil when absent.
 type exprSpec struct {
@@ -79,6 +81,16 @@ func prepare(names map[string]string, values map[string]types.AttributeValue, sp
 	}
 	if err := checkUse("ExpressionAttributeValues", "An expression attribute value used in expression is not defined; attribute value: ", keysOf(values), usedValues); err != nil {
 		return nil, err
+	}
+	for _, m := range []struct {
+		what string
+		keys []string
+	}{{"ExpressionAttributeNames", keysOf(names)}, {"ExpressionAttributeValues", keysOf(values)}} {
+		for _, k := range m.keys {
+			if len(k) > ddblimit.PlaceholderBytes {
+				return nil, validation("%s contains invalid key: The expression attribute map contains a key that is too long; size of key: %d", m.what, len(k))
+			}
+		}
 	}
 	for k, v := range names {
 		if v == "" {

@@ -9,10 +9,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // maxTransactionBytes is DynamoDB's limit on a transaction's aggregate size.
-const maxTransactionBytes = 4 * 1024 * 1024
+const maxTransactionBytes = ddblimit.TransactBytes
 
 type writeKind int
 
@@ -321,10 +323,13 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 	}
 	defer unlock()
 	n := len(in.TransactItems)
-	if n == 0 || n > 100 {
+	if n == 0 || n > ddblimit.TransactItems {
 		return nil, validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
 	}
 	var fp string
+	if tok := aws.ToString(in.ClientRequestToken); len(tok) > ddblimit.ClientRequestTokenLength {
+		return nil, validation("1 validation error detected: Value '%s' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to %d", tok, ddblimit.ClientRequestTokenLength)
+	}
 	if tok := aws.ToString(in.ClientRequestToken); tok != "" {
 		fp = fingerprint(in.TransactItems)
 		now := db.now()
@@ -386,7 +391,7 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 		total += len(w.key) + itemSize(w.put) + itemSize(w.req.values)
 	}
 	if total > maxTransactionBytes {
-		return nil, validation("Transaction request size has exceeded the maximum allowed size of 4 MB")
+		return nil, validation("Transaction payload size cannot exceed 4MB. Payload Size: %d", total)
 	}
 	reasons := make([]types.CancellationReason, n)
 	nexts := make([]item, n)

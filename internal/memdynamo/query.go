@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // index is a global secondary index: a view of the table's items that have
@@ -93,8 +95,8 @@ func (t *table) checkIndexKeys(it item) error {
 // BETWEEN, begins_with), ProjectionExpression (top-level names), Limit,
 // ScanIndexForward, ExclusiveStartKey and ConsistentRead (refused on an
 // index, as DynamoDB does). FilterExpression, Select and the legacy
-// parameters fail with ErrUnsupported; pages are cut by Limit only, not by
-// DynamoDB's 1 MB.
+// parameters fail with ErrUnsupported. A page ends at Limit items or
+// after 1 MB read, as DynamoDB's do.
 func (db *DB) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	t, unlock, err := db.enterTable(ctx, "Query", in.TableName)
 	if err != nil {
@@ -180,8 +182,23 @@ func (db *DB) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dyn
 		}
 	}
 	out := &dynamodb.QueryOutput{}
-	if in.Limit != nil && int(*in.Limit) < len(rows) {
-		rows = rows[:*in.Limit]
+	// A page ends at Limit items, or once it has read 1 MB (the item that
+	// passes it included).
+	cut, read := len(rows), 0
+	if in.Limit != nil && int(*in.Limit) < cut {
+		cut = int(*in.Limit)
+	}
+	for i, it := range rows[:cut] {
+		if x != nil && x.keysOnly {
+			it = db.project(t, x, &request{}, it)
+		}
+		if read += itemSize(it); read >= ddblimit.QueryPageBytes {
+			cut = i + 1
+			break
+		}
+	}
+	if cut < len(rows) {
+		rows = rows[:cut]
 		last := rows[len(rows)-1]
 		lek := item{}
 		for _, k := range []string{t.hashKey, t.rangeKey, hashKey, rangeKey} {
@@ -277,9 +294,10 @@ func (r *request) checkKeyCondition(c *cond, hashKey, rangeKey string) error {
 
 // BatchGetItem reads up to 100 items by key, from one or more tables:
 // Keys, ConsistentRead, ProjectionExpression (top-level names) and
-// ExpressionAttributeNames. It never leaves keys unprocessed (DynamoDB may:
-// callers must handle UnprocessedKeys). AttributesToGet fails with
-// ErrUnsupported.
+// ExpressionAttributeNames. It leaves unprocessed the keys past 16 MB of
+// answer, as DynamoDB does (DynamoDB may leave others too, when
+// throttled: callers must handle UnprocessedKeys). AttributesToGet fails
+// with ErrUnsupported.
 func (db *DB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	unlock, err := db.enter(ctx, "BatchGetItem")
 	if err != nil {
@@ -293,11 +311,15 @@ func (db *DB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, 
 	if len(in.RequestItems) == 0 || total == 0 {
 		return nil, validation("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
-	if total > 100 {
+	if total > ddblimit.BatchGetKeys {
 		return nil, validation("Too many items requested for the BatchGetItem call")
 	}
 	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
-	for name, ka := range in.RequestItems {
+	// The answer holds at most 16 MB: the keys past it are left
+	// unprocessed, with their table's other parameters.
+	left := ddblimit.BatchGetBytes
+	for _, name := range sortedKeys(in.RequestItems) {
+		ka := in.RequestItems[name]
 		if len(ka.AttributesToGet) > 0 {
 			return nil, unsupported("legacy AttributesToGet parameter")
 		}
@@ -324,11 +346,35 @@ func (db *DB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, 
 				return nil, validation("Provided list of item keys contains duplicates")
 			}
 			seen[k] = true
-			if it, ok := t.items[k]; ok {
-				rows = append(rows, db.project(t, nil, req, it))
+			it, ok := t.items[k]
+			if !ok {
+				continue
 			}
+			row := db.project(t, nil, req, it)
+			if left -= itemSize(row); left < 0 {
+				un := out.UnprocessedKeys[name]
+				if un.Keys == nil {
+					un = ka
+					un.Keys = nil
+				}
+				un.Keys = append(un.Keys, key)
+				if out.UnprocessedKeys == nil {
+					out.UnprocessedKeys = map[string]types.KeysAndAttributes{}
+				}
+				out.UnprocessedKeys[name] = un
+				continue
+			}
+			rows = append(rows, row)
 		}
 		out.Responses[name] = rows
 	}
 	return out, nil
+}
+
+// sortedKeys returns m's keys in order: the same request is answered the
+// same way.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := keysOf(m)
+	sort.Strings(ks)
+	return ks
 }

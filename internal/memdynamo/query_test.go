@@ -10,18 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
-
-	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
 // newIndexedTable makes a table keyed (pk S, sk N) with a sparse global
 // secondary index "byShard" keyed (shard S, since N): the outbox's shape.
 func newIndexedTable(t *testing.T, db DB, projection types.ProjectionType) string {
 	t.Helper()
-	name := testenv.Name("mq")
-	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:   &name,
-		BillingMode: types.BillingModePayPerRequest,
+	return createTable(t, db, "mq", &dynamodb.CreateTableInput{
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
@@ -42,9 +37,6 @@ func newIndexedTable(t *testing.T, db DB, projection types.ProjectionType) strin
 		}},
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly},
 	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
-	return name
 }
 
 // keys renders the (pk, sk) of query results.

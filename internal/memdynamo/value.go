@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // item is a stored item. Stored values are always canonical deep copies,
@@ -16,7 +18,7 @@ import (
 type item = map[string]types.AttributeValue
 
 // maxItemBytes is DynamoDB's item size limit (400 KB).
-const maxItemBytes = 400 * 1024
+const maxItemBytes = ddblimit.ItemBytes
 
 // cleanItem validates an item (or a map of expression values) and returns a
 // canonical deep copy.
@@ -296,59 +298,8 @@ func compareOrdered(a, b types.AttributeValue) (c int, ok bool) {
 	return 0, false
 }
 
-// itemSize approximates DynamoDB's item size from above: names plus values,
-// numbers counted by their text (DynamoDB stores them in fewer bytes).
-func itemSize(it item) int {
-	n := 0
-	for k, v := range it {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(x.Value)
-	case *types.AttributeValueMemberN:
-		return len(x.Value)
-	case *types.AttributeValueMemberB:
-		return len(x.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range x.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range x.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range x.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range x.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range x.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
-}
+// itemSize is an item's size as DynamoDB counts it.
+func itemSize(it item) int { return ddblimit.ItemSize(it) }
 
 // encodeValue writes an unambiguous canonical encoding of v: used for item
 // keys in the table and to fingerprint transaction requests.

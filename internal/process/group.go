@@ -10,7 +10,7 @@ import (
 
 // GroupCommitter gathers the first attempts of optimistic commits made
 // within Window of each other into one TransactWriteItems (at most
-// dedup.MaxGroupItems items), so that messages handled at once cost one
+// dedup.MaxGroupItems items and dedup.MaxGroupBytes), so that messages handled at once cost one
 // request. No goroutine of its own: the first commit of a group waits out
 // the window and makes the request for all of it; the others wait for its
 // answer. A commit that writes an item the open group already writes goes
@@ -31,6 +31,7 @@ type commitGroup struct {
 	entries []dedup.GroupEntry
 	ids     map[string]bool // the items its commits write
 	items   int
+	bytes   int
 	full    chan struct{} // closed when no more fit: commit now
 	done    chan struct{} // closed when out is set
 	out     []dedup.GroupResult
@@ -40,15 +41,20 @@ type commitGroup struct {
 // and returns e's outcome as Store.CommitOptimistic would, or an error
 // wrapping dedup.ErrNotAlone.
 func (g *GroupCommitter) Commit(ctx context.Context, e dedup.GroupEntry) (dedup.Claim, error) {
+	n, size, err := g.Store.Size(e)
+	if err != nil {
+		// It fails on its own (too large for any transaction, say): not
+		// in a group, whose others it would only hold up.
+		return g.Store.CommitOptimistic(ctx, e.Req, e.Result, e.Writes)
+	}
 	ids := g.Store.ItemIDs(e)
-	n := 1 + len(e.Writes)
 	g.mu.Lock()
 	c := g.open
 	if c != nil && c.overlaps(ids) {
 		g.mu.Unlock()
 		return g.Store.CommitOptimistic(ctx, e.Req, e.Result, e.Writes)
 	}
-	if c != nil && c.items+n > dedup.MaxGroupItems {
+	if c != nil && (c.items+n > dedup.MaxGroupItems || c.bytes+size > dedup.MaxGroupBytes) {
 		g.flush(c) // its commits go now; this one opens the next group
 		c = nil
 	}
@@ -60,6 +66,7 @@ func (g *GroupCommitter) Commit(ctx context.Context, e dedup.GroupEntry) (dedup.
 	i := len(c.entries)
 	c.entries = append(c.entries, e)
 	c.items += n
+	c.bytes += size
 	for _, id := range ids {
 		c.ids[id] = true
 	}

@@ -388,7 +388,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 				return err
 			}
 			got, err = p.Store.CommitOptimistic(cctx, req, out.Result, writes)
-			err = outboxMoved(err, len(out.Writes))
+			err = outboxMoved(sized(err, out.Writes, out.Send, writes), len(out.Writes))
 		}
 		return err
 	})
@@ -455,8 +455,19 @@ func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte
 		if err != nil {
 			return err
 		}
-		return outboxMoved(p.Store.CompleteTx(cctx, claim, result, p.TTL, all), len(writes))
+		return outboxMoved(sized(p.Store.CompleteTx(cctx, claim, result, p.TTL, all), writes, send, all), len(writes))
 	})
+}
+
+// sized adds to a commit's dedup.ErrTooLarge what its items are made of,
+// when some are the outbox's: the effect's writes, the messages it sends
+// and their outbox items (all: the writes, then the outbox items).
+func sized(err error, writes []types.TransactWriteItem, send []outbox.Message, all []types.TransactWriteItem) error {
+	if len(send) == 0 || !errors.Is(err, dedup.ErrTooLarge) {
+		return err
+	}
+	return fmt.Errorf("%w (the effect returned %d writes and %d messages to send, which take %d outbox items)",
+		err, len(writes), len(send), len(all)-len(writes))
 }
 
 // errOutboxMoved: a commit's outbox items found their groups moved on by

@@ -750,10 +750,40 @@ func (s *suite) testCompleteTxLimit(t *testing.T) {
 		}
 		return w
 	}
-	require.Error(t, a.CompleteTx(f.ctx, c, nil, ttl, puts(100)))
+	// 100 writes and the record: 101 actions, refused before any request,
+	// a verdict (ErrInvalid), not an error to retry.
+	err := a.CompleteTx(f.ctx, c, nil, ttl, puts(100))
+	require.ErrorIs(t, err, dedup.ErrTooLarge)
+	require.ErrorIs(t, err, dedup.ErrInvalid)
+	require.ErrorContains(t, err, "101 items")
 	require.Nil(t, f.item(ledger, "item0"))
+	_, err = f.db.TransactWriteItems(f.ctx, &dynamodb.TransactWriteItemsInput{TransactItems: puts(101)})
+	require.Error(t, err, "the backend refuses 101 actions too")
 	require.NoError(t, a.CompleteTx(f.ctx, c, nil, ttl, puts(99)))
 	require.NotNil(t, f.item(ledger, "item98"))
+
+	// An item over 400 KB: refused before any request. An update that
+	// would grow one past it: DynamoDB's own ValidationException, also a
+	// verdict.
+	big := func(pk string, pad int) []types.TransactWriteItem {
+		return []types.TransactWriteItem{{Put: &types.Put{TableName: &ledger, Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: pk}, "pad": &types.AttributeValueMemberS{Value: strings.Repeat("x", pad)}}}}}
+	}
+	c2 := f.claim(a, f.req("k2", "body", lease, ttl), dedup.Won)
+	err = a.CompleteTx(f.ctx, c2, nil, ttl, big("huge", 400*1024))
+	require.ErrorIs(t, err, dedup.ErrTooLarge)
+	require.ErrorContains(t, err, "400 KB")
+	require.NoError(t, a.CompleteTx(f.ctx, c2, nil, ttl, big("huge", 400*1024-10)), "pk+huge+pad = 400 KB - 1")
+	c3 := f.claim(a, f.req("k3", "body", lease, ttl), dedup.Won)
+	err = a.CompleteTx(f.ctx, c3, nil, ttl, []types.TransactWriteItem{{Update: &types.Update{TableName: &ledger,
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "huge"}},
+		UpdateExpression:          aws.String("SET more = :v"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: "yy"}}}}})
+	require.ErrorIs(t, err, dedup.ErrInvalid)
+	require.NotErrorIs(t, err, dedup.ErrTooLarge, "only DynamoDB knows an update's item")
+	_, err = a.CommitOptimistic(f.ctx, f.req("k4", "body", lease, ttl), nil, big("huge2", 400*1024))
+	require.ErrorIs(t, err, dedup.ErrTooLarge)
+	require.Nil(t, f.item(f.table, "k4"), "nothing written")
 }
 
 func (s *suite) testResultLimit(t *testing.T) {

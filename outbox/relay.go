@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -272,7 +273,8 @@ type lane struct {
 	next    int64        // created (ms) of the message after msgs, when read
 	done    int          // msgs published (or failed) so far this round
 	stopped bool         // a publication failed: publish no more this round
-	err     error
+	err     error        // reading or recording failed: nothing recorded
+	pubErr  error        // publishing failed: what was done is recorded
 }
 
 // drain runs one round over heads: read, publish, commit.
@@ -296,9 +298,9 @@ func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
 	}
 	r.commitLanes(ctx, progressed, &round)
 	for _, l := range lanes {
-		if l.err != nil {
+		if err := cmp.Or(l.err, l.pubErr); err != nil {
 			round.Errors++
-			r.log().Warn("outbox group left for the next round", "table", r.Table, "group", l.h.pk, "error", l.err)
+			r.log().Warn("outbox group left for the next round", "table", r.Table, "group", l.h.pk, "error", err)
 		}
 	}
 	return round
@@ -508,9 +510,7 @@ func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
 		sort.Strings(queues)
 		var batches [][]*lane
 		for _, q := range queues {
-			for ls := range slices.Chunk(byQueue[q], 10) {
-				batches = append(batches, ls)
-			}
+			batches = append(batches, batchesOf(byQueue[q], step)...)
 		}
 		var mu sync.Mutex
 		r.each(len(batches), func(i int) {
@@ -518,6 +518,44 @@ func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
 		})
 	}
 }
+
+// Limits of a SendMessageBatch request, SQS's.
+const (
+	maxBatchEntries = 10
+	maxBatchBytes   = 1 << 20
+)
+
+// batchesOf cuts the lanes of one queue into SendMessageBatch requests of
+// their step-th messages: at most maxBatchEntries, and at most
+// maxBatchBytes of SQS-counted size together (SQS refuses the whole
+// request past it, BatchRequestTooLong).
+func batchesOf(ls []*lane, step int) [][]*lane {
+	return pack(ls, maxBatchEntries, maxBatchBytes, func(l *lane) int { return l.msgs[step].size() })
+}
+
+// pack cuts xs, in order, into runs of at most maxN elements whose weights
+// add up to at most maxW (an element heavier than maxW alone).
+func pack[T any](xs []T, maxN, maxW int, weight func(T) int) [][]T {
+	var out [][]T
+	var cur []T
+	w := 0
+	for _, x := range xs {
+		n := weight(x)
+		if len(cur) == maxN || len(cur) > 0 && w+n > maxW {
+			out = append(out, cur)
+			cur, w = nil, 0
+		}
+		cur = append(cur, x)
+		w += n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// size is what SQS counts of the message as the relay sends it.
+func (m *pendingMsg) size() int { return sqsSize(m.body, m.attrs, m.id) }
 
 // permanentCodes are SendMessageBatch entry errors that no retry changes:
 // the message itself is refused.
@@ -548,11 +586,19 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		}
 	}
 	out, err := r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
+	if err != nil && len(ls) > 1 && awserr.Code(err) == "BatchRequestTooLong" {
+		// SQS counts more than the relay did: halves, each on its own.
+		r.sendBatch(ctx, ls[:len(ls)/2], step, mu, round)
+		r.sendBatch(ctx, ls[len(ls)/2:], step, mu, round)
+		return
+	}
 	if err != nil {
+		mu.Lock()
 		for _, l := range ls {
 			l.stopped = true
+			l.pubErr = fmt.Errorf("publish to %s: %w", queue, err)
 		}
-		r.log().Warn("outbox publish failed; will publish again", "queue", queue, "messages", len(ls), "error", err)
+		mu.Unlock()
 		return
 	}
 	failed := map[string]sqstypes.BatchResultErrorEntry{}
@@ -580,6 +626,11 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 			r.log().Error("outbox message refused by SQS for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
 		default:
 			l.stopped = true
+			if bad {
+				l.pubErr = fmt.Errorf("publish to %s: %s: %s", queue, aws.ToString(f.Code), aws.ToString(f.Message))
+			} else {
+				l.pubErr = fmt.Errorf("publish to %s: SQS reported neither success nor failure for the message", queue)
+			}
 		}
 	}
 }
@@ -661,21 +712,7 @@ const maxTxItems = 100
 // own case.
 func (r *Relay) commitLanes(ctx context.Context, lanes []*lane, round *Round) {
 	now := r.now()
-	var batches [][]*lane
-	var cur []*lane
-	n := 0
-	for _, l := range lanes {
-		size := l.done + 1
-		if n+size > maxTxItems && len(cur) > 0 {
-			batches = append(batches, cur)
-			cur, n = nil, 0
-		}
-		cur = append(cur, l)
-		n += size
-	}
-	if len(cur) > 0 {
-		batches = append(batches, cur)
-	}
+	batches := pack(lanes, len(lanes), maxTxItems, func(l *lane) int { return len(r.progress(l, now, false)) })
 	var mu sync.Mutex
 	r.each(len(batches), func(i int) {
 		b := batches[i]

@@ -278,7 +278,6 @@ func (m Message) validate() error {
 	case len(m.Attributes) > MaxAttributes:
 		return fmt.Errorf("%d attributes: at most %d (the relay adds idempotency-key)", len(m.Attributes), MaxAttributes)
 	}
-	size := len(m.Body)
 	for k, v := range m.Attributes {
 		if err := validAttributeName(k); err != nil {
 			return err
@@ -286,12 +285,28 @@ func (m Message) validate() error {
 		if v == "" || !validBody(v) {
 			return fmt.Errorf("attribute %q: a String attribute's value is not empty and holds only characters SQS takes", k)
 		}
-		size += len(k) + len(v) + len("String")
 	}
-	if size > MaxBodyBytes {
-		return fmt.Errorf("%d bytes of body and attributes: SQS takes at most %d", size, MaxBodyBytes)
+	// The relay adds the idempotency-key; a random ID is 32 characters.
+	key := m.ID
+	if key == "" {
+		key = strings.Repeat("0", 32)
+	}
+	if size := sqsSize(m.Body, m.Attributes, key); size > MaxBodyBytes {
+		return fmt.Errorf("%d bytes of body and attributes, with the idempotency-key the relay adds: SQS takes at most %d", size, MaxBodyBytes)
 	}
 	return nil
+}
+
+// sqsSize is what SQS counts of a message against MaximumMessageSize and a
+// batch's total: the body and, for each attribute (the relay's
+// idempotency-key, whose value is key, among them), its name, its type
+// ("String") and its value.
+func sqsSize(body string, attrs map[string]string, key string) int {
+	n := len(body) + len(IdempotencyKeyAttribute) + len("String") + len(key)
+	for k, v := range attrs {
+		n += len(k) + len("String") + len(v)
+	}
+	return n
 }
 
 // ValidID reports whether SQS takes id as a MessageDeduplicationId or a

@@ -51,3 +51,14 @@ func Denied(err error, action, resource string) (msg string, ok bool) {
 	}
 	return "", false
 }
+
+// Code is err's AWS error code without the query protocol's
+// "AWS.SimpleQueueService." prefix (some endpoints send it), "" when err is
+// not an API error. The SDK's typed SQS errors give the short code.
+func Code(err error) string {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	return strings.TrimPrefix(ae.ErrorCode(), "AWS.SimpleQueueService.")
+}

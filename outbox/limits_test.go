@@ -124,3 +124,113 @@ func TestWriteCountsTheRelaysKey(t *testing.T) {
 		require.Zero(t, round.Failed)
 	})
 }
+
+// TestASizeRefusalHoldsTheGroup: an operator lowers the queue's
+// MaximumMessageSize under a message Write took. SQS refuses it; the relay
+// holds its group (publishes nothing more of it, says why, counts it)
+// instead of passing to the group's next message, and the other groups go
+// on. Release publishes it as it is once the queue takes it again; Drop
+// skips it, marked dropped, and the rest of the group follows.
+func TestASizeRefusalHoldsTheGroup(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		q := newQueue(t, e, nil)
+		ob := outbox.New(e.db, e.table)
+		for _, m := range []outbox.Message{msg(q, "a", "a1"), outbox.Message{QueueURL: q, Group: "a", Body: bigBody("a2", 4096), ID: "id-a2"}, msg(q, "a", "a3"), msg(q, "b", "b1")} {
+			require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
+		}
+		setMaxSize(t, e, q, 1024)
+		r := e.relay()
+		round, err := r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, round.Published, "a1 and b1")
+		require.Zero(t, round.Failed, "nothing passed")
+		require.Equal(t, 1, round.Held)
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Zero(t, round.Published, "a3 waits behind the held a2")
+		require.Equal(t, 1, round.Held, "still held: the gauge")
+		bodies, _ := e.received(t, q)
+		require.Equal(t, []string{"a1"}, bodies["a"])
+
+		items, err := outbox.ListGroup(ctx, e.db, e.table, q, "a", 10)
+		require.NoError(t, err)
+		require.Len(t, items, 3)
+		require.Contains(t, items[1].Held, "InvalidParameterValue", "why, on the message")
+		require.Empty(t, items[2].Held)
+		pending, err := outbox.ListPending(ctx, e.db, e.table, 10)
+		require.NoError(t, err)
+		require.Len(t, pending, 2, "a2 and a3 are still to publish")
+		require.NotEmpty(t, pending[0].Held)
+
+		require.ErrorIs(t, outbox.Release(ctx, e.db, e.table, q, "b"), outbox.ErrNotHeld)
+		setMaxSize(t, e, q, 262144)
+		require.NoError(t, outbox.Release(ctx, e.db, e.table, q, "a"))
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, round.Published)
+		require.Zero(t, round.Held)
+		bodies, _ = e.received(t, q)
+		require.Equal(t, []string{bigBody("a2", 4096), "a3"}, bodies["a"], "in order, nothing skipped")
+	})
+}
+
+func TestDropSkipsTheHeldMessage(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		q := newQueue(t, e, nil)
+		ob := outbox.New(e.db, e.table)
+		for _, m := range []outbox.Message{outbox.Message{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2")} {
+			require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
+		}
+		setMaxSize(t, e, q, 1024)
+		r := e.relay()
+		round, err := r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, round.Held)
+		require.ErrorIs(t, outbox.Drop(ctx, e.db, e.table, q, "a", "id-a2"), outbox.ErrNotHeld, "only the held message can be dropped")
+		require.NoError(t, outbox.Drop(ctx, e.db, e.table, q, "a", "id-a1"))
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, round.Published)
+		require.Zero(t, round.Held)
+		bodies, _ := e.received(t, q)
+		require.Equal(t, []string{"a2"}, bodies["a"])
+		items, err := outbox.ListGroup(ctx, e.db, e.table, q, "a", 10)
+		require.NoError(t, err)
+		require.Contains(t, items[0].Dropped, "InvalidParameterValue")
+		require.Empty(t, items[0].Held)
+		require.False(t, items[0].SentAt.IsZero(), "dropped: done, with a TTL")
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Round{}, round, "the group left the pending index")
+	})
+}
+
+// TestOnlyRefusalsOfTheMessageItselfPass: SQS's refusal of a message for
+// what it holds (InvalidMessageContents: characters its producer could
+// know of, which Write refuses) marks it failed and its group goes on; a
+// refusal the relay cannot tell is about the message (any other code)
+// holds the group.
+func TestOnlyRefusalsOfTheMessageItselfPass(t *testing.T) {
+	for code, held := range map[string]bool{"InvalidMessageContents": false, "AWS.SimpleQueueService.InvalidMessageContents": false, "KmsAccessDenied": true, "SomethingNew": true} {
+		t.Run(code, func(t *testing.T) {
+			each(t, func(t *testing.T, e *env) {
+				ctx := context.Background()
+				ob := outbox.New(e.db, e.table)
+				require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", "bad"), msg(e.q1, "a", "a2")}))
+				r := &outbox.Relay{DB: e.db, SQS: &faultySQS{sqsAPI: e.sqs, refuse: "bad", refuseCode: code}, Table: e.table}
+				round, err := r.Sweep(ctx)
+				require.NoError(t, err)
+				bodies, _ := e.received(t, e.q1)
+				if held {
+					require.Equal(t, outbox.Round{Groups: 1, Held: 1, Lag: round.Lag}, round)
+					require.Empty(t, bodies["a"])
+					return
+				}
+				require.Equal(t, 1, round.Failed)
+				require.Equal(t, []string{"a2"}, bodies["a"])
+			})
+		})
+	}
+}

@@ -20,12 +20,15 @@ type Item struct {
 	Created      time.Time // when its transaction committed
 	SentAt       time.Time // zero until published
 	Failed       string    // why SQS refused it for good, when it did
+	Held         string    // why its group is held at it, while it is
+	Dropped      string    // why it had been held, when an operator dropped it
 }
 
 func readItem(it map[string]types.AttributeValue) Item {
 	x := Item{
 		Queue: getS(it, AttrQueue), Group: getS(it, AttrGroup), Seq: getN(it, AttrSK),
 		ID: getS(it, AttrID), Body: getS(it, AttrBody), Failed: getS(it, AttrFailed),
+		Held: getS(it, AttrHeld), Dropped: getS(it, AttrDropped),
 		Created: time.UnixMilli(getN(it, AttrCreated)),
 	}
 	if ms := getN(it, AttrSentAt); ms != 0 {

@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -244,8 +245,10 @@ type faultySQS struct {
 	// failEntry: the entry with this body fails (retryably) while the
 	// others go through.
 	failEntry map[string]int
-	// refuse: the entry with this body is refused for good.
-	refuse string
+	// refuse: the entry with this body is refused for good, with
+	// refuseCode (InvalidMessageContents when empty).
+	refuse     string
+	refuseCode string
 }
 
 func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
@@ -260,7 +263,7 @@ func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 			f.failEntry[body]--
 			failed = append(failed, sqstypes.BatchResultErrorEntry{Id: en.Id, Code: aws.String("InternalError"), SenderFault: false})
 		case body == f.refuse:
-			failed = append(failed, sqstypes.BatchResultErrorEntry{Id: en.Id, Code: aws.String("InvalidMessageContents"), SenderFault: true, Message: aws.String("no")})
+			failed = append(failed, sqstypes.BatchResultErrorEntry{Id: en.Id, Code: aws.String(cmp.Or(f.refuseCode, "InvalidMessageContents")), SenderFault: true, Message: aws.String("no")})
 		default:
 			keep = append(keep, en)
 		}

@@ -73,7 +73,8 @@ type Round struct {
 	Groups     int           // groups looked at
 	Published  int           // messages SQS took (first time or again)
 	Duplicates int           // publications known to repeat an earlier one
-	Failed     int           // messages SQS refused for good, marked failed
+	Failed     int           // messages SQS refused for good, marked failed and passed
+	Held       int           // groups held, waiting for an operator (a sweep's: all it saw)
 	Lag        time.Duration // age of the oldest message still to publish (sweeps only)
 	Errors     int           // groups left for the next round after an error
 }
@@ -97,8 +98,9 @@ const (
 // dedup key from first.
 const IdempotencyKeyAttribute = "idempotency-key"
 
-// AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for good:
-// why. The relay moves past it so that its group is not blocked forever.
+// AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for good
+// for what the message itself holds (see failCodes): why. The relay moves
+// past it. Any other refusal holds the group (AttrHeld).
 const AttrFailed = "failed"
 
 func (r *Relay) now() time.Time {
@@ -165,13 +167,16 @@ const roundGrace = 20 * time.Second
 type head struct {
 	pk, queue, group string
 	seq, sent        int64
-	since            int64 // ms; 0 when not pending
+	since            int64  // ms; 0 when not pending
+	held             string // why the group is held; "" when not
+	heldSeq          int64
 }
 
 func readHead(it map[string]types.AttributeValue) head {
 	return head{
 		pk: getS(it, AttrPK), queue: getS(it, AttrQueue), group: getS(it, AttrGroup),
 		seq: getN(it, AttrSeq), sent: getN(it, AttrSent), since: getN(it, AttrSince),
+		held: getS(it, AttrHeld), heldSeq: getN(it, AttrHeldSeq),
 	}
 }
 
@@ -275,6 +280,7 @@ type lane struct {
 	stopped bool         // a publication failed: publish no more this round
 	err     error        // reading or recording failed: nothing recorded
 	pubErr  error        // publishing failed: what was done is recorded
+	hold    string       // SQS refused msgs[done] so that the group is to be held: why
 }
 
 // drain runs one round over heads: read, publish, commit.
@@ -292,12 +298,15 @@ func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
 	r.publish(ctx, lanes, &round)
 	var progressed []*lane
 	for _, l := range lanes {
-		if l.err == nil && (l.done > 0 || l.h.seq == l.h.sent && l.h.since != 0) {
+		if l.err == nil && (l.done > 0 || l.hold != "" || l.h.seq == l.h.sent && l.h.since != 0 && l.h.held == "") {
 			progressed = append(progressed, l)
 		}
 	}
 	r.commitLanes(ctx, progressed, &round)
 	for _, l := range lanes {
+		if l.err == nil && (l.h.held != "" || l.hold != "") {
+			round.Held++
+		}
 		if err := cmp.Or(l.err, l.pubErr); err != nil {
 			round.Errors++
 			r.log().Warn("outbox group left for the next round", "table", r.Table, "group", l.h.pk, "error", err)
@@ -341,6 +350,9 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 			return nil
 		}
 		l.h = readHead(out.Item)
+	}
+	if l.h.held != "" {
+		return nil // an operator decides (Release, Drop)
 	}
 	out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &r.Table,
@@ -428,6 +440,9 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 	}
 	var keys []key
 	for _, l := range lanes {
+		if l.h.held != "" {
+			continue // an operator decides (Release, Drop)
+		}
 		for sk := l.h.sent + 1; sk <= min(l.h.seq, l.h.sent+int64(r.perGroup())+1); sk++ {
 			keys = append(keys, key{l, sk})
 		}
@@ -472,6 +487,9 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 	})
 	r.each(len(lanes), func(i int) {
 		l := lanes[i]
+		if l.h.held != "" {
+			return
+		}
 		if failed[l] {
 			l.err = r.load(ctx, l, false)
 			return
@@ -557,12 +575,18 @@ func pack[T any](xs []T, maxN, maxW int, weight func(T) int) [][]T {
 // size is what SQS counts of the message as the relay sends it.
 func (m *pendingMsg) size() int { return sqsSize(m.body, m.attrs, m.id) }
 
-// permanentCodes are SendMessageBatch entry errors that no retry changes:
-// the message itself is refused.
-var permanentCodes = []string{
-	"InvalidParameterValue", "InvalidMessageContents", "MessageTooLong",
-	"InvalidAttributeName", "InvalidAttributeValue", "UnsupportedOperation",
-}
+// failCodes are the SendMessageBatch entry refusals about what the message
+// itself holds, which its producer could know and Write refuses already
+// (characters SQS does not take, attribute names): no retry, release or
+// queue setting changes them, so the message is marked failed and its
+// group goes on. Every other refusal an entry gets for good (SenderFault:
+// InvalidParameterValue for a size over the queue's MaximumMessageSize,
+// which an operator may lower at any time, or codes unknown here) holds
+// the group for an operator: a group's order is never broken, nor a
+// message skipped, for a reason the producer could not know. Failures of
+// the whole request (queue missing, access or KMS denied, throttling) are
+// retried every round and counted as errors.
+var failCodes = []string{"InvalidMessageContents", "InvalidAttributeName", "InvalidAttributeValue"}
 
 func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mutex, round *Round) {
 	queue := ls[0].h.queue
@@ -586,10 +610,18 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		}
 	}
 	out, err := r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
-	if err != nil && len(ls) > 1 && awserr.Code(err) == "BatchRequestTooLong" {
-		// SQS counts more than the relay did: halves, each on its own.
-		r.sendBatch(ctx, ls[:len(ls)/2], step, mu, round)
-		r.sendBatch(ctx, ls[len(ls)/2:], step, mu, round)
+	if err != nil && awserr.Code(err) == "BatchRequestTooLong" {
+		if len(ls) > 1 {
+			// SQS counts more than the relay did: halves, each on its own.
+			r.sendBatch(ctx, ls[:len(ls)/2], step, mu, round)
+			r.sendBatch(ctx, ls[len(ls)/2:], step, mu, round)
+			return
+		}
+		mu.Lock()
+		ls[0].stopped = true
+		ls[0].hold = "BatchRequestTooLong: " + err.Error()
+		mu.Unlock()
+		r.log().Error("outbox message too long for SQS on its own; group held", "queue", queue, "group", ls[0].h.group, "id", ls[0].msgs[step].id)
 		return
 	}
 	if err != nil {
@@ -619,11 +651,15 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 			m.sent = true
 			l.done++
 			round.Published++
-		case bad && f.SenderFault && slices.Contains(permanentCodes, aws.ToString(f.Code)):
+		case bad && f.SenderFault && slices.Contains(failCodes, awserr.TrimCode(aws.ToString(f.Code))):
 			m.failed = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
 			l.done++
 			round.Failed++
 			r.log().Error("outbox message refused by SQS for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
+		case bad && f.SenderFault:
+			l.stopped = true
+			l.hold = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
+			r.log().Error("outbox message refused by SQS; group held until an operator releases it or drops the message", "queue", queue, "group", l.h.group, "id", m.id, "error", l.hold)
 		default:
 			l.stopped = true
 			if bad {
@@ -648,14 +684,22 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 		retention = RetentionDefault
 	}
 	last := l.h.sent + int64(l.done)
-	names := map[string]string{"#sent": AttrSent}
+	names := map[string]string{"#sent": AttrSent, "#held": AttrHeld}
 	values := map[string]types.AttributeValue{":last": num(last)}
-	cond := "attribute_not_exists(#sent)"
+	// A held group's head is an operator's to change (a relay that read
+	// it before the hold records nothing).
+	cond := "attribute_not_exists(#held) AND attribute_not_exists(#sent)"
 	if l.h.sent > 0 {
-		cond = "#sent = :read"
+		cond = "attribute_not_exists(#held) AND #sent = :read"
 		values[":read"] = num(l.h.sent)
 	}
 	upd := "SET #sent = :last"
+	if l.hold != "" {
+		drained = false
+		upd += ", #held = :why, #hseq = :hseq"
+		names["#hseq"] = AttrHeldSeq
+		values[":why"], values[":hseq"] = str(l.hold), num(l.msgs[l.done].seq)
+	}
 	if drained {
 		upd += " REMOVE #shard, #since"
 		cond += " AND #seq = :last"
@@ -673,12 +717,21 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 		names["#since"] = AttrSince
 		values[":next"] = num(next)
 	}
-	items := make([]types.TransactWriteItem, 0, l.done+1)
+	items := make([]types.TransactWriteItem, 0, l.done+2)
 	items = append(items, types.TransactWriteItem{Update: &types.Update{
 		TableName: &r.Table, Key: headKey(l.h.pk), UpdateExpression: aws.String(upd), ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
+	if l.hold != "" {
+		// Why, on the message too, for worker outbox to show.
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: &r.Table, Key: map[string]types.AttributeValue{AttrPK: str(l.h.pk), AttrSK: num(l.msgs[l.done].seq)},
+			UpdateExpression: aws.String("SET #held = :why"), ConditionExpression: aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames:  map[string]string{"#held": AttrHeld, "#pk": AttrPK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":why": str(l.hold)},
+		}})
+	}
 	for _, m := range l.msgs[:l.done] {
 		set := "SET #at = :now, #ttl = :ttl"
 		values := map[string]types.AttributeValue{":now": num(now.UnixMilli()), ":ttl": num(now.Add(retention).Unix())}

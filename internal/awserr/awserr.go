@@ -60,5 +60,9 @@ func Code(err error) string {
 	if !errors.As(err, &ae) {
 		return ""
 	}
-	return strings.TrimPrefix(ae.ErrorCode(), "AWS.SimpleQueueService.")
+	return TrimCode(ae.ErrorCode())
 }
+
+// TrimCode drops the query protocol's "AWS.SimpleQueueService." prefix
+// from an SQS error code (a batch entry's, say).
+func TrimCode(code string) string { return strings.TrimPrefix(code, "AWS.SimpleQueueService.") }

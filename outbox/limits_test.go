@@ -112,7 +112,7 @@ func TestWriteCountsTheRelaysKey(t *testing.T) {
 		q := newQueue(t, e, map[string]string{"MaximumMessageSize": fmt.Sprint(outbox.MaxBodyBytes)})
 		ob := outbox.New(e.db, e.table)
 		id := strings.Repeat("k", 128)
-		key := len(outbox.IdempotencyKeyAttribute) + len("String") + len(id)
+		key := len(outbox.IdempotencyKeyAttribute) + len("String") + len(outbox.Key("g", id))
 		attrs := map[string]string{"kind": "deposit"}
 		fits := outbox.MaxBodyBytes - key - len("kind") - len("String") - len("deposit")
 		err := ob.Write(ctx, []outbox.Message{{QueueURL: q, Group: "g", Body: bigBody("over", fits+1), Attributes: attrs, ID: id}})
@@ -232,5 +232,47 @@ func TestOnlyRefusalsOfTheMessageItselfPass(t *testing.T) {
 				require.Equal(t, []string{"a2"}, bodies["a"])
 			})
 		})
+	}
+}
+
+// TestOneIDInTwoGroupsIsTwoMessages: two groups of a queue-scoped FIFO
+// queue (DeduplicationScope=queue, the default) may use one message ID
+// (a transfer's id for its debit and its credit, say). Were the ID the
+// MessageDeduplicationId, SQS would drop the second within five minutes,
+// and an exactly worker, keying on the idempotency-key per queue, would
+// take it for a duplicate: a lost message. The relay's key includes the
+// group.
+func TestOneIDInTwoGroupsIsTwoMessages(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		ob := outbox.New(e.db, e.table)
+		require.NoError(t, ob.Write(ctx, []outbox.Message{
+			{QueueURL: e.q1, Group: "debit-a", Body: "debit", ID: "transfer-42"},
+			{QueueURL: e.q1, Group: "credit-b", Body: "credit", ID: "transfer-42"},
+		}))
+		round, err := e.relay().Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, round.Published)
+		bodies, keys := e.received(t, e.q1)
+		require.Equal(t, []string{"debit"}, bodies["debit-a"])
+		require.Equal(t, []string{"credit"}, bodies["credit-b"], "not dropped as a duplicate of the debit")
+		require.NotEqual(t, keys["debit"], keys["credit"], "two keys for the worker too")
+		require.Equal(t, outbox.Key("debit-a", "transfer-42"), keys["debit"])
+	})
+}
+
+func TestKey(t *testing.T) {
+	long := strings.Repeat("i", 128)
+	for _, tc := range []struct{ group, id, want string }{
+		{"", "x", "x"},
+		{"g", "x", "g/x"},
+		{"a/b", "c", outbox.Key("a/b", "c")},
+	} {
+		require.Equal(t, tc.want, outbox.Key(tc.group, tc.id))
+	}
+	require.NotEqual(t, outbox.Key("a/b", "c"), outbox.Key("a", "b/c"), "a '/' in the group cannot make two keys one")
+	require.Regexp(t, "^h[0-9a-f]{63}$", outbox.Key("a/b", "c"))
+	for _, k := range []string{outbox.Key("g", long), outbox.Key(long, long), outbox.Key("a/b", "c")} {
+		require.True(t, outbox.ValidID(k), "a valid dedup id: %q", k)
 	}
 }

@@ -99,7 +99,7 @@ func (e *env) received(t *testing.T, queue string) (bodies map[string][]string, 
 			g := m.Attributes["MessageGroupId"]
 			bodies[g] = append(bodies[g], aws.ToString(m.Body))
 			keys[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["idempotency-key"].StringValue)
-			require.Equal(t, keys[aws.ToString(m.Body)], m.Attributes["MessageDeduplicationId"], "the dedup id is the message id")
+			require.Equal(t, keys[aws.ToString(m.Body)], m.Attributes["MessageDeduplicationId"], "the dedup id is the idempotency-key")
 			_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queue, ReceiptHandle: m.ReceiptHandle})
 			require.NoError(t, err)
 		}
@@ -150,7 +150,7 @@ func TestWriteAndSweepPublishInOrder(t *testing.T) {
 		require.Equal(t, []string{"b1"}, bodies["b"])
 		bodies, keys := e.received(t, e.q2)
 		require.Equal(t, []string{"c1"}, bodies["c"])
-		require.Len(t, keys["c1"], 32, "a generated id")
+		require.Regexp(t, "^c/[0-9a-f]{32}$", keys["c1"], "the group and a generated id")
 
 		// Published messages are marked, with a TTL; the business item is there.
 		out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: &e.table, KeyConditionExpression: aws.String("pk = :pk AND sk > :z"),

@@ -37,7 +37,7 @@ type SQS interface {
 // published mark, conditioned on the mark it read, and marks the messages
 // published with a TTL. A message is published again when the relay dies
 // or loses its transaction after SQS took it: every copy carries the same
-// MessageDeduplicationId and idempotency-key. Two relays on one table
+// MessageDeduplicationId and idempotency-key (Key). Two relays on one table
 // publish some messages twice, never out of order: a relay publishes a
 // group's message n only after it has read n-1 marked published.
 //
@@ -263,6 +263,7 @@ func (r *Relay) report(round Round) {
 type pendingMsg struct {
 	seq     int64
 	id      string
+	key     string // its MessageDeduplicationId and idempotency-key
 	body    string
 	attrs   map[string]string
 	created int64
@@ -389,6 +390,9 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 			seq: getN(it, AttrSK), id: getS(it, AttrID), body: getS(it, AttrBody), created: getN(it, AttrCreated),
 			sent: it[AttrSentAt] != nil,
 		}
+		// An item written before keys included the group keeps the id
+		// alone: a copy published again must carry the key of the first.
+		m.key = cmp.Or(getS(it, AttrKey), m.id)
 		if m.seq != next {
 			return i == 0 && m.seq > next
 		}
@@ -573,7 +577,7 @@ func pack[T any](xs []T, maxN, maxW int, weight func(T) int) [][]T {
 }
 
 // size is what SQS counts of the message as the relay sends it.
-func (m *pendingMsg) size() int { return sqsSize(m.body, m.attrs, m.id) }
+func (m *pendingMsg) size() int { return sqsSize(m.body, m.attrs, m.key) }
 
 // failCodes are the SendMessageBatch entry refusals about what the message
 // itself holds, which its producer could know and Write refuses already
@@ -598,7 +602,7 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		for k, v := range m.attrs {
 			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 		}
-		attrs[IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.id)}
+		attrs[IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.key)}
 		entries[i] = sqstypes.SendMessageBatchRequestEntry{
 			Id:                aws.String(strconv.Itoa(i)),
 			MessageBody:       aws.String(m.body),
@@ -606,7 +610,7 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		}
 		if fifo {
 			entries[i].MessageGroupId = aws.String(l.h.group)
-			entries[i].MessageDeduplicationId = aws.String(m.id)
+			entries[i].MessageDeduplicationId = aws.String(m.key)
 		}
 	}
 	out, err := r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})

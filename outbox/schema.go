@@ -51,7 +51,8 @@ const (
 	AttrDropped = "dropped"
 
 	// Message item attributes.
-	AttrID      = "id"      // S: the message id, its MessageDeduplicationId and idempotency-key
+	AttrID      = "id"      // S: the message id
+	AttrKey     = "key"     // S: Key(group, id), its MessageDeduplicationId and idempotency-key (the id on items written before it existed)
 	AttrBody    = "body"    // S
 	AttrAttrs   = "attrs"   // M of S: message attributes (String)
 	AttrCreated = "created" // N, epoch ms: when the producer committed it

@@ -34,22 +34,6 @@ func (c *suite) refused(t *testing.T, l Limit, what string, err error, codes ...
 	}
 }
 
-// entryRefused checks a one-entry SendMessageBatch past limit l: AWS fails
-// the entry (SenderFault) or the whole request.
-func (c *suite) entryRefused(t *testing.T, l Limit, what string, out *sqs.SendMessageBatchOutput, err error) {
-	t.Helper()
-	if c.Quirks.unenforced(l) {
-		require.NoError(t, err, what)
-		require.Empty(t, out.Failed, "%s: declared unenforced, so taken", what)
-		return
-	}
-	if err != nil {
-		return
-	}
-	require.Len(t, out.Failed, 1, "%s: AWS refuses the entry", what)
-	require.True(t, out.Failed[0].SenderFault, what)
-}
-
 func (c *suite) sendIn(url string, body string, attrs map[string]types.MessageAttributeValue, group, dedup *string) error {
 	_, err := c.Client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body,
 		MessageAttributes: attrs, MessageGroupId: group, MessageDeduplicationId: dedup})

@@ -6,7 +6,8 @@
 // a change without its message or a message without its change. The relay
 // (Relay) publishes each message group's messages in the order their
 // transactions committed, at least once, every copy with the same
-// MessageDeduplicationId and idempotency-key attribute (the message id):
+// MessageDeduplicationId and idempotency-key attribute (Key: the group and
+// the message id):
 // SQS drops resends inside its five-minute window and the consumer's dedup
 // ledger absorbs the rest.
 package outbox

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -16,16 +17,20 @@ type Item struct {
 	Queue, Group string
 	Seq          int64 // its place in its group
 	ID, Body     string
+	Key          string // what the relay publishes it under (Key)
 	Attributes   map[string]string
 	Created      time.Time // when its transaction committed
 	SentAt       time.Time // zero until published
 	Failed       string    // why SQS refused it for good, when it did
+	Held         string    // why its group is held at it, while it is
+	Dropped      string    // why it had been held, when an operator dropped it
 }
 
 func readItem(it map[string]types.AttributeValue) Item {
 	x := Item{
 		Queue: getS(it, AttrQueue), Group: getS(it, AttrGroup), Seq: getN(it, AttrSK),
 		ID: getS(it, AttrID), Body: getS(it, AttrBody), Failed: getS(it, AttrFailed),
+		Held: getS(it, AttrHeld), Dropped: getS(it, AttrDropped), Key: cmp.Or(getS(it, AttrKey), getS(it, AttrID)),
 		Created: time.UnixMilli(getN(it, AttrCreated)),
 	}
 	if ms := getN(it, AttrSentAt); ms != 0 {

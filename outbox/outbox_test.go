@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ type sqsAPI interface {
 	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessage(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	SetQueueAttributes(context.Context, *sqs.SetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
 }
 
 // env is an outbox table and two FIFO queues.
@@ -97,7 +99,7 @@ func (e *env) received(t *testing.T, queue string) (bodies map[string][]string, 
 			g := m.Attributes["MessageGroupId"]
 			bodies[g] = append(bodies[g], aws.ToString(m.Body))
 			keys[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes["idempotency-key"].StringValue)
-			require.Equal(t, keys[aws.ToString(m.Body)], m.Attributes["MessageDeduplicationId"], "the dedup id is the message id")
+			require.Equal(t, keys[aws.ToString(m.Body)], m.Attributes["MessageDeduplicationId"], "the dedup id is the idempotency-key")
 			_, err := e.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queue, ReceiptHandle: m.ReceiptHandle})
 			require.NoError(t, err)
 		}
@@ -148,7 +150,7 @@ func TestWriteAndSweepPublishInOrder(t *testing.T) {
 		require.Equal(t, []string{"b1"}, bodies["b"])
 		bodies, keys := e.received(t, e.q2)
 		require.Equal(t, []string{"c1"}, bodies["c"])
-		require.Len(t, keys["c1"], 32, "a generated id")
+		require.Regexp(t, "^c/[0-9a-f]{32}$", keys["c1"], "the group and a generated id")
 
 		// Published messages are marked, with a TTL; the business item is there.
 		out, err := e.db.Query(ctx, &dynamodb.QueryInput{TableName: &e.table, KeyConditionExpression: aws.String("pk = :pk AND sk > :z"),
@@ -243,8 +245,10 @@ type faultySQS struct {
 	// failEntry: the entry with this body fails (retryably) while the
 	// others go through.
 	failEntry map[string]int
-	// refuse: the entry with this body is refused for good.
-	refuse string
+	// refuse: the entry with this body is refused for good, with
+	// refuseCode (InvalidMessageContents when empty).
+	refuse     string
+	refuseCode string
 }
 
 func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
@@ -259,7 +263,7 @@ func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 			f.failEntry[body]--
 			failed = append(failed, sqstypes.BatchResultErrorEntry{Id: en.Id, Code: aws.String("InternalError"), SenderFault: false})
 		case body == f.refuse:
-			failed = append(failed, sqstypes.BatchResultErrorEntry{Id: en.Id, Code: aws.String("InvalidMessageContents"), SenderFault: true, Message: aws.String("no")})
+			failed = append(failed, sqstypes.BatchResultErrorEntry{Id: en.Id, Code: aws.String(cmp.Or(f.refuseCode, "InvalidMessageContents")), SenderFault: true, Message: aws.String("no")})
 		default:
 			keep = append(keep, en)
 		}

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,7 +37,7 @@ type SQS interface {
 // published mark, conditioned on the mark it read, and marks the messages
 // published with a TTL. A message is published again when the relay dies
 // or loses its transaction after SQS took it: every copy carries the same
-// MessageDeduplicationId and idempotency-key. Two relays on one table
+// MessageDeduplicationId and idempotency-key (Key). Two relays on one table
 // publish some messages twice, never out of order: a relay publishes a
 // group's message n only after it has read n-1 marked published.
 //
@@ -72,7 +73,8 @@ type Round struct {
 	Groups     int           // groups looked at
 	Published  int           // messages SQS took (first time or again)
 	Duplicates int           // publications known to repeat an earlier one
-	Failed     int           // messages SQS refused for good, marked failed
+	Failed     int           // messages SQS refused for good, marked failed and passed
+	Held       int           // groups held, waiting for an operator (a sweep's: all it saw)
 	Lag        time.Duration // age of the oldest message still to publish (sweeps only)
 	Errors     int           // groups left for the next round after an error
 }
@@ -96,8 +98,9 @@ const (
 // dedup key from first.
 const IdempotencyKeyAttribute = "idempotency-key"
 
-// AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for good:
-// why. The relay moves past it so that its group is not blocked forever.
+// AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for good
+// for what the message itself holds (see failCodes): why. The relay moves
+// past it. Any other refusal holds the group (AttrHeld).
 const AttrFailed = "failed"
 
 func (r *Relay) now() time.Time {
@@ -164,13 +167,16 @@ const roundGrace = 20 * time.Second
 type head struct {
 	pk, queue, group string
 	seq, sent        int64
-	since            int64 // ms; 0 when not pending
+	since            int64  // ms; 0 when not pending
+	held             string // why the group is held; "" when not
+	heldSeq          int64
 }
 
 func readHead(it map[string]types.AttributeValue) head {
 	return head{
 		pk: getS(it, AttrPK), queue: getS(it, AttrQueue), group: getS(it, AttrGroup),
 		seq: getN(it, AttrSeq), sent: getN(it, AttrSent), since: getN(it, AttrSince),
+		held: getS(it, AttrHeld), heldSeq: getN(it, AttrHeldSeq),
 	}
 }
 
@@ -257,6 +263,7 @@ func (r *Relay) report(round Round) {
 type pendingMsg struct {
 	seq     int64
 	id      string
+	key     string // its MessageDeduplicationId and idempotency-key
 	body    string
 	attrs   map[string]string
 	created int64
@@ -272,7 +279,9 @@ type lane struct {
 	next    int64        // created (ms) of the message after msgs, when read
 	done    int          // msgs published (or failed) so far this round
 	stopped bool         // a publication failed: publish no more this round
-	err     error
+	err     error        // reading or recording failed: nothing recorded
+	pubErr  error        // publishing failed: what was done is recorded
+	hold    string       // SQS refused msgs[done] so that the group is to be held: why
 }
 
 // drain runs one round over heads: read, publish, commit.
@@ -290,15 +299,18 @@ func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
 	r.publish(ctx, lanes, &round)
 	var progressed []*lane
 	for _, l := range lanes {
-		if l.err == nil && (l.done > 0 || l.h.seq == l.h.sent && l.h.since != 0) {
+		if l.err == nil && (l.done > 0 || l.hold != "" || l.h.seq == l.h.sent && l.h.since != 0 && l.h.held == "") {
 			progressed = append(progressed, l)
 		}
 	}
 	r.commitLanes(ctx, progressed, &round)
 	for _, l := range lanes {
-		if l.err != nil {
+		if l.err == nil && (l.h.held != "" || l.hold != "") {
+			round.Held++
+		}
+		if err := cmp.Or(l.err, l.pubErr); err != nil {
 			round.Errors++
-			r.log().Warn("outbox group left for the next round", "table", r.Table, "group", l.h.pk, "error", l.err)
+			r.log().Warn("outbox group left for the next round", "table", r.Table, "group", l.h.pk, "error", err)
 		}
 	}
 	return round
@@ -340,6 +352,9 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 		}
 		l.h = readHead(out.Item)
 	}
+	if l.h.held != "" {
+		return nil // an operator decides (Release, Drop)
+	}
 	out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &r.Table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :sent"),
@@ -375,6 +390,9 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 			seq: getN(it, AttrSK), id: getS(it, AttrID), body: getS(it, AttrBody), created: getN(it, AttrCreated),
 			sent: it[AttrSentAt] != nil,
 		}
+		// An item written before keys included the group keeps the id
+		// alone: a copy published again must carry the key of the first.
+		m.key = cmp.Or(getS(it, AttrKey), m.id)
 		if m.seq != next {
 			return i == 0 && m.seq > next
 		}
@@ -426,6 +444,9 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 	}
 	var keys []key
 	for _, l := range lanes {
+		if l.h.held != "" {
+			continue // an operator decides (Release, Drop)
+		}
 		for sk := l.h.sent + 1; sk <= min(l.h.seq, l.h.sent+int64(r.perGroup())+1); sk++ {
 			keys = append(keys, key{l, sk})
 		}
@@ -470,6 +491,9 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 	})
 	r.each(len(lanes), func(i int) {
 		l := lanes[i]
+		if l.h.held != "" {
+			return
+		}
 		if failed[l] {
 			l.err = r.load(ctx, l, false)
 			return
@@ -508,9 +532,7 @@ func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
 		sort.Strings(queues)
 		var batches [][]*lane
 		for _, q := range queues {
-			for ls := range slices.Chunk(byQueue[q], 10) {
-				batches = append(batches, ls)
-			}
+			batches = append(batches, batchesOf(byQueue[q], step)...)
 		}
 		var mu sync.Mutex
 		r.each(len(batches), func(i int) {
@@ -519,12 +541,56 @@ func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
 	}
 }
 
-// permanentCodes are SendMessageBatch entry errors that no retry changes:
-// the message itself is refused.
-var permanentCodes = []string{
-	"InvalidParameterValue", "InvalidMessageContents", "MessageTooLong",
-	"InvalidAttributeName", "InvalidAttributeValue", "UnsupportedOperation",
+// Limits of a SendMessageBatch request, SQS's.
+const (
+	maxBatchEntries = 10
+	maxBatchBytes   = 1 << 20
+)
+
+// batchesOf cuts the lanes of one queue into SendMessageBatch requests of
+// their step-th messages: at most maxBatchEntries, and at most
+// maxBatchBytes of SQS-counted size together (SQS refuses the whole
+// request past it, BatchRequestTooLong).
+func batchesOf(ls []*lane, step int) [][]*lane {
+	return pack(ls, maxBatchEntries, maxBatchBytes, func(l *lane) int { return l.msgs[step].size() })
 }
+
+// pack cuts xs, in order, into runs of at most maxN elements whose weights
+// add up to at most maxW (an element heavier than maxW alone).
+func pack[T any](xs []T, maxN, maxW int, weight func(T) int) [][]T {
+	var out [][]T
+	var cur []T
+	w := 0
+	for _, x := range xs {
+		n := weight(x)
+		if len(cur) == maxN || len(cur) > 0 && w+n > maxW {
+			out = append(out, cur)
+			cur, w = nil, 0
+		}
+		cur = append(cur, x)
+		w += n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// size is what SQS counts of the message as the relay sends it.
+func (m *pendingMsg) size() int { return sqsSize(m.body, m.attrs, m.key) }
+
+// failCodes are the SendMessageBatch entry refusals about what the message
+// itself holds, which its producer could know and Write refuses already
+// (characters SQS does not take, attribute names): no retry, release or
+// queue setting changes them, so the message is marked failed and its
+// group goes on. Every other refusal an entry gets for good (SenderFault:
+// InvalidParameterValue for a size over the queue's MaximumMessageSize,
+// which an operator may lower at any time, or codes unknown here) holds
+// the group for an operator: a group's order is never broken, nor a
+// message skipped, for a reason the producer could not know. Failures of
+// the whole request (queue missing, access or KMS denied, throttling) are
+// retried every round and counted as errors.
+var failCodes = []string{"InvalidMessageContents", "InvalidAttributeName", "InvalidAttributeValue"}
 
 func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mutex, round *Round) {
 	queue := ls[0].h.queue
@@ -536,7 +602,7 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		for k, v := range m.attrs {
 			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 		}
-		attrs[IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.id)}
+		attrs[IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.key)}
 		entries[i] = sqstypes.SendMessageBatchRequestEntry{
 			Id:                aws.String(strconv.Itoa(i)),
 			MessageBody:       aws.String(m.body),
@@ -544,15 +610,31 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		}
 		if fifo {
 			entries[i].MessageGroupId = aws.String(l.h.group)
-			entries[i].MessageDeduplicationId = aws.String(m.id)
+			entries[i].MessageDeduplicationId = aws.String(m.key)
 		}
 	}
 	out, err := r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
+	if err != nil && awserr.Code(err) == "BatchRequestTooLong" {
+		if len(ls) > 1 {
+			// SQS counts more than the relay did: halves, each on its own.
+			r.sendBatch(ctx, ls[:len(ls)/2], step, mu, round)
+			r.sendBatch(ctx, ls[len(ls)/2:], step, mu, round)
+			return
+		}
+		mu.Lock()
+		ls[0].stopped = true
+		ls[0].hold = "BatchRequestTooLong: " + err.Error()
+		mu.Unlock()
+		r.log().Error("outbox message too long for SQS on its own; group held", "queue", queue, "group", ls[0].h.group, "id", ls[0].msgs[step].id)
+		return
+	}
 	if err != nil {
+		mu.Lock()
 		for _, l := range ls {
 			l.stopped = true
+			l.pubErr = fmt.Errorf("publish to %s: %w", queue, err)
 		}
-		r.log().Warn("outbox publish failed; will publish again", "queue", queue, "messages", len(ls), "error", err)
+		mu.Unlock()
 		return
 	}
 	failed := map[string]sqstypes.BatchResultErrorEntry{}
@@ -573,13 +655,22 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 			m.sent = true
 			l.done++
 			round.Published++
-		case bad && f.SenderFault && slices.Contains(permanentCodes, aws.ToString(f.Code)):
+		case bad && f.SenderFault && slices.Contains(failCodes, awserr.TrimCode(aws.ToString(f.Code))):
 			m.failed = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
 			l.done++
 			round.Failed++
 			r.log().Error("outbox message refused by SQS for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
+		case bad && f.SenderFault:
+			l.stopped = true
+			l.hold = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
+			r.log().Error("outbox message refused by SQS; group held until an operator releases it or drops the message", "queue", queue, "group", l.h.group, "id", m.id, "error", l.hold)
 		default:
 			l.stopped = true
+			if bad {
+				l.pubErr = fmt.Errorf("publish to %s: %s: %s", queue, aws.ToString(f.Code), aws.ToString(f.Message))
+			} else {
+				l.pubErr = fmt.Errorf("publish to %s: SQS reported neither success nor failure for the message", queue)
+			}
 		}
 	}
 }
@@ -597,14 +688,22 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 		retention = RetentionDefault
 	}
 	last := l.h.sent + int64(l.done)
-	names := map[string]string{"#sent": AttrSent}
+	names := map[string]string{"#sent": AttrSent, "#held": AttrHeld}
 	values := map[string]types.AttributeValue{":last": num(last)}
-	cond := "attribute_not_exists(#sent)"
+	// A held group's head is an operator's to change (a relay that read
+	// it before the hold records nothing).
+	cond := "attribute_not_exists(#held) AND attribute_not_exists(#sent)"
 	if l.h.sent > 0 {
-		cond = "#sent = :read"
+		cond = "attribute_not_exists(#held) AND #sent = :read"
 		values[":read"] = num(l.h.sent)
 	}
 	upd := "SET #sent = :last"
+	if l.hold != "" {
+		drained = false
+		upd += ", #held = :why, #hseq = :hseq"
+		names["#hseq"] = AttrHeldSeq
+		values[":why"], values[":hseq"] = str(l.hold), num(l.msgs[l.done].seq)
+	}
 	if drained {
 		upd += " REMOVE #shard, #since"
 		cond += " AND #seq = :last"
@@ -622,12 +721,21 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 		names["#since"] = AttrSince
 		values[":next"] = num(next)
 	}
-	items := make([]types.TransactWriteItem, 0, l.done+1)
+	items := make([]types.TransactWriteItem, 0, l.done+2)
 	items = append(items, types.TransactWriteItem{Update: &types.Update{
 		TableName: &r.Table, Key: headKey(l.h.pk), UpdateExpression: aws.String(upd), ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
+	if l.hold != "" {
+		// Why, on the message too, for worker outbox to show.
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: &r.Table, Key: map[string]types.AttributeValue{AttrPK: str(l.h.pk), AttrSK: num(l.msgs[l.done].seq)},
+			UpdateExpression: aws.String("SET #held = :why"), ConditionExpression: aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames:  map[string]string{"#held": AttrHeld, "#pk": AttrPK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":why": str(l.hold)},
+		}})
+	}
 	for _, m := range l.msgs[:l.done] {
 		set := "SET #at = :now, #ttl = :ttl"
 		values := map[string]types.AttributeValue{":now": num(now.UnixMilli()), ":ttl": num(now.Add(retention).Unix())}
@@ -661,21 +769,7 @@ const maxTxItems = 100
 // own case.
 func (r *Relay) commitLanes(ctx context.Context, lanes []*lane, round *Round) {
 	now := r.now()
-	var batches [][]*lane
-	var cur []*lane
-	n := 0
-	for _, l := range lanes {
-		size := l.done + 1
-		if n+size > maxTxItems && len(cur) > 0 {
-			batches = append(batches, cur)
-			cur, n = nil, 0
-		}
-		cur = append(cur, l)
-		n += size
-	}
-	if len(cur) > 0 {
-		batches = append(batches, cur)
-	}
+	batches := pack(lanes, len(lanes), maxTxItems, func(l *lane) int { return len(r.progress(l, now, false)) })
 	var mu sync.Mutex
 	r.each(len(batches), func(i int) {
 		b := batches[i]

@@ -37,8 +37,22 @@ const (
 	// PendingIndex; now minus the smallest is the relay's lag.
 	AttrSince = "since"
 
+	// AttrHeld (S) is set, on the head and on the message, while the relay
+	// holds a group at a message SQS refused for a reason the producer
+	// could not know (the queue's MaximumMessageSize lowered under it, ...):
+	// why. Nothing more of the group is published until an operator
+	// releases it (Release) or drops the message (Drop).
+	AttrHeld = "held"
+	// AttrHeldSeq (N) is set on a held group's head: the held message's
+	// sequence number.
+	AttrHeldSeq = "held_seq"
+	// AttrDropped (S) is set, with AttrSentAt, on a message an operator
+	// dropped from its held group: why it had been held.
+	AttrDropped = "dropped"
+
 	// Message item attributes.
-	AttrID      = "id"      // S: the message id, its MessageDeduplicationId and idempotency-key
+	AttrID      = "id"      // S: the message id
+	AttrKey     = "key"     // S: Key(group, id), its MessageDeduplicationId and idempotency-key (the id on items written before it existed)
 	AttrBody    = "body"    // S
 	AttrAttrs   = "attrs"   // M of S: message attributes (String)
 	AttrCreated = "created" // N, epoch ms: when the producer committed it

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -43,14 +44,36 @@ type Message struct {
 	// Attributes are String message attributes: at most 9 (the relay adds
 	// idempotency-key), names as SQS allows them.
 	Attributes map[string]string
-	// ID identifies the message for good: the relay sends it as the
-	// MessageDeduplicationId (FIFO) and as the idempotency-key attribute,
-	// so every copy is one message to SQS and to an exactly worker. Up to
-	// 128 printable ASCII characters. Empty means a random one; give one
-	// derived from your business key when a Write may be retried after an
-	// unknown outcome, so that a second Write of the same message is a
-	// duplicate downstream rather than a second message.
+	// ID identifies the message within its group for good: the relay
+	// sends Key(Group, ID) as the MessageDeduplicationId (FIFO) and as the
+	// idempotency-key attribute, so every copy is one message to SQS and
+	// to an exactly worker, and the same ID in two groups is two messages.
+	// Up to 128 printable ASCII characters. Empty means a random one; give
+	// one derived from your business key when a Write may be retried
+	// after an unknown outcome, so that a second Write of the same message
+	// is a duplicate downstream rather than a second message.
 	ID string
+}
+
+// Key is the key the relay publishes a message of group with id under: its
+// MessageDeduplicationId and idempotency-key. SQS deduplicates a FIFO
+// queue's messages per queue by default (DeduplicationScope=queue), and an
+// exactly worker scopes its keys as the queue does, so a key of the id
+// alone would make the same id in two groups one message: the second
+// dropped by SQS within five minutes, or taken by the worker for a
+// duplicate. The key is group/id when that fits SQS's 128 characters and
+// the group holds no '/' (so it reads back unambiguously), else "h" and
+// 63 hex digits of SHA-256 over both (never holding a '/'); the id alone
+// without a group.
+func Key(group, id string) string {
+	if group == "" {
+		return id
+	}
+	if k := group + "/" + id; len(k) <= maxIDLen && !strings.Contains(group, "/") {
+		return k
+	}
+	sum := sha256.Sum256([]byte(group + "\x00" + id))
+	return "h" + hex.EncodeToString(sum[:])[:63]
 }
 
 // Limits of a message, SQS's.
@@ -236,7 +259,7 @@ func (o *Outbox) Prepare(ctx context.Context, msgs []Message) (Batch, error) {
 				id = newID()
 			}
 			it := map[string]types.AttributeValue{
-				AttrPK: str(g.pk), AttrSK: num(seq + int64(i) + 1), AttrID: str(id),
+				AttrPK: str(g.pk), AttrSK: num(seq + int64(i) + 1), AttrID: str(id), AttrKey: str(Key(g.name, id)),
 				AttrQueue: str(g.queue), AttrGroup: str(g.name), AttrBody: str(m.Body), AttrCreated: num(now.UnixMilli()),
 			}
 			if len(m.Attributes) > 0 {
@@ -278,7 +301,6 @@ func (m Message) validate() error {
 	case len(m.Attributes) > MaxAttributes:
 		return fmt.Errorf("%d attributes: at most %d (the relay adds idempotency-key)", len(m.Attributes), MaxAttributes)
 	}
-	size := len(m.Body)
 	for k, v := range m.Attributes {
 		if err := validAttributeName(k); err != nil {
 			return err
@@ -286,12 +308,28 @@ func (m Message) validate() error {
 		if v == "" || !validBody(v) {
 			return fmt.Errorf("attribute %q: a String attribute's value is not empty and holds only characters SQS takes", k)
 		}
-		size += len(k) + len(v) + len("String")
 	}
-	if size > MaxBodyBytes {
-		return fmt.Errorf("%d bytes of body and attributes: SQS takes at most %d", size, MaxBodyBytes)
+	// The relay adds the idempotency-key; a random ID is 32 characters.
+	id := m.ID
+	if id == "" {
+		id = strings.Repeat("0", 32)
+	}
+	if size := sqsSize(m.Body, m.Attributes, Key(m.Group, id)); size > MaxBodyBytes {
+		return fmt.Errorf("%d bytes of body and attributes, with the idempotency-key the relay adds: SQS takes at most %d", size, MaxBodyBytes)
 	}
 	return nil
+}
+
+// sqsSize is what SQS counts of a message against MaximumMessageSize and a
+// batch's total: the body and, for each attribute (the relay's
+// idempotency-key, whose value is key, among them), its name, its type
+// ("String") and its value.
+func sqsSize(body string, attrs map[string]string, key string) int {
+	n := len(body) + len(IdempotencyKeyAttribute) + len("String") + len(key)
+	for k, v := range attrs {
+		n += len(k) + len("String") + len(v)
+	}
+	return n
 }
 
 // ValidID reports whether SQS takes id as a MessageDeduplicationId or a

@@ -51,3 +51,18 @@ func Denied(err error, action, resource string) (msg string, ok bool) {
 	}
 	return "", false
 }
+
+// Code is err's AWS error code without the query protocol's
+// "AWS.SimpleQueueService." prefix (some endpoints send it), "" when err is
+// not an API error. The SDK's typed SQS errors give the short code.
+func Code(err error) string {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	return TrimCode(ae.ErrorCode())
+}
+
+// TrimCode drops the query protocol's "AWS.SimpleQueueService." prefix
+// from an SQS error code (a batch entry's, say).
+func TrimCode(code string) string { return strings.TrimPrefix(code, "AWS.SimpleQueueService.") }

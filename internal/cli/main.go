@@ -39,7 +39,9 @@ commands:
             when AWS_LAMBDA_RUNTIME_API is set and no command is given)
   relay     publish the outbox table's messages to their queues, in order per
             group (ECS, any host; on Lambda, the handler of the table's stream)
-  outbox    list the outbox's pending messages, or a group's recent ones
+  outbox    list the outbox's pending messages, or a group's recent ones;
+            outbox release / outbox drop: decide on a group the relay holds
+            at a message SQS refused (see worker outbox release --help)
   setup     create queues and tables that are missing (local stacks, first tries)
   send      send messages to a queue
   redrive   move messages from a dead-letter queue back to their queue,

@@ -196,7 +196,7 @@ func relayLambdaHandler(relay *outbox.Relay, metrics *telemetry.OutboxMetrics, l
 			log.Warn("cannot write EMF line", "err", ferr)
 		}
 		log.Info("relay invocation", "sweep", sweep, "groups", round.Groups, "published", round.Published,
-			"duplicates", round.Duplicates, "failed", round.Failed, "errors", round.Errors, "lag", round.Lag)
+			"duplicates", round.Duplicates, "failed", round.Failed, "held", round.Held, "errors", round.Errors, "lag", round.Lag)
 		if err != nil {
 			return err
 		}
@@ -207,8 +207,12 @@ func relayLambdaHandler(relay *outbox.Relay, metrics *telemetry.OutboxMetrics, l
 	}
 }
 
-// outboxCommand lists an outbox's pending messages, or a group's recent ones.
+// outboxCommand lists an outbox's pending messages, or a group's recent
+// ones; its subcommands release a held group or drop its held message.
 func outboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	if len(args) > 0 && (args[0] == "release" || args[0] == "drop") {
+		return outboxHeldCommand(ctx, args[0], args[1:], stdout, stderr, lookup)
+	}
 	var table, queue, group string
 	var limit int
 	fs := config.NewSet("worker outbox", stderr, lookup)
@@ -243,6 +247,10 @@ func outboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	for _, it := range items {
 		state := "pending"
 		switch {
+		case it.Held != "":
+			state = "held: " + it.Held
+		case it.Dropped != "":
+			state = "dropped " + it.SentAt.UTC().Format(time.RFC3339) + ": " + it.Dropped
 		case it.Failed != "":
 			state = "failed: " + it.Failed
 		case !it.SentAt.IsZero():
@@ -256,5 +264,61 @@ func outboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if len(items) == 0 && queue == "" {
 		fmt.Fprintln(stdout, "nothing pending")
 	}
+	return nil
+}
+
+// outboxHeldUsage is the help of worker outbox release and drop.
+const outboxHeldUsage = `The relay holds a message group when SQS refuses one of its messages for a
+reason the producer could not know (the queue's MaximumMessageSize lowered
+under it, ...): it publishes nothing more of the group, and worker outbox
+shows the message as "held: <why>". Decide with:
+
+  worker outbox release --queue URL --group G
+      publish the group again from the held message, as it is (after
+      fixing the cause: raising MaximumMessageSize, ...). Refused again,
+      it is held again.
+  worker outbox drop --queue URL --group G --id ID
+      skip the held message (ID must be its id, as worker outbox shows
+      it): it is marked dropped, never published, and the rest of the
+      group follows. Whatever it announced is yours to handle.
+`
+
+// outboxHeldCommand is worker outbox release and worker outbox drop.
+func outboxHeldCommand(ctx context.Context, sub string, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	var table, queue, group, id string
+	fs := config.NewSet("worker outbox "+sub, stderr, lookup)
+	fs.String(&table, "outbox-table", "WORKER_OUTBOX_TABLE", OutboxTableDefault, "DynamoDB outbox table")
+	fs.String(&queue, "queue", "", "", "queue URL of the held group")
+	fs.String(&group, "group", "", "", "the held message group")
+	if sub == "drop" {
+		fs.String(&id, "id", "", "", "id of the held message to drop (a guard: worker outbox shows it)")
+	}
+	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
+		fmt.Fprint(stderr, outboxHeldUsage+"\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case queue == "" || group == "":
+		return config.Errorf("worker outbox %s needs --queue (the queue URL) and --group", sub)
+	case sub == "drop" && id == "":
+		return config.Errorf("worker outbox drop needs --id: the held message's id, as worker outbox --queue --group shows it")
+	}
+	cl, err := newClients(ctx, lookup, nil)
+	if err != nil {
+		return err
+	}
+	if sub == "release" {
+		if err := outbox.Release(ctx, cl.dynamo, table, queue, group); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "released group %s of %s: the relay publishes it again from the held message\n", group, queue)
+		return nil
+	}
+	if err := outbox.Drop(ctx, cl.dynamo, table, queue, group, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dropped message %s of group %s of %s: marked dropped, never published; the rest of the group follows\n", id, group, queue)
 	return nil
 }

@@ -69,3 +69,45 @@ func TestRelayCommand(t *testing.T) {
 	require.Equal(t, 3, strings.Count(group, "published "), group)
 	stopWorker(t, w)
 }
+
+// TestOutboxHeldCommands: a group held at a message SQS refused (its
+// queue's MaximumMessageSize lowered under it) shows as held in worker
+// outbox; worker outbox release publishes it again once the queue takes
+// it, worker outbox drop skips the held message of another group.
+func TestOutboxHeldCommands(t *testing.T) {
+	sqsc := testenv.SQS(t)
+	db := testenv.DynamoDB(t)
+	ctx := context.Background()
+	_, url, _ := newQueueAndTable(t, "held")
+	table := testenv.Name("outbox")
+	require.Contains(t, runCLI(t, "setup", "--outbox-table", table), "outbox-table "+table)
+	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	big := strings.Repeat("x", 4096)
+	ob := outbox.New(db, table)
+	for _, m := range []outbox.Message{
+		{QueueURL: url, Group: "a", Body: "a-" + big, ID: "id-a1"}, {QueueURL: url, Group: "a", Body: "a2", ID: "id-a2"},
+		{QueueURL: url, Group: "b", Body: "b-" + big, ID: "id-b1"}, {QueueURL: url, Group: "b", Body: "b2", ID: "id-b2"},
+	} {
+		require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
+	}
+	setMax := func(n string) {
+		_, err := sqsc.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: map[string]string{"MaximumMessageSize": n}})
+		require.NoError(t, err)
+	}
+	setMax("1024")
+	relay := &outbox.Relay{DB: db, SQS: sqsc, Table: table}
+	round, err := relay.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, round.Held)
+	list := runCLI(t, "outbox", "--outbox-table", table)
+	require.Equal(t, 2, strings.Count(list, "held: "), list)
+
+	require.Contains(t, runCLI(t, "outbox", "drop", "--outbox-table", table, "--queue", url, "--group", "b", "--id", "id-b1"), "dropped message id-b1")
+	setMax("262144")
+	require.Contains(t, runCLI(t, "outbox", "release", "--outbox-table", table, "--queue", url, "--group", "a"), "released group a")
+	round, err = relay.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, round.Published, "a1, a2 and b2")
+	require.ElementsMatch(t, []string{"a-" + big, "a2", "b2"}, receiveAll(t, sqsc, url))
+	require.Contains(t, runCLI(t, "outbox", "--outbox-table", table, "--queue", url, "--group", "b"), "dropped ")
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/internal/memdynamo"
@@ -108,4 +109,31 @@ func TestNoArgumentsOnLambdaWithWorkerCommandRelay(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no init error posted")
 	}
+}
+
+// TestRelayMetricsShowHeldGroupsAndErrors: a sweep's held groups set the
+// held gauge and the EMF line's OutboxHeldGroups (the held-groups alarm's
+// metric); errors are counted in both.
+func TestRelayMetricsShowHeldGroupsAndErrors(t *testing.T) {
+	t.Parallel()
+	var emf bytes.Buffer
+	reg := prometheus.NewRegistry()
+	metrics := telemetry.NewOutboxMetrics(reg, "outbox", &emf, "")
+	metrics.Observe(outbox.Round{Groups: 3, Held: 2, Errors: 1, Lag: time.Minute}, true)
+	require.NoError(t, metrics.Flush(time.Unix(1_800_000_000, 0)))
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(emf.Bytes(), &line))
+	require.EqualValues(t, 2, line[telemetry.EMFOutboxHeld])
+	require.EqualValues(t, 1, line[telemetry.EMFOutboxErrors])
+	require.Contains(t, fmt.Sprint(line["_aws"]), telemetry.EMFOutboxHeld, "declared as a metric")
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, 2.0, got["exactly_outbox_held_groups"])
+	require.Equal(t, 1.0, got["exactly_outbox_errors_total"])
 }

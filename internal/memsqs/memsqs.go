@@ -47,6 +47,10 @@ const (
 	maxBatchEntries  = 10
 	maxWaitSeconds   = 20
 	maxBatchBytes    = 1 << 20
+	maxAttributes    = 10
+	maxAttrName      = 256
+	maxMessageID     = 128
+	maxDelaySeconds  = 900
 	defaultMaxSize   = 1 << 20
 	defaultRetention = 345600
 	// seqBase makes sequence numbers 20 digits long, like AWS's.
@@ -507,6 +511,16 @@ func validBody(b string) bool {
 	return true
 }
 
+// payloadSize is what SQS counts against MaximumMessageSize and a batch's
+// total: the body and, for each attribute, its name, type and value.
+func payloadSize(r sendReq) int {
+	n := len(aws.ToString(r.body))
+	for k, v := range r.attrs {
+		n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+	}
+	return n
+}
+
 type sendReq struct {
 	body     *string
 	attrs    map[string]types.MessageAttributeValue
@@ -522,16 +536,19 @@ func (q *queue) validate(r sendReq) (size int, err error) {
 	if !validBody(*r.body) {
 		return 0, &types.InvalidMessageContents{Message: aws.String("Invalid characters found.")}
 	}
-	if len(r.attrs) > 10 {
+	if len(r.attrs) > maxAttributes {
 		return 0, invalidParam("Number of message attributes [%d] exceeds the allowed maximum [10].", len(r.attrs))
 	}
-	size = len(*r.body)
 	for k, v := range r.attrs {
 		dt := aws.ToString(v.DataType)
 		base, _, _ := strings.Cut(dt, ".")
 		switch {
 		case k == "" || dt == "":
 			return 0, invalidParam("The message attribute '%s' must have a name and a DataType.", k)
+		case !validAttrName(k):
+			return 0, invalidParam("The message attribute name '%s' is invalid: 1 to 256 of A-Z a-z 0-9 _ - ., no leading, trailing or successive periods, not starting with AWS. or Amazon.", k)
+		case len(dt) > maxAttrName || !validAttrName(dt):
+			return 0, invalidParam("The message attribute '%s' has an invalid type '%s'.", k, dt)
 		case (base == "String" || base == "Number") && v.StringValue == nil:
 			return 0, invalidParam("The message attribute '%s' with type '%s' must use field 'String'.", k, dt)
 		case base == "Binary" && v.BinaryValue == nil:
@@ -539,13 +556,19 @@ func (q *queue) validate(r sendReq) (size int, err error) {
 		case base != "String" && base != "Number" && base != "Binary":
 			return 0, invalidParam("The type of message attribute '%s' is invalid.", k)
 		}
-		size += len(k) + len(dt) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 	}
+	size = payloadSize(r)
 	if size > q.maxSize {
 		return 0, invalidParam("One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", q.maxSize)
 	}
-	if r.delaySec < 0 || r.delaySec > 900 {
+	if r.delaySec < 0 || r.delaySec > maxDelaySeconds {
 		return 0, invalidParam("Value %d for parameter DelaySeconds is invalid. Reason: must be from 0 to 900.", r.delaySec)
+	}
+	if r.group != nil && !validMessageID(*r.group) {
+		return 0, invalidParam("Value %s for parameter MessageGroupId is invalid. Reason: 1 to 128 alphanumeric and punctuation characters.", *r.group)
+	}
+	if r.dedupID != nil && !validMessageID(*r.dedupID) {
+		return 0, invalidParam("Value %s for parameter MessageDeduplicationId is invalid. Reason: 1 to 128 alphanumeric and punctuation characters.", *r.dedupID)
 	}
 	if q.fifo {
 		switch {
@@ -560,6 +583,32 @@ func (q *queue) validate(r sendReq) (size int, err error) {
 		return 0, invalidParam("The request include parameter MessageDeduplicationId that is not valid for this queue type")
 	}
 	return size, nil
+}
+
+// validAttrName: a message attribute's name (and, past its base, its
+// type): up to 256 of A-Z a-z 0-9 _ - ., no leading, trailing or
+// successive periods, not AWS. or Amazon. in any case.
+func validAttrName(k string) bool {
+	low := strings.ToLower(k)
+	if k == "" || len(k) > maxAttrName || k[0] == '.' || k[len(k)-1] == '.' || strings.Contains(k, "..") ||
+		strings.HasPrefix(low, "aws.") || strings.HasPrefix(low, "amazon.") {
+		return false
+	}
+	return strings.TrimLeft(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == ""
+}
+
+// validMessageID: a MessageGroupId or MessageDeduplicationId, 1 to 128
+// alphanumeric and punctuation characters (printable ASCII but space).
+func validMessageID(id string) bool {
+	if id == "" || len(id) > maxMessageID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func newID() string {
@@ -736,9 +785,8 @@ func (s *Server) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchI
 	total := 0
 	for i, e := range in.Entries {
 		reqs[i] = sendReq{body: e.MessageBody, attrs: copyAttrs(e.MessageAttributes), group: e.MessageGroupId, dedupID: e.MessageDeduplicationId, delaySec: e.DelaySeconds}
-		var n int
-		n, errs[i] = q.validate(reqs[i])
-		total += n
+		_, errs[i] = q.validate(reqs[i])
+		total += payloadSize(reqs[i])
 	}
 	if total > maxBatchBytes {
 		return nil, opErr(op, &types.BatchRequestTooLong{Message: aws.String("Batch requests cannot be longer than 1048576 bytes.")})

@@ -56,6 +56,14 @@ const (
 	chainOutbox   = "outbox"
 	chainRelays   = 2
 	chainWorkers  = 2 // per queue
+
+	// The sizes workload: messages at SQS's limits on a queue of their
+	// own (no consumer; check reads it), whose MaximumMessageSize an
+	// operator lowers under them and raises again.
+	chainSizes      = "sizes.fifo"
+	chainSizeGroups = 6 // their big messages pass 1 MiB together: batches must be cut
+	chainSizeLow    = 64 * 1024
+	chainSizeHigh   = 256 * 1024
 )
 
 type chain struct {
@@ -67,6 +75,7 @@ type chain struct {
 	wg   sync.WaitGroup
 
 	produced atomic.Bool
+	sized    atomic.Bool  // the sizes workload is written
 	reads    atomic.Int64 // reads of outbox items (staleMarks)
 
 	mu         sync.Mutex
@@ -95,6 +104,8 @@ func RunChain(cfg Config) Result {
 		c.loop(pctx, fmt.Sprint("w2.", slot), func(ctx context.Context, p *cproc) { c.runWorker(ctx, p, chainConfirm, chainDLQ2, chainLedger2, "") })
 	}
 	c.loop(pctx, "producer", c.produce)
+	c.loop(pctx, "sizer", c.produceSizes)
+	c.wg.Go(func() { c.operate(pctx) })
 	for settled := 0; settled < 2; {
 		if time.Since(start) > settleCap {
 			c.violate("not settled after %s of virtual time", settleCap)
@@ -131,9 +142,12 @@ func (c *chain) stat(name string, n int) {
 }
 
 func (c *chain) setUp(ctx context.Context) error {
-	for _, name := range []string{chainDeposit, chainConfirm, chainDLQ1, chainDLQ2} {
+	for _, name := range []string{chainDeposit, chainConfirm, chainDLQ1, chainDLQ2, chainSizes} {
 		out, err := c.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
 			"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
+			// The operator has lowered the sizes queue's limit before
+			// its messages come (operate raises it again).
+			"MaximumMessageSize": strconv.Itoa(map[bool]int{true: chainSizeLow, false: chainSizeHigh}[name == chainSizes]),
 		}})
 		if err != nil {
 			return err
@@ -309,7 +323,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 // settled: everything produced, nothing pending in the outbox, nothing in
 // the source queues.
 func (c *chain) settled(ctx context.Context) bool {
-	if !c.produced.Load() {
+	if !c.produced.Load() || !c.sized.Load() {
 		return false
 	}
 	pending, err := outbox.ListPending(ctx, c.db, chainOutbox, 1)
@@ -383,6 +397,7 @@ func (c *chain) check(ctx context.Context) {
 			}
 		}
 	}
+	c.checkSizes(ctx)
 	for _, q := range []string{chainDLQ1, chainDLQ2} {
 		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.urls[q]), MaxNumberOfMessages: 10})
 		if err != nil {
@@ -396,6 +411,145 @@ func (c *chain) check(ctx context.Context) {
 		sort.Strings(bodies)
 		if len(bodies) > 0 {
 			c.violate("%s holds %v: a deposit or confirmation failed for good (out of order?)", q, bodies)
+		}
+	}
+}
+
+// sizeBodies are group g's messages of the sizes workload, in order: small,
+// exactly SQS's limit with the relay's key counted, one byte under, small.
+// Write must refuse one more byte.
+func sizeBodies(g int) (bodies []string, over string) {
+	group := fmt.Sprint("s", g)
+	tag := func(i int) string { return fmt.Sprintf("%s-%d:", group, i) }
+	fits := outbox.MaxBodyBytes - len(outbox.IdempotencyKeyAttribute) - len("String") - len(outbox.Key(group, sizeID(g, 2)))
+	pad := func(t string, n int) string { return t + strings.Repeat("x", n-len(t)) }
+	return []string{tag(1), pad(tag(2), fits), pad(tag(3), fits-1), tag(4)}, pad(tag(0), fits+1)
+}
+
+func sizeID(g, i int) string { return fmt.Sprintf("size-s%d-%d", g, i) }
+
+// produceSizes writes the sizes workload, each message once (a business
+// item's condition tells a retry it committed), and checks that Write
+// refuses a message one byte over the limit.
+func (c *chain) produceSizes(ctx context.Context, p *cproc) {
+	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox)
+	for i := range 4 {
+		for g := range chainSizeGroups {
+			bodies, over := sizeBodies(g)
+			if i == 0 {
+				err := ob.Write(ctx, []outbox.Message{{QueueURL: c.urls[chainSizes], Group: fmt.Sprint("s", g), Body: over, ID: sizeID(g, 2)}})
+				if !errors.Is(err, outbox.ErrInvalid) {
+					c.violate("sizes: Write took a message one byte over SQS's limit (err %v)", err)
+				}
+			}
+			id := sizeID(g, i+1)
+			business := ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+				TableName: aws.String(chainBusiness), Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: id}},
+				ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			}}
+			for attempt := 0; ; attempt++ {
+				if ctx.Err() != nil || p.dead.Load() {
+					return
+				}
+				err := ob.Write(ctx, []outbox.Message{{QueueURL: c.urls[chainSizes], Group: fmt.Sprint("s", g), Body: bodies[i], ID: id}}, business)
+				var tce *ddbtypes.TransactionCanceledException
+				if err == nil || errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+					break
+				}
+				time.Sleep(time.Second << min(attempt, 4))
+			}
+		}
+	}
+	c.sized.Store(true)
+	<-ctx.Done()
+}
+
+// operate is the operator: once the sizes workload is written and has
+// waited a while, it raises the sizes queue's MaximumMessageSize again and
+// releases every held group, as worker outbox release does.
+func (c *chain) operate(ctx context.Context) {
+	raised := false
+	for ctx.Err() == nil {
+		t := time.NewTimer(time.Minute)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !c.sized.Load() {
+			continue
+		}
+		if !raised {
+			if _, err := c.sqs.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(c.urls[chainSizes]),
+				Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(chainSizeHigh)}}); err != nil {
+				c.violate("sizes: raise MaximumMessageSize: %v", err)
+			}
+			raised = true
+		}
+		for g := range chainSizeGroups {
+			group := fmt.Sprint("s", g)
+			h, held, err := outbox.GroupHeld(ctx, c.db, chainOutbox, c.urls[chainSizes], group)
+			if err != nil || !held {
+				continue
+			}
+			c.stat("sizes: groups held, released by the operator", 1)
+			if !strings.Contains(h.Why, "InvalidParameterValue") {
+				c.violate("sizes: group %s held for %q, not its size", group, h.Why)
+			}
+			if err := outbox.Release(ctx, c.db, chainOutbox, c.urls[chainSizes], group); err != nil {
+				c.violate("sizes: release %s: %v", group, err)
+			}
+		}
+	}
+}
+
+// checkSizes: every message of the sizes workload reached its queue, each
+// group's in order (a copy published again may follow; its key tells),
+// none marked failed or dropped: a held group was never passed.
+func (c *chain) checkSizes(ctx context.Context) {
+	got := map[string][]string{}
+	seen := map[string]bool{}
+	for {
+		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.urls[chainSizes]), MaxNumberOfMessages: 10,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}})
+		if err != nil {
+			c.violate("read %s: %v", chainSizes, err)
+			return
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			key := aws.ToString(m.MessageAttributes[outbox.IdempotencyKeyAttribute].StringValue)
+			if !seen[key] {
+				seen[key] = true
+				g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+				got[g] = append(got[g], aws.ToString(m.Body))
+			}
+			_, _ = c.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.urls[chainSizes]), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	for g := range chainSizeGroups {
+		group := fmt.Sprint("s", g)
+		want, _ := sizeBodies(g)
+		if len(got[group]) != len(want) {
+			c.violate("sizes: group %s: %d messages reached the queue, want %d", group, len(got[group]), len(want))
+			continue
+		}
+		for i := range want {
+			if got[group][i] != want[i] {
+				c.violate("sizes: group %s: message %d is %.12q, want %.12q (out of order or passed)", group, i+1, got[group][i], want[i])
+			}
+		}
+		items, err := outbox.ListGroup(ctx, c.db, chainOutbox, c.urls[chainSizes], group, 10)
+		if err != nil {
+			c.violate("outbox: %v", err)
+		}
+		for _, it := range items {
+			if it.Failed != "" || it.Dropped != "" || it.Held != "" || it.SentAt.IsZero() {
+				c.violate("sizes: %s not published as it is (failed %q, dropped %q, held %q)", it.ID, it.Failed, it.Dropped, it.Held)
+			}
 		}
 	}
 }

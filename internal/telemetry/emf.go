@@ -43,6 +43,8 @@ const (
 	EMFOutboxDuplicates = "OutboxDuplicates" // publications known to repeat an earlier one
 	EMFOutboxFailed     = "OutboxFailed"     // messages SQS refused for good (marked failed)
 	EMFOutboxLag        = "OutboxLag"        // seconds: age of the oldest message not yet published
+	EMFOutboxHeld       = "OutboxHeldGroups" // groups held for an operator, at the last sweep
+	EMFOutboxErrors     = "OutboxErrors"     // groups left for a later round after an error
 	EMFOutboxDimension  = "OutboxTable"
 )
 

@@ -11,19 +11,21 @@ import (
 	"github.com/exactlyonce/exactly/outbox"
 )
 
-// OutboxMetrics are the relay's metrics: Prometheus counters and the lag
-// gauge, and, when an EMF writer is given, one EMF line per Flush with the
-// counts since the previous one and the last lag seen.
+// OutboxMetrics are the relay's metrics: Prometheus counters, the lag and
+// held-groups gauges, and, when an EMF writer is given, one EMF line per
+// Flush with the counts since the previous one and the last lag and held
+// groups seen.
 type OutboxMetrics struct {
 	table                                 string
 	published, duplicates, failed, errors prometheus.Counter
-	lag                                   prometheus.Gauge
+	lag, held                             prometheus.Gauge
 
 	emf       io.Writer
 	namespace string
 	mu        sync.Mutex
 	period    outbox.Round
 	lastLag   time.Duration
+	lastHeld  int
 	lagSeen   bool
 }
 
@@ -42,14 +44,16 @@ func NewOutboxMetrics(reg prometheus.Registerer, table string, emf io.Writer, na
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{Name: "exactly_outbox_duplicates_total", ConstLabels: labels,
 			Help: "Publications known to repeat an earlier one (another relay, or progress lost)."}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "exactly_outbox_failed_total", ConstLabels: labels,
-			Help: "Outbox messages SQS refused for good, marked failed and passed."}),
+			Help: "Outbox messages SQS refused for good for what they hold (invalid characters, ...), marked failed and passed."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "exactly_outbox_errors_total", ConstLabels: labels,
-			Help: "Groups left for a later round after an error."}),
+			Help: "Groups left for a later round after an error (reading, publishing or recording)."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "exactly_outbox_lag_seconds", ConstLabels: labels,
 			Help: "Age of the oldest outbox message not yet published, at the last sweep (0: none)."}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "exactly_outbox_held_groups", ConstLabels: labels,
+			Help: "Outbox groups the relay holds at a message SQS refused, waiting for worker outbox release or drop, at the last sweep."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.published, m.duplicates, m.failed, m.errors, m.lag)
+		reg.MustRegister(m.published, m.duplicates, m.failed, m.errors, m.lag, m.held)
 	}
 	return m
 }
@@ -66,9 +70,11 @@ func (m *OutboxMetrics) Observe(r outbox.Round, sweep bool) {
 	m.period.Published += r.Published
 	m.period.Duplicates += r.Duplicates
 	m.period.Failed += r.Failed
+	m.period.Errors += r.Errors
 	if sweep {
 		m.lag.Set(r.Lag.Seconds())
-		m.lastLag, m.lagSeen = r.Lag, true
+		m.held.Set(float64(r.Held))
+		m.lastLag, m.lastHeld, m.lagSeen = r.Lag, r.Held, true
 	}
 }
 
@@ -78,19 +84,21 @@ func (m *OutboxMetrics) Flush(now time.Time) error {
 		return nil
 	}
 	m.mu.Lock()
-	p, lag, lagSeen := m.period, m.lastLag, m.lagSeen
+	p, lag, held, lagSeen := m.period, m.lastLag, m.lastHeld, m.lagSeen
 	m.period = outbox.Round{}
 	m.mu.Unlock()
-	metrics := []emfMetric{{EMFOutboxPublished, "Count"}, {EMFOutboxDuplicates, "Count"}, {EMFOutboxFailed, "Count"}}
+	metrics := []emfMetric{{EMFOutboxPublished, "Count"}, {EMFOutboxDuplicates, "Count"}, {EMFOutboxFailed, "Count"}, {EMFOutboxErrors, "Count"}}
 	doc := map[string]any{
 		EMFOutboxDimension:  m.table,
 		EMFOutboxPublished:  p.Published,
 		EMFOutboxDuplicates: p.Duplicates,
 		EMFOutboxFailed:     p.Failed,
+		EMFOutboxErrors:     p.Errors,
 	}
 	if lagSeen {
-		metrics = append(metrics, emfMetric{EMFOutboxLag, "Seconds"})
+		metrics = append(metrics, emfMetric{EMFOutboxLag, "Seconds"}, emfMetric{EMFOutboxHeld, "Count"})
 		doc[EMFOutboxLag] = lag.Seconds()
+		doc[EMFOutboxHeld] = held
 	}
 	doc["_aws"] = map[string]any{
 		"Timestamp": now.UnixMilli(),

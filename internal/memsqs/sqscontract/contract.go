@@ -51,6 +51,59 @@ type Quirks struct {
 	// DedupScopeIgnored: DeduplicationScope=messageGroup is stored but dedup
 	// stays queue-wide (fauxqs). On AWS the same id in two groups is two messages.
 	DedupScopeIgnored bool
+	// Unenforced names the limits (Limit* constants) the implementation
+	// accepts past AWS's documented value; their cases then assert that it
+	// does accept (so a declaration goes stale loudly) instead of the
+	// refusal AWS makes.
+	Unenforced []Limit
+}
+
+// Limit names an SQS limit with a contract case (see docs/LIMITS-SQS.md).
+type Limit string
+
+// The limits the contract checks, each at the documented value and one past.
+const (
+	// LimitMessageSize: body plus each attribute's name, type and value at
+	// most the queue's MaximumMessageSize (API_SendMessage, MessageBody;
+	// API_SetQueueAttributes, MaximumMessageSize).
+	LimitMessageSize Limit = "MessageSize"
+	// LimitBatchSize: a SendMessageBatch's entries at most 1,048,576 bytes
+	// together, else BatchRequestTooLong (API_SendMessageBatch).
+	LimitBatchSize Limit = "BatchSize"
+	// LimitBatchEntries: at most 10 entries, else TooManyEntriesInBatchRequest.
+	LimitBatchEntries Limit = "BatchEntries"
+	// LimitBatchEntryID: entry ids distinct, of alphanumerics, hyphens and
+	// underscores (SendMessageBatchRequestEntry.Id).
+	LimitBatchEntryID Limit = "BatchEntryID"
+	// LimitBatchEntryIDLength: entry ids up to 80 characters (ditto).
+	LimitBatchEntryIDLength Limit = "BatchEntryIDLength"
+	// LimitAttributes: at most 10 message attributes (SendMessage,
+	// MessageAttributes).
+	LimitAttributes Limit = "Attributes"
+	// LimitAttributeName: names up to 256 of A-Z a-z 0-9 _ - ., no leading,
+	// trailing or successive periods, not AWS. or Amazon.; types String,
+	// Number, Binary, optionally with a custom suffix (MessageAttributeValue).
+	LimitAttributeName Limit = "AttributeName"
+	// LimitMessageIDs: MessageGroupId and MessageDeduplicationId up to 128
+	// alphanumeric and punctuation characters (SendMessage).
+	LimitMessageIDs Limit = "MessageIDs"
+	// LimitReceive: WaitTimeSeconds 0 to 20, VisibilityTimeout 0 to 43,200,
+	// MaxNumberOfMessages 1 to 10 (API_ReceiveMessage).
+	LimitReceive Limit = "Receive"
+	// LimitVisibility: ChangeMessageVisibility's VisibilityTimeout 0 to 43,200
+	// (API_ChangeMessageVisibility).
+	LimitVisibility Limit = "Visibility"
+	// LimitDelay: DelaySeconds 0 to 900 (SendMessage, DelaySeconds).
+	LimitDelay Limit = "Delay"
+)
+
+func (q Quirks) unenforced(l Limit) bool {
+	for _, u := range q.Unenforced {
+		if u == l {
+			return true
+		}
+	}
+	return false
 }
 
 // Target is the implementation under test.
@@ -96,6 +149,16 @@ func Run(t *testing.T, target Target) {
 		{"LongPoll/CancelledPollStillTakesMessages", c.longPollOrphans},
 		{"Receive/MaxNumberOfMessages", c.maxNumber},
 		{"Errors/QueueDoesNotExist", c.noQueue},
+		{"Limits/MessageSize", c.limitMessageSize},
+		{"Limits/BatchSize", c.limitBatchSize},
+		{"Limits/BatchEntries", c.limitBatchEntries},
+		{"Limits/BatchEntryID", c.limitBatchEntryID},
+		{"Limits/Attributes", c.limitAttributes},
+		{"Limits/AttributeName", c.limitAttributeName},
+		{"Limits/MessageIDs", c.limitMessageIDs},
+		{"Limits/Receive", c.limitReceive},
+		{"Limits/Visibility", c.limitVisibility},
+		{"Limits/Delay", c.limitDelay},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -216,6 +216,34 @@ func TestOperatorPolicyHoldsExactlyTheCommandsCalls(t *testing.T) {
 	require.False(t, m.valid(t, "queue_arns", strList("https://sqs.eu-west-1.amazonaws.com/123456789012/q")), "queue ARNs, not URLs")
 }
 
+// TestOperatorOutboxPolicy: with outbox_table_arn, a policy of its own
+// holds what worker outbox, release and drop call (GetItem, Query, and
+// UpdateItem for the TransactWriteItems of updates) on the table and its
+// indexes; without, none.
+func TestOperatorOutboxPolicy(t *testing.T) {
+	m := load(t, "modules/operator-policy")
+	doc := m.dataSource(t, "aws_iam_policy_document.outbox")
+	vars := m.withVars(t, map[string]cty.Value{"dedup_table_arn": str(testTableARN), "outbox_table_arn": str(testOutboxTableARN)})
+	sts := policyStatements(t, doc, scope{"var": vars})
+	require.Equal(t, map[string][]string{"HeldGroups": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}}, actionsBySid(t, sts))
+	require.Equal(t, []string{testOutboxTableARN, testOutboxTableARN + "/index/*"}, sts[0].Resources)
+	for _, b := range []*hclsyntax.Block{doc, m.resource(t, "aws_iam_policy.outbox")} {
+		require.Equal(t, "var.outbox_table_arn != null ? 1 : 0", m.text(attr(t, b.Body, "count").Expr))
+	}
+	require.True(t, m.defaults(t)["outbox_table_arn"].IsNull())
+	require.False(t, m.valid(t, "outbox_table_arn", str("exactly-outbox")), "a table ARN")
+
+	// What the commands call: Release and Drop read the head, then write
+	// one transaction of Updates; worker outbox lists with Query.
+	src, err := os.ReadFile("../../outbox/operator.go")
+	require.NoError(t, err)
+	for _, call := range []string{"db.GetItem(", "db.TransactWriteItems("} {
+		require.Contains(t, string(src), call)
+	}
+	require.NotContains(t, string(src), "Delete:", "release and drop delete nothing")
+	require.NotContains(t, string(src), "Put:", "release and drop only update")
+}
+
 // TestOperatorPoliciesNeverReachAWorkerRole: no worker module grants the
 // operator commands' reads or delete on any table, and no module or example
 // attaches the operator policies to anything; both examples make them.

@@ -566,7 +566,7 @@ func TestWorkerOutboxGrantOnlyWithTheTable(t *testing.T) {
 // ---------------------------------------------------------------------------
 // modules/alarms: the relay's EMF metrics
 
-// TestAlarmsOnTheOutboxRelay: the lag and failed alarms read the relay's EMF
+// TestAlarmsOnTheOutboxRelay: the lag, failed and held alarms read the relay's EMF
 // contract (namespace, OutboxTable = the table's name, metric names) and
 // exist only with outbox_table_name.
 func TestAlarmsOnTheOutboxRelay(t *testing.T) {
@@ -577,13 +577,15 @@ func TestAlarmsOnTheOutboxRelay(t *testing.T) {
 	require.EqualValues(t, 60, asInt(m.defaults(t)["outbox_lag_threshold_seconds"]))
 
 	vars := alarmVars(t, m, map[string]cty.Value{"outbox_table_name": str("exactly-outbox")})
-	require.Equal(t, []string{"failed", "lag"}, forEachKeys(t, m, r, alarmScope(m, vars, nil)))
+	all := []string{"failed", "held", "lag"}
+	require.Equal(t, all, forEachKeys(t, m, r, alarmScope(m, vars, nil)))
 	for key, tc := range map[string]struct {
 		metric, stat, missing string
 		threshold             int64
 	}{
 		"lag":    {telemetry.EMFOutboxLag, "Maximum", "missing", 60},
 		"failed": {telemetry.EMFOutboxFailed, "Sum", "notBreaching", 0},
+		"held":   {telemetry.EMFOutboxHeld, "Maximum", "notBreaching", 0},
 	} {
 		s := alarmScope(m, vars, map[string]cty.Value{"key": str(key), "value": m.evalLocals(vars)["outbox_alarms"].GetAttr(key)})
 		require.Equal(t, tc.metric, eval(t, attr(t, r.Body, "metric_name").Expr, s).AsString(), key)
@@ -599,7 +601,8 @@ func TestAlarmsOnTheOutboxRelay(t *testing.T) {
 		require.Equal(t, "exactly-demo-outbox-"+key, eval(t, attr(t, r.Body, "alarm_name").Expr, s).AsString(), key)
 
 		off := alarmVars(t, m, map[string]cty.Value{"outbox_table_name": str("t"), "outbox_" + key + "_alarm_enabled": cty.False})
-		require.Equal(t, []string{map[string]string{"lag": "failed", "failed": "lag"}[key]}, forEachKeys(t, m, r, alarmScope(m, off, nil)), key)
+		rest := slices.DeleteFunc(slices.Clone(all), func(k string) bool { return k == key })
+		require.Equal(t, rest, forEachKeys(t, m, r, alarmScope(m, off, nil)), key)
 	}
 	vars = alarmVars(t, m, map[string]cty.Value{"outbox_table_name": str("t"), "outbox_lag_threshold_seconds": num(300)})
 	s := alarmScope(m, vars, map[string]cty.Value{"key": str("lag"), "value": m.evalLocals(vars)["outbox_alarms"].GetAttr("lag")})

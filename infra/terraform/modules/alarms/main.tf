@@ -191,8 +191,9 @@ resource "aws_cloudwatch_metric_alarm" "dedup_table" {
 # --- The outbox relay (CloudWatch EMF) -------------------------------------------
 # The relay writes its metrics in the same namespace with one dimension
 # OutboxTable = the table's name: OutboxLag (seconds: the age of the oldest
-# message not yet published, at each flush) and OutboxFailed (messages SQS
-# refused for good). CloudWatch holds them where the relay emits EMF: on
+# message not yet published, at each flush), OutboxFailed (messages SQS
+# refused for good) and OutboxHeldGroups (groups held at a message SQS
+# refused, waiting for an operator). CloudWatch holds them where the relay emits EMF: on
 # Lambda, and on ECS with metrics_format emf or both (the relay-ecs default).
 locals {
   outbox_alarms = {
@@ -215,7 +216,18 @@ locals {
       evaluation_periods = 1
       comparison         = "GreaterThanThreshold"
       missing            = "notBreaching"
-      description        = "SQS refused messages of the outbox ${coalesce(var.outbox_table_name, "-")} for good: the relay marked them failed and did not publish them. Its log says which queue and why (a queue the relay may not send to, a message too large, ...)."
+      description        = "SQS refused messages of the outbox ${coalesce(var.outbox_table_name, "-")} for good for what they hold (characters SQS does not take, ...): the relay marked them failed and did not publish them. Its log says which queue and why."
+    }
+    held = {
+      enabled            = var.outbox_held_alarm_enabled
+      metric             = "OutboxHeldGroups"
+      statistic          = "Maximum"
+      threshold          = 0
+      evaluation_periods = 1
+      comparison         = "GreaterThanThreshold"
+      # A relay that writes nothing is the lag alarm's.
+      missing     = "notBreaching"
+      description = "The relay holds message groups of the outbox ${coalesce(var.outbox_table_name, "-")}: SQS refused one of their messages for a reason the producer could not know (the queue's MaximumMessageSize lowered under it, ...), and nothing more of those groups is published. worker outbox shows which (held: why); fix the cause and run worker outbox release --queue Q --group G, or skip the message with worker outbox drop --queue Q --group G --id ID."
     }
   }
 }

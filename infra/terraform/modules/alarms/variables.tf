@@ -303,6 +303,12 @@ variable "outbox_failed_alarm_enabled" {
   default     = true
 }
 
+variable "outbox_held_alarm_enabled" {
+  description = "Alarm on the relay's OutboxHeldGroups (Maximum): groups held at a message SQS refused, waiting for worker outbox release or drop. Needs outbox_table_name."
+  type        = bool
+  default     = true
+}
+
 variable "alarm_actions" {
   description = "ARNs notified when an alarm fires (an SNS topic, usually)."
   type        = list(string)

@@ -60,3 +60,31 @@ resource "aws_iam_policy" "forget" {
   policy      = data.aws_iam_policy_document.forget[0].json
   tags        = var.tags
 }
+
+# worker outbox (list: Query on the table and its pending index), and
+# worker outbox release / drop (GetItem of the group's head, then one
+# TransactWriteItems of Updates: dynamodb:UpdateItem). Only with
+# outbox_table_arn; attached to nothing.
+data "aws_iam_policy_document" "outbox" {
+  count = var.outbox_table_arn != null ? 1 : 0
+
+  statement {
+    sid = "HeldGroups"
+    actions = [
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [var.outbox_table_arn, "${var.outbox_table_arn}/index/*"]
+  }
+}
+
+resource "aws_iam_policy" "outbox" {
+  count = var.outbox_table_arn != null ? 1 : 0
+
+  name        = "${var.name}-outbox"
+  path        = var.path
+  description = "exactly: worker outbox, worker outbox release and worker outbox drop on ${var.outbox_table_arn}: list the outbox, publish a held group again or drop its held message (never published then)."
+  policy      = data.aws_iam_policy_document.outbox[0].json
+  tags        = var.tags
+}

@@ -17,3 +17,13 @@ output "forget_policy_json" {
   description = "The forget policy's document, or null without create_forget_policy."
   value       = one(data.aws_iam_policy_document.forget[*].json)
 }
+
+output "outbox_policy_arn" {
+  description = "ARN of the outbox policy (worker outbox, release, drop), or null without outbox_table_arn."
+  value       = one(aws_iam_policy.outbox[*].arn)
+}
+
+output "outbox_policy_json" {
+  description = "The outbox policy's document, or null without outbox_table_arn."
+  value       = one(data.aws_iam_policy_document.outbox[*].json)
+}

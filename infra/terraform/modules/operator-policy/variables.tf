@@ -41,6 +41,17 @@ variable "queue_arns" {
   }
 }
 
+variable "outbox_table_arn" {
+  description = "ARN of the outbox table worker outbox lists and worker outbox release / drop change (a held group). Null: no outbox policy."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.outbox_table_arn == null || can(regex("^arn:[^:]+:dynamodb:[^:]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}$", var.outbox_table_arn))
+    error_message = "outbox_table_arn must be a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)."
+  }
+}
+
 variable "create_forget_policy" {
   description = "Create the forget policy (dynamodb:GetItem and DeleteItem on the table). It is attached to nothing either way; attaching it is the opt-in."
   type        = bool

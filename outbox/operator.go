@@ -1,0 +1,130 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// What an operator does with a held group (see AttrHeld): the relay holds
+// a group at a message SQS refused for a reason its producer could not
+// know, and publishes nothing more of it until one of these is called.
+// `worker outbox release` and `worker outbox drop` call them.
+
+// ErrNotHeld is returned by Release and Drop when the group is not held
+// (or, for Drop, when the held message is not the one named).
+var ErrNotHeld = errors.New("outbox: not held")
+
+// Held is a held group as its head says.
+type Held struct {
+	Queue, Group string
+	Seq          int64  // the held message's sequence number
+	Why          string // SQS's refusal
+}
+
+// GroupHeld reports whether a group is held, and at which message and why
+// (ok false when it is not).
+func GroupHeld(ctx context.Context, db API, table, queue, group string) (h Held, ok bool, err error) {
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: headKey(partitionKey(queue, group)), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Held{}, false, fmt.Errorf("outbox: read group %q of %s: %w", group, queue, err)
+	}
+	hd := readHead(out.Item)
+	if out.Item == nil || hd.held == "" {
+		return Held{}, false, nil
+	}
+	return Held{Queue: queue, Group: group, Seq: hd.heldSeq, Why: hd.held}, true, nil
+}
+
+// Release lets the relay publish a held group again, from the held message
+// as it is: after the cause is gone (the queue's MaximumMessageSize raised
+// again, ...). Should SQS refuse it again, the group is held again.
+func Release(ctx context.Context, db API, table, queue, group string) error {
+	h, ok, err := GroupHeld(ctx, db, table, queue, group)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: group %q of %s", ErrNotHeld, group, queue)
+	}
+	pk := partitionKey(queue, group)
+	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: &table, Key: headKey(pk),
+			UpdateExpression:          aws.String("REMOVE #held, #hseq"),
+			ConditionExpression:       aws.String("#hseq = :hseq"),
+			ExpressionAttributeNames:  map[string]string{"#held": AttrHeld, "#hseq": AttrHeldSeq},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":hseq": num(h.Seq)},
+		}},
+		{Update: &types.Update{
+			TableName: &table, Key: map[string]types.AttributeValue{AttrPK: str(pk), AttrSK: num(h.Seq)},
+			UpdateExpression: aws.String("REMOVE #held"), ExpressionAttributeNames: map[string]string{"#held": AttrHeld},
+		}},
+	}})
+	if err != nil {
+		return fmt.Errorf("outbox: release group %q of %s: %w", group, queue, err)
+	}
+	return nil
+}
+
+// Drop skips a held group's held message, whose ID the operator names (a
+// guard against dropping another): it is marked dropped (AttrDropped, with
+// why it was held, and AttrSentAt and a TTL of RetentionDefault like a
+// published one) and the relay publishes the rest of the group. The
+// message is never published: whatever it announced, the operator
+// handles.
+func Drop(ctx context.Context, db API, table, queue, group, id string) error {
+	pk := partitionKey(queue, group)
+	for attempt := 0; ; attempt++ {
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: headKey(pk), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return fmt.Errorf("outbox: read group %q of %s: %w", group, queue, err)
+		}
+		h := readHead(out.Item)
+		if out.Item == nil || h.held == "" {
+			return fmt.Errorf("%w: group %q of %s", ErrNotHeld, group, queue)
+		}
+		now := time.Now()
+		headUpd := "SET #sent = :k REMOVE #held, #hseq"
+		cond := "#hseq = :k AND #seq = :seq"
+		names := map[string]string{"#sent": AttrSent, "#held": AttrHeld, "#hseq": AttrHeldSeq, "#seq": AttrSeq}
+		values := map[string]types.AttributeValue{":k": num(h.heldSeq), ":seq": num(h.seq)}
+		if h.seq == h.heldSeq {
+			headUpd += ", #shard, #since" // nothing left: the group leaves the pending index
+			names["#shard"], names["#since"] = AttrShard, AttrSince
+		}
+		_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Update: &types.Update{
+				TableName: &table, Key: headKey(pk), UpdateExpression: aws.String(headUpd), ConditionExpression: aws.String(cond),
+				ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+			}},
+			{Update: &types.Update{
+				TableName: &table, Key: map[string]types.AttributeValue{AttrPK: str(pk), AttrSK: num(h.heldSeq)},
+				UpdateExpression:         aws.String("SET #dropped = :why, #at = :now, #ttl = :ttl REMOVE #held"),
+				ConditionExpression:      aws.String("#id = :id"),
+				ExpressionAttributeNames: map[string]string{"#dropped": AttrDropped, "#at": AttrSentAt, "#ttl": AttrTTL, "#held": AttrHeld, "#id": AttrID},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":why": str(h.held), ":now": num(now.UnixMilli()), ":ttl": num(now.Add(RetentionDefault).Unix()), ":id": str(id),
+				},
+			}},
+		}})
+		if err == nil {
+			return nil
+		}
+		var tce *types.TransactionCanceledException
+		if errors.As(err, &tce) && len(tce.CancellationReasons) == 2 {
+			switch {
+			case aws.ToString(tce.CancellationReasons[1].Code) == "ConditionalCheckFailed":
+				return fmt.Errorf("%w: the held message of group %q of %s is number %d, whose id is not %q", ErrNotHeld, group, queue, h.heldSeq, id)
+			case aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" && attempt < 3:
+				continue // a message was added, or the group released: read again
+			}
+		}
+		return fmt.Errorf("outbox: drop message %q of group %q of %s: %w", id, group, queue, err)
+	}
+}

@@ -255,7 +255,7 @@ func (l *Ledger) run(ctx context.Context, key, fingerprint string, expiry time.D
 		if deadline, has := ctx.Deadline(); has {
 			// Inside a Lambda invocation the claim ends with the invocation:
 			// a timed-out invocation leaves no lease behind for the retry.
-			h = process.Hooks{Lease: time.Until(deadline), NoExtend: true, CommitBy: deadline}
+			h = process.Hooks{LeaseUntil: deadline, CommitBy: deadline}
 		}
 	}
 	proc := l.proc

@@ -412,3 +412,39 @@ func TestWrapTxOptimistic(t *testing.T) {
 	}
 	require.EqualValues(t, 1, sent.Load(), "a duplicate never runs a Wrap function")
 }
+
+// TestLambdaOptimisticFallbackLeaseEndsAtTheDeadline: an Optimistic WrapTx
+// function that fails runs again under a claim; inside a Lambda invocation
+// that claim's lease ends with the invocation, however long the first run
+// took.
+func TestLambdaOptimisticFallbackLeaseEndsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		db := newDB(t)
+		l := newLedger(t, db)
+		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		deadline, _ := ctx.Deadline()
+		var runs int
+		var leaseUntil string
+		place := func(ctx context.Context, in charge) (string, []types.TransactWriteItem, error) {
+			runs++
+			if runs == 1 {
+				time.Sleep(4 * time.Second)
+				return "", nil, errors.New("downstream unavailable")
+			}
+			out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName: aws.String("dedup"), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: idempotency.Key(ctx)}},
+			})
+			require.NoError(t, err)
+			leaseUntil = out.Item["lease_until"].(*types.AttributeValueMemberN).Value
+			return "placed", nil, nil
+		}
+		_, err := idempotency.WrapTx(l, "place", place, idempotency.KeyPointers("/order"), idempotency.Optimistic())(ctx, charge{Order: "o-1"})
+		require.NoError(t, err)
+		require.Equal(t, 2, runs)
+		require.Equal(t, strconv.FormatInt(deadline.UnixMilli(), 10), leaseUntil, "the claim ends with the invocation")
+	})
+}

@@ -100,12 +100,14 @@ type Hooks struct {
 	// those waiting for their turn.)
 	Heartbeat      func(ctx context.Context) error
 	HeartbeatEvery time.Duration
-	// Lease overrides the processor's lease for this message (Lambda: until
-	// the invocation's deadline).
+	// Lease overrides the processor's lease for this message.
 	Lease time.Duration
-	// NoExtend turns heartbeats off: the lease is never extended (Lambda,
-	// where it must not outlive the invocation).
-	NoExtend bool
+	// LeaseUntil, when set, is when the claim's lease ends, whenever the
+	// claim is made, and it is never extended (Lambda: before the
+	// invocation's deadline, which it must not outlive). An instant, not a
+	// duration: a claim made late (after a failed optimistic run) must not
+	// count its lease from then.
+	LeaseUntil time.Time
 	// CommitBy, when set, is when commit retries must have ended (Lambda:
 	// the invocation's deadline); otherwise CommitTimeout after the first
 	// attempt.
@@ -221,10 +223,16 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	if h.Lease > 0 {
 		lease = h.Lease
 	}
+	if !h.LeaseUntil.IsZero() {
+		if lease = time.Until(h.LeaseUntil); lease <= 0 {
+			return Result{Action: Retry, Key: key, Err: fmt.Errorf(
+				"dedup key %q: no lease left (it had to end %v ago); not claimed", key, (-lease).Round(time.Millisecond))}
+		}
+	}
 	cctx, endClaim := p.step(ctx, "claim")
 	claim, err := p.claim(cctx, dedup.ClaimRequest{
 		Key: key, PayloadSHA256: hash, MessageID: c.MessageID, Group: c.Group,
-		Attempts: c.Attempts, Lease: lease, TTL: p.TTL,
+		Attempts: c.Attempts, Lease: lease, LeaseUntil: h.LeaseUntil, TTL: p.TTL,
 	})
 	endClaim(err)
 	if err != nil {
@@ -586,7 +594,7 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 	margin := min(lease/10, time.Second)
 	expire := func() { hb.cancel(ErrLeaseExpired) }
 	hb.expiry = time.AfterFunc(time.Until(claim.LeaseUntil)-margin, expire)
-	if h.NoExtend {
+	if !h.LeaseUntil.IsZero() {
 		close(hb.exited)
 		return hb
 	}

@@ -334,8 +334,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	wctx := ctx
 	if deadline, has := ctx.Deadline(); has {
 		end := deadline.Add(-h.cfg.LeaseMargin)
-		lease := time.Until(end)
-		if lease < h.cfg.MinLease || ctx.Err() != nil {
+		if time.Until(end) < h.cfg.MinLease || ctx.Err() != nil {
 			t.count(func() { t.notStarted++ })
 			log.Warn("not started: too little time left before the invocation's deadline",
 				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin", h.cfg.LeaseMargin)
@@ -345,7 +344,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 		wctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
 		// Commit retries end before the deadline, leaving time to answer.
-		hooks = process.Hooks{Lease: lease, NoExtend: true, CommitBy: deadline.Add(-h.cfg.LeaseMargin / 4)}
+		hooks = process.Hooks{LeaseUntil: end, CommitBy: deadline.Add(-h.cfg.LeaseMargin / 4)}
 	}
 	hooks.Scope = scope
 	start := time.Now()

@@ -74,6 +74,7 @@ func Run(t *testing.T, db DB, opts Options) {
 		{"PayloadSourcesAreNotCompared", s.testPayloadSources},
 		{"BusyWithRemainingLease", s.testBusy},
 		{"LeaseBoundary", s.testLeaseBoundary},
+		{"LeaseUntilIsAnInstant", s.testLeaseUntil},
 		{"TakeoverAfterLeaseEnds", s.testTakeover},
 		{"ReleasedClaimIsFree", s.testRelease},
 		{"ExpiredCompletedRecordIsAbsent", s.testExpiredCompleted},
@@ -754,6 +755,25 @@ func (s *suite) testCompleteTxLimit(t *testing.T) {
 	require.Nil(t, f.item(ledger, "item0"))
 	require.NoError(t, a.CompleteTx(f.ctx, c, nil, ttl, puts(99)))
 	require.NotNil(t, f.item(ledger, "item98"))
+}
+
+// testLeaseUntil: a claim given the lease's end holds it until exactly
+// then, whenever it is made; one whose end has passed is refused unwritten.
+func (s *suite) testLeaseUntil(t *testing.T) {
+	f := s.setup(t)
+	end := f.clock.Now().Add(lease)
+	f.clock.Advance(lease / 4) // the claim comes late: the end stays
+	r := f.req("k", "body", 0, ttl)
+	r.LeaseUntil = end
+	c := f.claim(f.store(), r, dedup.Won)
+	require.True(t, c.LeaseUntil.Equal(end))
+	require.Equal(t, ms(end), attrN(f.item(f.table, "k"), dedup.AttrLeaseUntil))
+
+	r = f.req("k2", "body", lease, ttl)
+	r.LeaseUntil = f.clock.Now()
+	_, err := f.store().Claim(f.ctx, r)
+	require.Error(t, err)
+	require.Nil(t, f.item(f.table, "k2"))
 }
 
 func (s *suite) testResultLimit(t *testing.T) {

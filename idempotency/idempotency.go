@@ -64,8 +64,9 @@ const (
 	DefaultInProgressExpiry = time.Minute
 	// DefaultNamespace prefixes every key the package writes.
 	DefaultNamespace = "idempotency"
-	// MaxResultBytes bounds a stored result (the JSON of a function's output
-	// or an HTTP response).
+	// MaxResultBytes bounds a stored result: the JSON of a function's
+	// output, or the body of an HTTP response (its status and headers are
+	// stored besides, up to as much again).
 	MaxResultBytes = dedup.MaxResultBytes
 )
 
@@ -192,6 +193,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		o(&s)
 	}
 	scope := dedup.Scope{Namespace: l.cfg.Namespace, Queue: name}
+	proc := l.processor(s.expiry, s.optimistic, 0)
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out
 		doc, err := json.Marshal(in)
@@ -216,7 +218,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		}
 		var out Out
 		key := scope.Key("", raw)
-		r := l.run(ctx, key, fp, s.expiry, s.optimistic, func(ctx context.Context) (effect.Output, error) {
+		r := l.run(ctx, proc, key, fp, func(ctx context.Context) (effect.Output, error) {
 			o, writes, err := fn(context.WithValue(ctx, keyCtx{}, key), in)
 			if err != nil {
 				return effect.Output{}, err
@@ -248,8 +250,20 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 	}
 }
 
-// run claims key and runs fn under it with the lease rules of Config.
-func (l *Ledger) run(ctx context.Context, key, fingerprint string, expiry time.Duration, optimistic bool, fn func(context.Context) (effect.Output, error)) process.Result {
+// processor is the Ledger's processor with these settings (maxResult 0:
+// MaxResultBytes).
+func (l *Ledger) processor(expiry time.Duration, optimistic bool, maxResult int) *process.Processor {
+	if expiry == l.cfg.Expiry && !optimistic && maxResult == 0 {
+		return l.proc
+	}
+	p := *l.proc
+	p.TTL, p.Optimistic, p.MaxResult = expiry, optimistic, maxResult
+	return &p
+}
+
+// run claims key and runs fn under it with proc and the lease rules of
+// Config.
+func (l *Ledger) run(ctx context.Context, proc *process.Processor, key, fingerprint string, fn func(context.Context) (effect.Output, error)) process.Result {
 	h := process.Hooks{}
 	if _, ok := lambdacontext.FromContext(ctx); ok {
 		if deadline, has := ctx.Deadline(); has {
@@ -257,12 +271,6 @@ func (l *Ledger) run(ctx context.Context, key, fingerprint string, expiry time.D
 			// a timed-out invocation leaves no lease behind for the retry.
 			h = process.Hooks{LeaseUntil: deadline, CommitBy: deadline}
 		}
-	}
-	proc := l.proc
-	if expiry != l.cfg.Expiry || optimistic {
-		p := *l.proc
-		p.TTL, p.Optimistic = expiry, optimistic
-		proc = &p
 	}
 	return proc.Run(ctx, process.Call{Key: key, PayloadSHA256: fingerprint}, h, fn)
 }

@@ -383,8 +383,8 @@ func reasonCodes(rs []types.CancellationReason) string {
 }
 
 func (s *Store) completeUpdate(c Claim, result []byte, ttl time.Duration, cond string) (*dynamodb.UpdateItemInput, error) {
-	if len(result) > MaxResultBytes {
-		return nil, ErrResultTooLarge
+	if len(result) > MaxStoredBytes {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrResultTooLarge, len(result), MaxStoredBytes)
 	}
 	if c.Token == "" {
 		return nil, errors.New("dedup: complete without a won claim")

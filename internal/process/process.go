@@ -133,6 +133,9 @@ type Processor struct {
 	Payload dedup.PayloadSource
 	Lease   time.Duration // default claim lease
 	TTL     time.Duration // how long a record suppresses duplicates
+	// MaxResult bounds Output.Result; dedup.MaxResultBytes if 0, at most
+	// dedup.MaxStoredBytes.
+	MaxResult int
 	// CommitTimeout bounds the retries of a commit that fails without a
 	// verdict; CommitTimeoutDefault if 0. A commit that gives up releases
 	// its claim: in transactional mode nothing was applied; in claim mode
@@ -288,16 +291,18 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	// response lost) is for the commit to tell: its answer is the verdict.
 	// It is stopped before anything is released: an extension after the
 	// release would take the claim back.
-	oversized := len(out.Result) > dedup.MaxResultBytes
+	tooLarge := p.tooLarge(out.Result)
 	var retries int
 	commitStart := time.Now()
 	switch {
 	case len(out.Writes) > 0 || len(out.Send) > 0:
 		// Nothing has happened yet (but the effect's outside effects, in
-		// claim mode); an oversized result fails the commit
-		// (ErrResultTooLarge) before anything is applied.
-		retries, err = p.commit(ctx, claim, out.Result, out.Writes, out.Send, h)
-	case oversized:
+		// claim mode); an oversized result fails the commit before anything
+		// is applied.
+		if err = tooLarge; err == nil {
+			retries, err = p.commit(ctx, claim, out.Result, out.Writes, out.Send, h)
+		}
+	case tooLarge != nil:
 		// The outside effect has run: record it as done, so that no
 		// redelivery runs it again, without the result (never truncated),
 		// and fail loudly: the effect must return smaller results.
@@ -307,8 +312,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		if err == nil {
 			res.Applied, res.CommitRetries = true, retries
 			res.Action, res.Err = Fail, effect.Permanent(fmt.Errorf(
-				"effect applied and recorded, but its result of %d bytes exceeds %d: stored without it, duplicates replay none",
-				len(out.Result), dedup.MaxResultBytes))
+				"effect applied and recorded, but %w: stored without it, duplicates replay none", tooLarge))
 			return res
 		}
 	default:
@@ -336,6 +340,19 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		res.Action, res.Err = Retry, err
 	}
 	return res
+}
+
+// tooLarge is an error wrapping dedup.ErrResultTooLarge when result
+// exceeds MaxResult.
+func (p *Processor) tooLarge(result []byte) error {
+	limit := p.MaxResult
+	if limit <= 0 {
+		limit = dedup.MaxResultBytes
+	}
+	if len(result) > min(limit, dedup.MaxStoredBytes) {
+		return fmt.Errorf("%w: the result has %d bytes, more than %d", dedup.ErrResultTooLarge, len(result), limit)
+	}
+	return nil
 }
 
 // blocked is the result of a claim or an optimistic commit that a record of
@@ -372,6 +389,11 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		return p.runClaimed(ctx, c, h, fn)
 	}
 	res := Result{Key: c.Key, EffectTook: effectTook}
+	if err := p.tooLarge(out.Result); err != nil {
+		// Nothing was applied, and no retry can change that.
+		res.Action, res.Err = Fail, effect.Permanent(err)
+		return res
+	}
 	token, err := dedup.NewToken()
 	if err != nil {
 		res.Action, res.Err = Retry, err

@@ -781,17 +781,27 @@ func (s *suite) testResultLimit(t *testing.T) {
 	a := f.store()
 	c := f.claim(a, f.req("k", "body", lease, ttl), dedup.Won)
 	before := f.snapshot("k")
-	tooBig := make([]byte, dedup.MaxResultBytes+1)
+	tooBig := make([]byte, dedup.MaxStoredBytes+1)
 	require.ErrorIs(t, a.Complete(f.ctx, c, tooBig, ttl), dedup.ErrResultTooLarge)
 	require.ErrorIs(t, a.CompleteTx(f.ctx, c, tooBig, ttl, nil), dedup.ErrResultTooLarge)
 	require.Equal(t, before, f.snapshot("k"))
-	full := make([]byte, dedup.MaxResultBytes)
+	full := make([]byte, dedup.MaxStoredBytes)
 	for i := range full {
 		full[i] = byte(i)
 	}
 	require.NoError(t, a.Complete(f.ctx, c, full, ttl))
 	d := f.claim(f.store(), f.req("k", "body", lease, ttl), dedup.Duplicate)
 	require.Equal(t, full, d.Record.Result, "the replayed result is not the stored one")
+
+	// The largest record: the longest key, every attribute, the largest
+	// result. It fits DynamoDB's item limit.
+	long := strings.Repeat("k", dedup.MaxKeyBytes)
+	r := f.req(long, "body", lease, ttl)
+	r.MessageID, r.Group, r.Attempts = strings.Repeat("m", 128), strings.Repeat("g", 128), 1000
+	c = f.claim(a, r, dedup.Won)
+	require.NoError(t, a.Complete(f.ctx, c, full, ttl))
+	d = f.claim(f.store(), f.req(long, "body", lease, ttl), dedup.Duplicate)
+	require.Equal(t, full, d.Record.Result)
 }
 
 func (s *suite) testArguments(t *testing.T) {

@@ -87,7 +87,8 @@ type Config struct {
 	// it while the function runs; inside a Lambda invocation the claim lasts
 	// until the invocation's deadline and is not extended. DefaultInProgressExpiry if 0.
 	InProgressExpiry time.Duration
-	// Logger receives warnings (commit retries, releases); discarded if nil.
+	// Logger receives warnings (commit retries, releases, inputs run
+	// without a key); slog.Default() if nil.
 	Logger *slog.Logger
 }
 
@@ -118,7 +119,7 @@ func New(cfg Config) (*Ledger, error) {
 		cfg.InProgressExpiry = DefaultInProgressExpiry
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Logger = slog.Default()
 	}
 	store := dedup.NewStore(cfg.DynamoDB, cfg.Table)
 	return &Ledger{cfg: cfg, store: store, proc: &process.Processor{
@@ -134,7 +135,9 @@ var (
 	// ErrPayloadMismatch: the key was completed for another input (another
 	// payload fingerprint). The function was not run. Retrying cannot help.
 	ErrPayloadMismatch = errors.New("idempotency: the key was already used for a different payload")
-	// ErrKeyMissing: the input holds no key and RequireKey was given.
+	// ErrKeyMissing: the input holds no key where KeyPointers or KeyFunc
+	// look for one (and AllowMissingKey was not given). The function was
+	// not run.
 	ErrKeyMissing = errors.New("idempotency: no idempotency key in the input")
 	// ErrInProgress is matched (errors.Is) by every *InProgressError.
 	ErrInProgress = errors.New("idempotency: a call with this key is in progress")
@@ -202,7 +205,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		}
 		raw, err := s.key(in, doc)
 		if errors.Is(err, errNoKey) {
-			if s.requireKey {
+			if !s.allowNoKey {
 				return zero, fmt.Errorf("%w (%s: %v)", ErrKeyMissing, name, err)
 			}
 			l.cfg.Logger.Warn("no idempotency key in the input; running without idempotency", "function", name, "err", err)

@@ -1,10 +1,13 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -183,30 +186,51 @@ func TestInProgress(t *testing.T) {
 	})
 }
 
+// TestKeyMissing: an input without the key its options point at is an
+// error (a typo in a pointer must not turn idempotency off), unless
+// AllowMissingKey says to run it without idempotency, with a warning.
 func TestKeyMissing(t *testing.T) {
 	t.Parallel()
-	l := newLedger(t, newDB(t))
+	var logs bytes.Buffer
+	l, err := idempotency.New(idempotency.Config{DynamoDB: newDB(t), Table: "dedup", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
 	c := &charger{}
-	lenient := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+	strict := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/ordre")) // a typo
+	_, err = strict(context.Background(), charge{Order: "o-1", Amount: 1})
+	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
+	require.ErrorContains(t, err, "/ordre")
+	require.Zero(t, c.runs.Load(), "not run without idempotency")
+
+	byFunc := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyFunc(func(in charge) string { return in.Order }))
+	_, err = byFunc(context.Background(), charge{Amount: 1})
+	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
+	for range 2 {
+		_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, c.runs.Load())
+
+	lenient := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.AllowMissingKey())
 	for range 2 {
 		_, err := lenient(context.Background(), charge{Amount: 1})
 		require.NoError(t, err)
 	}
-	require.EqualValues(t, 2, c.runs.Load(), "without a key, every call runs")
+	require.EqualValues(t, 3, c.runs.Load(), "allowed: without a key, every call runs")
+	require.Equal(t, 2, strings.Count(logs.String(), "level=WARN msg=\"no idempotency key in the input; running without idempotency\""), logs.String())
+}
 
-	strict := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.RequireKey())
-	_, err := strict(context.Background(), charge{Amount: 1})
-	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
-	require.EqualValues(t, 2, c.runs.Load())
-
-	byFunc := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyFunc(func(in charge) string { return in.Order }), idempotency.RequireKey())
-	_, err = byFunc(context.Background(), charge{Amount: 1})
-	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
-	_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
+// TestNilLoggerIsTheDefault: without Config.Logger, warnings go to
+// slog.Default(), not nowhere. Not parallel: it sets the default logger.
+func TestNilLoggerIsTheDefault(t *testing.T) {
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(prev)
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	_, err := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.AllowMissingKey())(context.Background(), charge{})
 	require.NoError(t, err)
-	_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
-	require.NoError(t, err)
-	require.EqualValues(t, 3, c.runs.Load())
+	require.Contains(t, logs.String(), "no idempotency key in the input")
 }
 
 func TestValidatePointers(t *testing.T) {

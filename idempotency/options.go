@@ -17,7 +17,7 @@ type settings struct {
 	keyFunc    func(in any) (string, error)
 	validate   []string
 	noValidate bool
-	requireKey bool
+	allowNoKey bool
 	expiry     time.Duration
 	optimistic bool
 }
@@ -35,7 +35,7 @@ func KeyPointers(ptrs ...string) Option {
 }
 
 // KeyFunc takes the key from the input with f. An empty key counts as
-// missing (see RequireKey). f must accept the wrapped function's In.
+// missing (see AllowMissingKey). f must accept the wrapped function's In.
 func KeyFunc[In any](f func(In) string) Option {
 	return func(s *settings) {
 		s.keyFunc = func(in any) (string, error) {
@@ -63,10 +63,12 @@ func ValidatePointers(ptrs ...string) Option {
 // key gets its stored result.
 func NoValidation() Option { return func(s *settings) { s.noValidate = true } }
 
-// RequireKey makes an input without a key an error (ErrKeyMissing). By
-// default such an input runs without idempotency and a warning is logged,
-// as Powertools does.
-func RequireKey() Option { return func(s *settings) { s.requireKey = true } }
+// AllowMissingKey runs an input without the key that KeyPointers or
+// KeyFunc point at without idempotency, with a warning logged, instead of
+// failing it with ErrKeyMissing. By default a missing key is an error, so
+// that a mistyped pointer cannot turn idempotency off unnoticed (the
+// opposite of Powertools' default, raise_on_no_idempotency_key=False).
+func AllowMissingKey() Option { return func(s *settings) { s.allowNoKey = true } }
 
 // Optimistic commits a WrapTx function with no claim: it runs, then one
 // TransactWriteItems puts the completed record (on the claim's condition)

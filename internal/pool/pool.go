@@ -239,7 +239,7 @@ func New(cfg Config) (*Pool, error) {
 	cfg.RetryBase = orDefault(cfg.RetryBase, RetryBaseDefault)
 	cfg.RetryMax = orDefault(cfg.RetryMax, RetryMaxDefault)
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+		cfg.Log = slog.Default()
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}

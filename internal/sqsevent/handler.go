@@ -175,7 +175,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("lambda: Config.LeaseMargin and MinLease must not be negative")
 	}
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+		cfg.Log = slog.Default()
 	}
 	return &Handler{cfg: cfg}, nil
 }

@@ -49,7 +49,8 @@ type MiddlewareConfig struct {
 // its response (status, headers, body) is stored; a retry with the same key
 // and the same request (method, path and body) gets the stored response,
 // marked with Idempotent-Replayed: true, without running the handler. While
-// the first still runs, a retry gets 409 Conflict with Retry-After; a key
+// the first still runs, a retry gets 409 Conflict with Retry-After (the
+// hint of InProgressError.RetryAfter, in whole seconds, at least 1); a key
 // reused for a different request gets 422 Unprocessable Content.
 //
 // The response is the handler's final status (200 and up); informational
@@ -148,7 +149,7 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 				// be said to this client.
 				l.cfg.Logger.Warn("idempotency: streamed response not recorded", "key", key, "err", err)
 			case errors.As(err, &busy):
-				w.Header().Set("Retry-After", strconv.Itoa(int(max(busy.RetryAfter.Round(time.Second)/time.Second, 1))))
+				w.Header().Set("Retry-After", strconv.Itoa(int(max((busy.RetryAfter+time.Second-1)/time.Second, 1))))
 				http.Error(w, "a request with this "+HeaderKey+" is still being processed", http.StatusConflict)
 			case errors.Is(err, ErrPayloadMismatch):
 				http.Error(w, "this "+HeaderKey+" was used for a different request", http.StatusUnprocessableEntity)

@@ -146,11 +146,29 @@ var (
 	ErrResultNotStored = errors.New("idempotency: the call completed, but its result was too large to store")
 )
 
-// InProgressError is returned while another call holds the key. RetryAfter
-// is how long its claim has left (it may finish sooner).
+// InProgressError is returned while another call holds the key.
+//
+// RetryAfter is a hint of when that call may be done: as long again as it
+// has run so far, at least 1 s and at most 5 s, and no later than the end
+// of its claim. A call tends to take about as long as calls before it, and
+// a retry that comes too soon costs one more cheap conditional write,
+// while one that waits out the whole claim (a minute by default) keeps the
+// client waiting long after a two-second call has finished.
 type InProgressError struct {
 	Key        string
 	RetryAfter time.Duration
+}
+
+// Bounds of InProgressError.RetryAfter.
+const (
+	retryAfterMin = time.Second
+	retryAfterMax = 5 * time.Second
+)
+
+// retryHint is InProgressError.RetryAfter for a call that has held its key
+// for held, with left of its claim to go.
+func retryHint(held, left time.Duration) time.Duration {
+	return min(max(held, retryAfterMin), retryAfterMax, left)
 }
 
 func (e *InProgressError) Error() string {
@@ -287,7 +305,7 @@ func verdict(r process.Result) ([]byte, error) {
 	case r.Outcome == dedup.Conflict:
 		return nil, fmt.Errorf("%w (key %q)", ErrPayloadMismatch, r.Key)
 	case r.Outcome == dedup.Busy:
-		return nil, &InProgressError{Key: r.Key, RetryAfter: r.After}
+		return nil, &InProgressError{Key: r.Key, RetryAfter: retryHint(r.HeldFor, r.After)}
 	case r.Err != nil:
 		return nil, r.Err
 	}

@@ -70,6 +70,9 @@ type Result struct {
 	Outcome dedup.Outcome // zero when no claim was made (no key)
 	Key     string
 	After   time.Duration // Retry: requested delay, 0 for the caller's backoff
+	// HeldFor is, when Busy, how long the call holding the key has held it
+	// (since its claim, by the claimer's clock).
+	HeldFor time.Duration
 	Err     error         // why (Retry, Fail)
 	// LeaseLost is set when the claim was taken over while the effect ran.
 	LeaseLost bool
@@ -368,7 +371,11 @@ func blocked(c dedup.Claim, hash string) Result {
 			"dedup key %q was completed for a different payload (message %s, stored %s, got %s)",
 			c.Key, c.Record.MessageID, c.Record.PayloadSHA256, hash)}
 	}
-	return Result{Action: Retry, Outcome: dedup.Busy, Key: c.Key, After: c.Remaining,
+	var held time.Duration
+	if c.Record != nil && !c.Record.CreatedAt.IsZero() {
+		held = max(time.Since(c.Record.CreatedAt), 0)
+	}
+	return Result{Action: Retry, Outcome: dedup.Busy, Key: c.Key, After: c.Remaining, HeldFor: held,
 		Err: fmt.Errorf("dedup key %q is being processed by another worker", c.Key)}
 }
 

@@ -73,7 +73,7 @@ type Result struct {
 	// HeldFor is, when Busy, how long the call holding the key has held it
 	// (since its claim, by the claimer's clock).
 	HeldFor time.Duration
-	Err     error         // why (Retry, Fail)
+	Err     error // why (Retry, Fail)
 	// LeaseLost is set when the claim was taken over while the effect ran.
 	LeaseLost bool
 	// Applied is true when this call ran the effect and committed it.

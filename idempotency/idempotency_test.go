@@ -471,3 +471,37 @@ func TestLambdaOptimisticFallbackLeaseEndsAtTheDeadline(t *testing.T) {
 		require.Equal(t, strconv.FormatInt(deadline.UnixMilli(), 10), leaseUntil, "the claim ends with the invocation")
 	})
 }
+
+// TestValidationChangeTakesOldRecordsAsDuplicates: fingerprints made
+// another way (ValidatePointers changed, added or dropped) are not
+// compared: a key completed before the change is a duplicate whatever the
+// payload, never run again, never a mismatch; a key completed after it is
+// validated as configured.
+func TestValidationChangeTakesOldRecordsAsDuplicates(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	ctx := context.Background()
+	byAmount := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.ValidatePointers("/amount"))
+	first, err := byAmount(ctx, charge{Order: "o-1", Amount: 5})
+	require.NoError(t, err)
+
+	for _, changed := range []func(context.Context, charge) (receipt, error){
+		idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order")), // the whole input
+		idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.ValidatePointers("/amount", "/at")),
+	} {
+		r, err := changed(ctx, charge{Order: "o-1", Amount: 999})
+		require.NoError(t, err, "not a mismatch: the fingerprints are not comparable")
+		require.Equal(t, first, r, "the stored result")
+	}
+	require.EqualValues(t, 1, c.runs.Load(), "never run again")
+
+	whole := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+	_, err = whole(ctx, charge{Order: "o-2", Amount: 5})
+	require.NoError(t, err)
+	_, err = whole(ctx, charge{Order: "o-2", Amount: 6})
+	require.ErrorIs(t, err, idempotency.ErrPayloadMismatch, "a record made after the change is validated")
+	_, err = byAmount(ctx, charge{Order: "o-2", Amount: 6})
+	require.NoError(t, err, "and the change back takes it as a duplicate")
+	require.EqualValues(t, 2, c.runs.Load())
+}

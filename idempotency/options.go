@@ -55,6 +55,14 @@ func KeyFunc[In any](f func(In) string) Option {
 // duplicate whose parts differ gets ErrPayloadMismatch, one that differs
 // elsewhere (a timestamp a retry adds) is a duplicate. By default the whole
 // input is fingerprinted.
+//
+// A fingerprint names how it was made (the whole input, these pointers in
+// this order, or none), and fingerprints made differently are not
+// compared. So after a change of ValidatePointers (or of NoValidation), a
+// call whose key was completed under the old setting is a duplicate
+// whatever its payload: it gets the stored result and is not run, neither
+// run twice nor failed with ErrPayloadMismatch. Payload validation is back
+// for a key once its old record has expired (Expiry).
 func ValidatePointers(ptrs ...string) Option {
 	return func(s *settings) { s.validate = append(s.validate, ptrs...) }
 }

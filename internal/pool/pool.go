@@ -336,7 +336,7 @@ func (p *Pool) Run(ctx context.Context) {
 		}
 	}
 	<-ctx.Done()
-	p.log.Info("shutting down: receiving stopped", "grace", p.cfg.ShutdownTimeout, "open_polls_return_within", p.cfg.WaitTime)
+	p.log.Info("shutting down: receiving stopped", "grace_ms", p.cfg.ShutdownTimeout.Milliseconds(), "open_polls_return_within_ms", p.cfg.WaitTime.Milliseconds())
 	p.mu.Lock()
 	p.stopping = true
 	close(p.stopCh)
@@ -785,7 +785,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 			if after <= 0 {
 				after = backoff(d.retries, p.cfg.RetryBase, p.cfg.RetryMax)
 			}
-			logger().Info("retry in place", "attempt", d.retries, "of", p.cfg.RetryInPlace, "after", after, "err", r.Err)
+			logger().Info("retry in place", "attempt", d.retries, "of", p.cfg.RetryInPlace, "after_ms", after.Milliseconds(), "err", r.Err)
 			p.obs.Done(d.msg.QueueName, r, took)
 			return max(after, time.Millisecond)
 		}
@@ -794,7 +794,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 		}
 		holdBack()
 		qs.settle(d, false, after)
-		logger().Info("retry", "after", after, "err", r.Err)
+		logger().Info("retry", "after_ms", after.Milliseconds(), "err", r.Err)
 	}
 	p.finish()
 	p.obs.Done(d.msg.QueueName, r, took)

@@ -337,7 +337,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 		if time.Until(end) < h.cfg.MinLease || ctx.Err() != nil {
 			t.count(func() { t.notStarted++ })
 			log.Warn("not started: too little time left before the invocation's deadline",
-				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin", h.cfg.LeaseMargin)
+				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin_ms", h.cfg.LeaseMargin.Milliseconds())
 			return false, true
 		}
 		var cancel context.CancelFunc

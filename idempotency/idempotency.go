@@ -190,8 +190,10 @@ type keyCtx struct{}
 // Wrap returns fn made idempotent under name: each key runs once, and its
 // duplicates get the stored result. The key is derived from the input (the
 // SHA-256 of its JSON by default; see KeyPointers and KeyFunc), and so is
-// the payload fingerprint (ValidatePointers). The output is stored as JSON:
-// Out must round-trip through encoding/json.
+// the payload fingerprint (ValidatePointers). An input without the key
+// that KeyPointers or KeyFunc look for fails with ErrKeyMissing, unrun
+// (see AllowMissingKey). The output is stored as JSON: Out must round-trip
+// through encoding/json.
 func Wrap[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
 	// Never optimistic: fn has effects of its own, which must not run for
 	// a duplicate.

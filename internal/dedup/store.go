@@ -87,7 +87,7 @@ type ClaimRequest struct {
 	Lease         time.Duration // how long the claim is exclusive unless extended
 	// LeaseUntil, when set, is when the lease ends instead of Lease after
 	// the claim: a deadline that must not be counted again from a later
-	// start.
+	// start. It is on time.Now's clock, as a context's deadline is.
 	LeaseUntil time.Time
 	TTL        time.Duration // how long the record suppresses duplicates
 	// Token is the claim's fencing token; empty: a new random one. A claim
@@ -135,10 +135,14 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	}
 	leaseUntil := now.Add(req.Lease)
 	if !req.LeaseUntil.IsZero() {
-		if !req.LeaseUntil.After(now) {
+		// Onto the store's clock, which only tests and the simulation set
+		// apart from time.Now: read next to now, the end stays where it
+		// was (never later).
+		left := time.Until(req.LeaseUntil)
+		if left <= 0 {
 			return Claim{}, fmt.Errorf("dedup: claim of %q: its lease had to end by %s, which has passed", req.Key, req.LeaseUntil.Format(time.RFC3339Nano))
 		}
-		leaseUntil = req.LeaseUntil
+		leaseUntil = now.Add(left)
 	}
 	expiresAt := expiry(now.Add(req.TTL), leaseUntil)
 	item := recordItem(req, token, StatusInProgress, now, leaseUntil, expiresAt)

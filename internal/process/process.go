@@ -105,11 +105,11 @@ type Hooks struct {
 	HeartbeatEvery time.Duration
 	// Lease overrides the processor's lease for this message.
 	Lease time.Duration
-	// LeaseUntil, when set, is when the claim's lease ends, whenever the
-	// claim is made, and it is never extended (Lambda: before the
-	// invocation's deadline, which it must not outlive). An instant, not a
-	// duration: a claim made late (after a failed optimistic run) must not
-	// count its lease from then.
+	// LeaseUntil, when set, is when the claim's lease ends (on time.Now's
+	// clock), whenever the claim is made, and it is never extended (Lambda:
+	// before the invocation's deadline, which it must not outlive). An
+	// instant, not a duration: a claim made late (after a failed optimistic
+	// run) must not count its lease from then.
 	LeaseUntil time.Time
 	// CommitBy, when set, is when commit retries must have ended (Lambda:
 	// the invocation's deadline); otherwise CommitTimeout after the first

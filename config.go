@@ -165,7 +165,7 @@ type Config struct {
 	// Lambda handler.
 	Hooks Hooks
 
-	// Logger receives the worker's logs; discarded if nil.
+	// Logger receives the worker's logs; slog.Default() if nil.
 	Logger *slog.Logger
 	// TracerProvider, when set, traces each message: a span
 	// "process <queue>" (a child of the producer's span, from its
@@ -405,7 +405,7 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 	}
 	s.log = cfg.Logger
 	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+		s.log = slog.Default()
 	}
 	if lambda {
 		return s, s.checkLambda()

@@ -38,7 +38,7 @@ func startup[T any](ctx context.Context, log *slog.Logger, step string, f func()
 		if !transient(err) || time.Now().Add(wait).After(deadline) {
 			return v, err
 		}
-		log.Warn("start-up call failed; trying again", "step", step, "in", wait, "err", err)
+		log.Warn("start-up call failed; trying again", "step", step, "in_ms", wait.Milliseconds(), "err", err)
 		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
 		select {
 		case <-ctx.Done():

@@ -118,7 +118,7 @@ func (s *settings) metrics() (*telemetry.Metrics, error) {
 
 // processor is the exactly-once path for one message.
 func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func(effect.Message) dedup.Scope) *process.Processor {
-	s.log.Info("commit mode", "commit", string(s.Commit), "group_commit", s.GroupCommit, "effect", fmt.Sprintf("%T", s.Effect))
+	s.log.Info("commit mode", "commit", string(s.Commit), "group_commit_ms", s.GroupCommit.Milliseconds(), "effect", fmt.Sprintf("%T", s.Effect))
 	p := &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
 		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic, Outbox: s.Outbox,

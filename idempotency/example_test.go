@@ -48,9 +48,31 @@ func ExampleWrap() {
 	_, err = pay(ctx, Payment{Order: "o-1", Amount: 999}) // the key reused for another payment
 	fmt.Println(r1.Charge, r2.Charge, charges)
 	fmt.Println(errors.Is(err, idempotency.ErrPayloadMismatch))
+	_, err = pay(ctx, Payment{Amount: 100}) // no order, so no key: not run
+	fmt.Println(errors.Is(err, idempotency.ErrKeyMissing), charges)
 	// Output:
 	// ch_1 ch_1 1
 	// true
+	// true 1
+}
+
+// ExampleAllowMissingKey: an input without its key runs without
+// idempotency (every time, with a warning logged) instead of failing.
+func ExampleAllowMissingKey() {
+	ledger, err := idempotency.New(idempotency.Config{DynamoDB: table(), Table: "dedup"})
+	if err != nil {
+		panic(err)
+	}
+	runs := 0
+	audit := idempotency.Wrap(ledger, "audit", func(ctx context.Context, p Payment) (int, error) {
+		runs++
+		return runs, nil
+	}, idempotency.KeyPointers("/order"), idempotency.AllowMissingKey())
+	for range 2 {
+		_, _ = audit(context.Background(), Payment{Amount: 100})
+	}
+	fmt.Println(runs)
+	// Output: 2
 }
 
 func ExampleMiddleware() {

@@ -64,8 +64,9 @@ const (
 	DefaultInProgressExpiry = time.Minute
 	// DefaultNamespace prefixes every key the package writes.
 	DefaultNamespace = "idempotency"
-	// MaxResultBytes bounds a stored result (the JSON of a function's output
-	// or an HTTP response).
+	// MaxResultBytes bounds a stored result: the JSON of a function's
+	// output, or the body of an HTTP response (its status and headers are
+	// stored besides, up to as much again).
 	MaxResultBytes = dedup.MaxResultBytes
 )
 
@@ -86,7 +87,8 @@ type Config struct {
 	// it while the function runs; inside a Lambda invocation the claim lasts
 	// until the invocation's deadline and is not extended. DefaultInProgressExpiry if 0.
 	InProgressExpiry time.Duration
-	// Logger receives warnings (commit retries, releases); discarded if nil.
+	// Logger receives warnings (commit retries, releases, inputs run
+	// without a key); slog.Default() if nil.
 	Logger *slog.Logger
 }
 
@@ -117,7 +119,7 @@ func New(cfg Config) (*Ledger, error) {
 		cfg.InProgressExpiry = DefaultInProgressExpiry
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Logger = slog.Default()
 	}
 	store := dedup.NewStore(cfg.DynamoDB, cfg.Table)
 	return &Ledger{cfg: cfg, store: store, proc: &process.Processor{
@@ -133,7 +135,9 @@ var (
 	// ErrPayloadMismatch: the key was completed for another input (another
 	// payload fingerprint). The function was not run. Retrying cannot help.
 	ErrPayloadMismatch = errors.New("idempotency: the key was already used for a different payload")
-	// ErrKeyMissing: the input holds no key and RequireKey was given.
+	// ErrKeyMissing: the input holds no key where KeyPointers or KeyFunc
+	// look for one (and AllowMissingKey was not given). The function was
+	// not run.
 	ErrKeyMissing = errors.New("idempotency: no idempotency key in the input")
 	// ErrInProgress is matched (errors.Is) by every *InProgressError.
 	ErrInProgress = errors.New("idempotency: a call with this key is in progress")
@@ -142,11 +146,29 @@ var (
 	ErrResultNotStored = errors.New("idempotency: the call completed, but its result was too large to store")
 )
 
-// InProgressError is returned while another call holds the key. RetryAfter
-// is how long its claim has left (it may finish sooner).
+// InProgressError is returned while another call holds the key.
+//
+// RetryAfter is a hint of when that call may be done: as long again as it
+// has run so far, at least 1 s and at most 5 s, and no later than the end
+// of its claim. A call tends to take about as long as calls before it, and
+// a retry that comes too soon costs one more cheap conditional write,
+// while one that waits out the whole claim (a minute by default) keeps the
+// client waiting long after a two-second call has finished.
 type InProgressError struct {
 	Key        string
 	RetryAfter time.Duration
+}
+
+// Bounds of InProgressError.RetryAfter.
+const (
+	retryAfterMin = time.Second
+	retryAfterMax = 5 * time.Second
+)
+
+// retryHint is InProgressError.RetryAfter for a call that has held its key
+// for held, with left of its claim to go.
+func retryHint(held, left time.Duration) time.Duration {
+	return min(max(held, retryAfterMin), retryAfterMax, left)
 }
 
 func (e *InProgressError) Error() string {
@@ -168,8 +190,10 @@ type keyCtx struct{}
 // Wrap returns fn made idempotent under name: each key runs once, and its
 // duplicates get the stored result. The key is derived from the input (the
 // SHA-256 of its JSON by default; see KeyPointers and KeyFunc), and so is
-// the payload fingerprint (ValidatePointers). The output is stored as JSON:
-// Out must round-trip through encoding/json.
+// the payload fingerprint (ValidatePointers). An input without the key
+// that KeyPointers or KeyFunc look for fails with ErrKeyMissing, unrun
+// (see AllowMissingKey). The output is stored as JSON: Out must round-trip
+// through encoding/json.
 func Wrap[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
 	// Never optimistic: fn has effects of its own, which must not run for
 	// a duplicate.
@@ -193,6 +217,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		o(&s)
 	}
 	scope := dedup.Scope{Namespace: l.cfg.Namespace, Queue: name}
+	proc := l.processor(s.expiry, s.optimistic, 0)
 	return func(ctx context.Context, in In) (Out, error) {
 		var zero Out
 		doc, err := json.Marshal(in)
@@ -201,7 +226,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		}
 		raw, err := s.key(in, doc)
 		if errors.Is(err, errNoKey) {
-			if s.requireKey {
+			if !s.allowNoKey {
 				return zero, fmt.Errorf("%w (%s: %v)", ErrKeyMissing, name, err)
 			}
 			l.cfg.Logger.Warn("no idempotency key in the input; running without idempotency", "function", name, "err", err)
@@ -217,7 +242,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		}
 		var out Out
 		key := scope.Key("", raw)
-		r := l.run(ctx, key, fp, s.expiry, s.optimistic, func(ctx context.Context) (effect.Output, error) {
+		r := l.run(ctx, proc, key, fp, func(ctx context.Context) (effect.Output, error) {
 			o, writes, err := fn(context.WithValue(ctx, keyCtx{}, key), in)
 			if err != nil {
 				return effect.Output{}, err
@@ -249,21 +274,27 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 	}
 }
 
-// run claims key and runs fn under it with the lease rules of Config.
-func (l *Ledger) run(ctx context.Context, key, fingerprint string, expiry time.Duration, optimistic bool, fn func(context.Context) (effect.Output, error)) process.Result {
+// processor is the Ledger's processor with these settings (maxResult 0:
+// MaxResultBytes).
+func (l *Ledger) processor(expiry time.Duration, optimistic bool, maxResult int) *process.Processor {
+	if expiry == l.cfg.Expiry && !optimistic && maxResult == 0 {
+		return l.proc
+	}
+	p := *l.proc
+	p.TTL, p.Optimistic, p.MaxResult = expiry, optimistic, maxResult
+	return &p
+}
+
+// run claims key and runs fn under it with proc and the lease rules of
+// Config.
+func (l *Ledger) run(ctx context.Context, proc *process.Processor, key, fingerprint string, fn func(context.Context) (effect.Output, error)) process.Result {
 	h := process.Hooks{}
 	if _, ok := lambdacontext.FromContext(ctx); ok {
 		if deadline, has := ctx.Deadline(); has {
 			// Inside a Lambda invocation the claim ends with the invocation:
 			// a timed-out invocation leaves no lease behind for the retry.
-			h = process.Hooks{Lease: time.Until(deadline), NoExtend: true, CommitBy: deadline}
+			h = process.Hooks{LeaseUntil: deadline, CommitBy: deadline}
 		}
-	}
-	proc := l.proc
-	if expiry != l.cfg.Expiry || optimistic {
-		p := *l.proc
-		p.TTL, p.Optimistic = expiry, optimistic
-		proc = &p
 	}
 	return proc.Run(ctx, process.Call{Key: key, PayloadSHA256: fingerprint}, h, fn)
 }
@@ -277,7 +308,7 @@ func verdict(r process.Result) ([]byte, error) {
 	case r.Outcome == dedup.Conflict:
 		return nil, fmt.Errorf("%w (key %q)", ErrPayloadMismatch, r.Key)
 	case r.Outcome == dedup.Busy:
-		return nil, &InProgressError{Key: r.Key, RetryAfter: r.After}
+		return nil, &InProgressError{Key: r.Key, RetryAfter: retryHint(r.HeldFor, r.After)}
 	case r.Err != nil:
 		return nil, r.Err
 	}

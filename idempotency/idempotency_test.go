@@ -1,10 +1,13 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -175,38 +178,58 @@ func TestInProgress(t *testing.T) {
 		var busy *idempotency.InProgressError
 		require.ErrorAs(t, err, &busy)
 		require.ErrorIs(t, err, idempotency.ErrInProgress)
-		require.Positive(t, busy.RetryAfter)
-		require.LessOrEqual(t, busy.RetryAfter, idempotency.DefaultInProgressExpiry)
+		require.Equal(t, 5*time.Second, busy.RetryAfter, "a hint near completion, not the lease's 30 s or more left")
 		require.Zero(t, c2.runs.Load())
 		close(c.gate)
 		require.NoError(t, <-done)
 	})
 }
 
+// TestKeyMissing: an input without the key its options point at is an
+// error (a typo in a pointer must not turn idempotency off), unless
+// AllowMissingKey says to run it without idempotency, with a warning.
 func TestKeyMissing(t *testing.T) {
 	t.Parallel()
-	l := newLedger(t, newDB(t))
+	var logs bytes.Buffer
+	l, err := idempotency.New(idempotency.Config{DynamoDB: newDB(t), Table: "dedup", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
 	c := &charger{}
-	lenient := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+	strict := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/ordre")) // a typo
+	_, err = strict(context.Background(), charge{Order: "o-1", Amount: 1})
+	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
+	require.ErrorContains(t, err, "/ordre")
+	require.Zero(t, c.runs.Load(), "not run without idempotency")
+
+	byFunc := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyFunc(func(in charge) string { return in.Order }))
+	_, err = byFunc(context.Background(), charge{Amount: 1})
+	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
+	for range 2 {
+		_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, c.runs.Load())
+
+	lenient := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.AllowMissingKey())
 	for range 2 {
 		_, err := lenient(context.Background(), charge{Amount: 1})
 		require.NoError(t, err)
 	}
-	require.EqualValues(t, 2, c.runs.Load(), "without a key, every call runs")
+	require.EqualValues(t, 3, c.runs.Load(), "allowed: without a key, every call runs")
+	require.Equal(t, 2, strings.Count(logs.String(), "level=WARN msg=\"no idempotency key in the input; running without idempotency\""), logs.String())
+}
 
-	strict := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.RequireKey())
-	_, err := strict(context.Background(), charge{Amount: 1})
-	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
-	require.EqualValues(t, 2, c.runs.Load())
-
-	byFunc := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyFunc(func(in charge) string { return in.Order }), idempotency.RequireKey())
-	_, err = byFunc(context.Background(), charge{Amount: 1})
-	require.ErrorIs(t, err, idempotency.ErrKeyMissing)
-	_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
+// TestNilLoggerIsTheDefault: without Config.Logger, warnings go to
+// slog.Default(), not nowhere. Not parallel: it sets the default logger.
+func TestNilLoggerIsTheDefault(t *testing.T) {
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(prev)
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	_, err := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.AllowMissingKey())(context.Background(), charge{})
 	require.NoError(t, err)
-	_, err = byFunc(context.Background(), charge{Order: "o-9", Amount: 1})
-	require.NoError(t, err)
-	require.EqualValues(t, 3, c.runs.Load())
+	require.Contains(t, logs.String(), "no idempotency key in the input")
 }
 
 func TestValidatePointers(t *testing.T) {
@@ -455,4 +478,74 @@ func TestWrapTxTooLargeFailsAtOnce(t *testing.T) {
 			require.Equal(t, "done", got)
 		})
 	}
+}
+
+// TestLambdaOptimisticFallbackLeaseEndsAtTheDeadline: an Optimistic WrapTx
+// function that fails runs again under a claim; inside a Lambda invocation
+// that claim's lease ends with the invocation, however long the first run
+// took.
+func TestLambdaOptimisticFallbackLeaseEndsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		db := newDB(t)
+		l := newLedger(t, db)
+		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		deadline, _ := ctx.Deadline()
+		var runs int
+		var leaseUntil string
+		place := func(ctx context.Context, in charge) (string, []types.TransactWriteItem, error) {
+			runs++
+			if runs == 1 {
+				time.Sleep(4 * time.Second)
+				return "", nil, errors.New("downstream unavailable")
+			}
+			out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName: aws.String("dedup"), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: idempotency.Key(ctx)}},
+			})
+			require.NoError(t, err)
+			leaseUntil = out.Item["lease_until"].(*types.AttributeValueMemberN).Value
+			return "placed", nil, nil
+		}
+		_, err := idempotency.WrapTx(l, "place", place, idempotency.KeyPointers("/order"), idempotency.Optimistic())(ctx, charge{Order: "o-1"})
+		require.NoError(t, err)
+		require.Equal(t, 2, runs)
+		require.Equal(t, strconv.FormatInt(deadline.UnixMilli(), 10), leaseUntil, "the claim ends with the invocation")
+	})
+}
+
+// TestValidationChangeTakesOldRecordsAsDuplicates: fingerprints made
+// another way (ValidatePointers changed, added or dropped) are not
+// compared: a key completed before the change is a duplicate whatever the
+// payload, never run again, never a mismatch; a key completed after it is
+// validated as configured.
+func TestValidationChangeTakesOldRecordsAsDuplicates(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t, newDB(t))
+	c := &charger{}
+	ctx := context.Background()
+	byAmount := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.ValidatePointers("/amount"))
+	first, err := byAmount(ctx, charge{Order: "o-1", Amount: 5})
+	require.NoError(t, err)
+
+	for _, changed := range []func(context.Context, charge) (receipt, error){
+		idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order")), // the whole input
+		idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"), idempotency.ValidatePointers("/amount", "/at")),
+	} {
+		r, err := changed(ctx, charge{Order: "o-1", Amount: 999})
+		require.NoError(t, err, "not a mismatch: the fingerprints are not comparable")
+		require.Equal(t, first, r, "the stored result")
+	}
+	require.EqualValues(t, 1, c.runs.Load(), "never run again")
+
+	whole := idempotency.Wrap(l, "charge", c.charge, idempotency.KeyPointers("/order"))
+	_, err = whole(ctx, charge{Order: "o-2", Amount: 5})
+	require.NoError(t, err)
+	_, err = whole(ctx, charge{Order: "o-2", Amount: 6})
+	require.ErrorIs(t, err, idempotency.ErrPayloadMismatch, "a record made after the change is validated")
+	_, err = byAmount(ctx, charge{Order: "o-2", Amount: 6})
+	require.NoError(t, err, "and the change back takes it as a duplicate")
+	require.EqualValues(t, 2, c.runs.Load())
 }

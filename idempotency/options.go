@@ -17,7 +17,7 @@ type settings struct {
 	keyFunc    func(in any) (string, error)
 	validate   []string
 	noValidate bool
-	requireKey bool
+	allowNoKey bool
 	expiry     time.Duration
 	optimistic bool
 }
@@ -35,7 +35,7 @@ func KeyPointers(ptrs ...string) Option {
 }
 
 // KeyFunc takes the key from the input with f. An empty key counts as
-// missing (see RequireKey). f must accept the wrapped function's In.
+// missing (see AllowMissingKey). f must accept the wrapped function's In.
 func KeyFunc[In any](f func(In) string) Option {
 	return func(s *settings) {
 		s.keyFunc = func(in any) (string, error) {
@@ -55,6 +55,14 @@ func KeyFunc[In any](f func(In) string) Option {
 // duplicate whose parts differ gets ErrPayloadMismatch, one that differs
 // elsewhere (a timestamp a retry adds) is a duplicate. By default the whole
 // input is fingerprinted.
+//
+// A fingerprint names how it was made (the whole input, these pointers in
+// this order, or none), and fingerprints made differently are not
+// compared. So after a change of ValidatePointers (or of NoValidation), a
+// call whose key was completed under the old setting is a duplicate
+// whatever its payload: it gets the stored result and is not run, neither
+// run twice nor failed with ErrPayloadMismatch. Payload validation is back
+// for a key once its old record has expired (Expiry).
 func ValidatePointers(ptrs ...string) Option {
 	return func(s *settings) { s.validate = append(s.validate, ptrs...) }
 }
@@ -63,10 +71,12 @@ func ValidatePointers(ptrs ...string) Option {
 // key gets its stored result.
 func NoValidation() Option { return func(s *settings) { s.noValidate = true } }
 
-// RequireKey makes an input without a key an error (ErrKeyMissing). By
-// default such an input runs without idempotency and a warning is logged,
-// as Powertools does.
-func RequireKey() Option { return func(s *settings) { s.requireKey = true } }
+// AllowMissingKey runs an input without the key that KeyPointers or
+// KeyFunc point at without idempotency, with a warning logged, instead of
+// failing it with ErrKeyMissing. By default a missing key is an error, so
+// that a mistyped pointer cannot turn idempotency off unnoticed (the
+// opposite of Powertools' default, raise_on_no_idempotency_key=False).
+func AllowMissingKey() Option { return func(s *settings) { s.allowNoKey = true } }
 
 // Optimistic commits a WrapTx function with no claim: it runs, then one
 // TransactWriteItems puts the completed record (on the claim's condition)

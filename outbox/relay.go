@@ -60,7 +60,7 @@ type Relay struct {
 	PerGroup int
 	// Concurrency bounds the groups read and committed at once. Default 32.
 	Concurrency int
-	// Logger receives what goes wrong; nil discards.
+	// Logger receives what goes wrong; slog.Default() if nil.
 	Logger *slog.Logger
 	// OnRound, when set, is told what each sweep or drain did.
 	OnRound func(Round)
@@ -114,7 +114,7 @@ func (r *Relay) log() *slog.Logger {
 	if r.Logger != nil {
 		return r.Logger
 	}
-	return slog.New(slog.DiscardHandler)
+	return slog.Default()
 }
 
 func (r *Relay) perGroup() int {

@@ -119,7 +119,7 @@ func initLambda(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	}
 	log.Info("lambda worker ready", "version", Version, "effect", s.effect, "table", s.table,
 		"queues", strings.Join(s.queueNames(), ","), "dedup_scope_default", scope, "fifo_fail_rest", s.fifoFailRest,
-		"concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl", s.dedupTTL, "move_to_dlq", s.moveToDLQ,
+		"concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl_ms", s.dedupTTL.Milliseconds(), "move_to_dlq", s.moveToDLQ,
 		"tracing", tp != nil)
 	return handle, nil
 }

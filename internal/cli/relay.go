@@ -154,7 +154,7 @@ func runRelay(ctx context.Context, relay *outbox.Relay, metrics *telemetry.Outbo
 		defer func() { close(stop); <-flushed }() // the last period's line, once stopped
 	}
 	relay.OnRound = func(r outbox.Round) { metrics.Observe(r, true) }
-	log.Info("relay started", "version", Version, "outbox_table", s.table, "poll", s.poll, "retention", s.retention)
+	log.Info("relay started", "version", Version, "outbox_table", s.table, "poll_ms", s.poll.Milliseconds(), "retention_ms", s.retention.Milliseconds())
 	err := relay.Run(ctx)
 	log.Info("relay stopped")
 	return err
@@ -196,7 +196,7 @@ func relayLambdaHandler(relay *outbox.Relay, metrics *telemetry.OutboxMetrics, l
 			log.Warn("cannot write EMF line", "err", ferr)
 		}
 		log.Info("relay invocation", "sweep", sweep, "groups", round.Groups, "published", round.Published,
-			"duplicates", round.Duplicates, "failed", round.Failed, "held", round.Held, "errors", round.Errors, "lag", round.Lag)
+			"duplicates", round.Duplicates, "failed", round.Failed, "held", round.Held, "errors", round.Errors, "lag_ms", round.Lag.Milliseconds())
 		if err != nil {
 			return err
 		}

@@ -328,7 +328,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stdou
 		}
 	})
 	log.Info("worker started", "version", Version, "queues", strings.Join(s.queueNames(), ","), "effect", s.effect,
-		"table", s.table, "concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl", s.dedupTTL)
+		"table", s.table, "concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl_ms", s.dedupTTL.Milliseconds())
 	err = w.Run(ctx)
 	t := w.Stats()
 	log.Info("worker stopped", "received", t.Received, "applied", t.Applied, "duplicates", t.Duplicates,

@@ -75,8 +75,8 @@ func (s *Store) prepareOptimistic(req ClaimRequest, result []byte, writes []type
 		return nil, fmt.Errorf("dedup: ttl (%s) must be positive", req.TTL)
 	case req.PayloadSHA256 == "":
 		return nil, errors.New("dedup: commit without a payload hash (conflicts could not be told from duplicates)")
-	case len(result) > MaxResultBytes:
-		return nil, ErrResultTooLarge
+	case len(result) > MaxStoredBytes:
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrResultTooLarge, len(result), MaxStoredBytes)
 	}
 	token, err := tokenOf(req)
 	if err != nil {

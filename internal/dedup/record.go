@@ -35,10 +35,16 @@ const (
 	StatusCompleted  = "COMPLETED"
 )
 
-// MaxResultBytes bounds a stored result. DynamoDB items are limited to 400 KB;
-// results are replayed to duplicates and should be small, so the bound is far
-// below that. A larger result is an error (ErrResultTooLarge), never truncated.
+// MaxResultBytes bounds an effect's result (a processor's default). Results
+// are replayed to duplicates and should be small. A larger result is an
+// error (ErrResultTooLarge), never truncated.
 const MaxResultBytes = 16 << 10
+
+// MaxStoredBytes bounds what the store writes as a record's result: room
+// for a result of MaxResultBytes with as much again of framing (an HTTP
+// response's headers). A record with it and the longest key stays far
+// below DynamoDB's item limit of 400 KB (the contract suite writes one).
+const MaxStoredBytes = 2 * MaxResultBytes
 
 // Record is a decoded dedup record, as stored.
 type Record struct {
@@ -97,8 +103,9 @@ var (
 	// effect that writes one item twice). No retry can fix it: a permanent
 	// failure. Nothing was applied.
 	ErrInvalid = errors.New("dedup: DynamoDB rejected the commit as invalid")
-	// ErrResultTooLarge is returned when a result exceeds MaxResultBytes.
-	ErrResultTooLarge = fmt.Errorf("dedup: result larger than %d bytes", MaxResultBytes)
+	// ErrResultTooLarge is returned when a result exceeds its bound
+	// (MaxStoredBytes for the store, the processor's MaxResult).
+	ErrResultTooLarge = errors.New("dedup: result too large to store")
 )
 
 // EffectConditionError is returned by CompleteTx when one of the effect's own

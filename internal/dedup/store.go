@@ -85,7 +85,11 @@ type ClaimRequest struct {
 	Group         string        // for operators
 	Attempts      int           // the message's receive count, for operators
 	Lease         time.Duration // how long the claim is exclusive unless extended
-	TTL           time.Duration // how long the record suppresses duplicates
+	// LeaseUntil, when set, is when the lease ends instead of Lease after
+	// the claim: a deadline that must not be counted again from a later
+	// start. It is on time.Now's clock, as a context's deadline is.
+	LeaseUntil time.Time
+	TTL        time.Duration // how long the record suppresses duplicates
 	// Token is the claim's fencing token; empty: a new random one. A claim
 	// retried after an error (its put may have taken effect, its response
 	// lost) passes the token of the first try, so that a record it wrote is
@@ -118,7 +122,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 	if req.Key == "" {
 		return Claim{}, errors.New("dedup: empty key")
 	}
-	if req.Lease <= 0 || req.TTL <= 0 {
+	if (req.Lease <= 0 && req.LeaseUntil.IsZero()) || req.TTL <= 0 {
 		return Claim{}, fmt.Errorf("dedup: lease (%s) and ttl (%s) must be positive", req.Lease, req.TTL)
 	}
 	if req.PayloadSHA256 == "" {
@@ -130,6 +134,16 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		return Claim{}, err
 	}
 	leaseUntil := now.Add(req.Lease)
+	if !req.LeaseUntil.IsZero() {
+		// Onto the store's clock, which only tests and the simulation set
+		// apart from time.Now: read next to now, the end stays where it
+		// was (never later).
+		left := time.Until(req.LeaseUntil)
+		if left <= 0 {
+			return Claim{}, fmt.Errorf("dedup: claim of %q: its lease had to end by %s, which has passed", req.Key, req.LeaseUntil.Format(time.RFC3339Nano))
+		}
+		leaseUntil = now.Add(left)
+	}
 	expiresAt := expiry(now.Add(req.TTL), leaseUntil)
 	item := recordItem(req, token, StatusInProgress, now, leaseUntil, expiresAt)
 	_, err = s.db.PutItem(ctx, s.claimPut(item, now))
@@ -375,8 +389,8 @@ func reasonCodes(rs []types.CancellationReason) string {
 }
 
 func (s *Store) completeUpdate(c Claim, result []byte, ttl time.Duration, cond string) (*dynamodb.UpdateItemInput, error) {
-	if len(result) > MaxResultBytes {
-		return nil, ErrResultTooLarge
+	if len(result) > MaxStoredBytes {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrResultTooLarge, len(result), MaxStoredBytes)
 	}
 	if c.Token == "" {
 		return nil, errors.New("dedup: complete without a won claim")

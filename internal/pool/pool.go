@@ -239,7 +239,7 @@ func New(cfg Config) (*Pool, error) {
 	cfg.RetryBase = orDefault(cfg.RetryBase, RetryBaseDefault)
 	cfg.RetryMax = orDefault(cfg.RetryMax, RetryMaxDefault)
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+		cfg.Log = slog.Default()
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
@@ -337,7 +337,7 @@ func (p *Pool) Run(ctx context.Context) {
 	}
 	<-ctx.Done()
 	p.log.Info("shutting down: receiving stopped; waiting for running effects and for the long polls under way, which return within the wait time (what they bring is handed back, not hidden); a forced stop (a second signal) ends both now",
-		"grace", p.cfg.ShutdownTimeout.String(), "wait_time", p.cfg.WaitTime.String())
+		"grace_ms", p.cfg.ShutdownTimeout.Milliseconds(), "wait_time_ms", p.cfg.WaitTime.Milliseconds())
 	p.mu.Lock()
 	p.stopping = true
 	close(p.stopCh)
@@ -786,7 +786,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 			if after <= 0 {
 				after = backoff(d.retries, p.cfg.RetryBase, p.cfg.RetryMax)
 			}
-			logger().Info("retry in place", "attempt", d.retries, "of", p.cfg.RetryInPlace, "after", after, "err", r.Err)
+			logger().Info("retry in place", "attempt", d.retries, "of", p.cfg.RetryInPlace, "after_ms", after.Milliseconds(), "err", r.Err)
 			p.obs.Done(d.msg.QueueName, r, took)
 			return max(after, time.Millisecond)
 		}
@@ -795,7 +795,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 		}
 		holdBack()
 		qs.settle(d, false, after)
-		logger().Info("retry", "after", after, "err", r.Err)
+		logger().Info("retry", "after_ms", after.Milliseconds(), "err", r.Err)
 	}
 	p.finish()
 	p.obs.Done(d.msg.QueueName, r, took)

@@ -324,7 +324,7 @@ func TestCommitByBoundsRetries(t *testing.T) {
 		f := withFaults(t, b)
 		f.failUntilTime(commit, time.Now().Add(time.Hour))
 		by := time.Now().Add(3 * time.Second)
-		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{CommitBy: by, NoExtend: true, Lease: 2 * time.Second})
+		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{CommitBy: by, LeaseUntil: time.Now().Add(2 * time.Second)})
 		require.Equal(t, process.Retry, r.Action)
 		require.False(t, time.Now().After(by))
 	})

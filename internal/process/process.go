@@ -70,7 +70,10 @@ type Result struct {
 	Outcome dedup.Outcome // zero when no claim was made (no key)
 	Key     string
 	After   time.Duration // Retry: requested delay, 0 for the caller's backoff
-	Err     error         // why (Retry, Fail)
+	// HeldFor is, when Busy, how long the call holding the key has held it
+	// (since its claim, by the claimer's clock).
+	HeldFor time.Duration
+	Err     error // why (Retry, Fail)
 	// LeaseLost is set when the claim was taken over while the effect ran.
 	LeaseLost bool
 	// Applied is true when this call ran the effect and committed it.
@@ -100,12 +103,14 @@ type Hooks struct {
 	// those waiting for their turn.)
 	Heartbeat      func(ctx context.Context) error
 	HeartbeatEvery time.Duration
-	// Lease overrides the processor's lease for this message (Lambda: until
-	// the invocation's deadline).
+	// Lease overrides the processor's lease for this message.
 	Lease time.Duration
-	// NoExtend turns heartbeats off: the lease is never extended (Lambda,
-	// where it must not outlive the invocation).
-	NoExtend bool
+	// LeaseUntil, when set, is when the claim's lease ends (on time.Now's
+	// clock), whenever the claim is made, and it is never extended (Lambda:
+	// before the invocation's deadline, which it must not outlive). An
+	// instant, not a duration: a claim made late (after a failed optimistic
+	// run) must not count its lease from then.
+	LeaseUntil time.Time
 	// CommitBy, when set, is when commit retries must have ended (Lambda:
 	// the invocation's deadline); otherwise CommitTimeout after the first
 	// attempt.
@@ -131,6 +136,9 @@ type Processor struct {
 	Payload dedup.PayloadSource
 	Lease   time.Duration // default claim lease
 	TTL     time.Duration // how long a record suppresses duplicates
+	// MaxResult bounds Output.Result; dedup.MaxResultBytes if 0, at most
+	// dedup.MaxStoredBytes.
+	MaxResult int
 	// CommitTimeout bounds the retries of a commit that fails without a
 	// verdict; CommitTimeoutDefault if 0. A commit that gives up releases
 	// its claim: in transactional mode nothing was applied; in claim mode
@@ -221,10 +229,16 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	if h.Lease > 0 {
 		lease = h.Lease
 	}
+	if !h.LeaseUntil.IsZero() {
+		if lease = time.Until(h.LeaseUntil); lease <= 0 {
+			return Result{Action: Retry, Key: key, Err: fmt.Errorf(
+				"dedup key %q: no lease left (it had to end %v ago); not claimed", key, (-lease).Round(time.Millisecond))}
+		}
+	}
 	cctx, endClaim := p.step(ctx, "claim")
 	claim, err := p.claim(cctx, dedup.ClaimRequest{
 		Key: key, PayloadSHA256: hash, MessageID: c.MessageID, Group: c.Group,
-		Attempts: c.Attempts, Lease: lease, TTL: p.TTL,
+		Attempts: c.Attempts, Lease: lease, LeaseUntil: h.LeaseUntil, TTL: p.TTL,
 	})
 	endClaim(err)
 	if err != nil {
@@ -280,16 +294,18 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	// response lost) is for the commit to tell: its answer is the verdict.
 	// It is stopped before anything is released: an extension after the
 	// release would take the claim back.
-	oversized := len(out.Result) > dedup.MaxResultBytes
+	tooLarge := p.tooLarge(out.Result)
 	var retries int
 	commitStart := time.Now()
 	switch {
 	case len(out.Writes) > 0 || len(out.Send) > 0:
 		// Nothing has happened yet (but the effect's outside effects, in
-		// claim mode); an oversized result fails the commit
-		// (ErrResultTooLarge) before anything is applied.
-		retries, err = p.commit(ctx, claim, out.Result, out.Writes, out.Send, h)
-	case oversized:
+		// claim mode); an oversized result fails the commit before anything
+		// is applied.
+		if err = tooLarge; err == nil {
+			retries, err = p.commit(ctx, claim, out.Result, out.Writes, out.Send, h)
+		}
+	case tooLarge != nil:
 		// The outside effect has run: record it as done, so that no
 		// redelivery runs it again, without the result (never truncated),
 		// and fail loudly: the effect must return smaller results.
@@ -299,8 +315,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		if err == nil {
 			res.Applied, res.CommitRetries = true, retries
 			res.Action, res.Err = Fail, effect.Permanent(fmt.Errorf(
-				"effect applied and recorded, but its result of %d bytes exceeds %d: stored without it, duplicates replay none",
-				len(out.Result), dedup.MaxResultBytes))
+				"effect applied and recorded, but %w: stored without it, duplicates replay none", tooLarge))
 			return res
 		}
 	default:
@@ -330,6 +345,19 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	return res
 }
 
+// tooLarge is an error wrapping dedup.ErrResultTooLarge when result
+// exceeds MaxResult.
+func (p *Processor) tooLarge(result []byte) error {
+	limit := p.MaxResult
+	if limit <= 0 {
+		limit = dedup.MaxResultBytes
+	}
+	if len(result) > min(limit, dedup.MaxStoredBytes) {
+		return fmt.Errorf("%w: the result has %d bytes, more than %d", dedup.ErrResultTooLarge, len(result), limit)
+	}
+	return nil
+}
+
 // blocked is the result of a claim or an optimistic commit that a record of
 // another's stopped: a duplicate (deleted, its stored result replayed), a
 // conflict (a permanent failure) or another worker's live lease (back after
@@ -343,7 +371,11 @@ func blocked(c dedup.Claim, hash string) Result {
 			"dedup key %q was completed for a different payload (message %s, stored %s, got %s)",
 			c.Key, c.Record.MessageID, c.Record.PayloadSHA256, hash)}
 	}
-	return Result{Action: Retry, Outcome: dedup.Busy, Key: c.Key, After: c.Remaining,
+	var held time.Duration
+	if c.Record != nil && !c.Record.CreatedAt.IsZero() {
+		held = max(time.Since(c.Record.CreatedAt), 0)
+	}
+	return Result{Action: Retry, Outcome: dedup.Busy, Key: c.Key, After: c.Remaining, HeldFor: held,
 		Err: fmt.Errorf("dedup key %q is being processed by another worker", c.Key)}
 }
 
@@ -364,6 +396,11 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		return p.runClaimed(ctx, c, h, fn)
 	}
 	res := Result{Key: c.Key, EffectTook: effectTook}
+	if err := p.tooLarge(out.Result); err != nil {
+		// Nothing was applied, and no retry can change that.
+		res.Action, res.Err = Fail, effect.Permanent(err)
+		return res
+	}
 	token, err := dedup.NewToken()
 	if err != nil {
 		res.Action, res.Err = Retry, err
@@ -597,7 +634,7 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 	margin := min(lease/10, time.Second)
 	expire := func() { hb.cancel(ErrLeaseExpired) }
 	hb.expiry = time.AfterFunc(time.Until(claim.LeaseUntil)-margin, expire)
-	if h.NoExtend {
+	if !h.LeaseUntil.IsZero() {
 		close(hb.exited)
 		return hb
 	}

@@ -300,6 +300,21 @@ func TestOversizedResult(t *testing.T) {
 	require.ErrorIs(t, r.Err, dedup.ErrResultTooLarge)
 	require.Empty(t, b.account(t, "a9"), "nothing applied")
 	require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
+
+	// Optimistic: nothing is written at all.
+	b.proc.Optimistic = true
+	r = b.proc.Process(context.Background(), msg("3", `{"account":"a8","amount_cents":5}`), process.Hooks{})
+	require.Equal(t, process.Fail, r.Action)
+	require.ErrorIs(t, r.Err, dedup.ErrResultTooLarge)
+	require.Empty(t, b.account(t, "a8"), "nothing applied")
+	require.Nil(t, b.record(t, r.Key))
+
+	// A processor whose MaxResult is raised (the HTTP middleware's: a body
+	// and its headers) stores up to dedup.MaxStoredBytes.
+	b.proc.MaxResult = dedup.MaxStoredBytes
+	r = b.proc.Process(context.Background(), msg("4", `{"account":"a7","amount_cents":5}`), process.Hooks{})
+	require.True(t, r.Applied, "err: %v", r.Err)
+	require.Equal(t, big, b.record(t, r.Key)["result"].(*types.AttributeValueMemberB).Value)
 }
 
 // TestPayloadSource: with a json payload source, a producer's retry that

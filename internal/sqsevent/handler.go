@@ -175,7 +175,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("lambda: Config.LeaseMargin and MinLease must not be negative")
 	}
 	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+		cfg.Log = slog.Default()
 	}
 	return &Handler{cfg: cfg}, nil
 }
@@ -334,18 +334,17 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	wctx := ctx
 	if deadline, has := ctx.Deadline(); has {
 		end := deadline.Add(-h.cfg.LeaseMargin)
-		lease := time.Until(end)
-		if lease < h.cfg.MinLease || ctx.Err() != nil {
+		if time.Until(end) < h.cfg.MinLease || ctx.Err() != nil {
 			t.count(func() { t.notStarted++ })
 			log.Warn("not started: too little time left before the invocation's deadline",
-				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin", h.cfg.LeaseMargin)
+				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin_ms", h.cfg.LeaseMargin.Milliseconds())
 			return false, true
 		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, end)
 		defer cancel()
 		// Commit retries end before the deadline, leaving time to answer.
-		hooks = process.Hooks{Lease: lease, NoExtend: true, CommitBy: deadline.Add(-h.cfg.LeaseMargin / 4)}
+		hooks = process.Hooks{LeaseUntil: end, CommitBy: deadline.Add(-h.cfg.LeaseMargin / 4)}
 	}
 	hooks.Scope = scope
 	start := time.Now()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -335,45 +336,77 @@ func TestBusyAndConflictAreFailures(t *testing.T) {
 
 // TestLeaseEndsBeforeTheDeadline: the claim's lease ends LeaseMargin before
 // the invocation's deadline, the effect's context is cancelled then, and the
-// lease is never extended past it.
+// lease is never extended past it (virtual time: exact).
 func TestLeaseEndsBeforeTheDeadline(t *testing.T) {
 	t.Parallel()
-	// The margin is what the handler has left, after the effect is cancelled,
-	// to release the claim and return: generous, so that a starved CI machine
-	// still returns before the deadline.
-	const margin = 1500 * time.Millisecond
-	h, b := setup(t, func(c *Config) { c.LeaseMargin = margin; c.MinLease = 100 * time.Millisecond })
-	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
-	var leaseUntil []int64
-	var effDeadline time.Time
-	b.eff.apply = func(ectx context.Context, in effect.Input) error {
-		effDeadline, _ = ectx.Deadline()
-		read := func() {
-			out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
-				TableName: aws.String(b.table), ConsistentRead: aws.Bool(true),
-				Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: in.Key}},
-			})
-			require.NoError(t, err)
-			n, err := strconv.ParseInt(out.Item["lease_until"].(*ddbtypes.AttributeValueMemberN).Value, 10, 64)
-			require.NoError(t, err)
-			leaseUntil = append(leaseUntil, n)
+	synctest.Test(t, func(t *testing.T) {
+		const margin = 1500 * time.Millisecond
+		h, b := setup(t, func(c *Config) { c.LeaseMargin = margin; c.MinLease = 100 * time.Millisecond })
+		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+		defer cancel()
+		deadline, _ := ctx.Deadline()
+		var leaseUntil []int64
+		var effDeadline time.Time
+		b.eff.apply = func(ectx context.Context, in effect.Input) error {
+			effDeadline, _ = ectx.Deadline()
+			leaseUntil = append(leaseUntil, b.leaseUntil(t, in.Key))
+			<-ectx.Done() // a slow effect: cancelled when the lease ends
+			leaseUntil = append(leaseUntil, b.leaseUntil(t, in.Key))
+			return ectx.Err()
 		}
-		read()
-		<-ectx.Done() // a slow effect: cancelled when the lease ends
-		read()
-		return ectx.Err()
-	}
-	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg(fifoARN, "a1", "A", "slow", 1)}})
+		resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg(fifoARN, "a1", "A", "slow", 1)}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"a1"}, failures(resp), "the cancelled effect is retried")
+		require.NoError(t, ctx.Err(), "the handler returned before the deadline")
+		require.Equal(t, []int64{deadline.Add(-margin).UnixMilli(), deadline.Add(-margin).UnixMilli()}, leaseUntil,
+			"the lease ends LeaseMargin before the deadline, never extended")
+		require.Equal(t, deadline.Add(-margin), effDeadline)
+	})
+}
+
+// TestOptimisticFallbackLeaseEndsBeforeTheDeadline: an optimistic effect
+// that fails is run again under a claim; that claim's lease ends where any
+// other's does, LeaseMargin before the deadline, however long the first run
+// took.
+func TestOptimisticFallbackLeaseEndsBeforeTheDeadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const margin = 2 * time.Second
+		h, b := setup(t, func(c *Config) { c.LeaseMargin = margin })
+		b.proc.Optimistic = true
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		deadline, _ := ctx.Deadline()
+		var runs int
+		var leaseUntil int64
+		b.eff.apply = func(ectx context.Context, in effect.Input) error {
+			runs++
+			if runs == 1 {
+				time.Sleep(3 * time.Second) // the optimistic run, then it fails
+				return errors.New("downstream unavailable")
+			}
+			leaseUntil = b.leaseUntil(t, in.Key)
+			return nil
+		}
+		resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg(fifoARN, "a1", "A", "x", 1)}})
+		require.NoError(t, err)
+		require.Empty(t, failures(resp))
+		require.Equal(t, 2, runs, "optimistic, then under a claim")
+		require.Equal(t, deadline.Add(-margin).UnixMilli(), leaseUntil, "the claim's lease ends LeaseMargin before the deadline")
+	})
+}
+
+// leaseUntil reads the lease_until of key's record.
+func (b *bundle) leaseUntil(t *testing.T, key string) int64 {
+	t.Helper()
+	out, err := b.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(b.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: key}},
+	})
 	require.NoError(t, err)
-	require.Equal(t, []string{"a1"}, failures(resp), "the cancelled effect is retried")
-	require.NoError(t, ctx.Err(), "the handler returned before the deadline")
-	require.Len(t, leaseUntil, 2)
-	require.Equal(t, leaseUntil[0], leaseUntil[1], "never extended")
-	require.LessOrEqual(t, leaseUntil[0], deadline.Add(-margin).UnixMilli()+1)
-	require.Greater(t, leaseUntil[0], deadline.Add(-margin-500*time.Millisecond).UnixMilli(), "the lease uses the time there is")
-	require.Equal(t, deadline.Add(-margin), effDeadline)
+	n, err := strconv.ParseInt(out.Item["lease_until"].(*ddbtypes.AttributeValueMemberN).Value, 10, 64)
+	require.NoError(t, err)
+	return n
 }
 
 // TestTooLittleTimeLeft: a message is not started when less than MinLease

@@ -74,6 +74,7 @@ func Run(t *testing.T, db DB, opts Options) {
 		{"PayloadSourcesAreNotCompared", s.testPayloadSources},
 		{"BusyWithRemainingLease", s.testBusy},
 		{"LeaseBoundary", s.testLeaseBoundary},
+		{"LeaseUntilIsAnInstant", s.testLeaseUntil},
 		{"TakeoverAfterLeaseEnds", s.testTakeover},
 		{"ReleasedClaimIsFree", s.testRelease},
 		{"ExpiredCompletedRecordIsAbsent", s.testExpiredCompleted},
@@ -786,22 +787,53 @@ func (s *suite) testCompleteTxLimit(t *testing.T) {
 	require.Nil(t, f.item(f.table, "k4"), "nothing written")
 }
 
+// testLeaseUntil: a claim given the lease's end (on time.Now's clock) holds
+// it until then, put on the store's clock; one whose end has passed is
+// refused unwritten. (That the end stays where it is however late the
+// claim comes is exact on virtual time only: the sqsevent and idempotency
+// tests.)
+func (s *suite) testLeaseUntil(t *testing.T) {
+	f := s.setup(t)
+	end := time.Now().Add(lease)
+	r := f.req("k", "body", 0, ttl)
+	r.LeaseUntil = end
+	c := f.claim(f.store(), r, dedup.Won)
+	require.WithinDuration(t, f.clock.Now().Add(time.Until(end)), c.LeaseUntil, time.Second)
+	require.Equal(t, ms(c.LeaseUntil), attrN(f.item(f.table, "k"), dedup.AttrLeaseUntil))
+
+	r = f.req("k2", "body", lease, ttl)
+	r.LeaseUntil = time.Now()
+	_, err := f.store().Claim(f.ctx, r)
+	require.Error(t, err)
+	require.Nil(t, f.item(f.table, "k2"))
+}
+
 func (s *suite) testResultLimit(t *testing.T) {
 	f := s.setup(t)
 	a := f.store()
 	c := f.claim(a, f.req("k", "body", lease, ttl), dedup.Won)
 	before := f.snapshot("k")
-	tooBig := make([]byte, dedup.MaxResultBytes+1)
+	tooBig := make([]byte, dedup.MaxStoredBytes+1)
 	require.ErrorIs(t, a.Complete(f.ctx, c, tooBig, ttl), dedup.ErrResultTooLarge)
 	require.ErrorIs(t, a.CompleteTx(f.ctx, c, tooBig, ttl, nil), dedup.ErrResultTooLarge)
 	require.Equal(t, before, f.snapshot("k"))
-	full := make([]byte, dedup.MaxResultBytes)
+	full := make([]byte, dedup.MaxStoredBytes)
 	for i := range full {
 		full[i] = byte(i)
 	}
 	require.NoError(t, a.Complete(f.ctx, c, full, ttl))
 	d := f.claim(f.store(), f.req("k", "body", lease, ttl), dedup.Duplicate)
 	require.Equal(t, full, d.Record.Result, "the replayed result is not the stored one")
+
+	// The largest record: the longest key, every attribute, the largest
+	// result. It fits DynamoDB's item limit.
+	long := strings.Repeat("k", dedup.MaxKeyBytes)
+	r := f.req(long, "body", lease, ttl)
+	r.MessageID, r.Group, r.Attempts = strings.Repeat("m", 128), strings.Repeat("g", 128), 1000
+	c = f.claim(a, r, dedup.Won)
+	require.NoError(t, a.Complete(f.ctx, c, full, ttl))
+	d = f.claim(f.store(), f.req(long, "body", lease, ttl), dedup.Duplicate)
+	require.Equal(t, full, d.Record.Result)
 }
 
 func (s *suite) testArguments(t *testing.T) {

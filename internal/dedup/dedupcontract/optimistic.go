@@ -150,7 +150,7 @@ func (s *suite) testOptimisticVerdicts(t *testing.T) {
 	require.ErrorIs(t, err, dedup.ErrInvalid)
 	require.Nil(t, f.item(f.table, "k3"))
 
-	_, err = a.CommitOptimistic(f.ctx, f.req("k4", "b4", lease, ttl), make([]byte, dedup.MaxResultBytes+1), nil)
+	_, err = a.CommitOptimistic(f.ctx, f.req("k4", "b4", lease, ttl), make([]byte, dedup.MaxStoredBytes+1), nil)
 	require.ErrorIs(t, err, dedup.ErrResultTooLarge)
 	for _, r := range []dedup.ClaimRequest{
 		{Key: "", PayloadSHA256: hash("b"), TTL: ttl},

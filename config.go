@@ -122,8 +122,8 @@ type Config struct {
 	// least a minute. Defaults to 24 hours.
 	TTL time.Duration
 
-	// Lease is the dedup lease of a claim, extended by heartbeats: 0 or at
-	// least 2 seconds. Defaults to the queue's visibility timeout less a
+	// Lease is the dedup lease of a claim, at least 2 seconds, extended by
+	// heartbeats. Defaults to the queue's visibility timeout less a
 	// tenth (at least 1 second), so that a dead worker's lease has ended
 	// when SQS redelivers its message. Worker only.
 	Lease time.Duration

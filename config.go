@@ -93,8 +93,8 @@ type Config struct {
 	// messages per second, at the price of the window's latency. A
 	// duplicate, a conflict or a failed condition cancels the shared
 	// transaction; its other commits are retried alone at once. DynamoDB
-	// bills write units, not requests: on AWS it saves no money. 0 (the
-	// default): each commit alone. At most 1s.
+	// bills write units, not requests: on AWS it saves no money. At most
+	// 1 second. Defaults to 0: each commit alone.
 	GroupCommit time.Duration
 
 	// Outbox takes the messages effects return in Output.Send
@@ -105,51 +105,60 @@ type Config struct {
 
 	// KeySource says where a message's dedup key comes from: auto (the
 	// idempotency-key attribute, else the MessageDeduplicationId, else the
-	// MessageId), attr:NAME, json:/pointer or body. DefaultKeySource if
-	// empty. KeyFunc, when set, wins.
+	// MessageId), attr:NAME, json:/pointer or body. Defaults to "auto".
+	// KeyFunc, when set, wins.
 	KeySource string
 	// KeyFunc computes a message's dedup key in Go. An error, or an empty
 	// key, is a permanent failure of that message.
 	KeyFunc func(effect.Message) (string, error)
 	// PayloadHash says what of a message tells a duplicate from a conflict:
-	// body, json:/a,/b (those values, canonicalised) or none.
-	// DefaultPayloadHash if empty.
+	// body, json:/a,/b (those values, canonicalised) or none. Defaults to
+	// "body" (the body byte for byte).
 	PayloadHash string
 	// Namespace is the first part of every dedup key; workers that must
-	// deduplicate together share it. DefaultNamespace if empty.
+	// deduplicate together share it. Defaults to "exactly".
 	Namespace string
-	// TTL is how long a completed message suppresses its duplicates.
-	// DefaultTTL if 0; at least a minute.
+	// TTL is how long a completed message suppresses its duplicates, at
+	// least a minute. Defaults to 24 hours.
 	TTL time.Duration
 
-	// Lease is the dedup lease of a claim, extended by heartbeats: by
-	// default the queue's visibility timeout less a tenth. Worker only.
+	// Lease is the dedup lease of a claim, at least 2 seconds, extended by
+	// heartbeats. Defaults to the queue's visibility timeout less a
+	// tenth (at least 1 second), so that a dead worker's lease has ended
+	// when SQS redelivers its message. Worker only.
 	Lease time.Duration
-	// Visibility overrides the queues' visibility timeouts for heartbeats.
-	// Worker only.
+	// Visibility overrides the queues' visibility timeouts for receives and
+	// heartbeats, up to 12 hours. Defaults to each queue's own
+	// VisibilityTimeout. Worker only.
 	Visibility time.Duration
 	// Concurrency bounds the handlers running at once (groups in
-	// parallel). DefaultConcurrency for a Worker, DefaultLambdaConcurrency
-	// for a Lambda handler, if 0.
+	// parallel). Defaults to 32 for a Worker and to 10 for a Lambda
+	// handler.
 	Concurrency int
-	// Receivers is the number of concurrent long polls per queue.
-	// DefaultReceivers if 0. Worker only.
+	// Receivers is the number of concurrent long polls per queue. Defaults
+	// to 2. Worker only.
 	Receivers int
-	// MaxInFlight bounds the messages received and not yet finished: by
-	// default 2×Concurrency + 10 per receiver. Worker only.
+	// MaxInFlight bounds the messages received and not yet finished; no
+	// receive is made above it. Defaults to 2×Concurrency + 10 per receiver
+	// of every queue (84 for one queue with the other defaults). Worker
+	// only.
 	MaxInFlight int
-	// WaitTime is the long-poll wait, whole seconds from 1 s to 20 s.
-	// DefaultWaitTime if 0. Worker only.
+	// WaitTime is the long-poll wait, whole seconds from 1 s to 20 s; it
+	// also bounds how long a graceful stop waits for open polls. Defaults to
+	// 20 seconds. Worker only.
 	WaitTime time.Duration
 	// AckDelay is how long deletes and visibility changes wait to fill a
-	// batch of 10. DefaultAckDelay if 0. Worker only.
+	// batch of 10, from 1 ms to 5 s; when the worker holds no other message
+	// of the queue they go at once. Defaults to 50 milliseconds. Worker
+	// only.
 	AckDelay time.Duration
 	// RetryInPlace is how many times a retryable failure is retried in
-	// place before the message goes back to SQS; DefaultRetryInPlace if 0,
-	// none if negative. Worker only.
+	// place (after about 1 s, then 2 s, ...) before the message goes back to
+	// SQS, at most 20; negative: none. Defaults to 2. Worker only.
 	RetryInPlace int
 	// ShutdownTimeout is how long running handlers may finish once Run's
-	// context is cancelled. DefaultShutdownTimeout if 0. Worker only.
+	// context is cancelled (or Stop is called). Defaults to 90 seconds,
+	// inside ECS's stopTimeout of 120 s. Worker only.
 	ShutdownTimeout time.Duration
 	// LeaveToRedrivePolicy leaves permanent failures to the queues' redrive
 	// policies (maxReceiveCount) instead of moving them to the dead-letter
@@ -165,7 +174,7 @@ type Config struct {
 	// Lambda handler.
 	Hooks Hooks
 
-	// Logger receives the worker's logs; slog.Default() if nil.
+	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 	// TracerProvider, when set, traces each message: a span
 	// "process <queue>" (a child of the producer's span, from its
@@ -196,8 +205,8 @@ type Config struct {
 // dimensions. A queue with nothing to report writes nothing.
 type EMF struct {
 	Writer    io.Writer     // where the lines go (os.Stdout on Lambda and ECS's awslogs); nil: off
-	Namespace string        // CloudWatch namespace; DefaultEMFNamespace if empty
-	Interval  time.Duration // a Worker's period; DefaultEMFInterval if 0
+	Namespace string        // CloudWatch namespace; defaults to "exactly"
+	Interval  time.Duration // a Worker's period, at least 1 s; defaults to 1 minute
 }
 
 // Defaults of Config.EMF.
@@ -248,10 +257,10 @@ type LambdaConfig struct {
 	// configuration error. Empty: follow each queue.
 	DedupScope string
 	// LeaseMargin is left between a lease's end and the invocation's
-	// deadline, for the commit. 2 s if 0.
+	// deadline, for the commit. Defaults to 2 seconds.
 	LeaseMargin time.Duration
 	// MinLease: with less lease than this left before the margin, a message
-	// is not started. 1 s if 0.
+	// is not started. Defaults to 1 second.
 	MinLease time.Duration
 }
 

@@ -13,12 +13,12 @@ import (
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
-	"github.com/exactlyonce/exactly/internal/memdynamo"
-	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/exactlytest"
 )
 
-// Example runs a Worker on the in-memory SQS and DynamoDB of the tests; in
-// production pass sqs.NewFromConfig(cfg) and dynamodb.NewFromConfig(cfg).
+// Example runs a Worker on the in-memory SQS and DynamoDB of the test kit
+// (package exactlytest); in production pass sqs.NewFromConfig(cfg) and
+// dynamodb.NewFromConfig(cfg).
 // One order sent three times is charged once.
 func Example() {
 	queue, url, db := inMemory()
@@ -53,15 +53,25 @@ func Example() {
 
 // inMemory is an in-memory SQS with a FIFO queue, and an in-memory DynamoDB
 // with a dedup table.
-func inMemory() (*memsqs.Server, string, *memdynamo.DB) {
-	queue := memsqs.New()
+func inMemory() (*exactlytest.SQS, string, *exactlytest.DynamoDB) {
+	queue := exactlytest.NewSQS()
 	q, err := queue.CreateQueue(context.Background(), &sqs.CreateQueueInput{
 		QueueName: aws.String("orders.fifo"), Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "30"},
 	})
 	if err != nil {
 		panic(err)
 	}
-	db := memdynamo.New()
+	db := exactlytest.NewEmptyDynamoDB()
+	newDedupTable(db)
+	return queue, aws.ToString(q.QueueUrl), db
+}
+
+// newDedupTable creates the dedup table "dedup" on db: partition key pk (a
+// string), TTL on expires_at.
+func newDedupTable(db interface {
+	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	UpdateTimeToLive(context.Context, *dynamodb.UpdateTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}) {
 	if _, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:            aws.String("dedup"),
 		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
@@ -76,7 +86,6 @@ func inMemory() (*memsqs.Server, string, *memdynamo.DB) {
 	}); err != nil {
 		panic(err)
 	}
-	return queue, aws.ToString(q.QueueUrl), db
 }
 
 // ExampleNewLambdaHandler: the Lambda function's main, on the same Config as

@@ -52,7 +52,8 @@ func (e *ranEffect) bodies() []string {
 // memTable is an in-memory DynamoDB with a dedup table "dedup" (TTL on).
 func memTable(t *testing.T) *memdynamo.DB {
 	t.Helper()
-	_, _, db := inMemory()
+	db := memdynamo.New()
+	newDedupTable(db)
 	return db
 }
 

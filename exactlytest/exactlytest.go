@@ -11,8 +11,12 @@
 //	h.RequireDuplicate(exactlytest.Msg(`{"order_id":"o-1"}`))
 //	h.RequireConflict(exactlytest.Msg(`{"order_id":"o-1","amount":2}`))
 //
-// For a whole Worker, pass NewSQS and NewDynamoDB to exactly.Config, and
-// testing/synctest makes its leases and timeouts cost no wall time.
+// For a whole Worker, pass [NewSQS] and [NewDynamoDB] to exactly.Config, and
+// testing/synctest makes its leases and timeouts cost no wall time. [SQS]
+// and [DynamoDB] have the methods of the SDK's clients, so they go wherever
+// a client goes (exactly.Config, idempotency.Config, outbox.New,
+// outbox.Relay); [NewEmptyDynamoDB] gives one without tables, for code
+// outside a test.
 package exactlytest
 
 import (
@@ -33,29 +37,17 @@ import (
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
-	"github.com/exactlyonce/exactly/internal/memdynamo"
-	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/process"
 )
 
 // Table is the name of the dedup table NewDynamoDB creates.
 const Table = "exactly-dedup"
 
-// DynamoDB is the in-memory DynamoDB: the item and table operations the
-// worker, the ledger and common effects use, with DynamoDB's conditions,
-// transactions and cancellation reasons. What it does not model fails with
-// an error rather than being guessed.
-type DynamoDB = memdynamo.DB
-
-// SQS is the in-memory SQS: standard and FIFO queues, message groups,
-// deduplication by scope, visibility, redrive policies.
-type SQS = memsqs.Server
-
 // NewDynamoDB returns an in-memory DynamoDB holding an empty dedup table
 // named Table (partition key pk, TTL on expires_at).
 func NewDynamoDB(t testing.TB) *DynamoDB {
 	t.Helper()
-	db := memdynamo.New()
+	db := NewEmptyDynamoDB()
 	CreateTable(t, db, Table)
 	_, err := db.UpdateTimeToLive(context.Background(), &dynamodb.UpdateTimeToLiveInput{
 		TableName:               aws.String(Table),
@@ -81,9 +73,6 @@ func CreateTable(t testing.TB, db *DynamoDB, name string) {
 		t.Fatalf("exactlytest: create table %s: %v", name, err)
 	}
 }
-
-// NewSQS returns an in-memory SQS.
-func NewSQS() *SQS { return memsqs.New() }
 
 // NewQueue creates a queue on s (FIFO when name ends in .fifo) with a
 // visibility timeout of 30 s and, when maxReceive > 0, a dead-letter queue

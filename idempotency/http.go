@@ -28,19 +28,20 @@ const HeaderReplayed = "Idempotent-Replayed"
 // MiddlewareConfig tunes Middleware. The zero value is usable.
 type MiddlewareConfig struct {
 	// Name keeps this API's keys apart from other functions' in the table;
-	// "http" if empty.
+	// defaults to "http".
 	Name string
 	// Required answers 400 to a request without the header; otherwise such a
 	// request is served without idempotency.
 	Required bool
-	// Methods the middleware applies to; POST and PATCH if empty (the
+	// Methods the middleware applies to. Defaults to POST and PATCH (the
 	// methods that are not idempotent by definition).
 	Methods []string
 	// Client returns who sent the request (an API key, a user id) to scope
-	// the key per client, as the draft asks; keys are global if nil.
+	// the key per client, as the draft asks. Defaults to nil: keys are
+	// global.
 	Client func(*http.Request) string
-	// MaxBodyBytes bounds the request body read for the fingerprint; 1 MiB
-	// if 0. A larger body is answered 413.
+	// MaxBodyBytes bounds the request body read for the fingerprint. A
+	// larger body is answered 413. Defaults to 1 MiB.
 	MaxBodyBytes int64
 }
 

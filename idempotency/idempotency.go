@@ -77,18 +77,19 @@ type Config struct {
 	// Table is the dedup table; required.
 	Table string
 	// Namespace prefixes every key, so that several services can share a
-	// table. DefaultNamespace if empty.
+	// table. Defaults to "idempotency".
 	Namespace string
 	// Expiry is how long a completed call answers duplicates with its
-	// result. DefaultExpiry if 0.
+	// result. Defaults to 1 hour.
 	Expiry time.Duration
 	// InProgressExpiry is how long a running call holds its key before
 	// another may take it over. Outside Lambda it is extended every half of
 	// it while the function runs; inside a Lambda invocation the claim lasts
-	// until the invocation's deadline and is not extended. DefaultInProgressExpiry if 0.
+	// until the invocation's deadline and is not extended. Defaults to 1
+	// minute.
 	InProgressExpiry time.Duration
 	// Logger receives warnings (commit retries, releases, inputs run
-	// without a key); slog.Default() if nil.
+	// without a key). Defaults to slog.Default().
 	Logger *slog.Logger
 }
 

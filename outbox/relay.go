@@ -50,17 +50,18 @@ type Relay struct {
 	SQS   SQS
 	Table string
 	// Poll is how long Run waits before looking at the pending index again
-	// after a sweep found nothing to publish. Default 1s.
+	// after a sweep found nothing to publish. Defaults to 1 second.
 	Poll time.Duration
 	// Retention is how long a published message stays in the table (its
-	// TTL) for inspection. Default 24h.
+	// TTL) for inspection. Defaults to 24 hours.
 	Retention time.Duration
 	// PerGroup bounds the messages of one group published per sweep.
-	// Default 10 (and at most 50).
+	// At most 50; defaults to 10.
 	PerGroup int
-	// Concurrency bounds the groups read and committed at once. Default 32.
+	// Concurrency bounds the groups read and committed at once. Defaults to
+	// 32.
 	Concurrency int
-	// Logger receives what goes wrong; slog.Default() if nil.
+	// Logger receives what goes wrong. Defaults to slog.Default().
 	Logger *slog.Logger
 	// OnRound, when set, is told what each sweep or drain did.
 	OnRound func(Round)

@@ -1,5 +1,5 @@
 // Command worker turns SQS's at-least-once delivery into exactly-once effects.
-// See README.md; `worker --help` lists the subcommands.
+// See docs/CONFIGURATION.md; `worker --help` lists the subcommands.
 package main
 
 import (

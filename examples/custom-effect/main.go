@@ -1,4 +1,4 @@
-// Command custom-effect is the worker with an effect of its own, as README.md
+// Command custom-effect is the worker with an effect of its own, as docs/LIBRARY.md
 // shows: register it, then hand over to the worker's command line. It is
 // built, tested and deployed like the stock worker:
 //

@@ -15,10 +15,10 @@ import (
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
-// TestREADMEShowsThisExample keeps README.md's "Your own effect" in step with
+// TestDocShowsThisExample keeps docs/LIBRARY.md's "Your own effect" in step with
 // this file, which the build compiles.
-func TestREADMEShowsThisExample(t *testing.T) {
-	testenv.RequireREADMEShows(t, "examples/custom-effect")
+func TestDocShowsThisExample(t *testing.T) {
+	testenv.RequireDocShows(t, "docs/LIBRARY.md", "examples/custom-effect")
 }
 
 // emailAPI is a fake email API that records what it is sent.

@@ -17,10 +17,10 @@ import (
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
-// TestREADMEShowsThisExample keeps README.md's idempotency section in step
+// TestDocShowsThisExample keeps docs/LIBRARY.md's idempotency section in step
 // with this file, which the build compiles.
-func TestREADMEShowsThisExample(t *testing.T) {
-	testenv.RequireREADMEShows(t, "examples/idempotency")
+func TestDocShowsThisExample(t *testing.T) {
+	testenv.RequireDocShows(t, "docs/LIBRARY.md", "examples/idempotency")
 }
 
 func TestPaymentsAreChargedOnce(t *testing.T) {

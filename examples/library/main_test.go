@@ -6,8 +6,8 @@ import (
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
-// TestREADMEShowsThisExample keeps README.md's "Use it as a library" in
+// TestDocShowsThisExample keeps docs/LIBRARY.md's "Use it as a library" in
 // step with this file, which the build compiles.
-func TestREADMEShowsThisExample(t *testing.T) {
-	testenv.RequireREADMEShows(t, "examples/library")
+func TestDocShowsThisExample(t *testing.T) {
+	testenv.RequireDocShows(t, "docs/LIBRARY.md", "examples/library")
 }

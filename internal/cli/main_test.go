@@ -128,11 +128,11 @@ func TestDeniedNamesActionAndResource(t *testing.T) {
 	require.Same(t, other, denied(other, "x", "y"))
 }
 
-// TestReadmeConfigTableIsComplete: README's Configure table has a row for
-// every flag of `worker run`, with its environment twin.
-func TestReadmeConfigTableIsComplete(t *testing.T) {
+// TestDocsConfigTableIsComplete: docs/CONFIGURATION.md's Configure table has
+// a row for every flag of `worker run`, with its environment twin.
+func TestDocsConfigTableIsComplete(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/CONFIGURATION.md")
 	require.NoError(t, err)
 	var s settings
 	fs := newRunSet(&s, env())
@@ -142,16 +142,16 @@ func TestReadmeConfigTableIsComplete(t *testing.T) {
 		name := fs.Name(f.Name) // "--flag (ENV)"
 		flagName, envName, _ := strings.Cut(strings.TrimSuffix(name, ")"), " (")
 		row := "| `" + flagName + "` | `" + envName + "` |"
-		require.True(t, strings.Contains(string(readme), row), "README's Configure table lacks a row %s", row)
+		require.True(t, strings.Contains(string(readme), row), "docs/CONFIGURATION.md's Configure table lacks a row %s", row)
 	})
 	require.Greater(t, n, 20)
 }
 
-// TestReadmeMetricsTableIsComplete: README's metrics table has a row for
-// every exactly_* series the worker serves on /metrics.
-func TestReadmeMetricsTableIsComplete(t *testing.T) {
+// TestDocsMetricsTableIsComplete: docs/OPERATE.md's metrics table has a row
+// for every exactly_* series the worker serves on /metrics.
+func TestDocsMetricsTableIsComplete(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/OPERATE.md")
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	m := telemetry.NewMetrics()
@@ -167,7 +167,7 @@ func TestReadmeMetricsTableIsComplete(t *testing.T) {
 			continue
 		}
 		n++
-		require.Regexp(t, "\\| `"+regexp.QuoteMeta(name)+"(\\{[a-z_,]+\\})?` \\|", string(readme), "README's metrics table lacks %s", name)
+		require.Regexp(t, "\\| `"+regexp.QuoteMeta(name)+"(\\{[a-z_,]+\\})?` \\|", string(readme), "docs/OPERATE.md's metrics table lacks %s", name)
 	}
 	require.GreaterOrEqual(t, n, 17)
 }

@@ -39,7 +39,7 @@ func TestContractEmulator(t *testing.T) {
 			// fauxqs takes these past AWS's documented limits (AWS's API
 			// reference: SendMessage's MessageAttributes, MessageGroupId,
 			// MessageDeduplicationId and DelaySeconds; SendMessageBatch's
-			// entry Id's length). See docs/LIMITS-SQS.md.
+			// entry Id's length). See docs/DESIGN.md, Limits.
 			Unenforced: []sqscontract.Limit{sqscontract.LimitAttributes, sqscontract.LimitAttributeName,
 				sqscontract.LimitMessageIDs, sqscontract.LimitDelay, sqscontract.LimitBatchEntryIDLength}},
 	})

@@ -173,12 +173,13 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, what stri
 	}
 }
 
-// RequireREADMEShows fails unless README.md (two levels up, from an example's
-// directory) holds main.go verbatim, from `package main` on, as a Go code
-// block: the README's example is then code the build compiles.
-func RequireREADMEShows(t testing.TB, example string) {
+// RequireDocShows fails unless doc (a path from the repository's root, such
+// as "docs/LIBRARY.md") holds the example's main.go verbatim, from `package
+// main` on, as a Go code block: the doc's example is then code the build
+// compiles. It runs in the example's directory, two levels below the root.
+func RequireDocShows(t testing.TB, doc, example string) {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	text, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(doc)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +189,8 @@ func RequireREADMEShows(t testing.TB, example string) {
 	}
 	code := string(src)
 	code = code[strings.Index(code, "package main"):]
-	if !strings.Contains(string(readme), "```go\n"+code+"```") {
-		t.Fatalf("README.md must show %s/main.go from `package main` on, verbatim, in a ```go block", example)
+	if !strings.Contains(string(text), "```go\n"+code+"```") {
+		t.Fatalf("%s must show %s/main.go from `package main` on, verbatim, in a ```go block", doc, example)
 	}
 }
 

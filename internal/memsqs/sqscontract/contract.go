@@ -58,7 +58,7 @@ type Quirks struct {
 	Unenforced []Limit
 }
 
-// Limit names an SQS limit with a contract case (see docs/LIMITS-SQS.md).
+// Limit names an SQS limit with a contract case (docs/DESIGN.md lists each, under Limits).
 type Limit string
 
 // The limits the contract checks, each at the documented value and one past.

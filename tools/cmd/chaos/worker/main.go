@@ -1,6 +1,6 @@
 // Command worker is the worker the chaos harness runs (see cmd/chaos): the
 // real worker, plus the chaos-ledger effect, registered the way users add
-// their own effects (README, "Your own effect").
+// their own effects (docs/LIBRARY.md, "Your own effect").
 package main
 
 import (

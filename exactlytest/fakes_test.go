@@ -1,0 +1,31 @@
+package exactlytest_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/exactlytest"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+)
+
+// TestFakesOfferEveryMethod: the test kit's SQS and DynamoDB have every
+// method of the in-memory fakes they wrap, with the same signature, so a
+// user gets all that the project's own tests get (and go doc lists it).
+func TestFakesOfferEveryMethod(t *testing.T) {
+	t.Parallel()
+	for inner, outer := range map[reflect.Type]reflect.Type{
+		reflect.TypeFor[*memsqs.Server](): reflect.TypeFor[*exactlytest.SQS](),
+		reflect.TypeFor[*memdynamo.DB]():  reflect.TypeFor[*exactlytest.DynamoDB](),
+	} {
+		for i := range inner.NumMethod() {
+			m := inner.Method(i)
+			got, ok := outer.MethodByName(m.Name)
+			require.True(t, ok, "%s lacks %s of %s", outer, m.Name, inner)
+			require.Equal(t, m.Type.String()[len("func(")+len(inner.String()):], got.Type.String()[len("func(")+len(outer.String()):],
+				"%s.%s has another signature than %s's", outer, m.Name, inner)
+		}
+	}
+}

@@ -69,6 +69,7 @@ func TestOverview(t *testing.T) {
 		require.Contains(t, body, want)
 	}
 	require.Contains(t, body, `<span class="pill bad">3</span>`, "3 dead letters")
+	follow(t, h, body, "/dlq?", "ledger: account acct-7 is closed")
 }
 
 func TestFind(t *testing.T) {
@@ -123,6 +124,8 @@ func TestStuckAndOutboxPages(t *testing.T) {
 	i0, i1 := strings.Index(body, html.EscapeString(w.StuckKeys[0])), strings.Index(body, html.EscapeString(w.StuckKeys[1]))
 	require.True(t, i0 > 0 && i1 > i0, "both, oldest first")
 	require.NotContains(t, body, html.EscapeString(w.LiveKey), "a live lease is not stuck")
+	follow(t, h, body, `/forget?key=`, "This will delete the record")
+	follow(t, h, body, `/find?key=`, "IN_PROGRESS")
 
 	code, body = get(t, h, "/outbox")
 	require.Equal(t, http.StatusOK, code, body)
@@ -130,6 +133,9 @@ func TestStuckAndOutboxPages(t *testing.T) {
 	require.Contains(t, body, w.PendingGroup)
 	require.Contains(t, body, "InvalidParameterValue", "why it is held")
 	require.Less(t, strings.Index(body, w.HeldGroup), strings.Index(body, w.PendingGroup), "oldest first")
+	follow(t, h, body, `/outbox/release?`, "This will let the relay publish")
+	follow(t, h, body, `/outbox/drop?`, "This will skip message")
+	follow(t, h, body, `/outbox/group?`, w.HeldID)
 
 	code, body = get(t, h, "/outbox/group?queue="+url.QueryEscape(w.Confirm)+"&group="+w.HeldGroup)
 	require.Equal(t, http.StatusOK, code, body)
@@ -336,6 +342,21 @@ func TestBadInput(t *testing.T) {
 	code, _ = post(t, h, "/dlq/redrive", url.Values{"csrf": {form(t, mustGet(t, h, "/dlq/preview?queue=orders.fifo&group=acct-7")).Get("csrf")}, "queue": {"orders.fifo"}, "before": {"x"}})
 	require.Equal(t, http.StatusBadRequest, code, "a malformed form")
 	require.Equal(t, "orders-dlq.fifo", sqsmsg.QueueName(w.DLQ))
+}
+
+var hrefRE = regexp.MustCompile(`href="([^"]+)"`)
+
+// follow finds the first link of page that starts with prefix, as a
+// browser reads it, and checks where it leads.
+func follow(t *testing.T, h http.Handler, page, prefix, want string) {
+	t.Helper()
+	for _, m := range hrefRE.FindAllStringSubmatch(page, -1) {
+		if u := html.UnescapeString(m[1]); strings.HasPrefix(u, prefix) {
+			require.Contains(t, mustGet(t, h, u), want, u)
+			return
+		}
+	}
+	t.Fatalf("no link to %s", prefix)
 }
 
 func mustGet(t *testing.T, h http.Handler, path string) string {

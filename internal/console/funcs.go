@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"html/template"
-	"net/url"
 	"time"
 )
 
@@ -37,7 +36,6 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%d B", n)
 	},
-	"q":    url.QueryEscape,
 	"text": func(b []byte) string { return string(b) },
 	"add":  func(a, b int) int { return a + b },
 }

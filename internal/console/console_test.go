@@ -65,7 +65,7 @@ func TestOverview(t *testing.T) {
 	w, h := setup(t, false)
 	code, body := get(t, h, "/")
 	require.Equal(t, http.StatusOK, code, body)
-	for _, want := range []string{"orders.fifo", "confirmations.fifo", w.DLQ, "after 5 receives", w.DedupTable, ">on</span>", w.OutboxTable, "1 held", "read-only"} {
+	for _, want := range []string{"orders.fifo", "confirmations.fifo", "orders-dlq.fifo", "after 5 receives", w.DedupTable, ">on</span>", w.OutboxTable, "1 held", "read-only"} {
 		require.Contains(t, body, want)
 	}
 	require.Contains(t, body, `<span class="pill bad">3</span>`, "3 dead letters")

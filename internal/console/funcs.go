@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"time"
+
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 var funcs = template.FuncMap{
@@ -36,6 +38,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%d B", n)
 	},
-	"text": func(b []byte) string { return string(b) },
-	"add":  func(a, b int) int { return a + b },
+	"text":  func(b []byte) string { return string(b) },
+	"add":   func(a, b int) int { return a + b },
+	"qname": sqsmsg.QueueName,
 }

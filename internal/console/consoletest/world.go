@@ -46,7 +46,6 @@ type World struct {
 	HeldBody                string
 	Secret                  string // a body only revealed on request
 	DedupScope              dedup.Scope
-	stuckAt                 time.Time
 }
 
 // Config is a console.Config over the world.

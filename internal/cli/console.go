@@ -19,7 +19,7 @@ import (
 // consoleSettings are worker console's settings.
 type consoleSettings struct {
 	addr, authFile, table, outboxTable, namespace string
-	queues                                        []string
+	queues, metrics                               []string
 	write                                         bool
 	logFormat, logLevel                           string
 }
@@ -29,6 +29,7 @@ func (s *consoleSettings) define(fs *config.Set) {
 	fs.String(&s.authFile, "auth-file", "WORKER_CONSOLE_AUTH_FILE", "", "file holding user:password, asked for on every request (HTTP basic auth); required to listen beyond loopback. Put a TLS proxy in front of it off this machine")
 	fs.Bool(&s.write, "write", "WORKER_CONSOLE_WRITE", false, "allow the writes (redrive, forget, outbox release and drop), each after a confirmation page; without it the console only reads")
 	fs.List(&s.queues, "queues", "WORKER_QUEUES", "URLs of the queues the workers consume (comma-separated), with their dead-letter queues")
+	fs.List(&s.metrics, "metrics", "WORKER_CONSOLE_METRICS", "URLs of the workers' Prometheus /metrics endpoints (comma-separated): the overview draws their rates")
 	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
 	fs.String(&s.outboxTable, "outbox-table", "WORKER_OUTBOX_TABLE", "", "DynamoDB outbox table (empty: no outbox pages)")
 	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", NamespaceDefault, "first part of every dedup key (to find a message as the worker keys it)")
@@ -89,7 +90,7 @@ func consoleCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	c, err := console.New(console.Config{SQS: cl.sqs, DB: cl.dynamo, Queues: s.queues, DedupTable: s.table, OutboxTable: s.outboxTable,
-		Namespace: s.namespace, Write: s.write, User: user, Password: pass, Logger: log})
+		Namespace: s.namespace, Write: s.write, User: user, Password: pass, Metrics: s.metrics, Logger: log})
 	if err != nil {
 		return config.Errorf("%s", err)
 	}
@@ -103,7 +104,11 @@ func consoleCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "console: http://%s/ (%s)\n", ln.Addr(), mode)
 	log.Info("console started", "addr", ln.Addr().String(), "write", s.write, "auth", user != "", "queues", len(s.queues), "dedup_table", s.table, "outbox_table", s.outboxTable)
-	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
+	sampling, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); c.Run(sampling) }()
+	defer func() { stopSampling(); <-sampled }()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

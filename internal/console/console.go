@@ -62,8 +62,13 @@ type Config struct {
 	// User and Password, when set, are asked for (HTTP basic auth) on
 	// every request.
 	User, Password string
-	Logger         *slog.Logger
-	Now            func() time.Time // default time.Now
+	// Metrics are the URLs of the workers' Prometheus /metrics endpoints,
+	// whose rates the overview draws (Run samples them every
+	// ScrapeEvery, default 5s, keeping the last 60 intervals).
+	Metrics     []string
+	ScrapeEvery time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time // default time.Now
 	// Secret keys the CSRF tokens (default: 32 random bytes, so that a
 	// restart makes the forms of the last process stale).
 	Secret []byte
@@ -88,6 +93,7 @@ type Console struct {
 	tmpl   map[string]*template.Template
 	mux    *http.ServeMux
 	tokens *tokens
+	rates  *rates
 }
 
 // New returns a console, or an error naming what is missing.
@@ -114,7 +120,11 @@ func New(cfg Config) (*Console, error) {
 	cfg.PageSize = cmp.Or(cfg.PageSize, 50)
 	cfg.ScanLimit = cmp.Or(cfg.ScanLimit, 1000)
 	cfg.TokenTTL = cmp.Or(cfg.TokenTTL, time.Hour)
+	cfg.ScrapeEvery = cmp.Or(cfg.ScrapeEvery, 5*time.Second)
 	c := &Console{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), tokens: newTokens(cfg.Secret, cfg.TokenTTL, cfg.Now)}
+	if len(cfg.Metrics) > 0 {
+		c.rates = &rates{urls: cfg.Metrics, client: &http.Client{Timeout: 2 * time.Second}}
+	}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
 	}

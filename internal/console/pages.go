@@ -42,6 +42,7 @@ type overviewData struct {
 	Table    operator.TableInfo
 	TableErr string
 	Outbox   *outboxSummary
+	Rates    *rateView
 }
 
 func (c *Console) overview(r *http.Request) (string, any, error) {
@@ -76,6 +77,9 @@ func (c *Console) overview(r *http.Request) (string, any, error) {
 		}
 		s.More = s.Messages >= c.cfg.PageSize
 		d.Outbox = s
+	}
+	if c.rates != nil {
+		d.Rates = c.rates.view()
 	}
 	return "overview", d, nil
 }

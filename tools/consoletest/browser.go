@@ -65,6 +65,11 @@ func Serve(w *consoletest.World, write bool) (url string, stop func(), err error
 	if err != nil {
 		return "", nil, err
 	}
+	return ServeConsole(c)
+}
+
+// ServeConsole serves c on a loopback port; stop closes it.
+func ServeConsole(c *console.Console) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err

@@ -8,13 +8,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/exactlyonce/exactly/internal/console"
 	ctest "github.com/exactlyonce/exactly/internal/console/consoletest"
 	"github.com/exactlyonce/exactly/tools/consoletest"
 )
@@ -26,6 +31,45 @@ func main() {
 		fmt.Fprintln(os.Stderr, "consoleshots:", err)
 		os.Exit(1)
 	}
+}
+
+// withRates is a read-write console over w whose overview has a few
+// minutes of made-up worker rates to draw: a worker's /metrics, sampled
+// every 5 s of a clock that the samples move on.
+func withRates(ctx context.Context, w *ctest.World) (*console.Console, error) {
+	var mu sync.Mutex
+	i := 0
+	metrics := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		n := float64(i)
+		fmt.Fprintf(rw, "exactly_messages_received_total %g\nexactly_effects_applied_total %g\nexactly_duplicates_total %g\n",
+			n*60+10*math.Sin(n/3), n*52+8*math.Sin(n/3), n*8+2*math.Cos(n/2))
+		fmt.Fprintf(rw, "exactly_conflicts_total 0\nexactly_retries_total %g\nexactly_permanent_failures_total %d\n", math.Floor(n/4), i/20)
+	}))
+	cfg := w.Config(true)
+	cfg.Metrics = []string{metrics.URL + "/metrics"}
+	start := time.Now().Add(-5 * time.Minute)
+	cfg.Now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if i <= 60 {
+			return start.Add(time.Duration(i) * 5 * time.Second)
+		}
+		return time.Now()
+	}
+	c, err := console.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for range 61 {
+		c.Sample(ctx)
+		mu.Lock()
+		i++
+		mu.Unlock()
+	}
+	metrics.Close()
+	return c, nil
 }
 
 func run(out string) error {
@@ -41,7 +85,11 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	base, stop, err := consoletest.Serve(w, true)
+	c, err := withRates(ctx, w)
+	if err != nil {
+		return err
+	}
+	base, stop, err := consoletest.ServeConsole(c)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,9 @@ commands:
   forget    delete one dedup record deliberately (--yes); its message's next
             delivery runs the effect again. Needs dynamodb:DeleteItem, which
             the worker's own role never has
+  console   serve the operator console: queues, records, dead letters and
+            the outbox in a browser (read-only unless --write; loopback
+            only unless --auth-file)
   healthcheck
             ask the running worker's /healthz (exit 0 when healthy): the
             container health check, as the image has no shell or curl
@@ -134,6 +137,10 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 	case "forget":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
 			return forgetCommand(ctx, rest, stdout, stderr, lookup)
+		})
+	case "console":
+		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
+			return consoleCommand(ctx, rest, stdout, stderr, lookup)
 		})
 	case "healthcheck":
 		err = healthcheckCommand(context.Background(), rest, stdout, stderr, lookup)

@@ -5,31 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/operator"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // recordsDB is what the operator commands call on the dedup table.
-type recordsDB interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
+type recordsDB = operator.RecordsDB
 
 // queueAttrReader reads a queue's attributes (inspect scopes its key as the worker would).
-type queueAttrReader interface {
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-}
+type queueAttrReader = operator.QueueAttrReader
 
 // inspectArgs says which record to show.
 type inspectArgs struct {
@@ -37,52 +27,29 @@ type inspectArgs struct {
 	messageID, dedupID, idempotencyKey  string
 }
 
-// scopedKey is the key the worker would use for the message named by the
-// flags: the idempotency-key attribute, else the dedup id, else the message
-// id (the auto key source), scoped by namespace, queue and, when the queue
-// deduplicates per message group, the group.
+// scopedKey is operator.ScopedKey, its errors naming the flags.
 func (a inspectArgs) scopedKey(ctx context.Context, q queueAttrReader, fs *config.Set) (string, error) {
-	if a.key != "" {
-		return a.key, nil
-	}
-	if a.queue == "" {
+	key, err := operator.ScopedKey(ctx, q, operator.Lookup{Namespace: a.namespace, Key: a.key, Queue: a.queue, Group: a.group,
+		MessageID: a.messageID, DedupID: a.dedupID, IdempotencyKey: a.idempotencyKey})
+	switch {
+	case errors.Is(err, operator.ErrNoLookup):
 		return "", config.Errorf("give %s, or %s with one of --message-id, --dedup-id or --idempotency-key", fs.Name("key"), fs.Name("queue"))
-	}
-	raw := a.idempotencyKey
-	if raw == "" {
-		raw = a.dedupID
-	}
-	if raw == "" {
-		raw = a.messageID
-	}
-	if raw == "" {
+	case errors.Is(err, operator.ErrNoMessage):
 		return "", config.Errorf("%s needs one of --message-id, --dedup-id or --idempotency-key", fs.Name("queue"))
+	case errors.Is(err, operator.ErrNeedGroup):
+		return "", config.Errorf("queue %s deduplicates per message group: give %s", sqsmsg.QueueName(a.queue), fs.Name("group"))
+	case err != nil:
+		return "", denied(err, "sqs:GetQueueAttributes", a.queue)
 	}
-	out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: &a.queue, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameDeduplicationScope},
-	})
-	if err != nil {
-		return "", denied(fmt.Errorf("cannot read queue %s: %w", a.queue, err), "sqs:GetQueueAttributes", a.queue)
-	}
-	perGroup := out.Attributes[string(sqstypes.QueueAttributeNameDeduplicationScope)] == "messageGroup"
-	if perGroup && a.group == "" {
-		return "", config.Errorf("queue %s deduplicates per message group: give --group", sqsmsg.QueueName(a.queue))
-	}
-	return dedup.Scope{Namespace: a.namespace, Queue: sqsmsg.QueueName(a.queue), PerGroup: perGroup}.Key(a.group, raw), nil
+	return key, nil
 }
 
 func readRecord(ctx context.Context, db recordsDB, table, key string) (*dedup.Record, error) {
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: &table, ConsistentRead: aws.Bool(true),
-		Key: map[string]ddbtypes.AttributeValue{dedup.AttrPK: &ddbtypes.AttributeValueMemberS{Value: key}},
-	})
+	r, err := operator.ReadRecord(ctx, db, table, key)
 	if err != nil {
-		return nil, denied(fmt.Errorf("cannot read record %q: %w", key, err), "dynamodb:GetItem", "table "+table)
+		return nil, denied(err, "dynamodb:GetItem", "table "+table)
 	}
-	if len(out.Item) == 0 {
-		return nil, nil
-	}
-	return dedup.DecodeRecord(out.Item)
+	return r, nil
 }
 
 // printRecord shows a record as an operator reads it.
@@ -167,30 +134,18 @@ func stuckCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 
 func stuck(ctx context.Context, db recordsDB, table string, limit int, stdout io.Writer, now time.Time) error {
 	var recs []*dedup.Record
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{
-		TableName:                &table,
-		FilterExpression:         aws.String("#st = :inprog AND #lu < :now_ms AND #exp >= :now_s"),
-		ExpressionAttributeNames: map[string]string{"#st": dedup.AttrStatus, "#lu": dedup.AttrLeaseUntil, "#exp": dedup.AttrExpiresAt},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":inprog": &ddbtypes.AttributeValueMemberS{Value: dedup.StatusInProgress},
-			":now_ms": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
-			":now_s":  &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
-		},
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+	var start map[string]ddbtypes.AttributeValue
+	for {
+		page, err := operator.Stuck(ctx, db, table, now, start, 0)
 		if err != nil {
-			return denied(fmt.Errorf("cannot scan table %s: %w", table, err), "dynamodb:Scan", "table "+table)
+			return denied(err, "dynamodb:Scan", "table "+table)
 		}
-		for _, it := range page.Items {
-			r, err := dedup.DecodeRecord(it)
-			if err != nil {
-				return err
-			}
-			recs = append(recs, r)
+		recs = append(recs, page.Records...)
+		if start = page.Next; start == nil {
+			break
 		}
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].LeaseUntil.Before(recs[j].LeaseUntil) })
+	operator.SortStuck(recs)
 	fmt.Fprintf(stdout, "%d IN_PROGRESS records with their lease ended in %s\n", len(recs), table)
 	for i, r := range recs {
 		if i == limit {
@@ -240,17 +195,8 @@ func forget(ctx context.Context, db recordsDB, table, key string, yes bool, stdo
 	if !yes {
 		return errNotConfirmed
 	}
-	_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: &table,
-		Key:       map[string]ddbtypes.AttributeValue{dedup.AttrPK: &ddbtypes.AttributeValueMemberS{Value: key}},
-		// Only the record just shown: a worker that claimed it meanwhile
-		// keeps its claim.
-		ConditionExpression:       aws.String("#tok = :tok"),
-		ExpressionAttributeNames:  map[string]string{"#tok": dedup.AttrToken},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":tok": &ddbtypes.AttributeValueMemberS{Value: r.Token}},
-	})
-	if err != nil {
-		return denied(fmt.Errorf("cannot delete record %q: %w", key, err), "dynamodb:DeleteItem", "table "+table)
+	if err := operator.Forget(ctx, db, table, key, r.Token); err != nil {
+		return denied(err, "dynamodb:DeleteItem", "table "+table)
 	}
 	fmt.Fprintf(stdout, "deleted %s: its message's next delivery runs the effect again\n", key)
 	return nil

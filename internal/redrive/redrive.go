@@ -75,6 +75,7 @@ type Listed struct {
 	SentAt    time.Time // when it reached the dead-letter queue
 	Failure   string    // why it failed, when its copy says (sqsmsg.FailureAttribute)
 	FailedAt  string
+	Body      string // its body, for a tool that shows it on request
 }
 
 // ErrCannotCarryKey: a message has SQS's ten message attributes already and
@@ -176,7 +177,7 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 
 // listed describes a message a dry run would move.
 func listed(m effect.Message) Listed {
-	l := Listed{ID: m.ID, Group: m.Group, SentAt: m.SentAt, Failure: m.Attributes[sqsmsg.FailureAttribute], FailedAt: m.Attributes[sqsmsg.FailedAtAttribute]}
+	l := Listed{ID: m.ID, Group: m.Group, SentAt: m.SentAt, Failure: m.Attributes[sqsmsg.FailureAttribute], FailedAt: m.Attributes[sqsmsg.FailedAtAttribute], Body: m.Body}
 	if k, err := (dedup.KeySource{}).Extract(m); err == nil {
 		l.Key = k
 	}

@@ -188,7 +188,7 @@ func TestOperatorPolicyHoldsExactlyTheCommandsCalls(t *testing.T) {
 	require.NoError(t, err)
 	body := regexp.MustCompile(`(?s)\nfunc forget\(.*?\n}\n`).FindString(string(src))
 	require.Contains(t, body, "readRecord(")
-	require.Contains(t, body, "db.DeleteItem(")
+	require.Contains(t, body, "operator.Forget(")
 
 	// Without queues, inspect works with --key only: no SQS statement.
 	read = policyStatements(t, m.dataSource(t, "aws_iam_policy_document.read"), scope{"var": m.withVars(t, map[string]cty.Value{"dedup_table_arn": str(testTableARN)})})

@@ -27,3 +27,23 @@ output "outbox_policy_json" {
   description = "The outbox policy's document, or null without outbox_table_arn."
   value       = one(data.aws_iam_policy_document.outbox[*].json)
 }
+
+output "console_read_policy_arn" {
+  description = "ARN of the worker console's read-only policy, or null without create_console_policies."
+  value       = one(aws_iam_policy.console_read[*].arn)
+}
+
+output "console_write_policy_arn" {
+  description = "ARN of the worker console's read-write policy (worker console --write), or null without create_console_policies."
+  value       = one(aws_iam_policy.console_write[*].arn)
+}
+
+output "console_read_policy_json" {
+  description = "The console's read-only policy document, or null without create_console_policies."
+  value       = one(data.aws_iam_policy_document.console_read[*].json)
+}
+
+output "console_write_policy_json" {
+  description = "The console's read-write policy document, or null without create_console_policies."
+  value       = one(data.aws_iam_policy_document.console_write[*].json)
+}

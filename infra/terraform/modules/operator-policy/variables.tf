@@ -1,11 +1,11 @@
 variable "name" {
-  description = "Prefix of the policy names: <name>-read and <name>-forget."
+  description = "Prefix of the policy names: <name>-read, <name>-forget, <name>-outbox, <name>-console-read and <name>-console-write."
   type        = string
   default     = "exactly-operator"
 
   validation {
-    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,121}$", var.name))
-    error_message = "The name must be 1-121 characters of letters, digits and +=,.@_- (IAM policy names, with -forget added)."
+    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,114}$", var.name))
+    error_message = "The name must be 1-114 characters of letters, digits and +=,.@_- (IAM policy names, with -console-write added)."
   }
 }
 
@@ -62,4 +62,21 @@ variable "tags" {
   description = "Tags for the policies."
   type        = map(string)
   default     = {}
+}
+
+variable "dlq_arns" {
+  description = "ARNs of the dead-letter queues of queue_arns, which worker console lists and redrives from. Empty: the console policies hold no DLQ statement."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.dlq_arns : can(regex("^arn:[^:]+:sqs:[^:]+:[0-9]{12}:[A-Za-z0-9_.-]+$", arn))])
+    error_message = "dlq_arns must be SQS queue ARNs."
+  }
+}
+
+variable "create_console_policies" {
+  description = "Create the worker console policies (<name>-console-read and <name>-console-write). Attached to nothing either way."
+  type        = bool
+  default     = true
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/exactlytest"
 )
 
@@ -99,7 +100,7 @@ func TestHarnessTransactionalEffect(t *testing.T) {
 			if mode != "" {
 				opts = append(opts, exactlytest.Commit(mode))
 			}
-			h := exactlytest.New(t, &effect.Ledger{Table: "ledger"}, opts...)
+			h := exactlytest.New(t, &builtin.Ledger{Table: "ledger"}, opts...)
 			m := exactlytest.Msg(`{"account":"a1","amount_cents":250,"seq":1}`)
 			h.RequireApplied(m)
 			d := h.RequireDuplicate(m)

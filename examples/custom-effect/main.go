@@ -1,5 +1,5 @@
 // Command custom-effect is the worker with an effect of its own, as README.md
-// shows: register it, then hand over to the worker's command line. It is
+// shows: it hands the effect, by name, to the worker's command line. It is
 // built, tested and deployed like the stock worker:
 //
 //	go run ./examples/custom-effect run --queue URL --effect email
@@ -58,7 +58,7 @@ func (e sendEmail) Apply(ctx context.Context, in effect.Input) (effect.Output, e
 
 // newSendEmail builds the effect at start-up from its own settings:
 // EMAIL_API_URL from the environment, EMAIL_API_TOKEN from a secret.
-func newSendEmail(env effect.Env) (effect.Effect, error) {
+func newSendEmail(env worker.Env) (effect.Effect, error) {
 	url, _ := env.Lookup("EMAIL_API_URL")
 	token, _ := env.Lookup("EMAIL_API_TOKEN")
 	if url == "" || token == "" {
@@ -69,6 +69,5 @@ func newSendEmail(env effect.Env) (effect.Effect, error) {
 }
 
 func main() {
-	effect.Register("email", newSendEmail)
-	os.Exit(worker.Main(os.Args[1:]))
+	os.Exit(worker.Main(os.Args[1:], worker.Effects{"email": newSendEmail}))
 }

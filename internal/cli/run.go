@@ -44,6 +44,7 @@ type settings struct {
 	queues          []string
 	table           string
 	effect          string
+	effects         Effects // what --effect may name
 	ledgerTable     string
 	outboxTable     string
 	ledgerConfirm   string
@@ -90,7 +91,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 		fs.List(&s.queues, "queue", "WORKER_QUEUES", "SQS queue URL to consume")
 	}
 	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
-	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(effect.Names(), "|")+" or one registered in code (required)")
+	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(s.effects.names(), "|")+" (required)")
 	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", LedgerTableDefault, "DynamoDB table of the ledger effect")
 	fs.String(&s.ledgerConfirm, "ledger-confirm-queue", "WORKER_LEDGER_CONFIRM_QUEUE", "", "ledger effect: URL of a queue to send each entry's confirmation to, through the outbox (needs --outbox-table)")
 	fs.String(&s.outboxTable, "outbox-table", "WORKER_OUTBOX_TABLE", "", "DynamoDB outbox table (worker setup --outbox-table) for the messages effects send (Output.Send), committed with their dedup records and published by worker relay; empty: an effect that sends fails permanently")
@@ -140,10 +141,10 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 // command line adds its own.
 func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	if s.effect == "" {
-		return config.Errorf("%s is required: one of %s", fs.Name("effect"), strings.Join(effect.Names(), ", "))
+		return config.Errorf("%s is required: one of %s", fs.Name("effect"), strings.Join(s.effects.names(), ", "))
 	}
-	if _, ok := effect.Lookup(s.effect); !ok {
-		return config.Errorf("%s %q is unknown: want one of %s", fs.Name("effect"), s.effect, strings.Join(effect.Names(), ", "))
+	if s.effects[s.effect] == nil {
+		return config.Errorf("%s %q is unknown: want one of %s", fs.Name("effect"), s.effect, strings.Join(s.effects.names(), ", "))
 	}
 	if s.namespace == "" {
 		return config.Errorf("%s %q: want a non-empty name without '#' or '%%'", fs.Name("namespace"), s.namespace)
@@ -237,8 +238,8 @@ func cliError(fs *config.Set, err error) error {
 	return config.Errorf("%s%s", name(ce.Setting), msg)
 }
 
-func runCommand(ctx context.Context, force <-chan struct{}, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
-	var s settings
+func runCommand(ctx context.Context, force <-chan struct{}, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	s := settings{effects: effects}
 	fs := newRunSet(&s, lookup)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
@@ -337,8 +338,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stdou
 }
 
 func buildEffect(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) (effect.Effect, error) {
-	factory, _ := effect.Lookup(s.effect)
-	eff, err := factory(effectEnv(s, cl, log, lookup))
+	eff, err := s.effects[s.effect](effectEnv(s, cl, log, lookup))
 	if err != nil {
 		return nil, config.Errorf("--effect %s: %v", s.effect, err)
 	}
@@ -346,12 +346,12 @@ func buildEffect(s settings, cl *clients, log *slog.Logger, lookup func(string) 
 }
 
 // effectEnv is what an effect's factory gets, on ECS and Lambda alike.
-func effectEnv(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) effect.Env {
+func effectEnv(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) Env {
 	cfg := cl.cfg.Copy()
 	// Clipped, so that an effect appending to its APIOptions gets an array
 	// of its own instead of writing into the worker's.
 	cfg.APIOptions = slices.Clip(cfg.APIOptions)
-	return effect.Env{
+	return Env{
 		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, LedgerConfirm: s.ledgerConfirm, HTTPURL: s.httpURL, Lookup: lookup,
 		AWS: cfg, HTTPClient: newEffectHTTPClient(s.concurrency),
 	}

@@ -114,9 +114,9 @@ func TestCommitWithSendOverTheTransactionLimit(t *testing.T) {
 		f := withFaults(t, b)
 		b.proc.Outbox = outbox.New(f, "outbox")
 		b.effect = func(_ context.Context, in effect.Input) (effect.Output, error) {
-			var send []outbox.Message
+			var send []effect.Outgoing
 			for i := range 40 {
-				send = append(send, outbox.Message{QueueURL: confirmations, Group: "g", Body: "b", ID: fmt.Sprintf("%s/%d", in.Key, i)})
+				send = append(send, effect.Outgoing{QueueURL: confirmations, Group: "g", Body: "b", ID: fmt.Sprintf("%s/%d", in.Key, i)})
 			}
 			return effect.Output{Writes: puts("w", 60, 0), Send: send}, nil
 		}

@@ -49,7 +49,7 @@ func sending(t *testing.T, optimistic bool) (*bundle, *movingDB) {
 	b.proc.Outbox = outbox.New(m, "outbox")
 	b.proc.Optimistic = optimistic
 	b.effect = func(_ context.Context, in effect.Input) (effect.Output, error) {
-		return effect.Output{Result: []byte("ok"), Send: []outbox.Message{{QueueURL: confirmations, Group: "g", Body: "confirm " + in.Message.ID, ID: in.Key + "/confirm"}}}, nil
+		return effect.Output{Result: []byte("ok"), Send: []effect.Outgoing{{QueueURL: confirmations, Group: "g", Body: "confirm " + in.Message.ID, ID: in.Key + "/confirm"}}}, nil
 	}
 	return b, m
 }
@@ -117,7 +117,7 @@ func TestSendFailuresArePermanent(t *testing.T) {
 
 	b, _ = sending(t, false)
 	b.effect = func(context.Context, effect.Input) (effect.Output, error) {
-		return effect.Output{Send: []outbox.Message{{QueueURL: confirmations, Body: "no group on a FIFO queue"}}}, nil
+		return effect.Output{Send: []effect.Outgoing{{QueueURL: confirmations, Body: "no group on a FIFO queue"}}}, nil
 	}
 	r = b.proc.Process(context.Background(), msg("1", "body"), process.Hooks{})
 	require.Equal(t, process.Fail, r.Action)

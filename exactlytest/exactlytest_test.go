@@ -16,8 +16,8 @@ import (
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
-	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/exactlytest"
+	"github.com/exactlyonce/exactly/internal/builtin"
 )
 
 // recorder counts calls per body; "retry" and "poison" fail.

@@ -53,14 +53,14 @@ const (
 	DefaultKeySource    = "auto"
 	DefaultPayloadHash  = "body"
 	DefaultRetryInPlace = 2
-	DefaultConcurrency  = pool.ConcurrencyDefault
-	DefaultReceivers    = pool.ReceiversDefault
-	DefaultWaitTime     = pool.WaitTimeDefault
-	DefaultAckDelay     = pool.AckDelayDefault
+	DefaultConcurrency  = pool.DefaultConcurrency
+	DefaultReceivers    = pool.DefaultReceivers
+	DefaultWaitTime     = pool.DefaultWaitTime
+	DefaultAckDelay     = pool.DefaultAckDelay
 	// DefaultShutdownTimeout fits inside ECS's stopTimeout of 120 s.
-	DefaultShutdownTimeout = pool.ShutdownTimeoutDefault
+	DefaultShutdownTimeout = pool.DefaultShutdownTimeout
 	// DefaultLambdaConcurrency bounds the groups of one batch run at once.
-	DefaultLambdaConcurrency = sqsevent.ConcurrencyDefault
+	DefaultLambdaConcurrency = sqsevent.DefaultConcurrency
 )
 
 // Config configures a Worker (New) and a Lambda handler (NewLambdaHandler).
@@ -202,7 +202,7 @@ type EMF struct {
 
 // Defaults of Config.EMF.
 const (
-	DefaultEMFNamespace = telemetry.EMFNamespaceDefault
+	DefaultEMFNamespace = telemetry.DefaultEMFNamespace
 	DefaultEMFInterval  = time.Minute
 )
 

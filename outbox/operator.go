@@ -74,7 +74,7 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 
 // Drop skips a held group's held message, whose ID the operator names (a
 // guard against dropping another): it is marked dropped (AttrDropped, with
-// why it was held, and AttrSentAt and a TTL of RetentionDefault like a
+// why it was held, and AttrSentAt and a TTL of DefaultRetention like a
 // published one) and the relay publishes the rest of the group. The
 // message is never published: whatever it announced, the operator
 // handles.
@@ -109,7 +109,7 @@ func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 				ConditionExpression:      aws.String("#id = :id"),
 				ExpressionAttributeNames: map[string]string{"#dropped": AttrDropped, "#at": AttrSentAt, "#ttl": AttrTTL, "#held": AttrHeld, "#id": AttrID},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":why": str(h.held), ":now": num(now.UnixMilli()), ":ttl": num(now.Add(RetentionDefault).Unix()), ":id": str(id),
+					":why": str(h.held), ":now": num(now.UnixMilli()), ":ttl": num(now.Add(DefaultRetention).Unix()), ":id": str(id),
 				},
 			}},
 		}})

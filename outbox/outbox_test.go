@@ -159,7 +159,7 @@ func TestWriteAndSweepPublishInOrder(t *testing.T) {
 		require.Len(t, out.Items, 12)
 		for _, it := range out.Items {
 			require.Contains(t, it, outbox.AttrSentAt)
-			require.Equal(t, &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(5*time.Second).Add(outbox.RetentionDefault).Unix(), 10)}, it[outbox.AttrTTL])
+			require.Equal(t, &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(5*time.Second).Add(outbox.DefaultRetention).Unix(), 10)}, it[outbox.AttrTTL])
 		}
 		got, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: map[string]ddbtypes.AttributeValue{
 			"pk": &ddbtypes.AttributeValueMemberS{Value: "business"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}}})

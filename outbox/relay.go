@@ -81,8 +81,8 @@ type Round struct {
 
 // Defaults of the relay's settings.
 const (
-	PollDefault      = time.Second
-	RetentionDefault = 24 * time.Hour
+	DefaultPoll      = time.Second
+	DefaultRetention = 24 * time.Hour
 	perGroupDefault  = 10
 	// concurrencyDefault: DynamoDB requests of different groups run side
 	// by side; each is a round trip of a few milliseconds.
@@ -134,7 +134,7 @@ func (r *Relay) perGroup() int {
 func (r *Relay) Run(ctx context.Context) error {
 	poll := r.Poll
 	if poll <= 0 {
-		poll = PollDefault
+		poll = DefaultPoll
 	}
 	for ctx.Err() == nil {
 		// A round under way when ctx ends finishes (within roundGrace):
@@ -685,7 +685,7 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactWriteItem {
 	retention := r.Retention
 	if retention <= 0 {
-		retention = RetentionDefault
+		retention = DefaultRetention
 	}
 	last := l.h.sent + int64(l.done)
 	names := map[string]string{"#sent": AttrSent, "#held": AttrHeld}

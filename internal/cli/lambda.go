@@ -21,9 +21,9 @@ import (
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
-// LambdaConcurrencyDefault bounds the message groups of one batch handled at
+// DefaultLambdaConcurrency bounds the message groups of one batch handled at
 // once on Lambda (a FIFO batch holds at most 10 messages).
-const LambdaConcurrencyDefault = sqsevent.ConcurrencyDefault
+const DefaultLambdaConcurrency = sqsevent.DefaultConcurrency
 
 // runtimeAPIEnv is set by Lambda for the function's process.
 const runtimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"

@@ -289,8 +289,8 @@ func TestCommitGivesUpAndReleases(t *testing.T) {
 		require.False(t, r.Applied)
 		took := time.Since(start)
 		// Retries back off up to 5 s and stop when the next would pass the timeout.
-		require.Greater(t, took, process.CommitTimeoutDefault-6*time.Second)
-		require.LessOrEqual(t, took, process.CommitTimeoutDefault)
+		require.Greater(t, took, process.DefaultCommitTimeout-6*time.Second)
+		require.LessOrEqual(t, took, process.DefaultCommitTimeout)
 		rec := b.record(t, r.Key)
 		require.Equal(t, "IN_PROGRESS", rec["status"].(*types.AttributeValueMemberS).Value)
 		require.Equal(t, "0", rec["lease_until"].(*types.AttributeValueMemberN).Value, "released")

@@ -47,10 +47,10 @@ func (a Action) String() string {
 	return fmt.Sprintf("action(%d)", int(a))
 }
 
-// CommitTimeoutDefault bounds how long a commit that fails without a verdict
+// DefaultCommitTimeout bounds how long a commit that fails without a verdict
 // (5xx or throttling after the SDK's retries, a timeout, TransactionConflict)
 // is retried with the same claim while the heartbeat keeps its lease alive.
-const CommitTimeoutDefault = time.Minute
+const DefaultCommitTimeout = time.Minute
 
 // ErrLeaseExpired is the cause of an effect's cancelled context when the
 // claim's lease is about to end without a confirmed extension (the
@@ -140,7 +140,7 @@ type Processor struct {
 	// dedup.MaxStoredBytes.
 	MaxResult int
 	// CommitTimeout bounds the retries of a commit that fails without a
-	// verdict; CommitTimeoutDefault if 0. A commit that gives up releases
+	// verdict; DefaultCommitTimeout if 0. A commit that gives up releases
 	// its claim: in transactional mode nothing was applied; in claim mode
 	// the effect ran and the next delivery runs it again, with the same key.
 	CommitTimeout time.Duration
@@ -561,7 +561,7 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 	if deadline.IsZero() {
 		timeout := p.CommitTimeout
 		if timeout <= 0 {
-			timeout = CommitTimeoutDefault
+			timeout = DefaultCommitTimeout
 		}
 		deadline = time.Now().Add(timeout)
 	}

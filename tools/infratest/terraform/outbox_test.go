@@ -23,7 +23,7 @@ import (
 // relay's EMF metrics (telemetry).
 var (
 	outboxStreamView   = string(types.StreamViewTypeKeysOnly)
-	outboxTableDefault = cli.OutboxTableDefault
+	outboxTableDefault = cli.DefaultOutboxTable
 )
 
 // outboxSettings are the settings the outbox modules pass that the relay
@@ -359,7 +359,7 @@ func TestRelayECSRunsTheRelay(t *testing.T) {
 	}
 	require.Equal(t, []any{"relay"}, c["command"], "worker relay")
 	require.Equal(t, outboxTableDefault, env["WORKER_OUTBOX_TABLE"])
-	require.Equal(t, cli.MetricsAddrDefault, env["WORKER_METRICS_ADDR"], "where the health check asks")
+	require.Equal(t, cli.DefaultMetricsAddr, env["WORKER_METRICS_ADDR"], "where the health check asks")
 	require.Equal(t, "both", env["WORKER_METRICS_FORMAT"], "EMF for the alarms, /metrics for a scraper")
 	require.Equal(t, "eu-west-1", env["AWS_REGION"], "the table's region")
 	require.Equal(t, "http://proxy:3128", env["HTTPS_PROXY"])

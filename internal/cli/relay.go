@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"io"
 	"log/slog"
 	"slices"
@@ -185,7 +186,7 @@ func relayLambdaHandler(relay *outbox.Relay, metrics *telemetry.OutboxMetrics, l
 		} else {
 			var pks []string
 			for _, r := range ev.Records {
-				if v, ok := r.Change.Keys[outbox.AttrPK]; ok && v.DataType() == events.DataTypeString {
+				if v, ok := r.Change.Keys[outboxschema.AttrPK]; ok && v.DataType() == events.DataTypeString {
 					pks = append(pks, v.String())
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"log/slog"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestRelayLambdaHandler(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, q := memdynamo.New(), memsqs.New()
-	_, err := db.CreateTable(ctx, outbox.CreateTableInput("outbox"))
+	_, err := db.CreateTable(ctx, outboxschema.CreateTableInput("outbox"))
 	require.NoError(t, err)
 	qo, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q.fifo"), Attributes: map[string]string{"FifoQueue": "true"}})
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -109,7 +110,7 @@ func TestCommitWithSendOverTheTransactionLimit(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := setup(t)
-		_, err := b.db.CreateTable(context.Background(), outbox.CreateTableInput("outbox"))
+		_, err := b.db.CreateTable(context.Background(), outboxschema.CreateTableInput("outbox"))
 		require.NoError(t, err)
 		f := withFaults(t, b)
 		b.proc.Outbox = outbox.New(f, "outbox")

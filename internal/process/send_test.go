@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"sync/atomic"
 	"testing"
 
@@ -41,7 +42,7 @@ func (m *movingDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 // per delivery, keyed by the message's dedup key.
 func sending(t *testing.T, optimistic bool) (*bundle, *movingDB) {
 	b := setup(t)
-	_, err := b.db.CreateTable(context.Background(), outbox.CreateTableInput("outbox"))
+	_, err := b.db.CreateTable(context.Background(), outboxschema.CreateTableInput("outbox"))
 	require.NoError(t, err)
 	m := &movingDB{DB: b.db, other: outbox.New(b.db, "outbox")}
 	b.store = dedup.NewStore(m, "dedup")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -155,7 +156,7 @@ func (c *chain) setUp(ctx context.Context) error {
 		}
 		c.urls[name] = aws.ToString(out.QueueUrl)
 	}
-	if _, err := c.db.CreateTable(ctx, outbox.CreateTableInput(chainOutbox)); err != nil {
+	if _, err := c.db.CreateTable(ctx, outboxschema.CreateTableInput(chainOutbox)); err != nil {
 		return err
 	}
 	for _, name := range []string{chainDedup, chainBusiness, chainLedger1, chainLedger2} {

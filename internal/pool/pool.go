@@ -770,7 +770,12 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 	switch r.Action {
 	case process.Delete:
 		qs.settle(d, true, 0)
-		if p.log.Enabled(context.Background(), slog.LevelDebug) {
+		switch {
+		case r.Outcome == dedup.Duplicate:
+			// At Info: a duplicate absorbed is what the worker is for, and
+			// rare enough in steady state to be worth a line with its key.
+			logger().Info("duplicate: not run again; deleted")
+		case p.log.Enabled(context.Background(), slog.LevelDebug):
 			logger().Debug("done")
 		}
 	case process.Fail:

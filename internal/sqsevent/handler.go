@@ -366,10 +366,11 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	case process.Delete:
 		if res.Outcome == dedup.Duplicate {
 			t.count(func() { t.duplicates++ })
+			log.Info("duplicate: not run again") // as worker run logs it
 		} else {
 			t.count(func() { t.applied++ })
+			log.Debug("done")
 		}
-		log.Debug("done")
 		return true, false
 	case process.Retry:
 		if res.Outcome == dedup.Busy {

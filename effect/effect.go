@@ -34,9 +34,25 @@ type Message struct {
 // Input is what an effect is given for one message.
 type Input struct {
 	Message Message
-	// Key is the scoped dedup key of the message. An effect with outside side
-	// effects passes it downstream as its idempotency key.
+	// Key is the scoped dedup key: namespace#queue#DedupKey
+	// (namespace#queue#group#DedupKey when the queue deduplicates per
+	// message group), each part escaped ('%' and '#' as %25 and %23; a
+	// part too long or not UTF-8 replaced by its hash). It is the key of
+	// the message's dedup record, the dedup_key of the worker's logs and
+	// exactly.Done.Key. Pass it downstream as the idempotency key when the
+	// downstream is shared by several queues or namespaces: the same
+	// DedupKey on two queues is then two operations, as it is to the
+	// worker.
 	Key string
+	// DedupKey is the unscoped key the worker took from the message
+	// (Config.KeySource: the idempotency-key attribute, the
+	// MessageDeduplicationId, the MessageId, a JSON value of the body):
+	// the producer's own key, the same on every queue the message passes
+	// through. Pass it downstream instead of Key when the downstream
+	// should see the producer's key: one operation that reaches it through
+	// two queues (or a queue renamed, or a namespace changed) is then one
+	// operation there too.
+	DedupKey string
 }
 
 // Output is what a successful effect returns.

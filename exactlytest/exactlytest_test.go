@@ -60,6 +60,22 @@ func TestHarnessOutcomes(t *testing.T) {
 	require.Equal(t, 5, h.Runs())
 }
 
+// TestInputCarriesBothKeys: an effect gets the scoped key (the dedup
+// record's, the delivery's) in Input.Key and the producer's own in
+// Input.DedupKey.
+func TestInputCarriesBothKeys(t *testing.T) {
+	t.Parallel()
+	var got effect.Input
+	h := exactlytest.New(t, effect.Func(func(_ context.Context, in effect.Input) (effect.Output, error) {
+		got = in
+		return effect.Output{}, nil
+	}))
+	d := h.RequireApplied(exactlytest.Msg("a", exactlytest.Attr("idempotency-key", "order#7")))
+	require.Equal(t, "order#7", got.DedupKey, "unscoped, unescaped")
+	require.Equal(t, d.Key, got.Key)
+	require.Equal(t, "exactly#test.fifo#order%237", got.Key, "namespace, queue, the key escaped")
+}
+
 func TestHarnessKeyAndPayloadOptions(t *testing.T) {
 	t.Parallel()
 	h := exactlytest.New(t, &recorder{}, exactlytest.KeySource("json:/order"), exactlytest.PayloadHash("json:/amount"))

@@ -193,7 +193,7 @@ func (p *Processor) process(ctx context.Context, m effect.Message, h Hooks) Resu
 	}
 	c := Call{Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group, Attempts: m.ReceiveCount}
 	r := p.Run(ctx, c, h, func(ctx context.Context) (effect.Output, error) {
-		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
+		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key, DedupKey: raw})
 	})
 	r.SentAt = m.SentAt
 	return r

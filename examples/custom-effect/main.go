@@ -6,7 +6,9 @@
 //	make image MAIN=./examples/custom-effect    # the ECS image
 //	make dist MAIN=./examples/custom-effect DIST=dist/custom-effect
 //
-// terraform/ deploys it on ECS with the repository's modules.
+// From a module of your own, README.md here has the commands (go build,
+// scripts/lambdazip, the Dockerfile); terraform/ deploys it on ECS with the
+// repository's modules.
 package main
 
 import (

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// What an operator does with a held group (see outboxschema.AttrHeld): the relay holds
+// What an operator does with a held group (its "held" attribute): the relay holds
 // a group at a message SQS refused for a reason its producer could not
 // know, and publishes nothing more of it until one of these is called.
 // `worker outbox release` and `worker outbox drop` call them.
@@ -74,8 +74,8 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 }
 
 // Drop skips a held group's held message, whose ID the operator names (a
-// guard against dropping another): it is marked dropped (outboxschema.AttrDropped, with
-// why it was held, and outboxschema.AttrSentAt and a TTL of DefaultRetention like a
+// guard against dropping another): it is marked dropped (attribute "dropped", with
+// why it was held, and "sent_at" and a TTL of DefaultRetention like a
 // published one) and the relay publishes the rest of the group. The
 // message is never published: whatever it announced, the operator
 // handles.

@@ -24,9 +24,9 @@ var Version = "dev"
 
 // Exit codes of Main.
 const (
-	ExitOK     = cli.ExitOK
-	ExitError  = cli.ExitError
-	ExitConfig = cli.ExitConfig // bad configuration: fix the named setting
+	ExitOK     = 0
+	ExitError  = 1
+	ExitConfig = 2 // bad configuration: fix the named setting
 )
 
 // DynamoDB is the part of the DynamoDB client effects may use.

@@ -54,3 +54,9 @@ func TestEnvCarriesTheWorkersEnv(t *testing.T) {
 	v, _ := got.Lookup("K")
 	require.Equal(t, "v-K", v)
 }
+
+// TestExitCodesAreTheCommandLines: the documented values are the codes
+// the command line returns.
+func TestExitCodesAreTheCommandLines(t *testing.T) {
+	require.Equal(t, []int{cli.ExitOK, cli.ExitError, cli.ExitConfig}, []int{ExitOK, ExitError, ExitConfig})
+}

@@ -76,6 +76,27 @@ func TestInputCarriesBothKeys(t *testing.T) {
 	require.Equal(t, "exactly#test.fifo#order%237", got.Key, "namespace, queue, the key escaped")
 }
 
+// TestHarnessReportsBusy: a delivery whose key another delivery holds
+// (its effect still running) comes to exactly.Busy, the hooks' outcome
+// for it, and does not run.
+func TestHarnessReportsBusy(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	h := exactlytest.New(t, effect.Func(func(context.Context, effect.Input) (effect.Output, error) {
+		close(started)
+		<-release
+		return effect.Output{}, nil
+	}))
+	first := make(chan exactlytest.Delivery)
+	go func() { first <- h.Deliver(exactlytest.Msg("a")) }()
+	<-started
+	busy := h.Deliver(exactlytest.Msg("a"))
+	close(release)
+	require.Equal(t, exactly.Busy, busy.Outcome)
+	require.Zero(t, busy.Ran)
+	require.Equal(t, exactly.Applied, (<-first).Outcome)
+}
+
 func TestHarnessKeyAndPayloadOptions(t *testing.T) {
 	t.Parallel()
 	h := exactlytest.New(t, &recorder{}, exactlytest.KeySource("json:/order"), exactlytest.PayloadHash("json:/amount"))

@@ -207,7 +207,7 @@ func TestDockerfile(t *testing.T) {
 	require.Equal(t, []string{"run"}, jsonArray(t, cmd[0]))
 	expose := final.all("EXPOSE")
 	require.Len(t, expose, 1)
-	require.Equal(t, strings.TrimPrefix(cli.MetricsAddrDefault, ":"), expose[0].args, "the metrics port")
+	require.Equal(t, strings.TrimPrefix(cli.DefaultMetricsAddr, ":"), expose[0].args, "the metrics port")
 }
 
 func TestDockerfileParser(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
@@ -141,7 +142,7 @@ func TestWorkerTraces(t *testing.T) {
 		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
 		rec := tracetest.NewSpanRecorder()
 		w, err := exactly.New(context.Background(), exactly.Config{
-			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: effect.Noop{},
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: builtin.Noop{},
 			WaitTime: time.Second, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
 		})
 		require.NoError(t, err)

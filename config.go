@@ -2,6 +2,7 @@ package exactly
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,14 +54,14 @@ const (
 	DefaultKeySource    = "auto"
 	DefaultPayloadHash  = "body"
 	DefaultRetryInPlace = 2
-	DefaultConcurrency  = pool.ConcurrencyDefault
-	DefaultReceivers    = pool.ReceiversDefault
-	DefaultWaitTime     = pool.WaitTimeDefault
-	DefaultAckDelay     = pool.AckDelayDefault
+	DefaultConcurrency  = pool.DefaultConcurrency
+	DefaultReceivers    = pool.DefaultReceivers
+	DefaultWaitTime     = pool.DefaultWaitTime
+	DefaultAckDelay     = pool.DefaultAckDelay
 	// DefaultShutdownTimeout fits inside ECS's stopTimeout of 120 s.
-	DefaultShutdownTimeout = pool.ShutdownTimeoutDefault
+	DefaultShutdownTimeout = pool.DefaultShutdownTimeout
 	// DefaultLambdaConcurrency bounds the groups of one batch run at once.
-	DefaultLambdaConcurrency = sqsevent.ConcurrencyDefault
+	DefaultLambdaConcurrency = sqsevent.DefaultConcurrency
 )
 
 // Config configures a Worker (New) and a Lambda handler (NewLambdaHandler).
@@ -211,7 +212,7 @@ type EMF struct {
 
 // Defaults of Config.EMF.
 const (
-	DefaultEMFNamespace = telemetry.EMFNamespaceDefault
+	DefaultEMFNamespace = telemetry.DefaultEMFNamespace
 	DefaultEMFInterval  = time.Minute
 )
 
@@ -273,7 +274,14 @@ type ConfigError struct {
 	Setting string
 	// Msg follows the setting's name: " must be at least 1", `: queue ...`.
 	Msg string
+	// Err is the cause, when the problem came as an error (a parse error,
+	// a denied call): errors.Is and errors.As see it through the
+	// ConfigError.
+	Err error
 }
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 func (e *ConfigError) Error() string {
 	if e.Setting == "" {
@@ -282,8 +290,10 @@ func (e *ConfigError) Error() string {
 	return "exactly: Config." + e.Setting + e.Msg
 }
 
+// configErr formats a ConfigError; an error formatted with %w is its cause.
 func configErr(setting, format string, args ...any) error {
-	return &ConfigError{Setting: setting, Msg: fmt.Sprintf(format, args...)}
+	w := fmt.Errorf(format, args...)
+	return &ConfigError{Setting: setting, Msg: w.Error(), Err: errors.Unwrap(w)}
 }
 
 // settings are a Config with its defaults filled in and its strings parsed.
@@ -369,7 +379,7 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 	}
 	var err error
 	if s.keys, err = dedup.ParseKeySource(s.KeySource); err != nil {
-		return nil, configErr("KeySource", ": %v", err)
+		return nil, configErr("KeySource", ": %w", err)
 	}
 	if cfg.KeyFunc != nil {
 		s.keys = dedup.KeyFunc(cfg.KeyFunc)
@@ -378,7 +388,7 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 		s.PayloadHash = DefaultPayloadHash
 	}
 	if s.payload, err = dedup.ParsePayloadSource(s.PayloadHash); err != nil {
-		return nil, configErr("PayloadHash", ": %v", err)
+		return nil, configErr("PayloadHash", ": %w", err)
 	}
 	if s.Commit, err = cfg.commitMode(); err != nil {
 		return nil, err
@@ -475,7 +485,7 @@ func (s *settings) checkLambda() error {
 		s.Concurrency = DefaultLambdaConcurrency
 	}
 	if _, err := sqsevent.ParseFailRest(s.Lambda.FailRest); err != nil {
-		return configErr("Lambda.FailRest", " %v", err)
+		return configErr("Lambda.FailRest", " %w", err)
 	}
 	switch s.Lambda.DedupScope {
 	case "", "queue", "group":
@@ -492,7 +502,7 @@ func (s *settings) checkLambda() error {
 // ConfigError naming the action and resource; other errors pass.
 func denied(err error, action, resource string) error {
 	if msg, ok := awserr.Denied(err, action, resource); ok {
-		return configErr("", "%s", msg)
+		return &ConfigError{Msg: msg, Err: err}
 	}
 	return err
 }

@@ -25,7 +25,7 @@
 //	}
 //	w, err := exactly.New(ctx, exactly.Config{
 //		SQS:      sqs.NewFromConfig(cfg),
-//		DynamoDB: dynamodb.NewFromConfig(cfg),
+//		DynamoDB: exactly.NewDynamoDBClient(cfg),
 //		Queues:   []string{ordersQueueURL},
 //		Table:    "exactly-dedup",
 //		Effect:   effect.Func(ship),

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly"
-	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/internal/testenv"
@@ -46,7 +46,7 @@ func TestWorkerWritesEMF(t *testing.T) {
 		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
 		var out testenv.SyncBuffer
 		w, err := exactly.New(context.Background(), exactly.Config{
-			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: effect.Noop{},
+			SQS: c, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: builtin.Noop{},
 			WaitTime: time.Second, EMF: exactly.EMF{Writer: &out, Interval: 20 * time.Second},
 		})
 		require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestWorkerWritesEMF(t *testing.T) {
 		require.Contains(t, out.String(), `"Queue":"`+sqsmsg.QueueName(url)+`"`)
 	})
 	_, err := exactly.New(context.Background(), exactly.Config{SQS: memsqs.New(), DynamoDB: memTable(t), Table: "dedup",
-		Queues: []string{"https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}, Effect: effect.Noop{}, EMF: exactly.EMF{Interval: time.Millisecond}})
+		Queues: []string{"https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}, Effect: builtin.Noop{}, EMF: exactly.EMF{Interval: time.Millisecond}})
 	var ce *exactly.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "EMF.Interval", ce.Setting)

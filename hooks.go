@@ -19,13 +19,13 @@ type Hooks struct {
 // Outcome is what handling a message came to.
 type Outcome string
 
-// The outcomes of Done.
+// The outcomes of Done, and of a delivery in package exactlytest.
 const (
 	Applied   Outcome = "applied"   // the effect ran and committed
 	Duplicate Outcome = "duplicate" // the key was completed for the same payload: not run
 	Conflict  Outcome = "conflict"  // the key was completed for another payload: not run, to the DLQ
 	Busy      Outcome = "busy"      // another worker's live lease holds the key: back later
-	Retried   Outcome = "retried"   // a retryable failure: retried in place or back to SQS
+	Retry     Outcome = "retry"     // a retryable failure: retried in place or back to SQS
 	Failed    Outcome = "failed"    // a permanent failure: to the DLQ
 )
 
@@ -38,7 +38,7 @@ type Done struct {
 	LeaseLost bool
 	// CommitRetries counts commit attempts after the first.
 	CommitRetries int
-	Err           error         // why, for Retried, Failed and Conflict
+	Err           error         // why, for Retry, Failed and Conflict
 	Took          time.Duration // from the start of processing to the decision
 }
 
@@ -86,7 +86,7 @@ func doneOf(queue string, r process.Result, took time.Duration) Done {
 	case r.Outcome == dedup.Busy:
 		d.Outcome = Busy
 	case r.Action == process.Retry:
-		d.Outcome = Retried
+		d.Outcome = Retry
 	default:
 		d.Outcome = Failed
 	}

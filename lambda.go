@@ -135,7 +135,7 @@ func (s *settings) lambdaQueues(ctx context.Context) (map[string]queueInfo, []qu
 			if qi.dlq, err = deadLetterURL(ctx, s.SQS, qi.redrive); transient(err) {
 				return nil, nil, err // SQS having a bad minute: start-up tries again
 			} else if err != nil {
-				return nil, nil, configErr("LeaveToRedrivePolicy", ": queue %s: %v", qi.name, err)
+				return nil, nil, configErr("LeaveToRedrivePolicy", ": queue %s: %w", qi.name, err)
 			}
 		}
 		byName[qi.name] = qi

@@ -85,7 +85,7 @@ func (s *settings) describeQueues(ctx context.Context) ([]pool.Queue, map[string
 				return nil, nil, err // SQS having a bad minute: start-up tries again
 			}
 			if err != nil {
-				return nil, nil, configErr("LeaveToRedrivePolicy", ": queue %s: %v", qi.name, err)
+				return nil, nil, configErr("LeaveToRedrivePolicy", ": queue %s: %w", qi.name, err)
 			}
 			q.DLQURL = dlq
 		}

@@ -100,7 +100,7 @@ func (s *settings) store(ctx context.Context) (*dedup.Store, error) {
 			// table, so no configuration error either.
 			return nil, err
 		}
-		return nil, configErr("Table", ": %v", err)
+		return nil, configErr("Table", ": %w", err)
 	}
 	return store, nil
 }
@@ -110,7 +110,7 @@ func (s *settings) metrics() (*telemetry.Metrics, error) {
 	m := telemetry.NewMetrics()
 	if s.Registerer != nil {
 		if err := s.Registerer.Register(m); err != nil {
-			return nil, configErr("Registerer", ": cannot register the worker's metrics: %v", err)
+			return nil, configErr("Registerer", ": cannot register the worker's metrics: %w", err)
 		}
 	}
 	return m, nil

@@ -1,6 +1,9 @@
 // Package effect defines what the worker runs exactly once per logical message:
-// the Effect interface, the typed errors that steer a message after a failure,
-// and the registry through which users add their own effects in code.
+// the Effect interface, what it is given and returns, and the typed errors
+// that steer a message after a failure. It is the contract an effect
+// implements, and nothing else: an embedded worker takes an Effect in
+// exactly.Config.Effect; a binary of your own passes it to the stock command
+// line through package worker.
 package effect
 
 import (
@@ -8,8 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/exactlyonce/exactly/outbox"
 )
 
 // Message is one SQS message as an effect sees it.
@@ -33,9 +34,25 @@ type Message struct {
 // Input is what an effect is given for one message.
 type Input struct {
 	Message Message
-	// Key is the scoped dedup key of the message. An effect with outside side
-	// effects passes it downstream as its idempotency key.
+	// Key is the scoped dedup key: namespace#queue#DedupKey
+	// (namespace#queue#group#DedupKey when the queue deduplicates per
+	// message group), each part escaped ('%' and '#' as %25 and %23; a
+	// part too long or not UTF-8 replaced by its hash). It is the key of
+	// the message's dedup record, the dedup_key of the worker's logs and
+	// exactly.Done.Key. Pass it downstream as the idempotency key when the
+	// downstream is shared by several queues or namespaces: the same
+	// DedupKey on two queues is then two operations, as it is to the
+	// worker.
 	Key string
+	// DedupKey is the unscoped key the worker took from the message
+	// (Config.KeySource: the idempotency-key attribute, the
+	// MessageDeduplicationId, the MessageId, a JSON value of the body):
+	// the producer's own key, the same on every queue the message passes
+	// through. Pass it downstream instead of Key when the downstream
+	// should see the producer's key: one operation that reaches it through
+	// two queues (or a queue renamed, or a namespace changed) is then one
+	// operation there too.
+	DedupKey string
 }
 
 // Output is what a successful effect returns.
@@ -60,7 +77,25 @@ type Output struct {
 	// Input.Key (say Key + "/confirmation"): it is the message's dedup key
 	// downstream. Without an outbox configured, an effect that returns
 	// Send fails permanently.
-	Send []outbox.Message
+	Send []Outgoing
+}
+
+// Outgoing is a message an effect sends through the worker's outbox: the
+// fields, and their limits, of outbox.Message, which the worker converts it
+// to (the contract does not depend on the outbox).
+type Outgoing struct {
+	// QueueURL is the destination queue.
+	QueueURL string
+	// Group is the MessageGroupId, required for a FIFO queue; messages of
+	// one (queue, group) are published in the order they committed.
+	Group string
+	// Body is the message body: 1 byte to 256 KiB with Attributes.
+	Body string
+	// Attributes are String message attributes: at most 9.
+	Attributes map[string]string
+	// ID identifies the message within its group for good (up to 128
+	// printable ASCII characters): derive it from Input.Key.
+	ID string
 }
 
 // Effect is the side effect run once per logical message.
@@ -78,7 +113,7 @@ type Effect interface {
 // puts the dedup record with the writes. Apply may then run for a
 // duplicate (its writes are dropped) and more than once for one message
 // (its output is used once): that is safe only because it changes nothing
-// itself. The ledger effect and Noop are WritesOnly.
+// itself. The command line's built-in ledger and noop effects are WritesOnly.
 type WritesOnly interface {
 	Effect
 	// WritesOnly declares the effect so; it is never called.

@@ -44,20 +44,3 @@ func ExampleWritesFunc() {
 	// Output:
 	// writes only: true
 }
-
-// Register makes an effect available to the command line's --effect: a
-// binary of your own calls it in main (or init), then worker.Main. The
-// factory gets the worker's environment: its AWS configuration, an HTTP
-// client, its own settings through Lookup.
-func ExampleRegister() {
-	effect.Register("audit-log", func(env effect.Env) (effect.Effect, error) {
-		stream, ok := env.Lookup("AUDIT_STREAM")
-		if !ok {
-			return nil, errors.New("AUDIT_STREAM is required by the audit-log effect")
-		}
-		return effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
-			_ = stream // put in.Message.Body to the stream, keyed by in.Key
-			return effect.Output{}, nil
-		}), nil
-	})
-}

@@ -202,32 +202,14 @@ func New(t testing.TB, eff effect.Effect, opts ...Option) *Harness {
 	return h
 }
 
-// Outcome is what a delivery came to.
-type Outcome string
-
-// The outcomes of a delivery.
-const (
-	// Applied: the effect ran and committed; the message would be deleted.
-	Applied Outcome = "applied"
-	// Duplicate: the key was completed for the same payload; the effect did
-	// not run, the stored result was replayed, the message would be deleted.
-	Duplicate Outcome = "duplicate"
-	// Conflict: the key was completed for another payload; the effect did
-	// not run; the message would go to the dead-letter queue.
-	Conflict Outcome = "conflict"
-	// Retry: a retryable failure; the message would come back.
-	Retry Outcome = "retry"
-	// Failed: a permanent failure; the message would go to the dead-letter
-	// queue.
-	Failed Outcome = "failed"
-)
-
 // Delivery is the result of delivering one message.
 type Delivery struct {
-	Outcome Outcome
+	// Outcome is what the delivery came to, in the worker's terms
+	// (exactly.Applied, Duplicate, Conflict, Busy, Retry, Failed).
+	Outcome exactly.Outcome
 	Key     string // the scoped dedup key
 	Result  []byte // the effect's stored result (Applied, Duplicate)
-	Err     error  // why (Conflict, Retry, Failed)
+	Err     error  // why (Conflict, Busy, Retry, Failed)
 	// Ran is how many times the effect ran during this delivery: 0 or 1;
 	// in optimistic mode 1 for a duplicate or a conflict too (its output
 	// dropped), and 2 for an effect that failed (it runs again under a
@@ -248,15 +230,17 @@ func (h *Harness) Deliver(m effect.Message) Delivery {
 	d := Delivery{Key: r.Key, Result: r.Result, Err: r.Err, Ran: int(h.runs.Load() - before)}
 	switch {
 	case r.Outcome == dedup.Conflict:
-		d.Outcome = Conflict
+		d.Outcome = exactly.Conflict
 	case r.Action == process.Delete && r.Outcome == dedup.Duplicate:
-		d.Outcome = Duplicate
+		d.Outcome = exactly.Duplicate
 	case r.Action == process.Delete:
-		d.Outcome = Applied
+		d.Outcome = exactly.Applied
+	case r.Outcome == dedup.Busy:
+		d.Outcome = exactly.Busy
 	case r.Action == process.Retry:
-		d.Outcome = Retry
+		d.Outcome = exactly.Retry
 	default:
-		d.Outcome = Failed
+		d.Outcome = exactly.Failed
 	}
 	return d
 }
@@ -264,7 +248,7 @@ func (h *Harness) Deliver(m effect.Message) Delivery {
 // Runs is how many times the effect has run so far.
 func (h *Harness) Runs() int { return int(h.runs.Load()) }
 
-func (h *Harness) require(m effect.Message, want Outcome) Delivery {
+func (h *Harness) require(m effect.Message, want exactly.Outcome) Delivery {
 	h.t.Helper()
 	d := h.Deliver(m)
 	if d.Outcome != want {
@@ -277,7 +261,7 @@ func (h *Harness) require(m effect.Message, want Outcome) Delivery {
 // committed.
 func (h *Harness) RequireApplied(m effect.Message) Delivery {
 	h.t.Helper()
-	d := h.require(m, Applied)
+	d := h.require(m, exactly.Applied)
 	if d.Ran != 1 {
 		h.t.Fatalf("exactlytest: message %q applied, but the effect ran %d times", m.Body, d.Ran)
 	}
@@ -289,7 +273,7 @@ func (h *Harness) RequireApplied(m effect.Message) Delivery {
 // applying its output).
 func (h *Harness) RequireDuplicate(m effect.Message) Delivery {
 	h.t.Helper()
-	return h.requireNotRun(m, Duplicate)
+	return h.requireNotRun(m, exactly.Duplicate)
 }
 
 // RequireConflict delivers m and fails the test unless it was refused as a
@@ -297,10 +281,10 @@ func (h *Harness) RequireDuplicate(m effect.Message) Delivery {
 // effect (in optimistic mode: without applying its output).
 func (h *Harness) RequireConflict(m effect.Message) Delivery {
 	h.t.Helper()
-	return h.requireNotRun(m, Conflict)
+	return h.requireNotRun(m, exactly.Conflict)
 }
 
-func (h *Harness) requireNotRun(m effect.Message, want Outcome) Delivery {
+func (h *Harness) requireNotRun(m effect.Message, want exactly.Outcome) Delivery {
 	h.t.Helper()
 	d := h.require(m, want)
 	if d.Ran != 0 && !h.proc.Optimistic {
@@ -312,14 +296,14 @@ func (h *Harness) requireNotRun(m effect.Message, want Outcome) Delivery {
 // RequireRetry delivers m and fails the test unless it failed retryably.
 func (h *Harness) RequireRetry(m effect.Message) Delivery {
 	h.t.Helper()
-	return h.require(m, Retry)
+	return h.require(m, exactly.Retry)
 }
 
 // RequireFailed delivers m and fails the test unless it failed
 // permanently (the dead-letter queue's way).
 func (h *Harness) RequireFailed(m effect.Message) Delivery {
 	h.t.Helper()
-	return h.require(m, Failed)
+	return h.require(m, exactly.Failed)
 }
 
 // Msg is a FIFO message with body, in group "g", whose dedup id is derived

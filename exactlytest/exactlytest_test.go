@@ -17,6 +17,7 @@ import (
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/exactlytest"
+	"github.com/exactlyonce/exactly/internal/builtin"
 )
 
 // recorder counts calls per body; "retry" and "poison" fail.
@@ -59,6 +60,43 @@ func TestHarnessOutcomes(t *testing.T) {
 	require.Equal(t, 5, h.Runs())
 }
 
+// TestInputCarriesBothKeys: an effect gets the scoped key (the dedup
+// record's, the delivery's) in Input.Key and the producer's own in
+// Input.DedupKey.
+func TestInputCarriesBothKeys(t *testing.T) {
+	t.Parallel()
+	var got effect.Input
+	h := exactlytest.New(t, effect.Func(func(_ context.Context, in effect.Input) (effect.Output, error) {
+		got = in
+		return effect.Output{}, nil
+	}))
+	d := h.RequireApplied(exactlytest.Msg("a", exactlytest.Attr("idempotency-key", "order#7")))
+	require.Equal(t, "order#7", got.DedupKey, "unscoped, unescaped")
+	require.Equal(t, d.Key, got.Key)
+	require.Equal(t, "exactly#test.fifo#order%237", got.Key, "namespace, queue, the key escaped")
+}
+
+// TestHarnessReportsBusy: a delivery whose key another delivery holds
+// (its effect still running) comes to exactly.Busy, the hooks' outcome
+// for it, and does not run.
+func TestHarnessReportsBusy(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	h := exactlytest.New(t, effect.Func(func(context.Context, effect.Input) (effect.Output, error) {
+		close(started)
+		<-release
+		return effect.Output{}, nil
+	}))
+	first := make(chan exactlytest.Delivery)
+	go func() { first <- h.Deliver(exactlytest.Msg("a")) }()
+	<-started
+	busy := h.Deliver(exactlytest.Msg("a"))
+	close(release)
+	require.Equal(t, exactly.Busy, busy.Outcome)
+	require.Zero(t, busy.Ran)
+	require.Equal(t, exactly.Applied, (<-first).Outcome)
+}
+
 func TestHarnessKeyAndPayloadOptions(t *testing.T) {
 	t.Parallel()
 	h := exactlytest.New(t, &recorder{}, exactlytest.KeySource("json:/order"), exactlytest.PayloadHash("json:/amount"))
@@ -99,7 +137,7 @@ func TestHarnessTransactionalEffect(t *testing.T) {
 			if mode != "" {
 				opts = append(opts, exactlytest.Commit(mode))
 			}
-			h := exactlytest.New(t, &effect.Ledger{Table: "ledger"}, opts...)
+			h := exactlytest.New(t, &builtin.Ledger{Table: "ledger"}, opts...)
 			m := exactlytest.Msg(`{"account":"a1","amount_cents":250,"seq":1}`)
 			h.RequireApplied(m)
 			d := h.RequireDuplicate(m)

@@ -182,6 +182,13 @@ func (d *DynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ..
 	return d.db.Query(ctx, in, optFns...)
 }
 
+// Scan reads a table page by page (Limit items read, or 1 MB, per page), as
+// DynamoDB does, with FilterExpression and ProjectionExpression; indexes and
+// parallel segments are not supported.
+func (d *DynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return d.db.Scan(ctx, in, optFns...)
+}
+
 // BatchGetItem reads up to 100 items across tables; past 16 MB of answer the rest come back in UnprocessedKeys.
 func (d *DynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	return d.db.BatchGetItem(ctx, in, optFns...)

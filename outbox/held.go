@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 )
 
 // HeldItem returns the message a held group is held at (ok false when the
@@ -19,7 +21,7 @@ func HeldItem(ctx context.Context, db API, table, queue, group string) (Item, He
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{AttrPK: str(partitionKey(queue, group)), AttrSK: num(h.Seq)},
+		Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(partitionKey(queue, group)), outboxschema.AttrSK: num(h.Seq)},
 	})
 	if err != nil {
 		return Item{}, h, true, fmt.Errorf("outbox: read the held message of group %q of %s: %w", group, queue, err)

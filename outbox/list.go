@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"strconv"
 	"time"
 
@@ -28,15 +29,15 @@ type Item struct {
 
 func readItem(it map[string]types.AttributeValue) Item {
 	x := Item{
-		Queue: getS(it, AttrQueue), Group: getS(it, AttrGroup), Seq: getN(it, AttrSK),
-		ID: getS(it, AttrID), Body: getS(it, AttrBody), Failed: getS(it, AttrFailed),
-		Held: getS(it, AttrHeld), Dropped: getS(it, AttrDropped), Key: cmp.Or(getS(it, AttrKey), getS(it, AttrID)),
-		Created: time.UnixMilli(getN(it, AttrCreated)),
+		Queue: getS(it, outboxschema.AttrQueue), Group: getS(it, outboxschema.AttrGroup), Seq: getN(it, outboxschema.AttrSK),
+		ID: getS(it, outboxschema.AttrID), Body: getS(it, outboxschema.AttrBody), Failed: getS(it, outboxschema.AttrFailed),
+		Held: getS(it, outboxschema.AttrHeld), Dropped: getS(it, outboxschema.AttrDropped), Key: cmp.Or(getS(it, outboxschema.AttrKey), getS(it, outboxschema.AttrID)),
+		Created: time.UnixMilli(getN(it, outboxschema.AttrCreated)),
 	}
-	if ms := getN(it, AttrSentAt); ms != 0 {
+	if ms := getN(it, outboxschema.AttrSentAt); ms != 0 {
 		x.SentAt = time.UnixMilli(ms)
 	}
-	if a, ok := it[AttrAttrs].(*types.AttributeValueMemberM); ok {
+	if a, ok := it[outboxschema.AttrAttrs].(*types.AttributeValueMemberM); ok {
 		x.Attributes = map[string]string{}
 		for k, v := range a.Value {
 			if s, ok := v.(*types.AttributeValueMemberS); ok {
@@ -51,11 +52,11 @@ func readItem(it map[string]types.AttributeValue) Item {
 // groups first (as the pending index orders them), each group's in order.
 func ListPending(ctx context.Context, db API, table string, limit int) ([]Item, error) {
 	var out []Item
-	for s := 0; s < Shards && len(out) < limit; s++ {
+	for s := 0; s < outboxschema.Shards && len(out) < limit; s++ {
 		heads, err := db.Query(ctx, &dynamodb.QueryInput{
-			TableName: &table, IndexName: aws.String(PendingIndex),
+			TableName: &table, IndexName: aws.String(outboxschema.PendingIndex),
 			KeyConditionExpression:    aws.String("#shard = :s"),
-			ExpressionAttributeNames:  map[string]string{"#shard": AttrShard},
+			ExpressionAttributeNames:  map[string]string{"#shard": outboxschema.AttrShard},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(strconv.Itoa(s))},
 			Limit:                     aws.Int32(int32(limit)),
 		})
@@ -84,7 +85,7 @@ func ListGroup(ctx context.Context, db API, table, queue, group string, limit in
 	out, err := db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :zero"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeNames:  map[string]string{"#pk": outboxschema.AttrPK, "#sk": outboxschema.AttrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(partitionKey(queue, group)), ":zero": num(0)},
 		ConsistentRead:            aws.Bool(true),
 		ScanIndexForward:          aws.Bool(false),
@@ -104,7 +105,7 @@ func queryGroup(ctx context.Context, db API, table, pk string, after int64, limi
 	out, err := db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :after"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeNames:  map[string]string{"#pk": outboxschema.AttrPK, "#sk": outboxschema.AttrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":after": num(after)},
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(int32(max(limit, 1))),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// What an operator does with a held group (see AttrHeld): the relay holds
+// What an operator does with a held group (its "held" attribute): the relay holds
 // a group at a message SQS refused for a reason its producer could not
 // know, and publishes nothing more of it until one of these is called.
 // `worker outbox release` and `worker outbox drop` call them.
@@ -58,12 +59,12 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 			TableName: &table, Key: headKey(pk),
 			UpdateExpression:          aws.String("REMOVE #held, #hseq"),
 			ConditionExpression:       aws.String("#hseq = :hseq"),
-			ExpressionAttributeNames:  map[string]string{"#held": AttrHeld, "#hseq": AttrHeldSeq},
+			ExpressionAttributeNames:  map[string]string{"#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":hseq": num(h.Seq)},
 		}},
 		{Update: &types.Update{
-			TableName: &table, Key: map[string]types.AttributeValue{AttrPK: str(pk), AttrSK: num(h.Seq)},
-			UpdateExpression: aws.String("REMOVE #held"), ExpressionAttributeNames: map[string]string{"#held": AttrHeld},
+			TableName: &table, Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(h.Seq)},
+			UpdateExpression: aws.String("REMOVE #held"), ExpressionAttributeNames: map[string]string{"#held": outboxschema.AttrHeld},
 		}},
 	}})
 	if err != nil {
@@ -73,8 +74,8 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 }
 
 // Drop skips a held group's held message, whose ID the operator names (a
-// guard against dropping another): it is marked dropped (AttrDropped, with
-// why it was held, and AttrSentAt and a TTL of RetentionDefault like a
+// guard against dropping another): it is marked dropped (attribute "dropped", with
+// why it was held, and "sent_at" and a TTL of DefaultRetention like a
 // published one) and the relay publishes the rest of the group. The
 // message is never published: whatever it announced, the operator
 // handles.
@@ -92,11 +93,11 @@ func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 		now := time.Now()
 		headUpd := "SET #sent = :k REMOVE #held, #hseq"
 		cond := "#hseq = :k AND #seq = :seq"
-		names := map[string]string{"#sent": AttrSent, "#held": AttrHeld, "#hseq": AttrHeldSeq, "#seq": AttrSeq}
+		names := map[string]string{"#sent": outboxschema.AttrSent, "#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq, "#seq": outboxschema.AttrSeq}
 		values := map[string]types.AttributeValue{":k": num(h.heldSeq), ":seq": num(h.seq)}
 		if h.seq == h.heldSeq {
 			headUpd += ", #shard, #since" // nothing left: the group leaves the pending index
-			names["#shard"], names["#since"] = AttrShard, AttrSince
+			names["#shard"], names["#since"] = outboxschema.AttrShard, outboxschema.AttrSince
 		}
 		_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Update: &types.Update{
@@ -104,12 +105,12 @@ func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 				ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 			}},
 			{Update: &types.Update{
-				TableName: &table, Key: map[string]types.AttributeValue{AttrPK: str(pk), AttrSK: num(h.heldSeq)},
+				TableName: &table, Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(h.heldSeq)},
 				UpdateExpression:         aws.String("SET #dropped = :why, #at = :now, #ttl = :ttl REMOVE #held"),
 				ConditionExpression:      aws.String("#id = :id"),
-				ExpressionAttributeNames: map[string]string{"#dropped": AttrDropped, "#at": AttrSentAt, "#ttl": AttrTTL, "#held": AttrHeld, "#id": AttrID},
+				ExpressionAttributeNames: map[string]string{"#dropped": outboxschema.AttrDropped, "#at": outboxschema.AttrSentAt, "#ttl": outboxschema.AttrTTL, "#held": outboxschema.AttrHeld, "#id": outboxschema.AttrID},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":why": str(h.held), ":now": num(now.UnixMilli()), ":ttl": num(now.Add(RetentionDefault).Unix()), ":id": str(id),
+					":why": str(h.held), ":now": num(now.UnixMilli()), ":ttl": num(now.Add(DefaultRetention).Unix()), ":id": str(id),
 				},
 			}},
 		}})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ func each(t *testing.T, f func(t *testing.T, e *env)) {
 func newEnv(t testing.TB, db dbAPI, q sqsAPI) *env {
 	t.Helper()
 	e := &env{db: db, sqs: q, table: testenv.Name("outbox")}
-	_, err := db.CreateTable(context.Background(), outbox.CreateTableInput(e.table))
+	_, err := db.CreateTable(context.Background(), outboxschema.CreateTableInput(e.table))
 	require.NoError(t, err)
 	if d, ok := db.(interface {
 		DeleteTable(context.Context, *dynamodb.DeleteTableInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
@@ -158,8 +159,8 @@ func TestWriteAndSweepPublishInOrder(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, out.Items, 12)
 		for _, it := range out.Items {
-			require.Contains(t, it, outbox.AttrSentAt)
-			require.Equal(t, &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(5*time.Second).Add(outbox.RetentionDefault).Unix(), 10)}, it[outbox.AttrTTL])
+			require.Contains(t, it, outboxschema.AttrSentAt)
+			require.Equal(t, &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(5*time.Second).Add(outbox.DefaultRetention).Unix(), 10)}, it[outboxschema.AttrTTL])
 		}
 		got, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.table, Key: map[string]ddbtypes.AttributeValue{
 			"pk": &ddbtypes.AttributeValueMemberS{Value: "business"}, "sk": &ddbtypes.AttributeValueMemberN{Value: "1"}}})
@@ -583,7 +584,7 @@ func (s *staleDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...fu
 	out, err := s.dbAPI.Query(ctx, in, opts...)
 	if err == nil && s.on.Load() && in.IndexName != nil {
 		for _, it := range out.Items {
-			delete(it, outbox.AttrSent)
+			delete(it, outboxschema.AttrSent)
 		}
 	}
 	return out, err
@@ -594,8 +595,8 @@ func (s *staleDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 	if err == nil && s.on.Load() {
 		for _, items := range out.Responses {
 			for _, it := range items {
-				if it[outbox.AttrSK].(*ddbtypes.AttributeValueMemberN).Value == "1" {
-					delete(it, outbox.AttrSentAt)
+				if it[outboxschema.AttrSK].(*ddbtypes.AttributeValueMemberN).Value == "1" {
+					delete(it, outboxschema.AttrSentAt)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"log/slog"
 	"slices"
 	"sort"
@@ -82,8 +83,8 @@ type Round struct {
 
 // Defaults of the relay's settings.
 const (
-	PollDefault      = time.Second
-	RetentionDefault = 24 * time.Hour
+	DefaultPoll      = time.Second
+	DefaultRetention = 24 * time.Hour
 	perGroupDefault  = 10
 	// concurrencyDefault: DynamoDB requests of different groups run side
 	// by side; each is a round trip of a few milliseconds.
@@ -98,11 +99,6 @@ const (
 // message's ID to its consumer: the attribute an exactly worker reads its
 // dedup key from first.
 const IdempotencyKeyAttribute = "idempotency-key"
-
-// AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for good
-// for what the message itself holds (see failCodes): why. The relay moves
-// past it. Any other refusal holds the group (AttrHeld).
-const AttrFailed = "failed"
 
 func (r *Relay) now() time.Time {
 	if r.Clock != nil {
@@ -135,7 +131,7 @@ func (r *Relay) perGroup() int {
 func (r *Relay) Run(ctx context.Context) error {
 	poll := r.Poll
 	if poll <= 0 {
-		poll = PollDefault
+		poll = DefaultPoll
 	}
 	for ctx.Err() == nil {
 		// A round under way when ctx ends finishes (within roundGrace):
@@ -175,9 +171,9 @@ type head struct {
 
 func readHead(it map[string]types.AttributeValue) head {
 	return head{
-		pk: getS(it, AttrPK), queue: getS(it, AttrQueue), group: getS(it, AttrGroup),
-		seq: getN(it, AttrSeq), sent: getN(it, AttrSent), since: getN(it, AttrSince),
-		held: getS(it, AttrHeld), heldSeq: getN(it, AttrHeldSeq),
+		pk: getS(it, outboxschema.AttrPK), queue: getS(it, outboxschema.AttrQueue), group: getS(it, outboxschema.AttrGroup),
+		seq: getN(it, outboxschema.AttrSeq), sent: getN(it, outboxschema.AttrSent), since: getN(it, outboxschema.AttrSince),
+		held: getS(it, outboxschema.AttrHeld), heldSeq: getN(it, outboxschema.AttrHeldSeq),
 	}
 }
 
@@ -188,16 +184,16 @@ func readHead(it map[string]types.AttributeValue) head {
 func (r *Relay) Sweep(ctx context.Context) (Round, error) {
 	// The shards are read side by side, each up to its share of the
 	// sweep's groups (oldest first).
-	perShard := make([][]head, Shards)
-	errs := make([]error, Shards)
-	r.each(Shards, func(s int) {
+	perShard := make([][]head, outboxschema.Shards)
+	errs := make([]error, outboxschema.Shards)
+	r.each(outboxschema.Shards, func(s int) {
 		var start map[string]types.AttributeValue
 		for {
 			out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
 				TableName:                 &r.Table,
-				IndexName:                 aws.String(PendingIndex),
+				IndexName:                 aws.String(outboxschema.PendingIndex),
 				KeyConditionExpression:    aws.String("#shard = :s"),
-				ExpressionAttributeNames:  map[string]string{"#shard": AttrShard},
+				ExpressionAttributeNames:  map[string]string{"#shard": outboxschema.AttrShard},
 				ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(strconv.Itoa(s))},
 				ExclusiveStartKey:         start,
 			})
@@ -206,12 +202,12 @@ func (r *Relay) Sweep(ctx context.Context) (Round, error) {
 				return
 			}
 			for _, it := range out.Items {
-				if len(perShard[s]) < maxGroupsPerSweep/Shards {
+				if len(perShard[s]) < maxGroupsPerSweep/outboxschema.Shards {
 					perShard[s] = append(perShard[s], readHead(it))
 				}
 			}
 			start = out.LastEvaluatedKey
-			if len(start) == 0 || len(perShard[s]) == maxGroupsPerSweep/Shards {
+			if len(start) == 0 || len(perShard[s]) == maxGroupsPerSweep/outboxschema.Shards {
 				return
 			}
 		}
@@ -359,7 +355,7 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 	out, err := r.DB.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &r.Table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :sent"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeNames:  map[string]string{"#pk": outboxschema.AttrPK, "#sk": outboxschema.AttrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(l.h.pk), ":sent": num(l.h.sent)},
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(int32(r.perGroup() + 1)), // one more: its age is the lag left
@@ -388,12 +384,12 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 	next := l.h.sent + 1
 	for i, it := range items {
 		m := pendingMsg{
-			seq: getN(it, AttrSK), id: getS(it, AttrID), body: getS(it, AttrBody), created: getN(it, AttrCreated),
-			sent: it[AttrSentAt] != nil,
+			seq: getN(it, outboxschema.AttrSK), id: getS(it, outboxschema.AttrID), body: getS(it, outboxschema.AttrBody), created: getN(it, outboxschema.AttrCreated),
+			sent: it[outboxschema.AttrSentAt] != nil,
 		}
 		// An item written before keys included the group keeps the id
 		// alone: a copy published again must carry the key of the first.
-		m.key = cmp.Or(getS(it, AttrKey), m.id)
+		m.key = cmp.Or(getS(it, outboxschema.AttrKey), m.id)
 		if m.seq != next {
 			return i == 0 && m.seq > next
 		}
@@ -416,7 +412,7 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 			continue
 		}
 		next++
-		if a, ok := it[AttrAttrs].(*types.AttributeValueMemberM); ok {
+		if a, ok := it[outboxschema.AttrAttrs].(*types.AttributeValueMemberM); ok {
 			m.attrs = make(map[string]string, len(a.Value))
 			for k, v := range a.Value {
 				if s, ok := v.(*types.AttributeValueMemberS); ok {
@@ -427,7 +423,7 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 		l.msgs = append(l.msgs, m)
 	}
 	if l.h.queue == "" && len(items) > 0 {
-		l.h.queue, l.h.group = getS(items[0], AttrQueue), getS(items[0], AttrGroup)
+		l.h.queue, l.h.group = getS(items[0], outboxschema.AttrQueue), getS(items[0], outboxschema.AttrGroup)
 	}
 	return false
 }
@@ -461,7 +457,7 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 		req := make([]map[string]types.AttributeValue, len(ks))
 		byKey := map[string]*lane{}
 		for j, k := range ks {
-			req[j] = map[string]types.AttributeValue{AttrPK: str(k.l.h.pk), AttrSK: num(k.sk)}
+			req[j] = map[string]types.AttributeValue{outboxschema.AttrPK: str(k.l.h.pk), outboxschema.AttrSK: num(k.sk)}
 			byKey[k.l.h.pk+"\x00"+strconv.FormatInt(k.sk, 10)] = k.l
 		}
 		var items []map[string]types.AttributeValue
@@ -485,7 +481,7 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 		}
 		mu.Lock()
 		for _, it := range items {
-			l := byKey[getS(it, AttrPK)+"\x00"+strconv.FormatInt(getN(it, AttrSK), 10)]
+			l := byKey[getS(it, outboxschema.AttrPK)+"\x00"+strconv.FormatInt(getN(it, outboxschema.AttrSK), 10)]
 			got[l] = append(got[l], it)
 		}
 		mu.Unlock()
@@ -500,7 +496,7 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 			return
 		}
 		items := got[l]
-		sort.Slice(items, func(a, b int) bool { return getN(items[a], AttrSK) < getN(items[b], AttrSK) })
+		sort.Slice(items, func(a, b int) bool { return getN(items[a], outboxschema.AttrSK) < getN(items[b], outboxschema.AttrSK) })
 		if l.h.seq > l.h.sent && (len(items) == 0 || r.accept(l, items)) {
 			// The first key was not there: the index's copy of the head
 			// is older than the items kept (or a transaction is still
@@ -686,10 +682,10 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactWriteItem {
 	retention := r.Retention
 	if retention <= 0 {
-		retention = RetentionDefault
+		retention = DefaultRetention
 	}
 	last := l.h.sent + int64(l.done)
-	names := map[string]string{"#sent": AttrSent, "#held": AttrHeld}
+	names := map[string]string{"#sent": outboxschema.AttrSent, "#held": outboxschema.AttrHeld}
 	values := map[string]types.AttributeValue{":last": num(last)}
 	// A held group's head is an operator's to change (a relay that read
 	// it before the hold records nothing).
@@ -702,13 +698,13 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 	if l.hold != "" {
 		drained = false
 		upd += ", #held = :why, #hseq = :hseq"
-		names["#hseq"] = AttrHeldSeq
+		names["#hseq"] = outboxschema.AttrHeldSeq
 		values[":why"], values[":hseq"] = str(l.hold), num(l.msgs[l.done].seq)
 	}
 	if drained {
 		upd += " REMOVE #shard, #since"
 		cond += " AND #seq = :last"
-		names["#shard"], names["#since"], names["#seq"] = AttrShard, AttrSince, AttrSeq
+		names["#shard"], names["#since"], names["#seq"] = outboxschema.AttrShard, outboxschema.AttrSince, outboxschema.AttrSeq
 	} else {
 		// Still pending: the oldest message left says how late the group
 		// is (now when it was not read).
@@ -719,7 +715,7 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 			next = l.next
 		}
 		upd += ", #since = :next"
-		names["#since"] = AttrSince
+		names["#since"] = outboxschema.AttrSince
 		values[":next"] = num(next)
 	}
 	items := make([]types.TransactWriteItem, 0, l.done+2)
@@ -731,23 +727,23 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 	if l.hold != "" {
 		// Why, on the message too, for worker outbox to show.
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: &r.Table, Key: map[string]types.AttributeValue{AttrPK: str(l.h.pk), AttrSK: num(l.msgs[l.done].seq)},
+			TableName: &r.Table, Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(l.h.pk), outboxschema.AttrSK: num(l.msgs[l.done].seq)},
 			UpdateExpression: aws.String("SET #held = :why"), ConditionExpression: aws.String("attribute_exists(#pk)"),
-			ExpressionAttributeNames:  map[string]string{"#held": AttrHeld, "#pk": AttrPK},
+			ExpressionAttributeNames:  map[string]string{"#held": outboxschema.AttrHeld, "#pk": outboxschema.AttrPK},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":why": str(l.hold)},
 		}})
 	}
 	for _, m := range l.msgs[:l.done] {
 		set := "SET #at = :now, #ttl = :ttl"
 		values := map[string]types.AttributeValue{":now": num(now.UnixMilli()), ":ttl": num(now.Add(retention).Unix())}
-		names := map[string]string{"#at": AttrSentAt, "#ttl": AttrTTL, "#pk": AttrPK}
+		names := map[string]string{"#at": outboxschema.AttrSentAt, "#ttl": outboxschema.AttrTTL, "#pk": outboxschema.AttrPK}
 		if m.failed != "" {
 			set += ", #failed = :why"
-			names["#failed"] = AttrFailed
+			names["#failed"] = outboxschema.AttrFailed
 			values[":why"] = str(m.failed)
 		}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: &r.Table, Key: map[string]types.AttributeValue{AttrPK: str(l.h.pk), AttrSK: num(m.seq)},
+			TableName: &r.Table, Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(l.h.pk), outboxschema.AttrSK: num(m.seq)},
 			UpdateExpression: aws.String(set), ConditionExpression: aws.String("attribute_exists(#pk)"),
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		}})

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"hash/fnv"
 	mrand "math/rand/v2"
 	"slices"
@@ -231,9 +232,9 @@ func (o *Outbox) Prepare(ctx context.Context, msgs []Message) (Batch, error) {
 		if err != nil {
 			return Batch{}, fmt.Errorf("outbox: read group %q: %w", g.pk, err)
 		}
-		seq := getN(out.Item, AttrSeq)
+		seq := getN(out.Item, outboxschema.AttrSeq)
 		next := seq + int64(len(g.msgs))
-		names := map[string]string{"#seq": AttrSeq, "#q": AttrQueue, "#g": AttrGroup, "#shard": AttrShard, "#since": AttrSince}
+		names := map[string]string{"#seq": outboxschema.AttrSeq, "#q": outboxschema.AttrQueue, "#g": outboxschema.AttrGroup, "#shard": outboxschema.AttrShard, "#since": outboxschema.AttrSince}
 		values := map[string]types.AttributeValue{
 			":new": num(next), ":q": str(g.queue), ":g": str(g.name),
 			":shard": str(shardOf(g.pk)), ":now": num(now.UnixMilli()),
@@ -241,7 +242,7 @@ func (o *Outbox) Prepare(ctx context.Context, msgs []Message) (Batch, error) {
 		cond := "#seq = :old"
 		if out.Item == nil {
 			cond = "attribute_not_exists(#pk)"
-			names["#pk"] = AttrPK
+			names["#pk"] = outboxschema.AttrPK
 		} else {
 			values[":old"] = num(seq)
 		}
@@ -259,21 +260,21 @@ func (o *Outbox) Prepare(ctx context.Context, msgs []Message) (Batch, error) {
 				id = newID()
 			}
 			it := map[string]types.AttributeValue{
-				AttrPK: str(g.pk), AttrSK: num(seq + int64(i) + 1), AttrID: str(id), AttrKey: str(Key(g.name, id)),
-				AttrQueue: str(g.queue), AttrGroup: str(g.name), AttrBody: str(m.Body), AttrCreated: num(now.UnixMilli()),
+				outboxschema.AttrPK: str(g.pk), outboxschema.AttrSK: num(seq + int64(i) + 1), outboxschema.AttrID: str(id), outboxschema.AttrKey: str(Key(g.name, id)),
+				outboxschema.AttrQueue: str(g.queue), outboxschema.AttrGroup: str(g.name), outboxschema.AttrBody: str(m.Body), outboxschema.AttrCreated: num(now.UnixMilli()),
 			}
 			if len(m.Attributes) > 0 {
 				attrs := make(map[string]types.AttributeValue, len(m.Attributes))
 				for k, v := range m.Attributes {
 					attrs[k] = str(v)
 				}
-				it[AttrAttrs] = &types.AttributeValueMemberM{Value: attrs}
+				it[outboxschema.AttrAttrs] = &types.AttributeValueMemberM{Value: attrs}
 			}
 			puts = append(puts, types.TransactWriteItem{Put: &types.Put{
 				TableName:                &o.table,
 				Item:                     it,
 				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+				ExpressionAttributeNames: map[string]string{"#pk": outboxschema.AttrPK},
 			}})
 		}
 	}
@@ -380,15 +381,15 @@ func validAttributeName(k string) error {
 // holds no '#'.
 func partitionKey(queue, group string) string { return queue + "#" + group }
 
-// shardOf spreads the groups over the pending index's Shards hash keys.
+// shardOf spreads the groups over the pending index's outboxschema.Shards hash keys.
 func shardOf(pk string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(pk))
-	return strconv.Itoa(int(h.Sum32() % Shards))
+	return strconv.Itoa(int(h.Sum32() % outboxschema.Shards))
 }
 
 func headKey(pk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrPK: str(pk), AttrSK: num(0)}
+	return map[string]types.AttributeValue{outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(0)}
 }
 
 func newID() string {

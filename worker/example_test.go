@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"github.com/exactlyonce/exactly/effect"
@@ -10,13 +11,18 @@ import (
 
 // A binary of your own: the stock command line (run, lambda, setup, send,
 // redrive, inspect, ...) with an effect of yours, deployed as the worker
-// is (--effect notify).
+// is (--effect notify). The factory gets the worker's environment: its AWS
+// configuration, an HTTP client, its own settings through Lookup.
 func Example() {
-	effect.Register("notify", func(env effect.Env) (effect.Effect, error) {
+	notify := func(env worker.Env) (effect.Effect, error) {
+		topic, ok := env.Lookup("NOTIFY_TOPIC")
+		if !ok {
+			return nil, errors.New("NOTIFY_TOPIC is required by the notify effect")
+		}
 		return effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
-			// Send in.Message.Body, with in.Key as the idempotency key.
+			_ = topic // publish in.Message.Body, with in.Key as the idempotency key
 			return effect.Output{}, nil
 		}), nil
-	})
-	os.Exit(worker.Main(os.Args[1:]))
+	}
+	os.Exit(worker.Main(os.Args[1:], worker.Effects{"notify": notify}))
 }

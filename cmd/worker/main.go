@@ -8,4 +8,4 @@ import (
 	"github.com/exactlyonce/exactly/worker"
 )
 
-func main() { os.Exit(worker.Main(os.Args[1:])) }
+func main() { os.Exit(worker.Main(os.Args[1:], nil)) }

@@ -1,12 +1,14 @@
 // Command custom-effect is the worker with an effect of its own, as docs/LIBRARY.md
-// shows: register it, then hand over to the worker's command line. It is
+// shows: it hands the effect, by name, to the worker's command line. It is
 // built, tested and deployed like the stock worker:
 //
 //	go run ./examples/custom-effect run --queue URL --effect email
 //	make image MAIN=./examples/custom-effect    # the ECS image
 //	make dist MAIN=./examples/custom-effect DIST=dist/custom-effect
 //
-// terraform/ deploys it on ECS with the repository's modules.
+// From a module of your own, README.md here has the commands (go build,
+// scripts/lambdazip, the Dockerfile); terraform/ deploys it on ECS with the
+// repository's modules.
 package main
 
 import (
@@ -58,7 +60,7 @@ func (e sendEmail) Apply(ctx context.Context, in effect.Input) (effect.Output, e
 
 // newSendEmail builds the effect at start-up from its own settings:
 // EMAIL_API_URL from the environment, EMAIL_API_TOKEN from a secret.
-func newSendEmail(env effect.Env) (effect.Effect, error) {
+func newSendEmail(env worker.Env) (effect.Effect, error) {
 	url, _ := env.Lookup("EMAIL_API_URL")
 	token, _ := env.Lookup("EMAIL_API_TOKEN")
 	if url == "" || token == "" {
@@ -69,6 +71,5 @@ func newSendEmail(env effect.Env) (effect.Effect, error) {
 }
 
 func main() {
-	effect.Register("email", newSendEmail)
-	os.Exit(worker.Main(os.Args[1:]))
+	os.Exit(worker.Main(os.Args[1:], worker.Effects{"email": newSendEmail}))
 }

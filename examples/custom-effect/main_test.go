@@ -13,6 +13,7 @@ import (
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/exactlytest"
 	"github.com/exactlyonce/exactly/internal/testenv"
+	"github.com/exactlyonce/exactly/worker"
 )
 
 // TestDocShowsThisExample keeps docs/LIBRARY.md's "Your own effect" in step with
@@ -59,7 +60,7 @@ func (a *emailAPI) sent() []*http.Request {
 func harness(t *testing.T, api *emailAPI) *exactlytest.Harness {
 	t.Helper()
 	settings := map[string]string{"EMAIL_API_URL": api.URL + "/send", "EMAIL_API_TOKEN": "s3cret"}
-	eff, err := newSendEmail(effect.Env{
+	eff, err := newSendEmail(worker.Env{
 		HTTPClient: api.Client(),
 		Lookup:     func(k string) (string, bool) { v, ok := settings[k]; return v, ok },
 	})
@@ -133,11 +134,11 @@ func TestNewSendEmailNeedsItsSettings(t *testing.T) {
 		{"EMAIL_API_URL": "https://api.example.com/send"},
 		{"EMAIL_API_TOKEN": "s3cret"},
 	} {
-		_, err := newSendEmail(effect.Env{Lookup: func(k string) (string, bool) { v, ok := settings[k]; return v, ok }})
+		_, err := newSendEmail(worker.Env{Lookup: func(k string) (string, bool) { v, ok := settings[k]; return v, ok }})
 		require.ErrorContains(t, err, "EMAIL_API_URL and EMAIL_API_TOKEN are required", "%v", settings)
 	}
 	client := &http.Client{}
-	eff, err := newSendEmail(effect.Env{HTTPClient: client, Lookup: func(k string) (string, bool) { return "x", true }})
+	eff, err := newSendEmail(worker.Env{HTTPClient: client, Lookup: func(k string) (string, bool) { return "x", true }})
 	require.NoError(t, err)
 	require.Same(t, client, eff.(sendEmail).client)
 }

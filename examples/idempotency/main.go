@@ -11,7 +11,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/exactlyonce/exactly"
 
 	"github.com/exactlyonce/exactly/idempotency"
 )
@@ -54,7 +54,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ledger, err := idempotency.New(idempotency.Config{DynamoDB: dynamodb.NewFromConfig(cfg), Table: "exactly-dedup"})
+	ledger, err := idempotency.New(idempotency.Config{DynamoDB: exactly.NewDynamoDBClient(cfg), Table: "exactly-dedup"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,7 +35,7 @@ func main() {
 	}
 	w, err := exactly.New(ctx, exactly.Config{
 		SQS:        sqs.NewFromConfig(cfg),
-		DynamoDB:   dynamodb.NewFromConfig(cfg),
+		DynamoDB:   exactly.NewDynamoDBClient(cfg),
 		Queues:     []string{os.Getenv("ORDERS_QUEUE_URL")},
 		Table:      "exactly-dedup",
 		Effect:     effect.Func(notify),

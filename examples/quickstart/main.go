@@ -10,7 +10,6 @@ import (
 	"os/signal"
 
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/exactly"
@@ -33,7 +32,7 @@ func main() {
 	}
 	w, err := exactly.New(ctx, exactly.Config{
 		SQS:      sqs.NewFromConfig(cfg),
-		DynamoDB: dynamodb.NewFromConfig(cfg),
+		DynamoDB: exactly.NewDynamoDBClient(cfg),
 		Queues:   []string{os.Getenv("ORDERS_QUEUE_URL")},
 		Table:    "exactly-dedup",
 		Effect:   effect.Func(ship),

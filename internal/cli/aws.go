@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/exactlyonce/exactly"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -33,7 +34,7 @@ type clients struct {
 }
 
 // newClients loads the SDK configuration; reqs, when set, counts every request.
-func newClients(ctx context.Context, lookup func(string) (string, bool), reqs *telemetry.Requests) (*clients, error) {
+func newClients(ctx context.Context, _ func(string) (string, bool), reqs *telemetry.Requests) (*clients, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load AWS configuration: %w", err)
@@ -44,18 +45,11 @@ func newClients(ctx context.Context, lookup func(string) (string, bool), reqs *t
 	if cfg.Region == "" {
 		return nil, config.Errorf("no AWS region: set AWS_REGION (for example AWS_REGION=us-east-1)")
 	}
-	_, customDynamo := lookup("AWS_ENDPOINT_URL_DYNAMODB")
-	if _, all := lookup("AWS_ENDPOINT_URL"); all {
-		customDynamo = true
-	}
 	return &clients{
 		cfg: cfg,
 		sqs: sqs.NewFromConfig(cfg),
-		dynamo: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-			// DynamoDB sends a CRC32 of every response, which the SDK checks.
-			// A custom endpoint may not (DynamoDB Local omits it on errors,
-			// and the SDK then warns on every failed conditional write).
-			o.DisableValidateResponseChecksum = customDynamo
-		}),
+		// Without the CRC32 check against a custom endpoint, which DynamoDB
+		// Local fails on every error response.
+		dynamo: exactly.NewDynamoDBClient(cfg),
 	}, nil
 }

@@ -30,9 +30,9 @@ func (s *consoleSettings) define(fs *config.Set) {
 	fs.Bool(&s.write, "write", "WORKER_CONSOLE_WRITE", false, "allow the writes (redrive, forget, outbox release and drop), each after a confirmation page; without it the console only reads")
 	fs.List(&s.queues, "queues", "WORKER_QUEUES", "URLs of the queues the workers consume (comma-separated), with their dead-letter queues")
 	fs.List(&s.metrics, "metrics", "WORKER_CONSOLE_METRICS", "URLs of the workers' Prometheus /metrics endpoints (comma-separated): the overview draws their rates")
-	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
+	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
 	fs.String(&s.outboxTable, "outbox-table", "WORKER_OUTBOX_TABLE", "", "DynamoDB outbox table (empty: no outbox pages)")
-	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", NamespaceDefault, "first part of every dedup key (to find a message as the worker keys it)")
+	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", DefaultNamespace, "first part of every dedup key (to find a message as the worker keys it)")
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
 }

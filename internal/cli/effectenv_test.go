@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 )
 
 func testClients() *clients {
@@ -59,11 +60,37 @@ func TestEffectEnvCarriesTheAWSConfigAndAnHTTPClient(t *testing.T) {
 func TestBuildEffectGivesTheHTTPEffectTheWorkersClient(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eff, err := buildEffect(settings{effect: "http", httpURL: "https://example.com/hook", concurrency: 7}, testClients(), log, env())
+	eff, err := buildEffect(settings{effects: builtins(), effect: "http", httpURL: "https://example.com/hook", concurrency: 7}, testClients(), log, env())
 	require.NoError(t, err)
-	h, ok := eff.(*effect.HTTP)
+	h, ok := eff.(*builtin.HTTP)
 	require.True(t, ok)
 	tr, ok := h.Client.Transport.(*http.Transport)
 	require.True(t, ok, "the worker's client, not the effect's fallback")
 	require.Equal(t, 7, tr.MaxIdleConnsPerHost)
+}
+
+// TestEffectsOfABinary: a binary's own effects join the built-in ones under
+// their names; a name taken by a built-in, an empty name or a nil factory
+// is refused.
+func TestEffectsOfABinary(t *testing.T) {
+	t.Parallel()
+	mine := func(Env) (effect.Effect, error) { return builtin.Noop{}, nil }
+	all, err := withBuiltins(Effects{"mine": mine})
+	require.NoError(t, err)
+	require.Equal(t, []string{"http", "ledger", "mine", "noop"}, all.names())
+	for _, bad := range []Effects{{"ledger": mine}, {"": mine}, {"x": nil}} {
+		_, err := withBuiltins(bad)
+		require.Error(t, err)
+	}
+	_, err = withBuiltins(Effects{"ledger": mine})
+	require.ErrorContains(t, err, `"ledger" passed to worker.Main is a built-in one`)
+}
+
+// TestHTTPEffectValidatesURL: the http effect's factory names its flag.
+func TestHTTPEffectValidatesURL(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"", "ftp://x", "localhost:8080", "http://"} {
+		_, err := builtins()["http"](Env{HTTPURL: u})
+		require.ErrorContains(t, err, "--http-url (WORKER_HTTP_URL)", u)
+	}
 }

@@ -20,7 +20,7 @@ func healthcheckCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	var timeout time.Duration
 	fs := config.NewSet("worker healthcheck", nil, lookup)
 	fs.SetOutput(stderr)
-	fs.String(&addr, "metrics-addr", "WORKER_METRICS_ADDR", MetricsAddrDefault, "address the worker serves /healthz on (a host-less \":9090\" means this host)")
+	fs.String(&addr, "metrics-addr", "WORKER_METRICS_ADDR", DefaultMetricsAddr, "address the worker serves /healthz on (a host-less \":9090\" means this host)")
 	fs.String(&path, "path", "", "/healthz", "path to ask: /healthz (alive) or /readyz (started and not draining)")
 	fs.Duration(&timeout, "timeout", "", 2*time.Second, "how long to wait for the answer")
 	if err := fs.Parse(args); err != nil {

@@ -32,20 +32,20 @@ func TestHealthcheckCommand(t *testing.T) {
 	defer srv.Close()
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':'):]
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, ExitOK, run([]string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()), stderr.String())
+	require.Equal(t, ExitOK, run(builtins(), []string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()), stderr.String())
 	require.Contains(t, stdout.String(), "healthy")
-	require.Equal(t, ExitOK, run([]string{"healthcheck", "--path", "/readyz"}, &stdout, &stderr, env("WORKER_METRICS_ADDR", port)))
+	require.Equal(t, ExitOK, run(builtins(), []string{"healthcheck", "--path", "/readyz"}, &stdout, &stderr, env("WORKER_METRICS_ADDR", port)))
 
 	mu.Lock()
 	status = http.StatusServiceUnavailable
 	mu.Unlock()
 	stderr.Reset()
-	require.Equal(t, ExitError, run([]string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()))
+	require.Equal(t, ExitError, run(builtins(), []string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()))
 	require.Contains(t, stderr.String(), "503")
 
 	srv.Close()
-	require.Equal(t, ExitError, run([]string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()), "nothing listening")
-	require.Equal(t, ExitConfig, run([]string{"healthcheck", "--metrics-addr", "nonsense"}, &stdout, &stderr, env()))
+	require.Equal(t, ExitError, run(builtins(), []string{"healthcheck", "--metrics-addr", port}, &stdout, &stderr, env()), "nothing listening")
+	require.Equal(t, ExitConfig, run(builtins(), []string{"healthcheck", "--metrics-addr", "nonsense"}, &stdout, &stderr, env()))
 }
 
 // TestReadyOnlyAfterStartupChecks: while the start-up checks run (here SQS
@@ -67,7 +67,7 @@ func TestReadyOnlyAfterStartupChecks(t *testing.T) {
 	stderr := &testenv.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runCommand(context.Background(), nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop",
+		done <- runCommand(context.Background(), nil, builtins(), []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop",
 			"--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, io.Discard, stderr, env())
 	}()
 	var addr string
@@ -115,7 +115,7 @@ func TestStopDuringStartupIsGraceful(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runCommand(ctx, nil, []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop", "--metrics-addr", ""}, io.Discard, &testenv.SyncBuffer{}, env())
+		done <- runCommand(ctx, nil, builtins(), []string{"--queue", aws.URL + "/1/q.fifo", "--effect", "noop", "--metrics-addr", ""}, io.Discard, &testenv.SyncBuffer{}, env())
 	}()
 	time.Sleep(200 * time.Millisecond) // inside the first start-up call
 	cancel()

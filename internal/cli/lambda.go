@@ -21,9 +21,9 @@ import (
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
-// LambdaConcurrencyDefault bounds the message groups of one batch handled at
+// DefaultLambdaConcurrency bounds the message groups of one batch handled at
 // once on Lambda (a FIFO batch holds at most 10 messages).
-const LambdaConcurrencyDefault = sqsevent.ConcurrencyDefault
+const DefaultLambdaConcurrency = sqsevent.DefaultConcurrency
 
 // runtimeAPIEnv is set by Lambda for the function's process.
 const runtimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"
@@ -44,8 +44,8 @@ var startLambda = func(ctx context.Context, handler any) {
 // lambdaCommand is the function's init: everything that can be wrong with
 // the configuration fails here, once per cold start, with one line (and an
 // init error posted to the Runtime API, which Lambda shows as the cause).
-func lambdaCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
-	h, err := initLambda(ctx, args, stdout, stderr, lookup)
+func lambdaCommand(ctx context.Context, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	h, err := initLambda(ctx, effects, args, stdout, stderr, lookup)
 	if err != nil {
 		if api, _ := lookup(runtimeAPIEnv); api != "" && !errors.Is(err, flag.ErrHelp) {
 			reportInitError(ctx, api, err)
@@ -59,8 +59,8 @@ func lambdaCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 // lambdaHandler is the function's handler.
 type lambdaHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 
-func initLambda(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (lambdaHandler, error) {
-	var s settings
+func initLambda(ctx context.Context, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (lambdaHandler, error) {
+	s := settings{effects: effects}
 	fs := newLambdaSet(&s, lookup)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {

@@ -37,20 +37,20 @@ func TestLambdaCommandLine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			require.Equal(t, ExitConfig, run(c.args, &stdout, &stderr, c.env), "stderr: %s", stderr.String())
+			require.Equal(t, ExitConfig, run(builtins(), c.args, &stdout, &stderr, c.env), "stderr: %s", stderr.String())
 			require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
 			require.Contains(t, stderr.String(), c.want)
 		})
 	}
 
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, ExitOK, run([]string{"lambda", "--help"}, &stdout, &stderr, env()))
+	require.Equal(t, ExitOK, run(builtins(), []string{"lambda", "--help"}, &stdout, &stderr, env()))
 	for _, want := range []string{"WORKER_FIFO_FAIL_REST", "WORKER_DEDUP_SCOPE", "WORKER_QUEUES", "WORKER_EFFECT", "WORKER_MOVE_TO_DLQ", "(default 10)"} {
 		require.Contains(t, stderr.String(), want)
 	}
 	require.NotContains(t, stderr.String(), "WORKER_SHUTDOWN_TIMEOUT")
 	stdout.Reset()
-	require.Equal(t, ExitOK, run([]string{"help"}, &stdout, &stderr, env()))
+	require.Equal(t, ExitOK, run(builtins(), []string{"help"}, &stdout, &stderr, env()))
 	require.Contains(t, stdout.String(), "\n  lambda ")
 }
 
@@ -80,7 +80,7 @@ func TestNoArgumentsOnLambdaMeansLambda(t *testing.T) {
 	t.Parallel()
 	addr, posted := initErrorServer(t)
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, ExitConfig, run(nil, &stdout, &stderr, env("AWS_LAMBDA_RUNTIME_API", addr)))
+	require.Equal(t, ExitConfig, run(builtins(), nil, &stdout, &stderr, env("AWS_LAMBDA_RUNTIME_API", addr)))
 	require.Equal(t, "worker: --effect (WORKER_EFFECT) is required: one of http, ledger, noop\n", stderr.String())
 	select {
 	case body := <-posted:
@@ -113,7 +113,7 @@ func TestLambdaInit(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"lambda", "--effect", "noop", "--table", table, "--queue", url, "--dedup-scope", "group"}, &stdout, &stderr, lookup)
+	code := run(builtins(), []string{"lambda", "--effect", "noop", "--table", table, "--queue", url, "--dedup-scope", "group"}, &stdout, &stderr, lookup)
 	require.Equal(t, ExitConfig, code, stderr.String())
 	require.Contains(t, stderr.String(), "--dedup-scope (WORKER_DEDUP_SCOPE) group contradicts queue")
 	require.Contains(t, (<-posted)["errorMessage"], "contradicts")
@@ -137,7 +137,7 @@ func TestLambdaInit(t *testing.T) {
 		started = true
 	}
 	stderr.Reset()
-	code = run([]string{"lambda", "--effect", "noop", "--table", table, "--queue", url, "--log-format", "json"}, &stdout, &stderr, lookup)
+	code = run(builtins(), []string{"lambda", "--effect", "noop", "--table", table, "--queue", url, "--log-format", "json"}, &stdout, &stderr, lookup)
 	require.Equal(t, ExitOK, code, stderr.String())
 	require.True(t, started)
 	require.Empty(t, resp.BatchItemFailures)
@@ -153,7 +153,7 @@ func TestLambdaInit(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
 	started = false
 	stderr.Reset()
-	code = run([]string{"lambda", "--effect", "noop", "--table", table, "--queue", url, "--log-format", "json"}, &stdout, &stderr, lookup)
+	code = run(builtins(), []string{"lambda", "--effect", "noop", "--table", table, "--queue", url, "--log-format", "json"}, &stdout, &stderr, lookup)
 	require.Equal(t, ExitOK, code, stderr.String())
 	require.True(t, started)
 	require.Contains(t, stderr.String(), `"tracing":true`)

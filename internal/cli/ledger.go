@@ -53,7 +53,7 @@ func ReadBalances(ctx context.Context, db *dynamodb.Client, table string) ([]Bal
 func ledgerCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
 	var table string
 	fs := config.NewSet("worker ledger", stderr, lookup)
-	fs.String(&table, "ledger-table", "WORKER_LEDGER_TABLE", LedgerTableDefault, "ledger table")
+	fs.String(&table, "ledger-table", "WORKER_LEDGER_TABLE", DefaultLedgerTable, "ledger table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

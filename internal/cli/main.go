@@ -66,11 +66,16 @@ WORKER_* environment twin; a flag on the command line wins.
 `
 
 // Main runs the command line and returns the process exit code.
-func Main(args []string) int {
-	return run(args, os.Stdout, os.Stderr, os.LookupEnv)
+func Main(args []string, own Effects) int {
+	effects, err := withBuiltins(own)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker: %v\n", err)
+		return ExitConfig
+	}
+	return run(effects, args, os.Stdout, os.Stderr, os.LookupEnv)
 }
 
-func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
+func run(effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) int {
 	if len(args) == 0 {
 		// On Lambda, the binary is the bootstrap: it starts with no
 		// arguments, and WORKER_COMMAND (default lambda) says which
@@ -96,11 +101,11 @@ func run(args []string, stdout, stderr io.Writer, lookup func(string) (string, b
 	switch cmd {
 	case "run":
 		err = withSignals(func(ctx context.Context, force <-chan struct{}) error {
-			return runCommand(ctx, force, rest, stdout, stderr, lookup)
+			return runCommand(ctx, force, effects, rest, stdout, stderr, lookup)
 		})
 	case "lambda":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {
-			return lambdaCommand(ctx, rest, stdout, stderr, lookup)
+			return lambdaCommand(ctx, effects, rest, stdout, stderr, lookup)
 		})
 	case "relay":
 		err = withSignals(func(ctx context.Context, _ <-chan struct{}) error {

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
@@ -37,10 +36,10 @@ func env(kv ...string) func(string) (string, bool) {
 func TestCommitModeNeedsAWritesOnlyEffect(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"run", "--queue", "http://127.0.0.1:1/000000000000/q.fifo", "--effect", "http", "--http-url", "http://127.0.0.1:1/x"},
+	code := run(builtins(), []string{"run", "--queue", "http://127.0.0.1:1/000000000000/q.fifo", "--effect", "http", "--http-url", "http://127.0.0.1:1/x"},
 		&stdout, &stderr, env("WORKER_COMMIT", "optimistic"))
 	require.Equal(t, ExitConfig, code)
-	require.Equal(t, "worker: --commit (WORKER_COMMIT) optimistic needs an effect whose whole effect is the DynamoDB writes it returns (one that implements effect.WritesOnly, as effect.WritesFunc does); *effect.HTTP does not say so: use claim\n", stderr.String())
+	require.Equal(t, "worker: --commit (WORKER_COMMIT) optimistic needs an effect whose whole effect is the DynamoDB writes it returns (one that implements effect.WritesOnly, as effect.WritesFunc does); *builtin.HTTP does not say so: use claim\n", stderr.String())
 }
 
 // TestBadConfigFailsWithOneLine: bad configuration exits 2 with one line that
@@ -79,7 +78,7 @@ func TestBadConfigFailsWithOneLine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(c.args, &stdout, &stderr, c.env)
+			code := run(builtins(), c.args, &stdout, &stderr, c.env)
 			require.Equal(t, ExitConfig, code, "stderr: %s", stderr.String())
 			msg := stderr.String()
 			if c.name != "unknown command" {
@@ -103,13 +102,13 @@ func TestFlagWinsOverEnv(t *testing.T) {
 func TestVersionAndHelp(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, ExitOK, run([]string{"version"}, &stdout, &stderr, env()))
+	require.Equal(t, ExitOK, run(builtins(), []string{"version"}, &stdout, &stderr, env()))
 	require.Equal(t, "worker "+Version+"\n", stdout.String())
 	stdout.Reset()
-	require.Equal(t, ExitOK, run([]string{"run", "--help"}, &stdout, &stderr, env()))
+	require.Equal(t, ExitOK, run(builtins(), []string{"run", "--help"}, &stdout, &stderr, env()))
 	require.Contains(t, stderr.String(), "WORKER_SHUTDOWN_TIMEOUT")
 	require.Contains(t, stderr.String(), "(default 1m30s)")
-	require.Equal(t, ExitConfig, run(nil, &stdout, &stderr, env()))
+	require.Equal(t, ExitConfig, run(builtins(), nil, &stdout, &stderr, env()))
 }
 
 func TestDeniedNamesActionAndResource(t *testing.T) {
@@ -200,7 +199,7 @@ func TestEveryCommitCombination(t *testing.T) {
 					case group != "0s" && mode != "optimistic":
 						want = "--group-commit (WORKER_GROUP_COMMIT) is for optimistic mode, and --commit (WORKER_COMMIT) is " + mode
 					}
-					var s settings
+					s := settings{effects: builtins()}
 					fs := newRunSet(&s, env())
 					args := []string{"--queue", q, "--effect", eff, "--group-commit", group, "--ledger-table", "l", "--http-url", "http://127.0.0.1:1/x"}
 					if commit != "" {
@@ -209,8 +208,7 @@ func TestEveryCommitCombination(t *testing.T) {
 					require.NoError(t, fs.Parse(args))
 					err := s.validate(fs, false)
 					if err == nil {
-						factory, _ := effect.Lookup(eff)
-						e, ferr := factory(effect.Env{LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, HTTPClient: http.DefaultClient, Log: slog.Default()})
+						e, ferr := s.effects[eff](Env{LedgerTable: s.ledgerTable, HTTPURL: s.httpURL, HTTPClient: http.DefaultClient, Log: slog.Default()})
 						require.NoError(t, ferr)
 						err = cliError(fs, s.config(nil, e, nil, nil).Validate())
 					}

@@ -80,8 +80,8 @@ func printRecord(w io.Writer, r *dedup.Record, now time.Time) {
 func inspectCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
 	var a inspectArgs
 	fs := config.NewSet("worker inspect", stderr, lookup)
-	fs.String(&a.table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
-	fs.String(&a.namespace, "namespace", "WORKER_NAMESPACE", NamespaceDefault, "first part of every dedup key")
+	fs.String(&a.table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
+	fs.String(&a.namespace, "namespace", "WORKER_NAMESPACE", DefaultNamespace, "first part of every dedup key")
 	fs.String(&a.key, "key", "", "", "the scoped dedup key, as the worker logs it")
 	fs.String(&a.queue, "queue", "", "", "the message's queue URL (the key is scoped as the worker scopes it)")
 	fs.String(&a.group, "group", "", "", "the message's group (queues that deduplicate per message group)")
@@ -120,7 +120,7 @@ func stuckCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	var table string
 	var limit int
 	fs := config.NewSet("worker stuck", stderr, lookup)
-	fs.String(&table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
+	fs.String(&table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
 	fs.Int(&limit, "limit", "", 50, "records to list, oldest lease first (the count covers all)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -165,7 +165,7 @@ func forgetCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	var table string
 	var yes bool
 	fs := config.NewSet("worker forget", stderr, lookup)
-	fs.String(&table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
+	fs.String(&table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
 	fs.Bool(&yes, "yes", "", false, "delete without asking")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"io"
 	"log/slog"
 	"slices"
@@ -37,9 +38,9 @@ type relaySettings struct {
 }
 
 func (s *relaySettings) define(fs *config.Set, onLambda bool) {
-	fs.String(&s.table, "outbox-table", "WORKER_OUTBOX_TABLE", OutboxTableDefault, "DynamoDB outbox table to publish")
-	fs.Duration(&s.poll, "poll", "WORKER_RELAY_POLL", outbox.PollDefault, "how long to wait before reading the pending index again after a sweep that found nothing (10ms to 1m)")
-	fs.Duration(&s.retention, "retention", "WORKER_RELAY_RETENTION", outbox.RetentionDefault, "how long a published message stays in the table (its TTL) for worker outbox to show (1m to 365 days)")
+	fs.String(&s.table, "outbox-table", "WORKER_OUTBOX_TABLE", DefaultOutboxTable, "DynamoDB outbox table to publish")
+	fs.Duration(&s.poll, "poll", "WORKER_RELAY_POLL", outbox.DefaultPoll, "how long to wait before reading the pending index again after a sweep that found nothing (10ms to 1m)")
+	fs.Duration(&s.retention, "retention", "WORKER_RELAY_RETENTION", outbox.DefaultRetention, "how long a published message stays in the table (its TTL) for worker outbox to show (1m to 365 days)")
 	fs.Int(&s.perGroup, "per-group", "WORKER_RELAY_PER_GROUP", 10, "messages of one group published per sweep (1 to 50)")
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -50,7 +51,7 @@ func (s *relaySettings) define(fs *config.Set, onLambda bool) {
 	}
 	fs.String(&s.metricsFormat, "metrics-format", "WORKER_METRICS_FORMAT", "prometheus", "prometheus (/metrics on --metrics-addr), emf (EMF lines on stdout every --emf-interval) or both")
 	fs.Duration(&s.emfInterval, "emf-interval", "WORKER_EMF_INTERVAL", exactly.DefaultEMFInterval, "how often the EMF line is written")
-	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", MetricsAddrDefault, "address of /healthz, /readyz and /metrics (empty: off)")
+	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", DefaultMetricsAddr, "address of /healthz, /readyz and /metrics (empty: off)")
 }
 
 func (s *relaySettings) validate(fs *config.Set, onLambda bool) error {
@@ -185,7 +186,7 @@ func relayLambdaHandler(relay *outbox.Relay, metrics *telemetry.OutboxMetrics, l
 		} else {
 			var pks []string
 			for _, r := range ev.Records {
-				if v, ok := r.Change.Keys[outbox.AttrPK]; ok && v.DataType() == events.DataTypeString {
+				if v, ok := r.Change.Keys[outboxschema.AttrPK]; ok && v.DataType() == events.DataTypeString {
 					pks = append(pks, v.String())
 				}
 			}
@@ -216,7 +217,7 @@ func outboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	var table, queue, group string
 	var limit int
 	fs := config.NewSet("worker outbox", stderr, lookup)
-	fs.String(&table, "outbox-table", "WORKER_OUTBOX_TABLE", OutboxTableDefault, "DynamoDB outbox table")
+	fs.String(&table, "outbox-table", "WORKER_OUTBOX_TABLE", DefaultOutboxTable, "DynamoDB outbox table")
 	fs.String(&queue, "queue", "", "", "with --group: list this group's messages still in the table (published ones until their TTL), not the pending ones")
 	fs.String(&group, "group", "", "", "message group of --queue")
 	fs.Int(&limit, "limit", "", 50, "messages to list at most")
@@ -287,7 +288,7 @@ shows the message as "held: <why>". Decide with:
 func outboxHeldCommand(ctx context.Context, sub string, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
 	var table, queue, group, id string
 	fs := config.NewSet("worker outbox "+sub, stderr, lookup)
-	fs.String(&table, "outbox-table", "WORKER_OUTBOX_TABLE", OutboxTableDefault, "DynamoDB outbox table")
+	fs.String(&table, "outbox-table", "WORKER_OUTBOX_TABLE", DefaultOutboxTable, "DynamoDB outbox table")
 	fs.String(&queue, "queue", "", "", "queue URL of the held group")
 	fs.String(&group, "group", "", "", "the held message group")
 	if sub == "drop" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"log/slog"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestRelayLambdaHandler(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, q := memdynamo.New(), memsqs.New()
-	_, err := db.CreateTable(ctx, outbox.CreateTableInput("outbox"))
+	_, err := db.CreateTable(ctx, outboxschema.CreateTableInput("outbox"))
 	require.NoError(t, err)
 	qo, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("q.fifo"), Attributes: map[string]string{"FifoQueue": "true"}})
 	require.NoError(t, err)
@@ -89,12 +90,12 @@ func TestRelayConfigErrors(t *testing.T) {
 		"--per-group 51":     "worker: --per-group (WORKER_RELAY_PER_GROUP) 51: want 1 to 50\n",
 	} {
 		var stdout, stderr bytes.Buffer
-		require.Equal(t, ExitConfig, run(append([]string{"relay"}, strings.Fields(args)...), &stdout, &stderr, env()), args)
+		require.Equal(t, ExitConfig, run(builtins(), append([]string{"relay"}, strings.Fields(args)...), &stdout, &stderr, env()), args)
 		require.Equal(t, want, stderr.String(), args)
 	}
 	// On Lambda, WORKER_COMMAND names the handler.
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, ExitConfig, run(nil, &stdout, &stderr, env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:1", "WORKER_COMMAND", "nope")))
+	require.Equal(t, ExitConfig, run(builtins(), nil, &stdout, &stderr, env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:1", "WORKER_COMMAND", "nope")))
 	require.Contains(t, stderr.String(), `WORKER_COMMAND "nope": on Lambda, want lambda (the SQS consumer) or relay (the outbox relay)`)
 }
 
@@ -102,7 +103,7 @@ func TestNoArgumentsOnLambdaWithWorkerCommandRelay(t *testing.T) {
 	t.Parallel()
 	addr, posted := initErrorServer(t)
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, ExitConfig, run(nil, &stdout, &stderr, env("AWS_LAMBDA_RUNTIME_API", addr, "WORKER_COMMAND", "relay", "WORKER_RELAY_POLL", "1ns")))
+	require.Equal(t, ExitConfig, run(builtins(), nil, &stdout, &stderr, env("AWS_LAMBDA_RUNTIME_API", addr, "WORKER_COMMAND", "relay", "WORKER_RELAY_POLL", "1ns")))
 	select {
 	case body := <-posted:
 		require.Equal(t, "worker: --poll (WORKER_RELAY_POLL) 1ns: want 10ms to 1m", body["errorMessage"])

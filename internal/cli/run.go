@@ -26,17 +26,17 @@ import (
 
 // Defaults of settings shared by run and lambda.
 const (
-	DedupTableDefault  = "exactly-dedup"
-	LedgerTableDefault = "exactly-ledger"
-	NamespaceDefault   = "exactly"
-	DedupTTLDefault    = 24 * time.Hour
-	MetricsAddrDefault = ":9090"
-	// OutboxTableDefault is the outbox table of `worker relay`, `worker
+	DefaultDedupTable  = "exactly-dedup"
+	DefaultLedgerTable = "exactly-ledger"
+	DefaultNamespace   = "exactly"
+	DefaultDedupTTL    = 24 * time.Hour
+	DefaultMetricsAddr = ":9090"
+	// DefaultOutboxTable is the outbox table of `worker relay`, `worker
 	// outbox` and of effects that send messages (outbox package).
-	OutboxTableDefault = "exactly-outbox"
-	// RetryInPlaceDefault: two retries in place (about 1 s and 2 s) ride
+	DefaultOutboxTable = "exactly-outbox"
+	// DefaultRetryInPlace: two retries in place (about 1 s and 2 s) ride
 	// out a brief blip of a downstream without a trip through SQS.
-	RetryInPlaceDefault = 2
+	DefaultRetryInPlace = 2
 )
 
 // settings are the worker's settings, from flags and WORKER_* variables.
@@ -44,6 +44,7 @@ type settings struct {
 	queues          []string
 	table           string
 	effect          string
+	effects         Effects // what --effect may name
 	ledgerTable     string
 	outboxTable     string
 	ledgerConfirm   string
@@ -89,17 +90,17 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	} else {
 		fs.List(&s.queues, "queue", "WORKER_QUEUES", "SQS queue URL to consume")
 	}
-	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DedupTableDefault, "DynamoDB dedup table")
-	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(effect.Names(), "|")+" or one registered in code (required)")
-	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", LedgerTableDefault, "DynamoDB table of the ledger effect")
+	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
+	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(s.effects.names(), "|")+" (required)")
+	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", DefaultLedgerTable, "DynamoDB table of the ledger effect")
 	fs.String(&s.ledgerConfirm, "ledger-confirm-queue", "WORKER_LEDGER_CONFIRM_QUEUE", "", "ledger effect: URL of a queue to send each entry's confirmation to, through the outbox (needs --outbox-table)")
 	fs.String(&s.outboxTable, "outbox-table", "WORKER_OUTBOX_TABLE", "", "DynamoDB outbox table (worker setup --outbox-table) for the messages effects send (Output.Send), committed with their dedup records and published by worker relay; empty: an effect that sends fails permanently")
 	fs.String(&s.dedupKey, "dedup-key", "WORKER_DEDUP_KEY", "auto", "dedup key source: auto (idempotency-key attribute, else MessageDeduplicationId, else MessageId), attr:NAME, json:/pointer or body")
 	fs.String(&s.payloadHash, "payload-hash", "WORKER_PAYLOAD_HASH", "body", "what tells a duplicate from a conflict (same key, another payload): body (byte for byte), json:/a,/b (those JSON values, canonicalised: a producer that re-serialises or adds a timestamp on retry is still a duplicate) or none")
 	fs.String(&s.commit, "commit", "WORKER_COMMIT", "", "how the effect and its dedup record commit: claim (claim the key, run the effect, then complete: any effect), transactional (claim, then the effect's DynamoDB writes and the record in one transaction) or optimistic (no claim: the writes and the record in one transaction, one DynamoDB request per message); empty: optimistic for an effect whose whole effect is its DynamoDB writes (ledger, noop), claim otherwise")
 	fs.Duration(&s.groupCommit, "group-commit", "WORKER_GROUP_COMMIT", 0, "optimistic mode: gather the commits ready within this window (e.g. 5ms) into one DynamoDB transaction: fewer requests, more messages per second where requests are the bottleneck; a duplicate cancels the shared transaction and the others are retried alone (0: each alone; DynamoDB bills write units, not requests)")
-	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", NamespaceDefault, "first part of every dedup key; workers that must dedup together share it")
-	fs.Duration(&s.dedupTTL, "dedup-ttl", "WORKER_DEDUP_TTL", DedupTTLDefault, "how long a completed message suppresses its duplicates")
+	fs.String(&s.namespace, "namespace", "WORKER_NAMESPACE", DefaultNamespace, "first part of every dedup key; workers that must dedup together share it")
+	fs.Duration(&s.dedupTTL, "dedup-ttl", "WORKER_DEDUP_TTL", DefaultDedupTTL, "how long a completed message suppresses its duplicates")
 	fs.String(&s.httpURL, "http-url", "WORKER_HTTP_URL", "", "URL the http effect POSTs to")
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -112,7 +113,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 		fs.Bool(&s.moveToDLQ, "move-to-dlq", "WORKER_MOVE_TO_DLQ", true, "send permanent failures straight to the queue's dead-letter queue (from its redrive policy) instead of cycling them until maxReceiveCount; false leaves them to the redrive policy")
 	}
 	if forLambda {
-		fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", LambdaConcurrencyDefault, "message groups of one batch handled at once")
+		fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", DefaultLambdaConcurrency, "message groups of one batch handled at once")
 		fs.String(&s.fifoFailRest, "fifo-fail-rest", "WORKER_FIFO_FAIL_REST", "group", "FIFO: what a failed message takes with it into batchItemFailures: group (the later messages of its group; other groups go on) or batch (every later message of the batch; the batch then runs one message at a time)")
 		fs.String(&s.dedupScope, "dedup-scope", "WORKER_DEDUP_SCOPE", "", "queue or group: scope of dedup keys, as the queue's DeduplicationScope (queue or messageGroup); default: read from --queue, else queue")
 		fs.String(&s.metricsFormat, "metrics-format", "WORKER_METRICS_FORMAT", "emf", "emf: each batch's metrics as CloudWatch Embedded Metric Format lines on stdout, which the function's log turns into metrics (namespace --emf-namespace, dimension Queue); none: off")
@@ -124,14 +125,14 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Duration(&s.emfInterval, "emf-interval", "WORKER_EMF_INTERVAL", exactly.DefaultEMFInterval, "how often the EMF lines are written (and once when drained)")
 	fs.Duration(&s.lease, "lease", "WORKER_LEASE", 0, "dedup lease per claim, extended by heartbeats (0: the queue's visibility timeout less a tenth, at least 1s)")
 	fs.Duration(&s.visibility, "visibility", "WORKER_VISIBILITY", 0, "override the queue's visibility timeout used for heartbeats (0: read from the queue)")
-	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.ConcurrencyDefault, "handlers running at once (message groups in parallel)")
-	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", pool.ReceiversDefault, "concurrent long polls per queue")
-	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.WaitTimeDefault, "long-poll wait, 1s to 20s; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
-	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.AckDelayDefault, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes); with no other message of the queue held they go at once")
-	fs.Int(&s.retryInPlace, "retry-in-place", "WORKER_RETRY_IN_PLACE", RetryInPlaceDefault, "retryable failures retried in place, with backoff, before the message goes back to SQS: the worker keeps it and the rest of its FIFO group hidden meanwhile, so that their receive counts do not climb towards maxReceiveCount (0: back to SQS at once)")
+	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.DefaultConcurrency, "handlers running at once (message groups in parallel)")
+	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", pool.DefaultReceivers, "concurrent long polls per queue")
+	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.DefaultWaitTime, "long-poll wait, 1s to 20s; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
+	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.DefaultAckDelay, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes); with no other message of the queue held they go at once")
+	fs.Int(&s.retryInPlace, "retry-in-place", "WORKER_RETRY_IN_PLACE", DefaultRetryInPlace, "retryable failures retried in place, with backoff, before the message goes back to SQS: the worker keeps it and the rest of its FIFO group hidden meanwhile, so that their receive counts do not climb towards maxReceiveCount (0: back to SQS at once)")
 	fs.Int(&s.maxInFlight, "max-in-flight", "WORKER_MAX_IN_FLIGHT", 0, "messages received and not yet finished (0: 2×concurrency + 10 per receiver)")
-	fs.Duration(&s.shutdownTimeout, "shutdown-timeout", "WORKER_SHUTDOWN_TIMEOUT", pool.ShutdownTimeoutDefault, "on SIGTERM, how long running handlers may finish (keep it below ECS stopTimeout)")
-	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", MetricsAddrDefault, "address of /healthz, /readyz and /metrics (empty: off)")
+	fs.Duration(&s.shutdownTimeout, "shutdown-timeout", "WORKER_SHUTDOWN_TIMEOUT", pool.DefaultShutdownTimeout, "on SIGTERM, how long running handlers may finish (keep it below ECS stopTimeout)")
+	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", DefaultMetricsAddr, "address of /healthz, /readyz and /metrics (empty: off)")
 	fs.Duration(&s.progress, "progress", "WORKER_PROGRESS", 10*time.Second, "interval of the progress log line (0: off)")
 }
 
@@ -140,10 +141,10 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 // command line adds its own.
 func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	if s.effect == "" {
-		return config.Errorf("%s is required: one of %s", fs.Name("effect"), strings.Join(effect.Names(), ", "))
+		return config.Errorf("%s is required: one of %s", fs.Name("effect"), strings.Join(s.effects.names(), ", "))
 	}
-	if _, ok := effect.Lookup(s.effect); !ok {
-		return config.Errorf("%s %q is unknown: want one of %s", fs.Name("effect"), s.effect, strings.Join(effect.Names(), ", "))
+	if s.effects[s.effect] == nil {
+		return config.Errorf("%s %q is unknown: want one of %s", fs.Name("effect"), s.effect, strings.Join(s.effects.names(), ", "))
 	}
 	if s.namespace == "" {
 		return config.Errorf("%s %q: want a non-empty name without '#' or '%%'", fs.Name("namespace"), s.namespace)
@@ -237,8 +238,8 @@ func cliError(fs *config.Set, err error) error {
 	return config.Errorf("%s%s", name(ce.Setting), msg)
 }
 
-func runCommand(ctx context.Context, force <-chan struct{}, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
-	var s settings
+func runCommand(ctx context.Context, force <-chan struct{}, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	s := settings{effects: effects}
 	fs := newRunSet(&s, lookup)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
@@ -337,8 +338,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, args []string, stdou
 }
 
 func buildEffect(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) (effect.Effect, error) {
-	factory, _ := effect.Lookup(s.effect)
-	eff, err := factory(effectEnv(s, cl, log, lookup))
+	eff, err := s.effects[s.effect](effectEnv(s, cl, log, lookup))
 	if err != nil {
 		return nil, config.Errorf("--effect %s: %v", s.effect, err)
 	}
@@ -346,12 +346,12 @@ func buildEffect(s settings, cl *clients, log *slog.Logger, lookup func(string) 
 }
 
 // effectEnv is what an effect's factory gets, on ECS and Lambda alike.
-func effectEnv(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) effect.Env {
+func effectEnv(s settings, cl *clients, log *slog.Logger, lookup func(string) (string, bool)) Env {
 	cfg := cl.cfg.Copy()
 	// Clipped, so that an effect appending to its APIOptions gets an array
 	// of its own instead of writing into the worker's.
 	cfg.APIOptions = slices.Clip(cfg.APIOptions)
-	return effect.Env{
+	return Env{
 		DynamoDB: cl.dynamo, Log: log, LedgerTable: s.ledgerTable, LedgerConfirm: s.ledgerConfirm, HTTPURL: s.httpURL, Lookup: lookup,
 		AWS: cfg, HTTPClient: newEffectHTTPClient(s.concurrency),
 	}

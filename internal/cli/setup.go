@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"io"
 	"maps"
 	"strconv"
@@ -18,7 +19,6 @@ import (
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
-	"github.com/exactlyonce/exactly/outbox"
 )
 
 // setupCommand creates what is missing, idempotently: for local stacks and
@@ -82,7 +82,7 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		fmt.Fprintf(stdout, "ledger-table %s\n", ledger)
 	}
 	if outboxTable != "" {
-		if err := ensureTable(ctx, cl.dynamo, outbox.CreateTableInput(outboxTable), outbox.AttrTTL); err != nil {
+		if err := ensureTable(ctx, cl.dynamo, outboxschema.CreateTableInput(outboxTable), outboxschema.AttrTTL); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "outbox-table %s\n", outboxTable)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/dedup/dedupcontract"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
@@ -192,7 +193,7 @@ func benchMemory(b *testing.B, fifo bool, groups int, ledger bool) {
 		db := memdynamo.New()
 		table := dedupcontract.Table(b, db)
 		proc = &process.Processor{
-			Store: dedup.NewStore(db, table), Effect: &effect.Ledger{Table: table}, Log: slog.New(slog.DiscardHandler),
+			Store: dedup.NewStore(db, table), Effect: &builtin.Ledger{Table: table}, Log: slog.New(slog.DiscardHandler),
 			Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: sqsmsg.QueueName(url)} },
 			Lease: 30 * time.Second, TTL: time.Hour,
 		}
@@ -312,7 +313,7 @@ func benchEmulators(b *testing.B) {
 	table := dedupcontract.Table(b, db)
 	rec := &recordingSQS{SQS: sc}
 	proc := &process.Processor{
-		Store: dedup.NewStore(cdb, table), Effect: &effect.Ledger{Table: table}, Log: slog.New(slog.DiscardHandler),
+		Store: dedup.NewStore(cdb, table), Effect: &builtin.Ledger{Table: table}, Log: slog.New(slog.DiscardHandler),
 		Scope: func(effect.Message) dedup.Scope { return dedup.Scope{Namespace: "bench", Queue: sqsmsg.QueueName(url)} },
 		Lease: 30 * time.Second, TTL: time.Hour,
 	}

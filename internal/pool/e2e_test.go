@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
@@ -43,7 +44,7 @@ func newLedgerRig(t *testing.T, wrap func(effect.Effect) effect.Effect) *ledgerR
 	r.url, _ = testenv.NewQueue(t, r.sqs, true, nil, 0)
 	dedupTable := testenv.NewTable(t, r.db, true)
 	r.ledger = testenv.NewTable(t, r.db, false)
-	var eff effect.Effect = &effect.Ledger{Table: r.ledger}
+	var eff effect.Effect = &builtin.Ledger{Table: r.ledger}
 	if wrap != nil {
 		eff = wrap(eff)
 	}

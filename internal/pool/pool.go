@@ -30,17 +30,17 @@ import (
 
 // Defaults.
 const (
-	WaitTimeDefault        = 20 * time.Second
-	ReceiversDefault       = 2
-	ConcurrencyDefault     = 32
-	ShutdownTimeoutDefault = 90 * time.Second // inside ECS's 120 s stopTimeout
-	// AckDelayDefault: deletes and visibility changes wait this long for
+	DefaultWaitTime        = 20 * time.Second
+	DefaultReceivers       = 2
+	DefaultConcurrency     = 32
+	DefaultShutdownTimeout = 90 * time.Second // inside ECS's 120 s stopTimeout
+	// DefaultAckDelay: deletes and visibility changes wait this long for
 	// company before a batch goes out (at once when 10 are waiting, or when
 	// the pool holds no other message of the queue). At 200 messages/s it
 	// fills batches of 10: 0.1 deletes per message.
-	AckDelayDefault  = 50 * time.Millisecond
-	RetryBaseDefault = 1 * time.Second
-	RetryMaxDefault  = 5 * time.Minute
+	DefaultAckDelay  = 50 * time.Millisecond
+	DefaultRetryBase = 1 * time.Second
+	DefaultRetryMax  = 5 * time.Minute
 )
 
 // Queue is one queue the pool consumes.
@@ -49,7 +49,7 @@ type Queue struct {
 	FIFO       bool
 	Visibility time.Duration // asked for at receive (the queue's VisibilityTimeout or an override); held messages are extended at about half of it
 	Lease      time.Duration // dedup lease per claim; DefaultLease(Visibility) if 0
-	Receivers  int           // concurrent long polls; ReceiversDefault if 0
+	Receivers  int           // concurrent long polls; DefaultReceivers if 0
 	// DLQURL, when set, receives permanent failures directly (DeadLetterCopy:
 	// group and dedup key kept, a dedup id of the copy's own); otherwise they
 	// are left to the queue's redrive policy.
@@ -104,13 +104,13 @@ type Config struct {
 	Client          SQS
 	Queues          []Queue
 	Processor       Processor
-	Concurrency     int           // handlers running at once; ConcurrencyDefault if 0
+	Concurrency     int           // handlers running at once; DefaultConcurrency if 0
 	MaxInFlight     int           // received but not finished; 2×Concurrency+10 per receiver if 0
-	ShutdownTimeout time.Duration // ShutdownTimeoutDefault if 0
-	WaitTime        time.Duration // long-poll wait; WaitTimeDefault if 0
-	AckDelay        time.Duration // AckDelayDefault if 0
-	RetryBase       time.Duration // RetryBaseDefault if 0
-	RetryMax        time.Duration // RetryMaxDefault if 0
+	ShutdownTimeout time.Duration // DefaultShutdownTimeout if 0
+	WaitTime        time.Duration // long-poll wait; DefaultWaitTime if 0
+	AckDelay        time.Duration // DefaultAckDelay if 0
+	RetryBase       time.Duration // DefaultRetryBase if 0
+	RetryMax        time.Duration // DefaultRetryMax if 0
 	// RetryInPlace is how many times a retryable failure is retried in
 	// place, with backoff, before the message goes back to SQS: the pool
 	// keeps holding it (and, in a FIFO queue, the rest of its group) hidden
@@ -202,7 +202,7 @@ func New(cfg Config) (*Pool, error) {
 		return nil, errors.New("pool: no queues")
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = ConcurrencyDefault
+		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.RetryInPlace < 0 {
 		return nil, errors.New("pool: RetryInPlace must not be negative")
@@ -217,7 +217,7 @@ func New(cfg Config) (*Pool, error) {
 		}
 		seen[q.URL] = true
 		if q.Receivers <= 0 {
-			q.Receivers = ReceiversDefault
+			q.Receivers = DefaultReceivers
 		}
 		if q.Visibility <= 0 {
 			return nil, fmt.Errorf("pool: queue %s: visibility timeout must be positive", q.URL)
@@ -233,11 +233,11 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 2*cfg.Concurrency + maxBatch*receivers
 	}
-	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, ShutdownTimeoutDefault)
-	cfg.WaitTime = orDefault(cfg.WaitTime, WaitTimeDefault)
-	cfg.AckDelay = orDefault(cfg.AckDelay, AckDelayDefault)
-	cfg.RetryBase = orDefault(cfg.RetryBase, RetryBaseDefault)
-	cfg.RetryMax = orDefault(cfg.RetryMax, RetryMaxDefault)
+	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	cfg.WaitTime = orDefault(cfg.WaitTime, DefaultWaitTime)
+	cfg.AckDelay = orDefault(cfg.AckDelay, DefaultAckDelay)
+	cfg.RetryBase = orDefault(cfg.RetryBase, DefaultRetryBase)
+	cfg.RetryMax = orDefault(cfg.RetryMax, DefaultRetryMax)
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -770,7 +770,12 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 	switch r.Action {
 	case process.Delete:
 		qs.settle(d, true, 0)
-		if p.log.Enabled(context.Background(), slog.LevelDebug) {
+		switch {
+		case r.Outcome == dedup.Duplicate:
+			// At Info: a duplicate absorbed is what the worker is for, and
+			// rare enough in steady state to be worth a line with its key.
+			logger().Info("duplicate: not run again; deleted")
+		case p.log.Enabled(context.Background(), slog.LevelDebug):
 			logger().Debug("done")
 		}
 	case process.Fail:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -604,6 +605,32 @@ func TestNewValidates(t *testing.T) {
 	p, err := New(Config{Client: s, Processor: proc, Queues: []Queue{{URL: "u", Visibility: 3 * time.Second}}})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, p.cfg.Queues[0].Lease, "the lease defaults to a little less than the visibility timeout")
-	require.Equal(t, 2*ConcurrencyDefault+maxBatch*ReceiversDefault, p.cfg.MaxInFlight)
+	require.Equal(t, 2*DefaultConcurrency+maxBatch*DefaultReceivers, p.cfg.MaxInFlight)
 	p.Force() // before Run: no panic
+}
+
+// TestDuplicateIsLoggedAtInfo: a duplicate leaves a line at Info, the
+// default level, with its dedup key; an applied message leaves none there.
+func TestDuplicateIsLoggedAtInfo(t *testing.T) {
+	t.Parallel()
+	info := &syncBuffer{}
+	b := setup(t, options{fifo: true, config: func(c *Config) {
+		c.Log = slog.New(slog.NewTextHandler(info, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}})
+	var n atomic.Int32
+	b.proc.ProcessFunc = func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
+		defer n.Add(1)
+		if m.Body == "again" {
+			return process.Result{Action: process.Delete, Outcome: dedup.Duplicate, Key: "exactly#q.fifo#k-again"}
+		}
+		return process.Result{Action: process.Delete, Key: "exactly#q.fifo#k-first", Applied: true}
+	}
+	b.sendFIFO(t, "A", "first", "again")
+	b.start(t)
+	eventually(t, 10*time.Second, func() bool { return n.Load() == 2 }, "both messages")
+	b.stop(t)
+	logs := info.String()
+	require.Contains(t, logs, "duplicate: not run again")
+	require.Contains(t, logs, "dedup_key=exactly#q.fifo#k-again")
+	require.NotContains(t, logs, "k-first", "an applied message is logged at Debug")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/dedup/dedupcontract"
 	"github.com/exactlyonce/exactly/internal/process"
@@ -42,7 +43,7 @@ func BenchmarkCommitModes(b *testing.B) {
 	db := testenv.DynamoDB(b)
 	table, ledgerTable := dedupcontract.Table(b, db), dedupcontract.Table(b, db)
 	st := dedup.NewStore(db, table)
-	ledger := &effect.Ledger{Table: ledgerTable}
+	ledger := &builtin.Ledger{Table: ledgerTable}
 	group := &process.GroupCommitter{Store: st, Window: 2 * time.Millisecond}
 	ctx := context.Background()
 	run := testenv.Name("r")

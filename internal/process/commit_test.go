@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/process"
@@ -179,7 +180,7 @@ func modes(t *testing.T, test func(t *testing.T, b *bundle, commit string)) {
 			synctest.Test(t, func(t *testing.T) {
 				b := setup(t)
 				if mode == "tx" {
-					ledger := &effect.Ledger{Table: "ledger"}
+					ledger := &builtin.Ledger{Table: "ledger"}
 					b.effect = ledger.Apply
 				}
 				commit := "complete"
@@ -242,7 +243,7 @@ func TestTransactionConflictIsRetriedPromptly(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := setup(t)
-		b.effect = (&effect.Ledger{Table: "ledger"}).Apply
+		b.effect = (&builtin.Ledger{Table: "ledger"}).Apply
 		f := withFaults(t, b)
 		f.inject("tx", txConflict, txConflict, txConflict)
 		start := time.Now()
@@ -288,8 +289,8 @@ func TestCommitGivesUpAndReleases(t *testing.T) {
 		require.False(t, r.Applied)
 		took := time.Since(start)
 		// Retries back off up to 5 s and stop when the next would pass the timeout.
-		require.Greater(t, took, process.CommitTimeoutDefault-6*time.Second)
-		require.LessOrEqual(t, took, process.CommitTimeoutDefault)
+		require.Greater(t, took, process.DefaultCommitTimeout-6*time.Second)
+		require.LessOrEqual(t, took, process.DefaultCommitTimeout)
 		rec := b.record(t, r.Key)
 		require.Equal(t, "IN_PROGRESS", rec["status"].(*types.AttributeValueMemberS).Value)
 		require.Equal(t, "0", rec["lease_until"].(*types.AttributeValueMemberN).Value, "released")
@@ -383,7 +384,7 @@ func TestValidationErrorIsPermanent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := setup(t)
 		twice := func(ctx context.Context, in effect.Input) (effect.Output, error) {
-			out, err := (&effect.Ledger{Table: "ledger"}).Apply(ctx, in)
+			out, err := (&builtin.Ledger{Table: "ledger"}).Apply(ctx, in)
 			out.Writes = append(out.Writes, out.Writes[0])
 			return out, err
 		}
@@ -393,7 +394,7 @@ func TestValidationErrorIsPermanent(t *testing.T) {
 		require.True(t, effect.IsPermanent(r.Err))
 		require.Equal(t, "0", b.record(t, r.Key)["lease_until"].(*types.AttributeValueMemberN).Value, "released")
 
-		b.effect = (&effect.Ledger{Table: "ledger"}).Apply
+		b.effect = (&builtin.Ledger{Table: "ledger"}).Apply
 		f := withFaults(t, b)
 		f.inject("tx", txValidation)
 		r = b.proc.Process(context.Background(), msg("2", `{"account":"a2","amount_cents":1,"seq":1}`), process.Hooks{})

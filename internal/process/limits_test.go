@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -109,14 +110,14 @@ func TestCommitWithSendOverTheTransactionLimit(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := setup(t)
-		_, err := b.db.CreateTable(context.Background(), outbox.CreateTableInput("outbox"))
+		_, err := b.db.CreateTable(context.Background(), outboxschema.CreateTableInput("outbox"))
 		require.NoError(t, err)
 		f := withFaults(t, b)
 		b.proc.Outbox = outbox.New(f, "outbox")
 		b.effect = func(_ context.Context, in effect.Input) (effect.Output, error) {
-			var send []outbox.Message
+			var send []effect.Outgoing
 			for i := range 40 {
-				send = append(send, outbox.Message{QueueURL: confirmations, Group: "g", Body: "b", ID: fmt.Sprintf("%s/%d", in.Key, i)})
+				send = append(send, effect.Outgoing{QueueURL: confirmations, Group: "g", Body: "b", ID: fmt.Sprintf("%s/%d", in.Key, i)})
 			}
 			return effect.Output{Writes: puts("w", 60, 0), Send: send}, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/process"
 )
@@ -19,7 +20,7 @@ import (
 // table behind a faultDB.
 func optimistic(t *testing.T) (*bundle, *faultDB) {
 	b := setup(t)
-	b.effect = (&effect.Ledger{Table: "ledger"}).Apply
+	b.effect = (&builtin.Ledger{Table: "ledger"}).Apply
 	b.proc.Optimistic = true
 	return b, withFaults(t, b)
 }

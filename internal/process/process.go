@@ -47,10 +47,10 @@ func (a Action) String() string {
 	return fmt.Sprintf("action(%d)", int(a))
 }
 
-// CommitTimeoutDefault bounds how long a commit that fails without a verdict
+// DefaultCommitTimeout bounds how long a commit that fails without a verdict
 // (5xx or throttling after the SDK's retries, a timeout, TransactionConflict)
 // is retried with the same claim while the heartbeat keeps its lease alive.
-const CommitTimeoutDefault = time.Minute
+const DefaultCommitTimeout = time.Minute
 
 // ErrLeaseExpired is the cause of an effect's cancelled context when the
 // claim's lease is about to end without a confirmed extension (the
@@ -140,7 +140,7 @@ type Processor struct {
 	// dedup.MaxStoredBytes.
 	MaxResult int
 	// CommitTimeout bounds the retries of a commit that fails without a
-	// verdict; CommitTimeoutDefault if 0. A commit that gives up releases
+	// verdict; DefaultCommitTimeout if 0. A commit that gives up releases
 	// its claim: in transactional mode nothing was applied; in claim mode
 	// the effect ran and the next delivery runs it again, with the same key.
 	CommitTimeout time.Duration
@@ -193,7 +193,7 @@ func (p *Processor) process(ctx context.Context, m effect.Message, h Hooks) Resu
 	}
 	c := Call{Key: key, PayloadSHA256: hash, MessageID: m.ID, Group: m.Group, Attempts: m.ReceiveCount}
 	r := p.Run(ctx, c, h, func(ctx context.Context) (effect.Output, error) {
-		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key})
+		return p.Effect.Apply(ctx, effect.Input{Message: m, Key: key, DedupKey: raw})
 	})
 	r.SentAt = m.SentAt
 	return r
@@ -481,7 +481,7 @@ func (p *Processor) claim(ctx context.Context, req dedup.ClaimRequest) (dedup.Cl
 // otherwise, until h.CommitBy or CommitTimeout, or until ctx is cancelled
 // (a forced stop; the first attempt is made even then: the effect has
 // happened). A retry after a lost response is recognised by the token.
-func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte, writes []types.TransactWriteItem, send []outbox.Message, h Hooks) (retries int, err error) {
+func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte, writes []types.TransactWriteItem, send []effect.Outgoing, h Hooks) (retries int, err error) {
 	ctx, end := p.step(ctx, "commit")
 	defer func() { end(err) }()
 	return p.retryCommit(ctx, claim.Key, h, func(cctx context.Context) error {
@@ -499,7 +499,7 @@ func (p *Processor) commit(ctx context.Context, claim dedup.Claim, result []byte
 // sized adds to a commit's dedup.ErrTooLarge what its items are made of,
 // when some are the outbox's: the effect's writes, the messages it sends
 // and their outbox items (all: the writes, then the outbox items).
-func sized(err error, writes []types.TransactWriteItem, send []outbox.Message, all []types.TransactWriteItem) error {
+func sized(err error, writes []types.TransactWriteItem, send []effect.Outgoing, all []types.TransactWriteItem) error {
 	if len(send) == 0 || !errors.Is(err, dedup.ErrTooLarge) {
 		return err
 	}
@@ -514,14 +514,14 @@ var errOutboxMoved = errors.New("the outbox groups of the commit's messages move
 
 // withSend returns writes followed by the outbox items of send, prepared
 // against the groups' heads as they are now.
-func (p *Processor) withSend(ctx context.Context, writes []types.TransactWriteItem, send []outbox.Message) ([]types.TransactWriteItem, error) {
+func (p *Processor) withSend(ctx context.Context, writes []types.TransactWriteItem, send []effect.Outgoing) ([]types.TransactWriteItem, error) {
 	if len(send) == 0 {
 		return writes, nil
 	}
 	if p.Outbox == nil {
 		return nil, fmt.Errorf("%w: the effect returned %d messages to send, and no outbox is configured (exactly.Config.Outbox, worker --outbox-table)", dedup.ErrInvalid, len(send))
 	}
-	b, err := p.Outbox.Prepare(ctx, send)
+	b, err := p.Outbox.Prepare(ctx, outgoing(send))
 	if errors.Is(err, outbox.ErrInvalid) {
 		return nil, fmt.Errorf("%w: %w", dedup.ErrInvalid, err)
 	}
@@ -529,6 +529,15 @@ func (p *Processor) withSend(ctx context.Context, writes []types.TransactWriteIt
 		return nil, err
 	}
 	return append(slices.Clip(writes), b.Items...), nil
+}
+
+// outgoing converts an effect's messages to the outbox's.
+func outgoing(send []effect.Outgoing) []outbox.Message {
+	out := make([]outbox.Message, len(send))
+	for i, m := range send {
+		out[i] = outbox.Message{QueueURL: m.QueueURL, Group: m.Group, Body: m.Body, Attributes: m.Attributes, ID: m.ID}
+	}
+	return out
 }
 
 // outboxMoved turns a commit's failed condition on one of its outbox items
@@ -552,7 +561,7 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 	if deadline.IsZero() {
 		timeout := p.CommitTimeout
 		if timeout <= 0 {
-			timeout = CommitTimeoutDefault
+			timeout = DefaultCommitTimeout
 		}
 		deadline = time.Now().Add(timeout)
 	}

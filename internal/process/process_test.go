@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/process"
@@ -219,7 +220,7 @@ func TestZombieTransactionalAppliesNothing(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := setup(t)
-		ledger := &effect.Ledger{Table: "ledger"}
+		ledger := &builtin.Ledger{Table: "ledger"}
 		stall := make(chan struct{})
 		var first atomic.Bool
 		b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
@@ -253,7 +254,7 @@ func TestZombieTransactionalAppliesNothing(t *testing.T) {
 func TestEffectConditionIsPermanent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ledger := &effect.Ledger{Table: "ledger"}
+	ledger := &builtin.Ledger{Table: "ledger"}
 	b.effect = ledger.Apply
 	for i, seq := range []int{5, 3} { // seq 3 after 5: refused by last_seq < seq
 		r := b.proc.Process(context.Background(), msg(strconv.Itoa(i), `{"account":"a1","amount_cents":1,"seq":`+strconv.Itoa(seq)+`}`), process.Hooks{})
@@ -288,7 +289,7 @@ func TestOversizedResult(t *testing.T) {
 	require.Equal(t, dedup.Duplicate, r.Outcome)
 	require.EqualValues(t, 1, b.calls.Load(), "not run again")
 
-	ledger := &effect.Ledger{Table: "ledger"}
+	ledger := &builtin.Ledger{Table: "ledger"}
 	b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
 		out, err := ledger.Apply(ctx, in)
 		out.Result = big

@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"sync/atomic"
 	"testing"
 
@@ -41,7 +42,7 @@ func (m *movingDB) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 // per delivery, keyed by the message's dedup key.
 func sending(t *testing.T, optimistic bool) (*bundle, *movingDB) {
 	b := setup(t)
-	_, err := b.db.CreateTable(context.Background(), outbox.CreateTableInput("outbox"))
+	_, err := b.db.CreateTable(context.Background(), outboxschema.CreateTableInput("outbox"))
 	require.NoError(t, err)
 	m := &movingDB{DB: b.db, other: outbox.New(b.db, "outbox")}
 	b.store = dedup.NewStore(m, "dedup")
@@ -49,7 +50,7 @@ func sending(t *testing.T, optimistic bool) (*bundle, *movingDB) {
 	b.proc.Outbox = outbox.New(m, "outbox")
 	b.proc.Optimistic = optimistic
 	b.effect = func(_ context.Context, in effect.Input) (effect.Output, error) {
-		return effect.Output{Result: []byte("ok"), Send: []outbox.Message{{QueueURL: confirmations, Group: "g", Body: "confirm " + in.Message.ID, ID: in.Key + "/confirm"}}}, nil
+		return effect.Output{Result: []byte("ok"), Send: []effect.Outgoing{{QueueURL: confirmations, Group: "g", Body: "confirm " + in.Message.ID, ID: in.Key + "/confirm"}}}, nil
 	}
 	return b, m
 }
@@ -117,7 +118,7 @@ func TestSendFailuresArePermanent(t *testing.T) {
 
 	b, _ = sending(t, false)
 	b.effect = func(context.Context, effect.Input) (effect.Output, error) {
-		return effect.Output{Send: []outbox.Message{{QueueURL: confirmations, Body: "no group on a FIFO queue"}}}, nil
+		return effect.Output{Send: []effect.Outgoing{{QueueURL: confirmations, Body: "no group on a FIFO queue"}}}, nil
 	}
 	r = b.proc.Process(context.Background(), msg("1", "body"), process.Hooks{})
 	require.Equal(t, process.Fail, r.Action)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
@@ -154,7 +156,7 @@ func (c *chain) setUp(ctx context.Context) error {
 		}
 		c.urls[name] = aws.ToString(out.QueueUrl)
 	}
-	if _, err := c.db.CreateTable(ctx, outbox.CreateTableInput(chainOutbox)); err != nil {
+	if _, err := c.db.CreateTable(ctx, outboxschema.CreateTableInput(chainOutbox)); err != nil {
 		return err
 	}
 	for _, name := range []string{chainDedup, chainBusiness, chainLedger1, chainLedger2} {
@@ -287,7 +289,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 	dy := &cDynamo{p: p, inner: c.db}
 	proc := &process.Processor{
 		Store:  dedup.NewStore(dy, chainDedup),
-		Effect: &effect.Ledger{Table: ledger, Confirm: confirm},
+		Effect: &builtin.Ledger{Table: ledger, Confirm: confirm},
 		Keys:   dedup.KeySource{},
 		Scope:  func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "chain", Queue: m.QueueName} },
 		TTL:    ttl, Lease: lease, Log: slog.New(slog.DiscardHandler),

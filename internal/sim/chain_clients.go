@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"maps"
 	"strconv"
 	"strings"
@@ -149,7 +150,7 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 func (c *cDynamo) staleMarks(subject string, items []map[string]ddbtypes.AttributeValue) {
 	var marked []int
 	for i, it := range items {
-		if _, ok := it[outbox.AttrSentAt]; ok {
+		if _, ok := it[outboxschema.AttrSentAt]; ok {
 			marked = append(marked, i)
 		}
 	}
@@ -162,8 +163,8 @@ func (c *cDynamo) staleMarks(subject string, items []map[string]ddbtypes.Attribu
 	}
 	i := marked[int(h>>8)%len(marked)]
 	stale := maps.Clone(items[i])
-	delete(stale, outbox.AttrSentAt)
-	delete(stale, outbox.AttrTTL)
+	delete(stale, outboxschema.AttrSentAt)
+	delete(stale, outboxschema.AttrTTL)
 	items[i] = stale
 	c.p.c.stat("chain: reads showing a marked message unmarked", 1)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
@@ -683,7 +684,7 @@ func (w *world) skew(id string) time.Duration {
 // effectFor is the effect of one process: the transactional ledger on Q1, a
 // claim-mode effect that calls a "downstream" (recorded) on Q2.
 func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
-	ledger := &effect.Ledger{Table: table, Now: now}
+	ledger := &builtin.Ledger{Table: table, Now: now}
 	return effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
 		s := w.byLid[lidNum(in.Message.Body)]
 		if s == nil {

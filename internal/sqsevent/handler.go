@@ -42,15 +42,15 @@ import (
 
 // Defaults.
 const (
-	// ConcurrencyDefault bounds the message groups (or standard-queue
+	// DefaultConcurrency bounds the message groups (or standard-queue
 	// messages) of one batch that run at once. A FIFO batch holds at most 10.
-	ConcurrencyDefault = 10
-	// LeaseMarginDefault is left between the end of a lease and the
+	DefaultConcurrency = 10
+	// DefaultLeaseMargin is left between the end of a lease and the
 	// invocation's deadline, for the commit.
-	LeaseMarginDefault = 2 * time.Second
-	// MinLeaseDefault: a message is not started with less lease than this
+	DefaultLeaseMargin = 2 * time.Second
+	// DefaultMinLease: a message is not started with less lease than this
 	// left before the margin; it is reported as failed and comes back.
-	MinLeaseDefault = time.Second
+	DefaultMinLease = time.Second
 )
 
 // FailRest says which messages a failure in a FIFO queue takes with it.
@@ -90,13 +90,13 @@ type Config struct {
 	Processor *process.Processor
 	// FailRest applies to FIFO queues. Default FailRestGroup.
 	FailRest FailRest
-	// Concurrency bounds the groups run at once. Default ConcurrencyDefault.
+	// Concurrency bounds the groups run at once. Default DefaultConcurrency.
 	Concurrency int
 	// LeaseMargin is left between a lease's end and the deadline. Default
-	// LeaseMarginDefault.
+	// DefaultLeaseMargin.
 	LeaseMargin time.Duration
 	// MinLease: less than this before the margin, a message is not started.
-	// Default MinLeaseDefault.
+	// Default DefaultMinLease.
 	MinLease time.Duration
 	// QueueURL returns the URL of the queue with the given ARN, for effects.
 	// Nil, or an empty answer: the AWS URL built from the ARN. Resolve's
@@ -160,16 +160,16 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("lambda: Config.Processor is required")
 	}
 	if cfg.Concurrency == 0 {
-		cfg.Concurrency = ConcurrencyDefault
+		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.Concurrency < 0 {
 		return nil, fmt.Errorf("lambda: Config.Concurrency %d must be positive", cfg.Concurrency)
 	}
 	if cfg.LeaseMargin == 0 {
-		cfg.LeaseMargin = LeaseMarginDefault
+		cfg.LeaseMargin = DefaultLeaseMargin
 	}
 	if cfg.MinLease == 0 {
-		cfg.MinLease = MinLeaseDefault
+		cfg.MinLease = DefaultMinLease
 	}
 	if cfg.LeaseMargin < 0 || cfg.MinLease < 0 {
 		return nil, errors.New("lambda: Config.LeaseMargin and MinLease must not be negative")
@@ -366,10 +366,11 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	case process.Delete:
 		if res.Outcome == dedup.Duplicate {
 			t.count(func() { t.duplicates++ })
+			log.Info("duplicate: not run again") // as worker run logs it
 		} else {
 			t.count(func() { t.applied++ })
+			log.Debug("done")
 		}
-		log.Debug("done")
 		return true, false
 	case process.Retry:
 		if res.Outcome == dedup.Busy {

@@ -295,6 +295,11 @@ func TestDuplicatesAreSuccesses(t *testing.T) {
 	require.Len(t, done, 2)
 	require.EqualValues(t, 1, done[0]["duplicates"])
 	require.EqualValues(t, 3, done[1]["duplicates"])
+	// Each duplicate leaves a line at Info with its key.
+	dups := b.logs.lines("duplicate: not run again")
+	require.Len(t, dups, 4)
+	require.Equal(t, "INFO", dups[0]["level"])
+	require.Equal(t, "test#orders.fifo#k1", dups[0]["dedup_key"])
 }
 
 // TestBusyAndConflictAreFailures: a key held by another worker's live lease,

@@ -12,8 +12,8 @@ import (
 	"github.com/exactlyonce/exactly/internal/process"
 )
 
-// EMFNamespaceDefault is the CloudWatch namespace of the EMF metrics.
-const EMFNamespaceDefault = "exactly"
+// DefaultEMFNamespace is the CloudWatch namespace of the EMF metrics.
+const DefaultEMFNamespace = "exactly"
 
 // EMF metric names, the contract with dashboards and the alarms module:
 // counts per queue (dimension Queue, the queue's name) since the previous
@@ -100,10 +100,10 @@ type emfQueue struct {
 	effect, commit, age []float64 // the period's first samples
 }
 
-// NewEMF writes to w under namespace (EMFNamespaceDefault if empty).
+// NewEMF writes to w under namespace (DefaultEMFNamespace if empty).
 func NewEMF(w io.Writer, namespace string) *EMF {
 	if namespace == "" {
-		namespace = EMFNamespaceDefault
+		namespace = DefaultEMFNamespace
 	}
 	return &EMF{w: w, namespace: namespace, queues: map[string]*emfQueue{}}
 }

@@ -31,10 +31,10 @@ type OutboxMetrics struct {
 
 // NewOutboxMetrics registers the relay's metrics with reg (nil: none) for
 // table; emf (nil: none) receives EMF lines under namespace
-// (EMFNamespaceDefault if empty).
+// (DefaultEMFNamespace if empty).
 func NewOutboxMetrics(reg prometheus.Registerer, table string, emf io.Writer, namespace string) *OutboxMetrics {
 	if namespace == "" {
-		namespace = EMFNamespaceDefault
+		namespace = DefaultEMFNamespace
 	}
 	labels := prometheus.Labels{"table": table}
 	m := &OutboxMetrics{

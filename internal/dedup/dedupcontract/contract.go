@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
@@ -640,7 +641,7 @@ func (s *suite) testClaimLostResponse(t *testing.T) {
 // ledgerWrites runs the ledger effect for one message and returns its writes.
 func ledgerWrites(t *testing.T, table, key, body string) []types.TransactWriteItem {
 	t.Helper()
-	l := &effect.Ledger{Table: table, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
+	l := &builtin.Ledger{Table: table, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
 	out, err := l.Apply(context.Background(), effect.Input{Key: key, Message: effect.Message{ID: "m-" + key, Body: body, Group: "g1"}})
 	require.NoError(t, err)
 	require.NotEmpty(t, out.Writes)

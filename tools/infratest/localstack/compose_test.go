@@ -226,7 +226,7 @@ func TestInitScriptsCreateWhatTheWorkerExpects(t *testing.T) {
 	require.Equal(t, []string{"arn:aws:sqs:us-east-1:000000000000:exactly-demo.fifo"}, allowPolicy.SourceQueueArns)
 
 	require.Len(t, tables, 2)
-	for _, name := range []string{cli.DedupTableDefault, cli.LedgerTableDefault} {
+	for _, name := range []string{cli.DefaultDedupTable, cli.DefaultLedgerTable} {
 		c, ok := tables[name]
 		require.True(t, ok, "table %s is not created", name)
 		require.Equal(t, "AttributeName="+dedup.AttrPK+",AttributeType=S", c.arg(t, "--attribute-definitions"), name)
@@ -234,6 +234,6 @@ func TestInitScriptsCreateWhatTheWorkerExpects(t *testing.T) {
 		require.Equal(t, "PAY_PER_REQUEST", c.arg(t, "--billing-mode"), name)
 	}
 	require.NotNil(t, ttl, "TTL is not enabled")
-	require.Equal(t, cli.DedupTableDefault, ttl.arg(t, "--table-name"))
+	require.Equal(t, cli.DefaultDedupTable, ttl.arg(t, "--table-name"))
 	require.Equal(t, "Enabled=true,AttributeName="+dedup.AttrExpiresAt, ttl.arg(t, "--time-to-live-specification"))
 }

@@ -9,6 +9,7 @@ package streams_test
 import (
 	"context"
 	"fmt"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,7 +33,7 @@ func TestStreamRecordsDrainTheGroups(t *testing.T) {
 		o.BaseEndpoint = db.Options().BaseEndpoint
 	})
 	table := testenv.Name("outbox")
-	_, err := db.CreateTable(ctx, outbox.CreateTableInput(table))
+	_, err := db.CreateTable(ctx, outboxschema.CreateTableInput(table))
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
 	url, _ := testenv.NewQueue(t, sq, true, nil, 0)
@@ -57,7 +58,7 @@ func TestStreamRecordsDrainTheGroups(t *testing.T) {
 		recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
 		require.NoError(t, err)
 		for _, r := range recs.Records {
-			pk, ok := r.Dynamodb.Keys[outbox.AttrPK].(*st.AttributeValueMemberS)
+			pk, ok := r.Dynamodb.Keys[outboxschema.AttrPK].(*st.AttributeValueMemberS)
 			require.True(t, ok, "every record carries the partition key")
 			pks = append(pks, pk.Value)
 			if r.EventName == st.OperationTypeInsert {

@@ -19,7 +19,7 @@ import (
 // (the default of metrics_namespace), the one dimension, and the Count
 // metrics it writes.
 const (
-	emfNamespace = telemetry.EMFNamespaceDefault
+	emfNamespace = telemetry.DefaultEMFNamespace
 	emfDimension = "Queue"
 )
 

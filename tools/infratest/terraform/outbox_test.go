@@ -2,6 +2,7 @@ package terraform_test
 
 import (
 	"encoding/json"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/telemetry"
-	"github.com/exactlyonce/exactly/outbox"
 )
 
 // The outbox's contract with the infrastructure, from the Go side: the
@@ -23,7 +23,7 @@ import (
 // relay's EMF metrics (telemetry).
 var (
 	outboxStreamView   = string(types.StreamViewTypeKeysOnly)
-	outboxTableDefault = cli.OutboxTableDefault
+	outboxTableDefault = cli.DefaultOutboxTable
 )
 
 // outboxSettings are the settings the outbox modules pass that the relay
@@ -81,14 +81,14 @@ func TestOutboxSettingsExistInTheWorker(t *testing.T) {
 // modules/outbox-table
 
 // TestOutboxTableMatchesTheSchema evaluates the table resource and compares
-// it with outbox.CreateTableInput, what `worker setup` creates: attributes,
+// it with outboxschema.CreateTableInput, what `worker setup` creates: attributes,
 // keys, the pending index and its projection, the stream; and the TTL
-// attribute with outbox.AttrTTL.
+// attribute with outboxschema.AttrTTL.
 func TestOutboxTableMatchesTheSchema(t *testing.T) {
 	m := load(t, "modules/outbox-table")
 	d := m.defaults(t)
 	require.Equal(t, outboxTableDefault, d["name"].AsString(), "the relay's default WORKER_OUTBOX_TABLE")
-	want := outbox.CreateTableInput(outboxTableDefault)
+	want := outboxschema.CreateTableInput(outboxTableDefault)
 
 	l := m.evalLocals(d)
 	s := scope{"var": d, "local": l}
@@ -128,19 +128,19 @@ func TestOutboxTableMatchesTheSchema(t *testing.T) {
 		return hash, rng
 	}
 	hash, rng := keys(want.KeySchema)
-	require.Equal(t, outbox.AttrPK, hash)
-	require.Equal(t, outbox.AttrSK, rng)
+	require.Equal(t, outboxschema.AttrPK, hash)
+	require.Equal(t, outboxschema.AttrSK, rng)
 	require.Equal(t, hash, ev(tbl.Body, "hash_key").AsString())
 	require.Equal(t, rng, ev(tbl.Body, "range_key").AsString())
 
 	require.Len(t, want.GlobalSecondaryIndexes, 1)
 	gsi := want.GlobalSecondaryIndexes[0]
 	idx := nestedBlock(t, tbl.Body, "global_secondary_index")
-	require.Equal(t, outbox.PendingIndex, aws.ToString(gsi.IndexName))
-	require.Equal(t, outbox.PendingIndex, ev(idx.Body, "name").AsString())
+	require.Equal(t, outboxschema.PendingIndex, aws.ToString(gsi.IndexName))
+	require.Equal(t, outboxschema.PendingIndex, ev(idx.Body, "name").AsString())
 	hash, rng = keys(gsi.KeySchema)
-	require.Equal(t, outbox.AttrShard, hash)
-	require.Equal(t, outbox.AttrSince, rng)
+	require.Equal(t, outboxschema.AttrShard, hash)
+	require.Equal(t, outboxschema.AttrSince, rng)
 	require.Equal(t, hash, ev(idx.Body, "hash_key").AsString())
 	require.Equal(t, rng, ev(idx.Body, "range_key").AsString())
 	require.Equal(t, string(gsi.Projection.ProjectionType), ev(idx.Body, "projection_type").AsString())
@@ -153,7 +153,7 @@ func TestOutboxTableMatchesTheSchema(t *testing.T) {
 
 	// TTL deletes published messages; encryption, recovery, protection as the dedup table.
 	require.True(t, literal(t, attr(t, tbl.Body, "ttl", "enabled").Expr).True())
-	require.Equal(t, outbox.AttrTTL, ev(tbl.Body, "ttl", "attribute_name").AsString())
+	require.Equal(t, outboxschema.AttrTTL, ev(tbl.Body, "ttl", "attribute_name").AsString())
 	require.True(t, literal(t, attr(t, tbl.Body, "server_side_encryption", "enabled").Expr).True())
 	require.Equal(t, "var.server_side_encryption_kms_key_arn", m.text(attr(t, tbl.Body, "server_side_encryption", "kms_key_arn").Expr))
 	require.Equal(t, "var.point_in_time_recovery_enabled", m.text(attr(t, tbl.Body, "point_in_time_recovery", "enabled").Expr))
@@ -176,7 +176,7 @@ func TestOutboxTableMatchesTheSchema(t *testing.T) {
 	out := scope{"local": l, "aws_dynamodb_table": {"this": cty.ObjectVal(map[string]cty.Value{
 		"arn": str(testOutboxTableARN), "name": str(outboxTableDefault), "stream_arn": str(testOutboxStreamARN),
 	})}}
-	require.Equal(t, testOutboxTableARN+"/index/"+outbox.PendingIndex, eval(t, attr(t, m.outputs["pending_index_arn"].Body, "value").Expr, out).AsString())
+	require.Equal(t, testOutboxTableARN+"/index/"+outboxschema.PendingIndex, eval(t, attr(t, m.outputs["pending_index_arn"].Body, "value").Expr, out).AsString())
 	require.Equal(t, testOutboxStreamARN, eval(t, attr(t, m.outputs["stream_arn"].Body, "value").Expr, out).AsString())
 	require.Equal(t, outboxTableDefault, eval(t, attr(t, m.outputs["table_name"].Body, "value").Expr, out).AsString())
 	require.Equal(t, testOutboxTableARN, eval(t, attr(t, m.outputs["table_arn"].Body, "value").Expr, out).AsString())
@@ -249,7 +249,7 @@ func TestRelayRolesAreLeastPrivilege(t *testing.T) {
 			resources[st.Sid] = st.Resources
 		}
 		require.Equal(t, []string{testOutboxTableARN}, resources["OutboxTable"], dir)
-		require.Equal(t, []string{testOutboxTableARN + "/index/" + outbox.PendingIndex}, resources["OutboxPendingIndex"], "%s: the index the relay sweeps", dir)
+		require.Equal(t, []string{testOutboxTableARN + "/index/" + outboxschema.PendingIndex}, resources["OutboxPendingIndex"], "%s: the index the relay sweeps", dir)
 		require.Equal(t, []string{testQueueARN, otherQueue}, resources["Publish"], dir)
 		require.Equal(t, []string{testKeyARN}, resources["QueueKeys"], dir)
 		if dir == "modules/relay-lambda" {
@@ -359,7 +359,7 @@ func TestRelayECSRunsTheRelay(t *testing.T) {
 	}
 	require.Equal(t, []any{"relay"}, c["command"], "worker relay")
 	require.Equal(t, outboxTableDefault, env["WORKER_OUTBOX_TABLE"])
-	require.Equal(t, cli.MetricsAddrDefault, env["WORKER_METRICS_ADDR"], "where the health check asks")
+	require.Equal(t, cli.DefaultMetricsAddr, env["WORKER_METRICS_ADDR"], "where the health check asks")
 	require.Equal(t, "both", env["WORKER_METRICS_FORMAT"], "EMF for the alarms, /metrics for a scraper")
 	require.Equal(t, "eu-west-1", env["AWS_REGION"], "the table's region")
 	require.Equal(t, "http://proxy:3128", env["HTTPS_PROXY"])

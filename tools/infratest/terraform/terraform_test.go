@@ -39,9 +39,9 @@ import (
 var (
 	workerHashKey      = dedup.AttrPK
 	workerTTLAttribute = dedup.AttrExpiresAt
-	workerDedupTable   = cli.DedupTableDefault
-	workerLedgerTable  = cli.LedgerTableDefault
-	workerShutdownSecs = int64(pool.ShutdownTimeoutDefault / time.Second)
+	workerDedupTable   = cli.DefaultDedupTable
+	workerLedgerTable  = cli.DefaultLedgerTable
+	workerShutdownSecs = int64(pool.DefaultShutdownTimeout / time.Second)
 )
 
 // customEffectRoot deploys examples/custom-effect with the modules.
@@ -910,12 +910,12 @@ func TestWorkerECSSettings(t *testing.T) {
 	env := l["environment"].AsValueMap()
 	shutdown, err := time.ParseDuration(env["WORKER_SHUTDOWN_TIMEOUT"].AsString())
 	require.NoError(t, err)
-	require.Equal(t, pool.ShutdownTimeoutDefault, shutdown)
-	require.Equal(t, cli.MetricsAddrDefault, env["WORKER_METRICS_ADDR"].AsString())
+	require.Equal(t, pool.DefaultShutdownTimeout, shutdown)
+	require.Equal(t, cli.DefaultMetricsAddr, env["WORKER_METRICS_ADDR"].AsString())
 	ttl, err := time.ParseDuration(env["WORKER_DEDUP_TTL"].AsString())
 	require.NoError(t, err)
-	require.Equal(t, cli.DedupTTLDefault, ttl)
-	require.Equal(t, cli.NamespaceDefault, env["WORKER_NAMESPACE"].AsString())
+	require.Equal(t, cli.DefaultDedupTTL, ttl)
+	require.Equal(t, cli.DefaultNamespace, env["WORKER_NAMESPACE"].AsString())
 	// Passed explicitly, so that the role's sqs:SendMessage and the worker agree.
 	require.Equal(t, "true", env["WORKER_MOVE_TO_DLQ"].AsString())
 	require.Equal(t, "https://q/exactly-demo.fifo", env["WORKER_QUEUES"].AsString())

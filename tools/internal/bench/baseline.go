@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
@@ -24,7 +25,7 @@ import (
 type baseline struct {
 	c      *clients
 	url    string
-	ledger *effect.Ledger // nil: noop
+	ledger *builtin.Ledger // nil: noop
 
 	applied  atomic.Int64
 	received atomic.Int64
@@ -40,7 +41,7 @@ func startBaseline(ctx context.Context, url, ledgerTable, effName string, conc i
 	}
 	b := &baseline{c: c, url: url}
 	if effName == "ledger" {
-		b.ledger = &effect.Ledger{Table: ledgerTable}
+		b.ledger = &builtin.Ledger{Table: ledgerTable}
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b.cancel = cancel

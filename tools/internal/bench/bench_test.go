@@ -17,6 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
@@ -59,9 +60,9 @@ func benchPool(b *testing.B, effName string, concurrency int) {
 	memTable(b, db, "ledger")
 	memFill(b, srv, url, b.N)
 
-	var eff effect.Effect = effect.Noop{}
+	var eff effect.Effect = builtin.Noop{}
 	if effName == "ledger" {
-		eff = &effect.Ledger{Table: "ledger"}
+		eff = &builtin.Ledger{Table: "ledger"}
 	}
 	keys, err := dedup.ParseKeySource("auto")
 	if err != nil {
@@ -133,9 +134,9 @@ func BenchmarkProcessor(b *testing.B) {
 			db := memdynamo.New()
 			memTable(b, db, "dedup")
 			memTable(b, db, "ledger")
-			var eff effect.Effect = effect.Noop{}
+			var eff effect.Effect = builtin.Noop{}
 			if effName == "ledger" {
-				eff = &effect.Ledger{Table: "ledger"}
+				eff = &builtin.Ledger{Table: "ledger"}
 			}
 			keys, err := dedup.ParseKeySource("auto")
 			if err != nil {

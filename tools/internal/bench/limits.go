@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 )
 
@@ -194,7 +195,7 @@ func measurePath(ctx context.Context, c *clients, d time.Duration, conc int, eff
 	}
 	defer c.deleteTable(ledgerTable)
 	store := dedup.NewStore(c.db, dedupTable)
-	ledger := &effect.Ledger{Table: ledgerTable}
+	ledger := &builtin.Ledger{Table: ledgerTable}
 	return timed(ctx, d, conc, func(ctx context.Context, worker int, i int64) error {
 		key := "bench#q#k" + strconv.FormatInt(i, 10)
 		body := fmt.Sprintf(`{"account":"a%d","amount_cents":1}`, worker)

@@ -63,7 +63,7 @@ func Markdown(r *Result) string {
 	fmt.Fprintf(&b, "The window opens %s after the first effect and closes after %s (or earlier, before the backlog runs low); ", r.Config.Warmup, r.Config.Window)
 	b.WriteString("rates and requests are counter deltas over the window (the worker's `/metrics`, summed over its processes; start-up requests are outside it). ")
 	b.WriteString("Worker processes run `worker run --effect " + r.Config.Effect + " --concurrency N` with everything else at its default (2 receivers, ")
-	fmt.Fprintf(&b, "max in flight 2×concurrency+20, deletes batched for up to %s: `--ack-delay`). ", pool.AckDelayDefault)
+	fmt.Fprintf(&b, "max in flight 2×concurrency+20, deletes batched for up to %s: `--ack-delay`). ", pool.DefaultAckDelay)
 	fmt.Fprintf(&b, "The baseline is plain aws-sdk-go-v2 with its defaults: N goroutines that each receive one message (long poll), apply %s, and delete one (`DeleteMessage`); no dedup record, no claim: at-least-once.", baselineWork(r.Config.Effect))
 	if r.Config.Rounds > 1 {
 		fmt.Fprintf(&b, " The whole matrix ran %d times, one round after the other; each rate is the time-weighted mean over the rounds, with the rounds' lowest and highest beside it.", r.Config.Rounds)

@@ -28,26 +28,26 @@ import (
 
 // Defaults of Config.
 const (
-	WarmupDefault          = 2 * time.Second
-	WindowDefault          = 8 * time.Second
-	LimitMessagesDefault   = 6000
-	LimitDurationDefault   = 4 * time.Second
-	LatencyDurationDefault = 10 * time.Second
-	LatencyLoadDefault     = 0.5
-	MaxPrefillDefault      = 20000
-	EffectDefault          = "ledger"
-	// CommitDefault is the worker's own default for the ledger and noop
+	DefaultWarmup          = 2 * time.Second
+	DefaultWindow          = 8 * time.Second
+	DefaultLimitMessages   = 6000
+	DefaultLimitDuration   = 4 * time.Second
+	DefaultLatencyDuration = 10 * time.Second
+	DefaultLatencyLoad     = 0.5
+	DefaultMaxPrefill      = 20000
+	DefaultEffect          = "ledger"
+	// DefaultCommit is the worker's own default for the ledger and noop
 	// effects (effect.WritesOnly): no claim, one transaction per message.
-	CommitDefault = "optimistic"
+	DefaultCommit = "optimistic"
 	// GroupCommitWindow is the --group-commit of the "grouped" mode.
 	GroupCommitWindow = 5 * time.Millisecond
 )
 
-// LimitConcurrencyDefault is where the limits are measured: DynamoDB Local
+// DefaultLimitConcurrency is where the limits are measured: DynamoDB Local
 // shares its threads among its clients, so on a shared emulator a client
 // with more connections gets more; the best of a few concurrencies is the
 // most the emulators give.
-func LimitConcurrencyDefault() []int { return []int{16, 64} }
+func DefaultLimitConcurrency() []int { return []int{16, 64} }
 
 // Config of a harness run. Zero values take the defaults above.
 type Config struct {
@@ -74,13 +74,13 @@ type Config struct {
 
 func (c *Config) defaults() error {
 	if c.Effect == "" {
-		c.Effect = EffectDefault
+		c.Effect = DefaultEffect
 	}
 	if c.Effect != "ledger" && c.Effect != "noop" {
 		return fmt.Errorf("effect %q: want ledger or noop", c.Effect)
 	}
 	if c.Commit == "" {
-		c.Commit = CommitDefault
+		c.Commit = DefaultCommit
 	}
 	if c.Commit != "optimistic" && c.Commit != "transactional" {
 		return fmt.Errorf("commit mode %q: want optimistic or transactional", c.Commit)
@@ -107,24 +107,24 @@ func (c *Config) defaults() error {
 			*d = def
 		}
 	}
-	setDur(&c.Warmup, WarmupDefault)
-	setDur(&c.Window, WindowDefault)
-	setDur(&c.LimitDuration, LimitDurationDefault)
-	setDur(&c.LatencyDuration, LatencyDurationDefault)
+	setDur(&c.Warmup, DefaultWarmup)
+	setDur(&c.Window, DefaultWindow)
+	setDur(&c.LimitDuration, DefaultLimitDuration)
+	setDur(&c.LatencyDuration, DefaultLatencyDuration)
 	if len(c.LimitConcurrency) == 0 {
-		c.LimitConcurrency = LimitConcurrencyDefault()
+		c.LimitConcurrency = DefaultLimitConcurrency()
 	}
 	if c.LimitMessages <= 0 {
-		c.LimitMessages = LimitMessagesDefault
+		c.LimitMessages = DefaultLimitMessages
 	}
 	if c.LatencyLoad <= 0 || c.LatencyLoad > 1 {
-		c.LatencyLoad = LatencyLoadDefault
+		c.LatencyLoad = DefaultLatencyLoad
 	}
 	if c.Rounds <= 0 {
 		c.Rounds = 1
 	}
 	if c.MaxPrefill <= 0 {
-		c.MaxPrefill = MaxPrefillDefault
+		c.MaxPrefill = DefaultMaxPrefill
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
+	"github.com/exactlyonce/exactly/internal/cli"
 )
 
 // EffectName is the effect the chaos worker registers (cmd/chaos/worker).
@@ -15,8 +17,8 @@ const EffectName = "chaos-ledger"
 // SleepyLedger is the ledger effect, slowed down on request: a body with
 // "sleep_ms" sleeps that long before the ledger's writes are made, so that a
 // handler can outlive the visibility timeout and the lease unless heartbeats
-// keep them. It exists only in the chaos harness's own worker build, the way
-// users add effects; the ledger ignores the extra field.
+// keep them. It exists only in the chaos harness's own worker build; the
+// ledger ignores the extra field.
 type SleepyLedger struct {
 	Ledger effect.Effect
 }
@@ -25,12 +27,13 @@ type SleepyLedger struct {
 // nothing), so the worker's default commit mode is the ledger's.
 func (*SleepyLedger) WritesOnly() {}
 
-// NewSleepyLedger is the effect.Factory of EffectName.
-func NewSleepyLedger(env effect.Env) (effect.Effect, error) {
+// NewSleepyLedger is the factory of EffectName. It takes the command line's
+// own Env, which carries the built-in ledger's flags (--ledger-table).
+func NewSleepyLedger(env cli.Env) (effect.Effect, error) {
 	if env.LedgerTable == "" {
 		return nil, fmt.Errorf("--ledger-table (WORKER_LEDGER_TABLE) is required by the %s effect", EffectName)
 	}
-	return &SleepyLedger{Ledger: &effect.Ledger{Table: env.LedgerTable, Confirm: env.LedgerConfirm}}, nil
+	return &SleepyLedger{Ledger: &builtin.Ledger{Table: env.LedgerTable, Confirm: env.LedgerConfirm}}, nil
 }
 
 // Apply sleeps as the body asks (returning early, retryable, if ctx ends),

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
+	"github.com/exactlyonce/exactly/internal/cli"
 )
 
 func TestPlanShape(t *testing.T) {
@@ -37,7 +39,7 @@ func TestPlanShape(t *testing.T) {
 			require.Equal(t, next[d.Group], d.Seq, "seqs of a group are sent 1..n in order")
 			require.False(t, sentDedup[s.DedupID])
 			sentDedup[s.DedupID] = true
-			e, err := effect.ParseLedgerEntry(s.Body)
+			e, err := builtin.ParseLedgerEntry(s.Body)
 			require.NoError(t, err)
 			require.Equal(t, d.Group, e.Account)
 			require.Equal(t, d.Amount, *e.AmountCents)
@@ -55,7 +57,7 @@ func TestPlanShape(t *testing.T) {
 		case Poison:
 			require.False(t, poisonGroups[s.Group], "one poison message per group")
 			poisonGroups[s.Group] = true
-			_, err := effect.ParseLedgerEntry(s.Body)
+			_, err := builtin.ParseLedgerEntry(s.Body)
 			require.Error(t, err, "the ledger rejects poison")
 		}
 		if s.Kind != Poison {
@@ -109,13 +111,13 @@ func TestSleepyLedger(t *testing.T) {
 	require.Equal(t, 3, inner.calls)
 
 	// The real ledger ignores sleep_ms.
-	l, err := NewSleepyLedger(effect.Env{LedgerTable: "ledger"})
+	l, err := NewSleepyLedger(cli.Env{LedgerTable: "ledger"})
 	require.NoError(t, err)
 	o, err := l.Apply(context.Background(), in(`{"account":"a","amount_cents":7,"seq":2,"sleep_ms":1}`))
 	require.NoError(t, err)
 	require.Len(t, o.Writes, 2)
 	_, err = l.Apply(context.Background(), in(`{"account":"a","amount_cents":"lots","seq":1}`))
 	require.True(t, effect.IsPermanent(err))
-	_, err = NewSleepyLedger(effect.Env{})
+	_, err = NewSleepyLedger(cli.Env{})
 	require.Error(t, err)
 }

@@ -49,15 +49,15 @@ import (
 
 // Defaults of a run, sized for CI: a couple of minutes on a small machine.
 const (
-	NDefault           = 1000
-	ExactPctDefault    = 5
-	RetryPctDefault    = 5
-	PoisonDefault      = 3
-	WorkersDefault     = 3
-	ConcurrencyDefault = 8
-	VisibilityDefault  = 6 * time.Second
-	LeaseDefault       = 6 * time.Second
-	// MaxReceiveDefault leaves room for the receives chaos costs a message
+	DefaultN           = 1000
+	DefaultExactPct    = 5
+	DefaultRetryPct    = 5
+	DefaultPoison      = 3
+	DefaultWorkers     = 3
+	DefaultConcurrency = 8
+	DefaultVisibility  = 6 * time.Second
+	DefaultLease       = 6 * time.Second
+	// DefaultMaxReceive leaves room for the receives chaos costs a message
 	// that never fails: a worker killed or frozen while holding it (and, as
 	// the lease outlives the visibility by a few ms, a busy claim right
 	// after), a hand-back behind a failure of its group, a lost
@@ -65,28 +65,28 @@ const (
 	// this chaos level innocent messages took up to 13 receives in
 	// 5000-message runs (15 with -chaos-until-drained); the report prints
 	// the distribution.
-	MaxReceiveDefault      = 20
-	ShutdownTimeoutDefault = 4 * time.Second
-	ResetPctDefault        = 2
-	DropPctDefault         = 2
+	DefaultMaxReceive      = 20
+	DefaultShutdownTimeout = 4 * time.Second
+	DefaultResetPct        = 2
+	DefaultDropPct         = 2
 	// Error responses the proxies answer themselves, in bursts of 1 to
-	// BurstDefault requests: a burst of 3 or more outlasts the SDK's three
+	// DefaultBurst requests: a burst of 3 or more outlasts the SDK's three
 	// attempts, so the worker's own retries are exercised too.
 	Err5xxPctDefault     = 0.5
-	ThrottlePctDefault   = 0.5
-	TxConflictPctDefault = 5 // of TransactWriteItems
-	BurstDefault         = 4
-	SendRateDefault      = 25               // messages a second, for the default -send-for
-	SendForMinDefault    = 40 * time.Second // chaos needs time to happen
-	ChaosEveryDefault    = 4 * time.Second
-	KillPctDefault       = 35
-	PartitionPctDefault  = 30
-	TermsDefault         = 1
-	ChaosTailDefault     = 20 * time.Second
-	// TimeoutDefault outlasts the worker's longest backoff (pool.RetryMaxDefault,
+	DefaultThrottlePct   = 0.5
+	DefaultTxConflictPct = 5 // of TransactWriteItems
+	DefaultBurst         = 4
+	DefaultSendRate      = 25               // messages a second, for the default -send-for
+	DefaultSendForMin    = 40 * time.Second // chaos needs time to happen
+	DefaultChaosEvery    = 4 * time.Second
+	DefaultKillPct       = 35
+	DefaultPartitionPct  = 30
+	DefaultTerms         = 1
+	DefaultChaosTail     = 20 * time.Second
+	// DefaultTimeout outlasts the worker's longest backoff (pool.DefaultRetryMax,
 	// 5 min): a retry of a message with a high receive count, after a request
 	// that failed every SDK attempt, hides it that long.
-	TimeoutDefault = 7 * time.Minute
+	DefaultTimeout = 7 * time.Minute
 )
 
 // Config of a run. Main fills it from flags. A zero N, Groups, Sleepers,
@@ -161,21 +161,21 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	c.N = orInt(c.N, NDefault)
+	c.N = orInt(c.N, DefaultN)
 	c.Groups = orInt(c.Groups, max(4, c.N/25))
 	c.Sleepers = orInt(c.Sleepers, max(2, c.N/250))
-	c.Workers = orInt(c.Workers, WorkersDefault)
-	c.Concurrency = orInt(c.Concurrency, ConcurrencyDefault)
-	c.Visibility = orDur(c.Visibility, VisibilityDefault)
-	c.Lease = orDur(c.Lease, LeaseDefault)
+	c.Workers = orInt(c.Workers, DefaultWorkers)
+	c.Concurrency = orInt(c.Concurrency, DefaultConcurrency)
+	c.Visibility = orDur(c.Visibility, DefaultVisibility)
+	c.Lease = orDur(c.Lease, DefaultLease)
 	c.SleepFor = orDur(c.SleepFor, c.Visibility*3/2)
-	c.MaxReceive = orInt(c.MaxReceive, MaxReceiveDefault)
-	c.ShutdownTimeout = orDur(c.ShutdownTimeout, ShutdownTimeoutDefault)
-	c.SendFor = orDur(c.SendFor, max(SendForMinDefault, time.Duration(c.N)*time.Second/SendRateDefault))
-	c.ChaosEvery = orDur(c.ChaosEvery, ChaosEveryDefault)
+	c.MaxReceive = orInt(c.MaxReceive, DefaultMaxReceive)
+	c.ShutdownTimeout = orDur(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.SendFor = orDur(c.SendFor, max(DefaultSendForMin, time.Duration(c.N)*time.Second/DefaultSendRate))
+	c.ChaosEvery = orDur(c.ChaosEvery, DefaultChaosEvery)
 	c.Stall = orDur(c.Stall, c.Lease+c.Visibility)
-	c.Timeout = orDur(c.Timeout, TimeoutDefault)
-	c.ChaosTail = orDur(c.ChaosTail, ChaosTailDefault)
+	c.Timeout = orDur(c.Timeout, DefaultTimeout)
+	c.ChaosTail = orDur(c.ChaosTail, DefaultChaosTail)
 	c.SlowFor = orDur(c.SlowFor, c.Lease+2*time.Second)
 	if c.LogLevel == "" {
 		c.LogLevel = "debug"
@@ -209,36 +209,36 @@ func Parse(args []string, stderr io.Writer) (Config, error) {
 	c := Config{}
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&c.N, "n", NDefault, "logical deposits to send; each must be applied exactly once")
+	fs.IntVar(&c.N, "n", DefaultN, "logical deposits to send; each must be applied exactly once")
 	fs.IntVar(&c.Groups, "groups", 0, "message groups (one ledger account each); 0: n/25, at least 4")
-	fs.Float64Var(&c.ExactPct, "exact-dups", ExactPctDefault, "percent of deposits resent with the same dedup id (inside SQS's window)")
-	fs.Float64Var(&c.RetryPct, "retry-dups", RetryPctDefault, "percent of deposits resent with a new dedup id and the same idempotency-key (after SQS's window)")
-	fs.IntVar(&c.Poison, "poison", PoisonDefault, "poison messages (rejected by the ledger), each in its own group")
+	fs.Float64Var(&c.ExactPct, "exact-dups", DefaultExactPct, "percent of deposits resent with the same dedup id (inside SQS's window)")
+	fs.Float64Var(&c.RetryPct, "retry-dups", DefaultRetryPct, "percent of deposits resent with a new dedup id and the same idempotency-key (after SQS's window)")
+	fs.IntVar(&c.Poison, "poison", DefaultPoison, "poison messages (rejected by the ledger), each in its own group")
 	fs.IntVar(&c.Sleepers, "sleepers", 0, "deposits whose effect sleeps past the visibility timeout; 0: n/250, at least 2")
 	fs.DurationVar(&c.SleepFor, "sleep", 0, "how long a sleeper sleeps; 0: 1.5 x visibility")
-	fs.IntVar(&c.Workers, "workers", WorkersDefault, "worker processes")
-	fs.IntVar(&c.Concurrency, "concurrency", ConcurrencyDefault, "--concurrency of each worker")
-	fs.DurationVar(&c.Visibility, "visibility", VisibilityDefault, "the queue's visibility timeout and the workers' --visibility")
-	fs.DurationVar(&c.Lease, "lease", LeaseDefault, "the workers' --lease")
-	fs.IntVar(&c.MaxReceive, "max-receive", MaxReceiveDefault, "maxReceiveCount of the redrive policy (each worker crash costs a message it holds up to 2 receives)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", ShutdownTimeoutDefault, "the workers' --shutdown-timeout")
-	fs.Float64Var(&c.ResetPct, "reset", ResetPctDefault, "percent of worker requests whose connection is reset before it is forwarded")
-	fs.Float64Var(&c.DropPct, "drop", DropPctDefault, "percent of worker requests forwarded whose response is dropped (lost acknowledgement)")
+	fs.IntVar(&c.Workers, "workers", DefaultWorkers, "worker processes")
+	fs.IntVar(&c.Concurrency, "concurrency", DefaultConcurrency, "--concurrency of each worker")
+	fs.DurationVar(&c.Visibility, "visibility", DefaultVisibility, "the queue's visibility timeout and the workers' --visibility")
+	fs.DurationVar(&c.Lease, "lease", DefaultLease, "the workers' --lease")
+	fs.IntVar(&c.MaxReceive, "max-receive", DefaultMaxReceive, "maxReceiveCount of the redrive policy (each worker crash costs a message it holds up to 2 receives)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "the workers' --shutdown-timeout")
+	fs.Float64Var(&c.ResetPct, "reset", DefaultResetPct, "percent of worker requests whose connection is reset before it is forwarded")
+	fs.Float64Var(&c.DropPct, "drop", DefaultDropPct, "percent of worker requests forwarded whose response is dropped (lost acknowledgement)")
 	fs.Float64Var(&c.Err5xxPct, "err5xx", Err5xxPctDefault, "percent of worker requests that start a burst of HTTP 500/503 answered by the proxy (never forwarded)")
-	fs.Float64Var(&c.ThrottlePct, "throttle", ThrottlePctDefault, "percent of worker requests that start a burst of throttling errors (DynamoDB ProvisionedThroughputExceededException/ThrottlingException, SQS RequestThrottled)")
-	fs.Float64Var(&c.TxConflictPct, "tx-conflict", TxConflictPctDefault, "percent of TransactWriteItems that start a burst of TransactionCanceledException [TransactionConflict] (not retried by the SDK)")
-	fs.IntVar(&c.Burst, "burst", BurstDefault, "longest burst of error responses, in requests (1: single errors)")
+	fs.Float64Var(&c.ThrottlePct, "throttle", DefaultThrottlePct, "percent of worker requests that start a burst of throttling errors (DynamoDB ProvisionedThroughputExceededException/ThrottlingException, SQS RequestThrottled)")
+	fs.Float64Var(&c.TxConflictPct, "tx-conflict", DefaultTxConflictPct, "percent of TransactWriteItems that start a burst of TransactionCanceledException [TransactionConflict] (not retried by the SDK)")
+	fs.IntVar(&c.Burst, "burst", DefaultBurst, "longest burst of error responses, in requests (1: single errors)")
 	fs.Float64Var(&c.SlowPct, "slow", 0, "percent of worker requests whose response is held for -slow-for after the request took effect (a call slow past the lease)")
 	fs.DurationVar(&c.SlowFor, "slow-for", 0, "how long a -slow response is held; 0: lease + 2s")
 	fs.DurationVar(&c.SendFor, "send-for", 0, "spread the sends over this long (0: n/25 s, at least 40s)")
-	fs.DurationVar(&c.ChaosEvery, "chaos-every", ChaosEveryDefault, "mean time between chaos actions (SIGKILL, SIGSTOP, SIGTERM)")
+	fs.DurationVar(&c.ChaosEvery, "chaos-every", DefaultChaosEvery, "mean time between chaos actions (SIGKILL, SIGSTOP, SIGTERM)")
 	fs.DurationVar(&c.Stall, "stall", 0, "how long a SIGSTOP freezes a worker, or a partition cuts it off; 0: lease + visibility")
-	fs.Float64Var(&c.KillPct, "kill-pct", KillPctDefault, "percent of chaos actions that are SIGKILL")
-	fs.Float64Var(&c.PartitionPct, "partition-pct", PartitionPctDefault, "percent of chaos actions that are network partitions of one worker (its requests and responses held, then released); the rest are SIGSTOP")
-	fs.IntVar(&c.Terms, "terms", TermsDefault, "graceful stops (SIGTERM, then a restart) during the run")
-	fs.DurationVar(&c.ChaosTail, "chaos-tail", ChaosTailDefault, "chaos actions end this long after the last send (the proxies' faults go on to the end)")
+	fs.Float64Var(&c.KillPct, "kill-pct", DefaultKillPct, "percent of chaos actions that are SIGKILL")
+	fs.Float64Var(&c.PartitionPct, "partition-pct", DefaultPartitionPct, "percent of chaos actions that are network partitions of one worker (its requests and responses held, then released); the rest are SIGSTOP")
+	fs.IntVar(&c.Terms, "terms", DefaultTerms, "graceful stops (SIGTERM, then a restart) during the run")
+	fs.DurationVar(&c.ChaosTail, "chaos-tail", DefaultChaosTail, "chaos actions end this long after the last send (the proxies' faults go on to the end)")
 	fs.BoolVar(&c.ChaosUntilDrained, "chaos-until-drained", false, "keep the chaos actions going until the queue has drained (harsher on the last stragglers, slower)")
-	fs.DurationVar(&c.Timeout, "timeout", TimeoutDefault, "after the last send, how long the queue may take to drain")
+	fs.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "after the last send, how long the queue may take to drain")
 	effects := fs.String("effect", "ledger,http", "effects to run side by side, comma-separated: ledger (optimistic mode on odd workers, transactional on even ones: exactly-once) and http (claim mode: a counting downstream; a repeat call only where a worker died or stalled between effect and commit)")
 	fs.BoolVar(&c.AllowLateClaims, "allow-late-claims", false, "claim mode: count repeat calls made on a claim that won with its lease already over (a known worker bug) without failing the run")
 	fs.BoolVar(&c.NoChain, "no-chain", false, "ledger: run without the outbox chain (the workers confirm each deposit through the outbox; relays publish; a second stage applies the confirmations to a second ledger, which must equal the first)")

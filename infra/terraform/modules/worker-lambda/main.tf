@@ -21,7 +21,7 @@ locals {
     WORKER_OUTBOX_TABLE = var.outbox_table_name
   }
   # Lambda has no secrets injection: the function gets each secret's ARN as
-  # <NAME>_ARN and reads the value itself (effect.Env.AWS).
+  # <NAME>_ARN and reads the value itself (worker.Env.AWS).
   secret_environment = { for k, arn in var.secrets : "${k}_ARN" => arn }
   environment = merge(var.environment, local.secret_environment, {
     for k, v in local.worker_settings : k => v if v != null

@@ -225,7 +225,7 @@ variable "environment" {
 }
 
 variable "secrets" {
-  description = "Secrets the effect reads, by name: the ARN of an SSM Parameter Store parameter (arn:...:ssm:...:parameter/name) or of a Secrets Manager secret (arn:...:secretsmanager:...:secret:name-AbCdEf). Lambda cannot inject secrets into the environment, so the function gets NAME_ARN = the ARN, and its role gets ssm:GetParameter or secretsmanager:GetSecretValue on exactly these ARNs: the effect's factory reads the value at cold start with effect.Env.AWS. Values never appear in the function's configuration or the Terraform state."
+  description = "Secrets the effect reads, by name: the ARN of an SSM Parameter Store parameter (arn:...:ssm:...:parameter/name) or of a Secrets Manager secret (arn:...:secretsmanager:...:secret:name-AbCdEf). Lambda cannot inject secrets into the environment, so the function gets NAME_ARN = the ARN, and its role gets ssm:GetParameter or secretsmanager:GetSecretValue on exactly these ARNs: the effect's factory reads the value at cold start with worker.Env.AWS. Values never appear in the function's configuration or the Terraform state."
   type        = map(string)
   default     = {}
 

@@ -1,17 +1,16 @@
 // Command worker is the worker the chaos harness runs (see cmd/chaos): the
-// real worker, plus the chaos-ledger effect, registered the way users add
-// their own effects (docs/LIBRARY.md, "Your own effect").
+// real worker, plus the chaos-ledger effect. It calls the command line
+// directly, not worker.Main, because its effect reads the built-in ledger's
+// flags, which only the command line's own Env carries.
 package main
 
 import (
 	"os"
 
-	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/tools/internal/chaos"
-	"github.com/exactlyonce/exactly/worker"
 )
 
 func main() {
-	effect.Register(chaos.EffectName, chaos.NewSleepyLedger)
-	os.Exit(worker.Main(os.Args[1:]))
+	os.Exit(cli.Main(os.Args[1:], cli.Effects{chaos.EffectName: chaos.NewSleepyLedger}))
 }

@@ -1,18 +1,21 @@
-package effect
+// Package builtin holds the command line's built-in effects (--effect noop,
+// ledger, http): demos and benchmarks of the worker, not part of the
+// library a user imports.
+package builtin
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/exactlyonce/exactly/effect"
 )
 
 // HTTPResultBodyLimit bounds the response body kept as the stored result.
@@ -39,28 +42,11 @@ type HTTPResult struct {
 	Body   string `json:"body,omitempty"`
 }
 
-func init() {
-	Register("http", func(env Env) (Effect, error) {
-		if env.HTTPURL == "" {
-			return nil, errors.New("--http-url (WORKER_HTTP_URL) is required by the http effect")
-		}
-		u, err := url.Parse(env.HTTPURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--http-url (WORKER_HTTP_URL) %q: want an http:// or https:// URL", env.HTTPURL)
-		}
-		c := env.HTTPClient
-		if c == nil {
-			c = &http.Client{Timeout: 30 * time.Second}
-		}
-		return &HTTP{URL: env.HTTPURL, Client: c}, nil
-	})
-}
-
 // Apply posts the message.
-func (h *HTTP) Apply(ctx context.Context, in Input) (Output, error) {
+func (h *HTTP) Apply(ctx context.Context, in effect.Input) (effect.Output, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewBufferString(in.Message.Body))
 	if err != nil {
-		return Output{}, Permanent(err)
+		return effect.Output{}, effect.Permanent(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", in.Key)
@@ -73,7 +59,7 @@ func (h *HTTP) Apply(ctx context.Context, in Input) (Output, error) {
 	}
 	resp, err := h.Client.Do(req)
 	if err != nil {
-		return Output{}, fmt.Errorf("POST %s: %w", h.URL, err) // retryable: transport or timeout
+		return effect.Output{}, fmt.Errorf("POST %s: %w", h.URL, err) // retryable: transport or timeout
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, HTTPResultBodyLimit))
@@ -82,16 +68,16 @@ func (h *HTTP) Apply(ctx context.Context, in Input) (Output, error) {
 	switch {
 	case code >= 200 && code < 300:
 		res, _ := json.Marshal(HTTPResult{Status: code, Body: string(body)})
-		return Output{Result: res}, nil
+		return effect.Output{Result: res}, nil
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		// The worker's own credentials are wrong: dead-lettering every
 		// message until someone fixes them would be worse than waiting.
-		return Output{}, RetryAfter(retryAfter(resp.Header.Get("Retry-After")),
+		return effect.Output{}, effect.RetryAfter(retryAfter(resp.Header.Get("Retry-After")),
 			fmt.Errorf("POST %s: %s: the downstream refuses the worker's credentials", h.URL, resp.Status))
 	case retryableStatus(code):
-		return Output{}, RetryAfter(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("POST %s: %s", h.URL, resp.Status))
+		return effect.Output{}, effect.RetryAfter(retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("POST %s: %s", h.URL, resp.Status))
 	default:
-		return Output{}, Permanent(fmt.Errorf("POST %s: %s", h.URL, resp.Status))
+		return effect.Output{}, effect.Permanent(fmt.Errorf("POST %s: %s", h.URL, resp.Status))
 	}
 }
 

@@ -1,4 +1,9 @@
-package outbox
+// Package outboxschema is the format of the outbox table: its attributes,
+// its pending index and the table `worker setup --outbox-table` creates.
+// Package outbox writes and relays in it; the Terraform module and the
+// command line are held to it. It is a contract with data already in
+// tables, kept out of the public API.
+package outboxschema
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,6 +54,10 @@ const (
 	// AttrDropped (S) is set, with AttrSentAt, on a message an operator
 	// dropped from its held group: why it had been held.
 	AttrDropped = "dropped"
+	// AttrFailed (S) is set, with AttrSentAt, on a message SQS refused for
+	// good for what the message itself holds: why. The relay moves past
+	// it. Any other refusal holds the group (AttrHeld).
+	AttrFailed = "failed"
 
 	// Message item attributes.
 	AttrID      = "id"      // S: the message id

@@ -1,4 +1,4 @@
-package effect
+package builtin
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/outbox"
 )
 
@@ -73,10 +74,10 @@ type confirmation struct {
 func (*Ledger) WritesOnly() {}
 
 // Apply returns the ledger's writes; it has no other effect.
-func (l *Ledger) Apply(_ context.Context, in Input) (Output, error) {
+func (l *Ledger) Apply(_ context.Context, in effect.Input) (effect.Output, error) {
 	e, err := ParseLedgerEntry(in.Message.Body)
 	if err != nil {
-		return Output{}, Permanent(err)
+		return effect.Output{}, effect.Permanent(err)
 	}
 	now := time.Now
 	if l.Now != nil {
@@ -110,7 +111,7 @@ func (l *Ledger) Apply(_ context.Context, in Input) (Output, error) {
 	if e.Seq != nil {
 		entry["seq"] = n(*e.Seq)
 	}
-	out := Output{Writes: []types.TransactWriteItem{
+	out := effect.Output{Writes: []types.TransactWriteItem{
 		{Update: acct},
 		{Put: &types.Put{
 			TableName:           aws.String(l.Table),
@@ -121,9 +122,9 @@ func (l *Ledger) Apply(_ context.Context, in Input) (Output, error) {
 	if l.Confirm != "" {
 		body, err := json.Marshal(confirmation{Account: e.Account, AmountCents: *e.AmountCents, Seq: e.Seq, Confirms: in.Key})
 		if err != nil {
-			return Output{}, err
+			return effect.Output{}, err
 		}
-		out.Send = []outbox.Message{{QueueURL: l.Confirm, Group: e.Account, Body: string(body), ID: confirmationID(in.Key)}}
+		out.Send = []effect.Outgoing{{QueueURL: l.Confirm, Group: e.Account, Body: string(body), ID: confirmationID(in.Key)}}
 	}
 	return out, nil
 }
@@ -143,3 +144,12 @@ func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Valu
 func n(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
+
+// Noop does nothing and succeeds: for benchmarks and dry runs.
+type Noop struct{}
+
+// WritesOnly: Noop writes nothing else either.
+func (Noop) WritesOnly() {}
+
+// Apply succeeds.
+func (Noop) Apply(context.Context, effect.Input) (effect.Output, error) { return effect.Output{}, nil }

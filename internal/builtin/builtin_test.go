@@ -1,4 +1,4 @@
-package effect_test
+package builtin_test
 
 import (
 	"context"
@@ -15,11 +15,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 )
 
 func TestLedgerRejectsBadBodiesAsPermanent(t *testing.T) {
 	t.Parallel()
-	l := &effect.Ledger{Table: "ledger"}
+	l := &builtin.Ledger{Table: "ledger"}
 	for _, body := range []string{
 		``, `not json`, `[]`, `{"amount_cents":5}`, `{"account":"a"}`, `{"account":7,"amount_cents":5}`,
 		`{"account":"a","amount_cents":2.5}`, `{"account":"a","amount_cents":"5"}`, `{"account":"a","amount_cents":5,"seq":-1}`,
@@ -33,7 +34,7 @@ func TestLedgerRejectsBadBodiesAsPermanent(t *testing.T) {
 func TestLedgerWrites(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_700_000_000_123)
-	l := &effect.Ledger{Table: "ledger", Now: func() time.Time { return now }}
+	l := &builtin.Ledger{Table: "ledger", Now: func() time.Time { return now }}
 	out, err := l.Apply(context.Background(), effect.Input{
 		Message: effect.Message{Body: `{"account":"a1","amount_cents":250,"seq":7}`, ID: "m1", Group: "g"}, Key: "ns#q#k",
 	})
@@ -54,15 +55,11 @@ func TestLedgerWrites(t *testing.T) {
 	require.Nil(t, out.Writes[0].Update.ConditionExpression)
 }
 
-func newHTTP(t *testing.T, h http.HandlerFunc) *effect.HTTP {
+func newHTTP(t *testing.T, h http.HandlerFunc) *builtin.HTTP {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	f, ok := effect.Lookup("http")
-	require.True(t, ok)
-	e, err := f(effect.Env{HTTPURL: srv.URL, HTTPClient: &http.Client{Timeout: 500 * time.Millisecond}})
-	require.NoError(t, err)
-	return e.(*effect.HTTP)
+	return &builtin.HTTP{URL: srv.URL, Client: &http.Client{Timeout: 500 * time.Millisecond}}
 }
 
 func TestHTTPSendsKeyAndStoresResult(t *testing.T) {
@@ -136,16 +133,6 @@ func TestHTTPClassifiesFailures(t *testing.T) {
 	require.False(t, effect.IsPermanent(err))
 }
 
-func TestHTTPFactoryValidatesURL(t *testing.T) {
-	t.Parallel()
-	f, _ := effect.Lookup("http")
-	for _, u := range []string{"", "ftp://x", "localhost:8080", "http://"} {
-		_, err := f(effect.Env{HTTPURL: u})
-		require.Error(t, err, u)
-		require.Contains(t, err.Error(), "WORKER_HTTP_URL")
-	}
-}
-
 func TestErrorsUnwrap(t *testing.T) {
 	t.Parallel()
 	base := errors.New("boom")
@@ -156,18 +143,12 @@ func TestErrorsUnwrap(t *testing.T) {
 	require.Zero(t, effect.RetryDelay(base))
 }
 
-func TestRegisterTwicePanics(t *testing.T) {
-	t.Parallel()
-	require.Panics(t, func() { effect.Register("noop", nil) })
-	require.Contains(t, effect.Names(), "ledger")
-}
-
 // TestLedgerConfirms: with Confirm, the ledger sends the entry's
 // confirmation through the outbox: in the account's group, keyed by the
 // entry's dedup key, with the entry's seq (so that a second ledger keeps
 // the order).
 func TestLedgerConfirms(t *testing.T) {
-	l := &effect.Ledger{Table: "ledger", Confirm: "http://q/confirmations.fifo"}
+	l := &builtin.Ledger{Table: "ledger", Confirm: "http://q/confirmations.fifo"}
 	out, err := l.Apply(context.Background(), effect.Input{Key: "ns#q#k1", Message: effect.Message{Body: `{"account":"a1","amount_cents":250,"seq":3}`}})
 	require.NoError(t, err)
 	require.Len(t, out.Writes, 2)
@@ -177,7 +158,7 @@ func TestLedgerConfirms(t *testing.T) {
 	require.Equal(t, "a1", m.Group)
 	require.Equal(t, "ns#q#k1/confirmed", m.ID)
 	require.JSONEq(t, `{"account":"a1","amount_cents":250,"seq":3,"confirms":"ns#q#k1"}`, m.Body)
-	e, err := effect.ParseLedgerEntry(m.Body)
+	e, err := builtin.ParseLedgerEntry(m.Body)
 	require.NoError(t, err, "a confirmation is a ledger entry")
 	require.Equal(t, int64(3), *e.Seq)
 
@@ -185,7 +166,7 @@ func TestLedgerConfirms(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(out.Send[0].ID), 128, "a long key still makes a valid id")
 
-	out, err = (&effect.Ledger{Table: "ledger"}).Apply(context.Background(), effect.Input{Key: "k", Message: effect.Message{Body: `{"account":"a1","amount_cents":1}`}})
+	out, err = (&builtin.Ledger{Table: "ledger"}).Apply(context.Background(), effect.Input{Key: "k", Message: effect.Message{Body: `{"account":"a1","amount_cents":1}`}})
 	require.NoError(t, err)
 	require.Empty(t, out.Send)
 }

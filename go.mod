@@ -1,5 +1,9 @@
 module github.com/exactlyonce/exactly
 
+// 1.26.0 is the lowest the dependencies allow: otel v1.47, prometheus
+// client_golang v1.25 and golang.org/x/{net,sys,text} declare go 1.26.0.
+// The library's own code needs 1.25 (sync.WaitGroup.Go; testing/synctest in
+// exactlytest): see docs/STABILITY.md, "Go versions".
 go 1.26.0
 
 require (

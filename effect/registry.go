@@ -96,7 +96,7 @@ func init() {
 // Noop does nothing and succeeds: for benchmarks and dry runs.
 type Noop struct{}
 
-// WritesOnly: Noop writes nothing else either.
+// WritesOnly reports that Noop writes nothing else either.
 func (Noop) WritesOnly() {}
 
 // Apply succeeds.

@@ -44,7 +44,7 @@ func (e sendEmail) Apply(ctx context.Context, in effect.Input) (effect.Output, e
 	if err != nil {
 		return effect.Output{}, err // any other error is retried with backoff
 	}
-	_ = resp.Body.Close() // read or given up: nothing to report
+	resp.Body.Close()
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests:
 		return effect.Output{}, effect.RetryAfter(time.Minute, errors.New(resp.Status)) // no sooner than 1 min

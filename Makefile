@@ -68,4 +68,5 @@ lint: ## gofmt, golangci-lint (.golangci.yaml: go vet, staticcheck, errcheck, er
 		(cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy in $$m"; exit 1; }; \
 	done
 
--include mk/*.mk
+# mk/build.mk includes mk/release.mk.
+-include $(filter-out mk/release.mk,$(wildcard mk/*.mk))

@@ -3,7 +3,8 @@
 # static binary as /worker, CA certificates, a numeric non-root user,
 # :9090, `worker run`), without its build stage. The build context holds
 # <os>/<arch>/worker for each platform.
-FROM debian:bookworm-slim AS certs
+# The certificate bundle is the same for every platform: built once, natively.
+FROM --platform=$BUILDPLATFORM debian:bookworm-slim AS certs
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/*
 
 FROM scratch

@@ -57,11 +57,16 @@ release-check: $(GORELEASER) ## goreleaser check: .goreleaser.yaml is valid (the
 # buildx, which neither this machine nor CI has.
 .PHONY: release
 release: $(GORELEASER) $(CYCLONEDX_GOMOD) ## GoReleaser: binaries, Lambda zips, SHA256SUMS, SBOMs in dist/ (a snapshot without the image unless HEAD is a tag), then scripts/distcheck
-	cd $(RELEASE_ROOT) && if git describe --exact-match --tags HEAD >/dev/null 2>&1; then \
-		CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) $(GORELEASER) release --clean --skip=publish,announce; \
+	cd $(RELEASE_ROOT) && export EXACTLY_VERSION=$$(git describe --tags --always --dirty) \
+		SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) EXACTLY_COMMIT_DATE=$$(git log -1 --format=%cI); \
+	if git describe --exact-match --tags HEAD >/dev/null 2>&1; then \
+		PATH="$(RELEASE_TOOLS_BIN):$$PATH" $(GORELEASER) release --clean --skip=publish,announce; \
 	else \
-		CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) $(GORELEASER) release --clean --snapshot --skip=docker; \
+		PATH="$(RELEASE_TOOLS_BIN):$$PATH" $(GORELEASER) release --clean --snapshot --skip=docker; \
 	fi
+	@# GoReleaser uploads the binaries from its build directories; make dist
+	@# left them in dist/ itself, where the Terraform examples look.
+	cd $(RELEASE_ROOT) && for a in amd64 arm64; do cp dist/worker_linux_$${a}*/worker dist/worker-linux-$$a; done
 	cd $(RELEASE_ROOT) && $(GO) run ./scripts/distcheck dist
 
 endif

@@ -34,7 +34,7 @@ type SQS interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
@@ -329,14 +329,14 @@ func (cfg Config) commitMode() (CommitMode, error) {
 // value in range, every string parsed. It does not check the clients, the
 // effect, or what only AWS can tell (queues, table, permissions): New does.
 // Every error is a *ConfigError.
-func (c Config) Validate() error {
-	_, err := c.settings(false)
+func (cfg Config) Validate() error {
+	_, err := cfg.settings(false)
 	return err
 }
 
 // ValidateLambda is Validate for a Lambda handler's settings.
-func (c Config) ValidateLambda() error {
-	_, err := c.settings(true)
+func (cfg Config) ValidateLambda() error {
+	_, err := cfg.settings(true)
 	return err
 }
 

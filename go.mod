@@ -1,5 +1,9 @@
 module github.com/exactlyonce/exactly
 
+// 1.26.0 is the lowest the dependencies allow: otel v1.47, prometheus
+// client_golang v1.25 and golang.org/x/{net,sys,text} declare go 1.26.0.
+// The library's own code needs 1.25 (sync.WaitGroup.Go; testing/synctest in
+// exactlytest): see docs/STABILITY.md, "Go versions".
 go 1.26.0
 
 require (
@@ -18,6 +22,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.opentelemetry.io/proto/otlp v1.11.0
+	go.uber.org/goleak v1.3.0
 	google.golang.org/protobuf v1.36.12
 )
 

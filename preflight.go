@@ -82,7 +82,7 @@ func expected(log *slog.Logger, err error, action, resource string) error {
 	if err == nil {
 		return nil
 	}
-	if d := denied(err, action, resource); d != err {
+	if d := denied(err, action, resource); d != err { //nolint:errorlint // denied returns err itself unless it is an access denial
 		return d
 	}
 	var ccf *ddbtypes.ConditionalCheckFailedException

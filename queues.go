@@ -99,7 +99,7 @@ func (s *settings) describeQueues(ctx context.Context) ([]pool.Queue, map[string
 
 // queueURLGetter resolves queue names to URLs.
 type queueURLGetter interface {
-	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 }
 
 // deadLetterARN returns the dead-letter queue ARN of a RedrivePolicy.

@@ -39,7 +39,7 @@ func startup[T any](ctx context.Context, log *slog.Logger, step string, f func()
 			return v, err
 		}
 		log.Warn("start-up call failed; trying again", "step", step, "in_ms", wait.Milliseconds(), "err", err)
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1)) //nolint:gosec // jitter, not a secret
 		select {
 		case <-ctx.Done():
 			t.Stop()

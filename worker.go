@@ -92,7 +92,7 @@ func (s *settings) emf() *telemetry.EMF {
 func (s *settings) store(ctx context.Context) (*dedup.Store, error) {
 	store := dedup.NewStore(s.DynamoDB, s.Table, dedup.ClockFrom(ctx))
 	if err := store.Check(ctx); err != nil {
-		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.Table); d != err {
+		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.Table); d != err { //nolint:errorlint // denied returns err itself unless it is an access denial
 			return nil, d
 		}
 		if transient(err) || errors.Unwrap(err) != nil {

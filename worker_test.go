@@ -3,7 +3,6 @@ package exactly_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -256,7 +255,7 @@ func TestStartupRidesOutTransientErrors(t *testing.T) {
 		_, err = exactly.New(context.Background(), cfg)
 		require.Error(t, err)
 		var ce *exactly.ConfigError
-		require.False(t, errors.As(err, &ce), "not a configuration error: %v", err)
+		require.NotErrorAs(t, err, &ce, "not a configuration error: %v", err)
 		require.InDelta(t, time.Minute, time.Since(start), float64(10*time.Second), "given up after about a minute")
 	})
 }
@@ -292,7 +291,7 @@ func TestStartupRidesOutATransientDLQLookup(t *testing.T) {
 		f.fails.Store(2)
 		_, err := exactly.New(context.Background(), exactly.Config{SQS: f, DynamoDB: memTable(t), Table: "dedup", Queues: []string{url}, Effect: &counted{}})
 		require.NoError(t, err)
-		require.Less(t, f.fails.Load(), int32(0), "looked up again after the 503s")
+		require.Negative(t, f.fails.Load(), "looked up again after the 503s")
 	})
 }
 
@@ -357,7 +356,7 @@ func TestTableCallFailureIsNoConfigError(t *testing.T) {
 		_, err := exactly.New(context.Background(), exactly.Config{SQS: c, DynamoDB: timeoutDB{memTable(t)}, Table: "dedup", Queues: []string{url}, Effect: &counted{}})
 		require.Error(t, err)
 		var ce *exactly.ConfigError
-		require.False(t, errors.As(err, &ce), "%v", err)
+		require.NotErrorAs(t, err, &ce, "%v", err)
 		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	})
 }

@@ -133,16 +133,16 @@ func New(cfg Config) (*Ledger, error) {
 func (l *Ledger) Check(ctx context.Context) error { return l.store.Check(ctx) }
 
 var (
-	// ErrPayloadMismatch: the key was completed for another input (another
+	// ErrPayloadMismatch is returned when the key was completed for another input (another
 	// payload fingerprint). The function was not run. Retrying cannot help.
 	ErrPayloadMismatch = errors.New("idempotency: the key was already used for a different payload")
-	// ErrKeyMissing: the input holds no key where KeyPointers or KeyFunc
+	// ErrKeyMissing is returned when the input holds no key where KeyPointers or KeyFunc
 	// look for one (and AllowMissingKey was not given). The function was
 	// not run.
 	ErrKeyMissing = errors.New("idempotency: no idempotency key in the input")
 	// ErrInProgress is matched (errors.Is) by every *InProgressError.
 	ErrInProgress = errors.New("idempotency: a call with this key is in progress")
-	// ErrResultNotStored: the key's call completed, but its result exceeded
+	// ErrResultNotStored is returned when the key's call completed, but its result exceeded
 	// MaxResultBytes and was not stored, so a duplicate cannot replay it.
 	ErrResultNotStored = errors.New("idempotency: the call completed, but its result was too large to store")
 )
@@ -162,14 +162,14 @@ type InProgressError struct {
 
 // Bounds of InProgressError.RetryAfter.
 const (
-	retryAfterMin = time.Second
-	retryAfterMax = 5 * time.Second
+	minRetryAfter = time.Second
+	maxRetryAfter = 5 * time.Second
 )
 
 // retryHint is InProgressError.RetryAfter for a call that has held its key
 // for held, with left of its claim to go.
 func retryHint(held, left time.Duration) time.Duration {
-	return min(max(held, retryAfterMin), retryAfterMax, left)
+	return min(max(held, minRetryAfter), maxRetryAfter, left)
 }
 
 func (e *InProgressError) Error() string {
@@ -228,7 +228,7 @@ func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (O
 		raw, err := s.key(in, doc)
 		if errors.Is(err, errNoKey) {
 			if !s.allowNoKey {
-				return zero, fmt.Errorf("%w (%s: %v)", ErrKeyMissing, name, err)
+				return zero, fmt.Errorf("%w (%s: %w)", ErrKeyMissing, name, err)
 			}
 			l.cfg.Logger.Warn("no idempotency key in the input; running without idempotency", "function", name, "err", err)
 			out, _, err := fn(ctx, in)

@@ -101,7 +101,7 @@ func (s *settings) key(in any, doc []byte) (string, error) {
 	}
 	parsed, err := dedup.DecodeJSON(doc)
 	if err != nil {
-		return "", fmt.Errorf("input %v", err)
+		return "", fmt.Errorf("input %w", err)
 	}
 	parts := make([]string, len(s.keyPtrs))
 	for i, ptr := range s.keyPtrs {
@@ -111,7 +111,7 @@ func (s *settings) key(in any, doc []byte) (string, error) {
 		}
 		k, err := dedup.KeyValue(v, ptr)
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", errNoKey, err)
+			return "", fmt.Errorf("%w: %w", errNoKey, err)
 		}
 		parts[i] = k
 	}

@@ -36,9 +36,18 @@ DIST_LDFLAGS = -s -w -X github.com/exactlyonce/exactly/worker.Version=$(VERSION)
 DIST_BINARIES := $(foreach a,$(DIST_ARCHES),$(DIST)/worker-linux-$(a))
 DIST_ZIPS := $(foreach a,$(DIST_ARCHES),$(DIST)/worker-lambda-$(a).zip)
 
+include $(DIST_ROOT)/mk/release.mk
+
+# The stock worker into dist/ is a release: GoReleaser (make release, a
+# snapshot unless HEAD is a tag) builds the same artefacts, with SHA256SUMS
+# and SBOMs. Another MAIN or DIST is built by the rules below.
 .PHONY: dist
-dist: $(DIST_BINARIES) $(DIST_ZIPS) ## static linux/amd64 and linux/arm64 binaries and Lambda zips (bootstrap, provided.al2023) in dist/ (MAIN=./path: your own main package)
+ifeq ($(MAIN) $(DIST),./cmd/worker $(DIST_ROOT)/dist)
+dist: release ## static linux/amd64 and linux/arm64 binaries and Lambda zips (bootstrap, provided.al2023) in dist/, by GoReleaser with checksums and SBOMs (MAIN=./path: your own main package)
+else
+dist: $(DIST_BINARIES) $(DIST_ZIPS)
 	@cd $(DIST) && sha256sum $(notdir $^)
+endif
 
 # Always handed to go build, whose cache knows whether anything changed; it
 # leaves an up-to-date binary untouched, so the zip is rebuilt only when the

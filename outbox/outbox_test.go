@@ -18,6 +18,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/internal/dedup"
@@ -210,7 +211,7 @@ func TestConcurrentProducersKeepCommitOrder(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < 15; i++ {
-					require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "g", fmt.Sprintf("p%d-%02d", p, i))}))
+					assert.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "g", fmt.Sprintf("p%d-%02d", p, i))}))
 				}
 			}()
 		}
@@ -564,7 +565,7 @@ func TestSweepGoesOnWithoutAShard(t *testing.T) {
 		db := &faultyDB{dbAPI: e.db, failShards: true}
 		first, err := (&outbox.Relay{DB: db, SQS: e.sqs, Table: e.table}).Sweep(ctx)
 		require.ErrorContains(t, err, "throttled")
-		require.Greater(t, first.Published, 0, "shard 0's groups")
+		require.Positive(t, first.Published, "shard 0's groups")
 		require.Less(t, first.Published, 16)
 		rest, err := e.relay().Sweep(ctx)
 		require.NoError(t, err)

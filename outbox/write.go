@@ -423,7 +423,7 @@ func getS(it map[string]types.AttributeValue, k string) string {
 func backoff(attempt int) time.Duration {
 	d := 5 * time.Millisecond << min(attempt, 6)
 	d = min(d, 200*time.Millisecond)
-	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not a secret
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

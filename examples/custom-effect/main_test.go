@@ -95,7 +95,7 @@ func TestEmailIsSentOnce(t *testing.T) {
 	require.Equal(t, "Bearer s3cret", sent[0].Header.Get("Authorization"))
 	require.Equal(t, first.Key, sent[0].Header.Get("Idempotency-Key"))
 	require.Equal(t, "exactly#emails.fifo#order-7-confirmation", first.Key)
-	require.Equal(t, welcome, api.bodies[0])
+	require.Equal(t, welcome, api.bodies[0]) //nolint:testifylint // the body is passed on byte for byte, not only as the same JSON
 }
 
 // TestEmailFailuresSteerTheMessage: what the API answers decides retry or

@@ -138,7 +138,7 @@ func TestErrorsUnwrap(t *testing.T) {
 	base := errors.New("boom")
 	require.ErrorIs(t, effect.Permanent(base), base)
 	require.ErrorIs(t, effect.RetryAfter(time.Second, base), base)
-	require.Nil(t, effect.Permanent(nil))
+	require.NoError(t, effect.Permanent(nil))
 	require.False(t, effect.IsPermanent(base))
 	require.Zero(t, effect.RetryDelay(base))
 }

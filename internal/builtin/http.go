@@ -61,7 +61,7 @@ func (h *HTTP) Apply(ctx context.Context, in effect.Input) (effect.Output, error
 	if err != nil {
 		return effect.Output{}, fmt.Errorf("POST %s: %w", h.URL, err) // retryable: transport or timeout
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end or given up: nothing to report
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, HTTPResultBodyLimit))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
 	code := resp.StatusCode

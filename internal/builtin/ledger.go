@@ -31,7 +31,7 @@ func ParseLedgerEntry(body string) (LedgerEntry, error) {
 	var e LedgerEntry
 	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
 	if err := dec.Decode(&e); err != nil {
-		return e, fmt.Errorf("ledger body is not the expected JSON object: %v", err)
+		return e, fmt.Errorf("ledger body is not the expected JSON object: %w", err)
 	}
 	switch {
 	case e.Account == "":

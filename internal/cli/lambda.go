@@ -147,5 +147,5 @@ func reportInitError(ctx context.Context, api string, err error) {
 		return
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close() // nothing to report
 }

@@ -636,7 +636,7 @@ func TestLambdaBootstrap(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.Len(t, dl.Messages, 1)
-		require.Equal(t, `{"account":"M"}`, aws.ToString(dl.Messages[0].Body))
+		require.JSONEq(t, `{"account":"M"}`, aws.ToString(dl.Messages[0].Body))
 		require.Equal(t, "M", dl.Messages[0].Attributes["MessageGroupId"])
 		var poisonID string
 		for _, r := range ev.Records {

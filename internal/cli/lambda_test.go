@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/internal/testenv"
@@ -64,7 +65,7 @@ func initErrorServer(t *testing.T) (addr string, posted <-chan map[string]any) {
 		}
 		b, _ := io.ReadAll(r.Body)
 		var body map[string]any
-		require.NoError(t, json.Unmarshal(b, &body))
+		assert.NoError(t, json.Unmarshal(b, &body))
 		body["header"] = r.Header.Get("Lambda-Runtime-Function-Error-Type")
 		ch <- body
 		w.WriteHeader(http.StatusAccepted)

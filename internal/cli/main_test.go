@@ -141,7 +141,7 @@ func TestDocsConfigTableIsComplete(t *testing.T) {
 		name := fs.Name(f.Name) // "--flag (ENV)"
 		flagName, envName, _ := strings.Cut(strings.TrimSuffix(name, ")"), " (")
 		row := "| `" + flagName + "` | `" + envName + "` |"
-		require.True(t, strings.Contains(string(readme), row), "docs/CONFIGURATION.md's Configure table lacks a row %s", row)
+		require.Contains(t, string(readme), row, "docs/CONFIGURATION.md's Configure table lacks a row %s", row)
 	})
 	require.Greater(t, n, 20)
 }

@@ -58,7 +58,7 @@ func redriveCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintln(stdout)
 	if err != nil {
-		if d := denied(err, "sqs:ReceiveMessage and sqs:DeleteMessage on the DLQ, sqs:SendMessage on the queue", cfg.DLQ+" -> "+cfg.Queue); d != err {
+		if d := denied(err, "sqs:ReceiveMessage and sqs:DeleteMessage on the DLQ, sqs:SendMessage on the queue", cfg.DLQ+" -> "+cfg.Queue); d != err { //nolint:errorlint // denied returns err itself unless it is an access denial
 			return d
 		}
 		return fmt.Errorf("redrive stopped: %w", err)

@@ -156,11 +156,11 @@ func sendCommand(ctx context.Context, args []string, stdout, stderr io.Writer, l
 func readNDJSON(path string) ([]outgoing, error) {
 	var r io.Reader = os.Stdin
 	if path != "-" {
-		f, err := os.Open(path)
+		f, err := os.Open(path) //nolint:gosec // the operator names the file to send
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // opened for reading
 		r = f
 	}
 	var out []outgoing
@@ -173,7 +173,7 @@ func readNDJSON(path string) ([]outgoing, error) {
 		}
 		var m outgoing
 		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("line %d: %v", line, err)
+			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		out = append(out, m)
 	}

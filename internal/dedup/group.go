@@ -93,7 +93,7 @@ func (s *Store) CommitGroup(ctx context.Context, entries []GroupEntry) []GroupRe
 	case !errors.As(err, &tce) || len(tce.CancellationReasons) != n:
 		// No answer, or one on the request as a whole: nobody's verdict.
 		for j := range ready {
-			out[at[j]].Err = fmt.Errorf("%w (%d commits in one transaction: %v)", ErrNotAlone, len(ready), err)
+			out[at[j]].Err = fmt.Errorf("%w (%d commits in one transaction: %v)", ErrNotAlone, len(ready), err) //nolint:errorlint // the cause is told, not wrapped: a caller classifies ErrNotAlone alone
 		}
 		return out
 	}

@@ -115,7 +115,7 @@ func (k KeySource) Extract(m effect.Message) (string, error) {
 func jsonPointer(body, ptr string) (string, error) {
 	doc, err := DecodeJSON([]byte(body))
 	if err != nil {
-		return "", fmt.Errorf("body %v", err)
+		return "", fmt.Errorf("body %w", err)
 	}
 	v, ok := Pointer(doc, ptr)
 	if !ok {
@@ -130,7 +130,7 @@ func DecodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("is not JSON: %v", err)
+		return nil, fmt.Errorf("is not JSON: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("is not one JSON value: it has data after the first")

@@ -75,7 +75,7 @@ func (p PayloadSource) Hash(body string) (string, error) {
 	case "json":
 		doc, err := DecodeJSON([]byte(body))
 		if err != nil {
-			return "", effect.Permanent(fmt.Errorf("payload hash %s: body %v", p, err))
+			return "", effect.Permanent(fmt.Errorf("payload hash %s: body %w", p, err))
 		}
 		picked := make([]any, len(p.ptrs))
 		for i, ptr := range p.ptrs {

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/internal/dedup"
@@ -115,7 +116,7 @@ func TestCompleteTxCancellationReasons(t *testing.T) {
 			default:
 				require.Error(t, err)
 				require.NotErrorIs(t, err, dedup.ErrLeaseLost)
-				require.False(t, errors.As(err, &ece), "%v read as an effect condition", err)
+				require.NotErrorAs(t, err, &ece, "%v read as an effect condition", err)
 				var tce *types.TransactionCanceledException
 				require.ErrorAs(t, err, &tce, "the cause stays inspectable")
 				require.Equal(t, c.want == "invalid", errors.Is(err, dedup.ErrInvalid), "permanent only when invalid")
@@ -225,7 +226,7 @@ func TestSDKRetries(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
 				i := int(n.Add(1)) - 1
-				require.Equal(t, "DynamoDB_20120810.PutItem", r.Header.Get("X-Amz-Target"))
+				assert.Equal(t, "DynamoDB_20120810.PutItem", r.Header.Get("X-Amz-Target"))
 				w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 				w.WriteHeader(c.script[i].status)
 				_, _ = io.WriteString(w, c.script[i].body)

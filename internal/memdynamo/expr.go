@@ -1,6 +1,7 @@
 package memdynamo
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -244,7 +245,7 @@ type parser struct {
 
 func doParse(kind exprKind, text string) *parsed {
 	if strings.TrimSpace(text) == "" {
-		return &parsed{err: fmt.Errorf("The expression can not be empty;")}
+		return &parsed{err: errors.New("The expression can not be empty;")}
 	}
 	toks, err := lex(text)
 	if err != nil {

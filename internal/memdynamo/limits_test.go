@@ -61,28 +61,28 @@ func TestItemSizeLimit(t *testing.T) {
 			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it})
 			return outcome(err)
 		}
-		const max = 400 * 1024
+		const maxItem = 400 * 1024
 		// "pk"+"s" = 3, "b" = 1: the padding fills the rest.
-		require.Equal(t, "ok", put(V{"pk": S("s"), "b": S(strings.Repeat("x", max-4))}))
-		require.Equal(t, "validation", put(V{"pk": S("s"), "b": S(strings.Repeat("x", max-3))}))
+		require.Equal(t, "ok", put(V{"pk": S("s"), "b": S(strings.Repeat("x", maxItem-4))}))
+		require.Equal(t, "validation", put(V{"pk": S("s"), "b": S(strings.Repeat("x", maxItem-3))}))
 		// é is 2 bytes.
-		require.Equal(t, "ok", put(V{"pk": S("s"), "b": S(strings.Repeat("é", (max-4)/2))}))
-		require.Equal(t, "validation", put(V{"pk": S("s"), "b": S(strings.Repeat("é", (max-4)/2+1))}))
+		require.Equal(t, "ok", put(V{"pk": S("s"), "b": S(strings.Repeat("é", (maxItem-4)/2))}))
+		require.Equal(t, "validation", put(V{"pk": S("s"), "b": S(strings.Repeat("é", (maxItem-4)/2+1))}))
 		// A long attribute name counts.
 		name := strings.Repeat("n", 1000)
-		require.Equal(t, "ok", put(V{"pk": S("s"), name: S(strings.Repeat("x", max-3-1000))}))
-		require.Equal(t, "validation", put(V{"pk": S("s"), name: S(strings.Repeat("x", max-3-999))}))
+		require.Equal(t, "ok", put(V{"pk": S("s"), name: S(strings.Repeat("x", maxItem-3-1000))}))
+		require.Equal(t, "validation", put(V{"pk": S("s"), name: S(strings.Repeat("x", maxItem-3-999))}))
 		// Binary: raw bytes.
-		require.Equal(t, "ok", put(V{"pk": S("s"), "b": &types.AttributeValueMemberB{Value: make([]byte, max-4)}}))
-		require.Equal(t, "validation", put(V{"pk": S("s"), "b": &types.AttributeValueMemberB{Value: make([]byte, max-3)}}))
+		require.Equal(t, "ok", put(V{"pk": S("s"), "b": &types.AttributeValueMemberB{Value: make([]byte, maxItem-4)}}))
+		require.Equal(t, "validation", put(V{"pk": S("s"), "b": &types.AttributeValueMemberB{Value: make([]byte, maxItem-3)}}))
 		// A number of 38 significant digits is 20 bytes: 3 + (1+20) + (1+pad).
 		digits := strings.Repeat("9", 38)
-		got := put(V{"pk": S("s"), "n": N(digits), "b": S(strings.Repeat("x", max-3-21-1))})
+		got := put(V{"pk": S("s"), "n": N(digits), "b": S(strings.Repeat("x", maxItem-3-21-1))})
 		require.Equal(t, "ok", got, "numbers count by their significant digits")
-		require.Equal(t, "validation", put(V{"pk": S("s"), "n": N(digits), "b": S(strings.Repeat("x", max-3-21))}))
+		require.Equal(t, "validation", put(V{"pk": S("s"), "n": N(digits), "b": S(strings.Repeat("x", maxItem-3-21))}))
 		// A list of two strings: 3 + 2×1 + values.
-		require.Equal(t, "ok", put(V{"pk": S("s"), "l": L(S("a"), S(strings.Repeat("x", max-3-1-3-2-1)))}))
-		require.Equal(t, "validation", put(V{"pk": S("s"), "l": L(S("a"), S(strings.Repeat("x", max-3-1-3-2)))}))
+		require.Equal(t, "ok", put(V{"pk": S("s"), "l": L(S("a"), S(strings.Repeat("x", maxItem-3-1-3-2-1)))}))
+		require.Equal(t, "validation", put(V{"pk": S("s"), "l": L(S("a"), S(strings.Repeat("x", maxItem-3-1-3-2)))}))
 	})
 }
 

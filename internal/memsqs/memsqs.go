@@ -25,6 +25,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -763,7 +764,8 @@ func checkEntryIDs(n int, id func(i int) *string) error {
 }
 
 func errCode(err error) (code, msg string) {
-	if ae, ok := err.(smithy.APIError); ok {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
 		return ae.ErrorCode(), ae.ErrorMessage()
 	}
 	return "InternalError", err.Error()
@@ -882,7 +884,7 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 		case <-timer:
 		case <-ctx.Done():
 			stop()
-			go s.poll(context.Background(), q, deadline, maxN, in) //nolint:errcheck // nobody hears the answer
+			go s.poll(context.Background(), q, deadline, maxN, in) //nolint:errcheck,gosec // nobody hears the answer; the poll outlives the request by design
 			return nil, ctx.Err()
 		}
 		stop()
@@ -1072,7 +1074,7 @@ func (s *Server) view(q *queue, m *message, in *sqs.ReceiveMessageInput) types.M
 		sys[string(n)] = true
 	}
 	//lint:ignore SA1019 the deprecated spelling still works on SQS, so the fake takes it too
-	for _, n := range in.AttributeNames {
+	for _, n := range in.AttributeNames { //nolint:staticcheck // SQS still takes the deprecated field, so the fake reads it
 		sys[string(n)] = true
 	}
 	if len(sys) > 0 {

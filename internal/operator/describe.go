@@ -19,7 +19,7 @@ import (
 // QueueReader reads a queue's attributes and finds a queue's URL.
 type QueueReader interface {
 	QueueAttrReader
-	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 }
 
 // Depth is how many messages a queue holds, as SQS approximates them.

@@ -868,7 +868,7 @@ func backoff(attempt int, base, maxD time.Duration) time.Duration {
 	if d > maxD || d <= 0 {
 		d = maxD
 	}
-	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not a secret
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -272,7 +272,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	if expired && !errors.Is(runErr, ErrLeaseExpired) {
 		// Whatever the effect made of its cancelled context, the message
 		// comes back: it was stopped, not judged.
-		runErr = fmt.Errorf("%w (the effect returned: %v)", ErrLeaseExpired, runErr)
+		runErr = fmt.Errorf("%w (the effect returned: %v)", ErrLeaseExpired, runErr) //nolint:errorlint // the effect's error is told, not wrapped: the expired lease is what callers act on
 	}
 	if runErr != nil {
 		lost := hb.stop()
@@ -721,7 +721,7 @@ func backoff(attempt int, base, maxD time.Duration) time.Duration {
 	if d > maxD || d <= 0 {
 		d = maxD
 	}
-	return d/2 + rand.N(d/2+1)
+	return d/2 + rand.N(d/2+1) //nolint:gosec // jitter, not a secret
 }
 
 // sleepCtx waits d; false when ctx ended first.

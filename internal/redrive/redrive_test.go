@@ -2,7 +2,6 @@ package redrive_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,7 +141,7 @@ func TestRedriveRefusesMixedQueueTypes(t *testing.T) {
 	t.Parallel()
 	_, err := redrive.Run(context.Background(), memsqs.New(), redrive.Config{DLQ: "http://x/1/dlq.fifo", Queue: "http://x/1/q"})
 	require.Error(t, err)
-	require.False(t, errors.Is(err, redrive.ErrCannotCarryKey))
+	require.NotErrorIs(t, err, redrive.ErrCannotCarryKey)
 	require.Contains(t, err.Error(), "FIFO")
 }
 

@@ -382,12 +382,12 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 		ks = append(ks, k.String())
 	}
 	sort.Strings(ks)
-	var os_ []string
+	var opNames []string
 	for o := range ops {
-		os_ = append(os_, o)
+		opNames = append(opNames, o)
 	}
-	sort.Strings(os_)
-	fmt.Fprintf(&b, "fault kinds: %s\noperations:  %s\nrate:        %.3f per call\n", strings.Join(ks, ","), strings.Join(os_, ","), *flagRate)
+	sort.Strings(opNames)
+	fmt.Fprintf(&b, "fault kinds: %s\noperations:  %s\nrate:        %.3f per call\n", strings.Join(ks, ","), strings.Join(opNames, ","), *flagRate)
 	names := make([]string, 0, len(s.stats))
 	for k := range s.stats {
 		names = append(names, k)

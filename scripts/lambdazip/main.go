@@ -65,15 +65,15 @@ func write(out, binary, name string, mtime time.Time) (err error) {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // opened for reading
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".lambdazip-*")
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			_ = tmp.Close()           // a failed write is the error reported
+			_ = os.Remove(tmp.Name()) // best effort: a leftover temporary file
 		}
 	}()
 	zw := zip.NewWriter(tmp)

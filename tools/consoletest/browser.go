@@ -18,7 +18,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/console/consoletest"
 )
 
-// ErrNoChromium: no chromium on PATH (apt-get install chromium), and
+// ErrNoChromium is returned when there is no chromium on PATH (apt-get install chromium), and
 // CHROMIUM does not name one.
 var ErrNoChromium = errors.New("no chromium on PATH (apt-get install -y chromium) and CHROMIUM unset")
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -125,7 +124,7 @@ func TestConsoleInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#outbox a[href^="/outbox/release"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#changes")),
 	)
-	require.True(t, strings.Contains(text("#changes"), w.HeldID))
+	require.Contains(t, text("#changes"), w.HeldID)
 	do("confirm release",
 		chromedp.Click(chromedp.CSS("#confirm button")),
 		chromedp.WaitVisible(chromedp.CSS("#done")),

@@ -157,7 +157,7 @@ func report(args []string) error {
 		var acct string
 		var want, n int64
 		if _, err := fmt.Sscan(l, &acct, &want, &n); err != nil {
-			return fmt.Errorf("expected file: %v", err)
+			return fmt.Errorf("expected file: %w", err)
 		}
 		b := byAcct[acct]
 		mark := "ok"

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,8 +199,10 @@ func (w *World) depth(ctx context.Context, url string) (int, error) {
 	}
 	n := 0
 	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
-		var v int
-		fmt.Sscan(out.Attributes[a], &v)
+		v, err := strconv.Atoi(out.Attributes[a])
+		if err != nil {
+			return 0, fmt.Errorf("%s: %s = %q: %w", url, a, out.Attributes[a], err)
+		}
 		n += v
 	}
 	return n, nil

@@ -17,7 +17,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -899,7 +898,7 @@ func (s *suite) testErrors(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, dedup.ErrLeaseLost)
 	var ece *dedup.EffectConditionError
-	require.False(t, errors.As(err, &ece))
+	require.NotErrorAs(t, err, &ece)
 	require.Equal(t, dedup.StatusInProgress, attrS(f.item(f.table, "k"), dedup.AttrStatus))
 }
 

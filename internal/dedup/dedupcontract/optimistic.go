@@ -175,6 +175,7 @@ func (s *suite) testOptimisticRace(t *testing.T) {
 	for round := 0; round < rounds; round++ {
 		key := fmt.Sprint("race-", round)
 		body := fmt.Sprintf(`{"account":"r%d","amount_cents":10}`, round)
+		writes := ledgerWrites(t, ledger, key, body) // on the test's goroutine: it may fail the test
 		start := make(chan struct{})
 		outcomes := make([]dedup.Outcome, g)
 		var wg sync.WaitGroup
@@ -192,7 +193,7 @@ func (s *suite) testOptimisticRace(t *testing.T) {
 				}
 				r.Token = tok // kept across tries, as the processor keeps it
 				for try := 0; try < 50; try++ {
-					c, err := st.CommitOptimistic(f.ctx, r, nil, ledgerWrites(t, ledger, key, body))
+					c, err := st.CommitOptimistic(f.ctx, r, nil, writes)
 					if err == nil {
 						outcomes[i] = c.Outcome
 						return

@@ -98,7 +98,7 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(profile)
+	defer func() { _ = os.RemoveAll(profile) }()
 	bctx, cancel := consoletest.Browser(ctx, path, profile, 1280, 800)
 	defer cancel()
 	if err := chromedp.Do(bctx); err != nil {

@@ -5,6 +5,8 @@ package gomod_test
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,5 +32,43 @@ func TestRootModuleRequiresNoTestTooling(t *testing.T) {
 			require.False(t, strings.HasPrefix(r.Mod.Path, p),
 				"%s requires %s: test tooling belongs in tools/go.mod, not in the library's", rootGoMod, r.Mod.Path)
 		}
+	}
+}
+
+// testOnly are modules the library's own tests use, which its go.mod may
+// require because module graph pruning keeps them out of a user's build.
+var testOnly = []string{"github.com/stretchr/testify", "go.uber.org/goleak"}
+
+// TestAProgramPullsNoTestTooling builds the package list of a program in a
+// module of its own that imports every public package of the library: none
+// of its packages comes from the library's test dependencies.
+func TestAProgramPullsNoTestTooling(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	write := func(name, text string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600))
+	}
+	write("go.mod", "module example.com/user\n\ngo 1.26.0\n\nrequire github.com/exactlyonce/exactly v0.0.0\n\nreplace github.com/exactlyonce/exactly => "+root+"\n")
+	var imports strings.Builder
+	for _, p := range []string{"", "/effect", "/exactlytest", "/idempotency", "/outbox", "/worker"} {
+		imports.WriteString("\t_ \"github.com/exactlyonce/exactly" + p + "\"\n")
+	}
+	write("main.go", "package main\n\nimport (\n"+imports.String()+")\n\nfunc main() {}\n")
+	run := func(args ...string) string {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		// The library's dependencies are in the module cache: the test
+		// reads nothing from the network.
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	run("mod", "tidy")
+	deps := run("list", "-deps", ".")
+	require.Contains(t, deps, "github.com/exactlyonce/exactly/outbox\n", "the program imports the library")
+	for _, p := range testOnly {
+		require.NotContains(t, deps, p, "a program importing the library builds %s", p)
 	}
 }

@@ -278,7 +278,7 @@ func TestAlarmsOnLambda(t *testing.T) {
 		require.Len(t, dims, 1)
 		require.Equal(t, "exactly-demo-worker", dims["FunctionName"].AsString())
 		require.Equal(t, "Sum", literal(t, attr(t, r.Body, "statistic").Expr).AsString())
-		require.EqualValues(t, tc.evals, asInt(eval(t, attr(t, r.Body, "evaluation_periods").Expr, s)), key)
+		require.Equal(t, tc.evals, asInt(eval(t, attr(t, r.Body, "evaluation_periods").Expr, s)), key)
 		require.Equal(t, "exactly-demo-lambda-"+key, eval(t, attr(t, r.Body, "alarm_name").Expr, s).AsString())
 		off := alarmVars(t, m, map[string]cty.Value{"lambda_function_name": str("f"), "lambda_" + key + "_alarm_enabled": cty.False})
 		require.NotContains(t, forEachKeys(t, m, r, alarmScope(m, off, nil)), key)

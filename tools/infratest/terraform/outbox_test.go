@@ -594,7 +594,7 @@ func TestAlarmsOnTheOutboxRelay(t *testing.T) {
 		require.Len(t, dims, 1, "%s: the relay writes one dimension", key)
 		require.Equal(t, "exactly-outbox", dims[telemetry.EMFOutboxDimension].AsString(), key)
 		require.Equal(t, tc.stat, eval(t, attr(t, r.Body, "statistic").Expr, s).AsString(), key)
-		require.EqualValues(t, tc.threshold, asInt(eval(t, attr(t, r.Body, "threshold").Expr, s)), key)
+		require.Equal(t, tc.threshold, asInt(eval(t, attr(t, r.Body, "threshold").Expr, s)), key)
 		require.Equal(t, "GreaterThanThreshold", eval(t, attr(t, r.Body, "comparison_operator").Expr, s).AsString(), key)
 		require.Equal(t, tc.missing, eval(t, attr(t, r.Body, "treat_missing_data").Expr, s).AsString(), key)
 		require.EqualValues(t, 60, asInt(literal(t, attr(t, r.Body, "period").Expr)), key)

@@ -945,7 +945,7 @@ func TestWorkerECSStopsGracefully(t *testing.T) {
 	require.Equal(t, []string{"FARGATE"}, stringList(t, literal(t, attr(t, td.Body, "requires_compatibilities").Expr)))
 
 	d := m.defaults(t)
-	require.EqualValues(t, workerShutdownSecs, asInt(d["shutdown_timeout_seconds"]))
+	require.Equal(t, workerShutdownSecs, asInt(d["shutdown_timeout_seconds"]))
 	require.EqualValues(t, fargateMaxStopSecs, asInt(d["stop_timeout"]))
 	require.False(t, m.valid(t, "stop_timeout", num(fargateMaxStopSecs+1)), "Fargate caps stopTimeout at 120 s")
 	require.True(t, m.valid(t, "stop_timeout", num(fargateMaxStopSecs)))
@@ -1223,10 +1223,10 @@ func TestModuleREADMEsDocumentEveryVariableAndOutput(t *testing.T) {
 		require.NoError(t, err, "%s has no README.md", dir)
 		m := load(t, dir)
 		for name := range m.variables {
-			require.True(t, strings.Contains(string(readme), "| `"+name+"` |"), "%s/README.md does not list variable %s", dir, name)
+			require.Contains(t, string(readme), "| `"+name+"` |", "%s/README.md does not list variable %s", dir, name)
 		}
 		for name := range m.outputs {
-			require.True(t, strings.Contains(string(readme), "| `"+name+"` |"), "%s/README.md does not list output %s", dir, name)
+			require.Contains(t, string(readme), "| `"+name+"` |", "%s/README.md does not list output %s", dir, name)
 		}
 	}
 }
@@ -1621,7 +1621,7 @@ func TestCustomEffectExampleDeploysItsEffect(t *testing.T) {
 	secrets := eval(t, attr(t, call.Body, "secrets").Expr, s)
 	for _, name := range reads {
 		inEnv, inSecrets := environment.Type().HasAttribute(name), secrets.Type().HasAttribute(name)
-		require.True(t, inEnv != inSecrets, "%s, which newSendEmail reads, must be set once: environment or secrets", name)
+		require.NotEqual(t, inEnv, inSecrets, "%s, which newSendEmail reads, must be set once: environment or secrets", name)
 	}
 	require.True(t, secrets.Type().HasAttribute("EMAIL_API_TOKEN"), "the token is a secret")
 	require.Equal(t, "var.policy_statements", m.text(attr(t, call.Body, "policy_statements").Expr))

@@ -66,11 +66,11 @@ func parseMetrics(r io.Reader, at time.Time) (Sample, error) {
 // parseLine splits `name{a="b",c="d"} value [timestamp]`.
 func parseLine(line string) (name string, labels map[string]string, value float64, err error) {
 	rest := line
-	if i := strings.IndexAny(rest, "{ "); i < 0 {
+	i := strings.IndexAny(rest, "{ ")
+	if i < 0 {
 		return "", nil, 0, fmt.Errorf("metrics: cannot parse %q", line)
-	} else {
-		name, rest = rest[:i], rest[i:]
 	}
+	name, rest = rest[:i], rest[i:]
 	labels = map[string]string{}
 	if rest[0] == '{' {
 		rest = rest[1:]

@@ -22,7 +22,7 @@ func buildWorker(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "worker")
 	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/exactlyonce/exactly/cmd/worker").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("cannot build the worker: %v\n%s", err, out)
+		return "", fmt.Errorf("cannot build the worker: %w\n%s", err, out)
 	}
 	return bin, nil
 }
@@ -94,7 +94,7 @@ func startWorker(ctx context.Context, bin string, args []string) (*workerProc, e
 	case w.addr = <-addr:
 		return w, nil
 	case <-w.exited:
-		return nil, fmt.Errorf("the worker exited at start-up (%v):\n%s", w.err, w.logTail())
+		return nil, fmt.Errorf("the worker exited at start-up (%w):\n%s", w.err, w.logTail())
 	case <-time.After(60 * time.Second):
 		w.kill()
 		return nil, fmt.Errorf("the worker did not serve /metrics within 60s:\n%s", w.logTail())
@@ -140,7 +140,7 @@ func (w *workerProc) stop(timeout time.Duration) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(w.err, &ee) {
-		return fmt.Errorf("the worker exited with %v:\n%s", w.err, w.logTail())
+		return fmt.Errorf("the worker exited with %w:\n%s", w.err, w.logTail())
 	}
 	return w.err
 }

@@ -48,7 +48,7 @@ func setupChain(ctx context.Context, cfg Config, bin, id string, env []string) (
 	setup.Env = env
 	out, err := setup.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("worker setup (the chain) failed: %v\n%s", err, out)
+		return nil, fmt.Errorf("worker setup (the chain) failed: %w\n%s", err, out)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if f := strings.Fields(l); len(f) == 2 {

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -52,7 +51,7 @@ func TestErrorResponsesAreWhatTheSDKExpects(t *testing.T) {
 	}
 	code := func(err error) string {
 		var api smithy.APIError
-		require.True(t, errors.As(err, &api), "%v", err)
+		require.ErrorAs(t, err, &api, "%v", err)
 		return api.ErrorCode()
 	}
 

@@ -77,7 +77,7 @@ const (
 	DefaultTxConflictPct = 5 // of TransactWriteItems
 	DefaultBurst         = 4
 	DefaultSendRate      = 25               // messages a second, for the default -send-for
-	DefaultSendForMin    = 40 * time.Second // chaos needs time to happen
+	DefaultMinSendFor    = 40 * time.Second // chaos needs time to happen
 	DefaultChaosEvery    = 4 * time.Second
 	DefaultKillPct       = 35
 	DefaultPartitionPct  = 30
@@ -171,7 +171,7 @@ func (c *Config) defaults() {
 	c.SleepFor = orDur(c.SleepFor, c.Visibility*3/2)
 	c.MaxReceive = orInt(c.MaxReceive, DefaultMaxReceive)
 	c.ShutdownTimeout = orDur(c.ShutdownTimeout, DefaultShutdownTimeout)
-	c.SendFor = orDur(c.SendFor, max(DefaultSendForMin, time.Duration(c.N)*time.Second/DefaultSendRate))
+	c.SendFor = orDur(c.SendFor, max(DefaultMinSendFor, time.Duration(c.N)*time.Second/DefaultSendRate))
 	c.ChaosEvery = orDur(c.ChaosEvery, DefaultChaosEvery)
 	c.Stall = orDur(c.Stall, c.Lease+c.Visibility)
 	c.Timeout = orDur(c.Timeout, DefaultTimeout)
@@ -332,7 +332,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	began := time.Now()
 	var (
 		outMu  sync.Mutex
-		events io.Writer = io.Discard
+		events = io.Discard
 	)
 	logf := func(format string, args ...any) {
 		now := time.Now()
@@ -384,7 +384,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin,
 			"-ldflags", "-X github.com/exactlyonce/exactly/worker.Version="+v, "github.com/exactlyonce/exactly/tools/cmd/chaos/worker")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return Report{}, fmt.Errorf("cannot build the chaos worker: %v\n%s", err, b)
+			return Report{}, fmt.Errorf("cannot build the chaos worker: %w\n%s", err, b)
 		}
 	}
 
@@ -501,7 +501,7 @@ func runEffect(ctx context.Context, cfg Config, eff string, idx uint64, dir stri
 	setup.Env = append(baseEnv, "AWS_ENDPOINT_URL_SQS="+sqsURL, "AWS_ENDPOINT_URL_DYNAMODB="+ddbURL)
 	so, err := setup.CombinedOutput()
 	if err != nil {
-		return Report{}, "", fmt.Errorf("worker setup failed: %v\n%s", err, so)
+		return Report{}, "", fmt.Errorf("worker setup failed: %w\n%s", err, so)
 	}
 	urls := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(so)), "\n") {

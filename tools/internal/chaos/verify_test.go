@@ -116,7 +116,7 @@ func TestVerifyCatchesEachViolation(t *testing.T) {
 		},
 		{
 			name:    "wrong balance",
-			mutate:  func(o *Observed) { accountOf(o, p.Groups[2]).Balance += 1 },
+			mutate:  func(o *Observed) { accountOf(o, p.Groups[2]).Balance++ },
 			failing: []string{MetricBalances},
 			problem: "wrong balance: account " + p.Groups[2],
 		},

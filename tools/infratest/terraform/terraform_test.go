@@ -278,8 +278,10 @@ var functions = map[string]function.Function{
 	"concat":          stdlib.ConcatFunc,
 	"contains":        stdlib.ContainsFunc,
 	"distinct":        stdlib.DistinctFunc,
+	"endswith":        endsWithFunc,
 	"floor":           stdlib.FloorFunc,
 	"join":            stdlib.JoinFunc,
+	"jsondecode":      stdlib.JSONDecodeFunc,
 	"jsonencode":      stdlib.JSONEncodeFunc,
 	"keys":            stdlib.KeysFunc,
 	"length":          lengthFunc,
@@ -338,6 +340,15 @@ var oneFunc = function.New(&function.Spec{
 		it.Next()
 		_, v := it.Element()
 		return v, nil
+	},
+})
+
+// endsWithFunc is Terraform's endswith.
+var endsWithFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "str", Type: cty.String}, {Name: "suffix", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.Bool),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		return cty.BoolVal(strings.HasSuffix(args[0].AsString(), args[1].AsString())), nil
 	},
 })
 
@@ -879,7 +890,8 @@ func TestWorkerECSTaskRoleIsLeastPrivilege(t *testing.T) {
 
 func TestWorkerLambdaRoleIsLeastPrivilege(t *testing.T) {
 	m := load(t, "modules/worker-lambda")
-	want := map[string][]string{"Logs": {"logs:CreateLogStream", "logs:PutLogEvents"}}
+	// Tracing only with tracing_mode = "Active" (TestWorkerLambdaTracing).
+	want := map[string][]string{"Logs": {"logs:CreateLogStream", "logs:PutLogEvents"}, "Tracing": xrayActions}
 	for k, v := range workerActions {
 		want[k] = v
 	}
@@ -991,11 +1003,11 @@ func TestWorkerLambdaEventSourceMapping(t *testing.T) {
 	require.Equal(t, "var.batch_size", m.text(attr(t, esm.Body, "batch_size").Expr))
 	require.Equal(t, "var.maximum_concurrency", m.text(attr(t, esm.Body, "scaling_config", "maximum_concurrency").Expr))
 	require.Equal(t, "each.value.arn", m.text(attr(t, esm.Body, "event_source_arn").Expr))
-	require.NotContains(t, esm.Body.Attributes, "maximum_batching_window_in_seconds", "FIFO event sources take no batching window")
+	require.Equal(t, "var.maximum_batching_window_in_seconds", m.text(attr(t, esm.Body, "maximum_batching_window_in_seconds").Expr))
 
+	// The defaults fit a FIFO queue: the examples' queues are FIFO.
 	require.LessOrEqual(t, asInt(m.defaults(t)["batch_size"]), int64(fifoMaxBatchSize))
-	require.True(t, m.valid(t, "batch_size", num(fifoMaxBatchSize)))
-	require.False(t, m.valid(t, "batch_size", num(fifoMaxBatchSize+1)), "FIFO batches hold at most 10")
+	require.Zero(t, asInt(m.defaults(t)["maximum_batching_window_in_seconds"]))
 	require.False(t, m.valid(t, "maximum_concurrency", num(1)), "ESM maximum concurrency is at least 2")
 
 	fn := m.resource(t, "aws_lambda_function.this")
@@ -1020,8 +1032,10 @@ func TestWorkerLambdaVisibilityPrecondition(t *testing.T) {
 	esm := m.resource(t, "aws_lambda_event_source_mapping.this")
 	check := func(visibility, timeout int64) bool {
 		return preconditions(t, esm, scope{
-			"var":  {"timeout": num(timeout)},
-			"each": {"key": str("q"), "value": cty.ObjectVal(map[string]cty.Value{"visibility_timeout_seconds": num(visibility)})},
+			"var": m.withVars(t, map[string]cty.Value{"timeout": num(timeout)}),
+			"each": {"key": str("q"), "value": cty.ObjectVal(map[string]cty.Value{
+				"arn": str(testQueueARN), "visibility_timeout_seconds": num(visibility),
+			})},
 		})
 	}
 	require.True(t, check(180, 30))

@@ -131,7 +131,7 @@ $(AWS_PROVIDER):
 	$(call exactly-go-install,$@,github.com/hashicorp/terraform-provider-aws@$(AWS_PROVIDER_VERSION),terraform-provider-aws)
 
 .PHONY: tf-validate
-tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module and example against the AWS provider's schema (builds the provider once: long; CI)
+tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module and example against the AWS provider's schema (builds the provider once: long)
 	$(tf-provider-rc)
 	@rm -rf $(TF_VALIDATE_STAGE) && mkdir -p $(TF_VALIDATE_STAGE)/infra $(TF_VALIDATE_STAGE)/examples/custom-effect
 	@cp -R $(TF_DIR) $(TF_VALIDATE_STAGE)/infra/ && cp -R $(CUSTOM_EFFECT_TF) $(TF_VALIDATE_STAGE)/examples/custom-effect/
@@ -146,6 +146,18 @@ tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module 
 		cp $(TF_OVERRIDE) $$d; d=$${d#$(TF_VALIDATE_STAGE)/}; validate $${d%/} " with localstack_override.tf"; n=$$((n+1)); \
 	done; \
 	echo ">> tf-validate: $$n terraform validate runs passed in $$(( $$(date +%s) - start )) s (provider $(AWS_PROVIDER_VERSION), terraform $(TERRAFORM_VERSION))"
+
+# --- terraform apply against the local emulators ------------------------------
+# infra/terraform/local (queue, dedup-table, outbox-table) applied to fauxqs and
+# DynamoDB Local (scripts/stack, on EXACTLY_SQS_PORT and EXACTLY_DYNAMODB_PORT)
+# with the provider above; the worker and the relay run on what it made; plan
+# must show no drift; destroy must leave nothing. See scripts/tf-apply-local.
+.PHONY: tf-apply-local
+tf-apply-local: $(TERRAFORM) $(AWS_PROVIDER) ## apply queue, dedup-table, outbox-table to the local emulators, run worker and relay on them, plan (no drift), destroy (builds the provider once)
+	$(tf-provider-rc)
+	@start=$$(date +%s); cd $(EXACTLY_ROOT) && \
+		TERRAFORM=$(TERRAFORM) TF_CLI_CONFIG_FILE=$(TF_PROVIDER_RC) scripts/with-stack scripts/tf-apply-local && \
+		echo ">> make tf-apply-local took $$(( $$(date +%s) - start )) s (emulators' start included; provider $(AWS_PROVIDER_VERSION), terraform $(TERRAFORM_VERSION))"
 
 .PHONY: localstack-check
 localstack-check: $(COMPOSE_SPEC) shellcheck-installed ## offline checks of localstack/: compose file, init scripts (bash -n, shellcheck, a run against a fake awslocal)

@@ -207,7 +207,7 @@ func load(t *testing.T, dir string) *module {
 func moduleDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	for _, pattern := range []string{"modules/*", "examples/*", customEffectRoot} {
+	for _, pattern := range []string{"modules/*", "examples/*", "local", customEffectRoot} {
 		found, err := filepath.Glob(pattern)
 		require.NoError(t, err)
 		dirs = append(dirs, found...)
@@ -826,7 +826,7 @@ func TestDedupTableMatchesTheWorker(t *testing.T) {
 		require.Equal(t, "local.hash_key", m.text(attr(t, tbl.Body, "hash_key").Expr), key)
 		require.Equal(t, "local.hash_key", m.text(attr(t, tbl.Body, "attribute", "name").Expr), key)
 		require.Equal(t, "S", literal(t, attr(t, tbl.Body, "attribute", "type").Expr).AsString(), key)
-		require.True(t, literal(t, attr(t, tbl.Body, "server_side_encryption", "enabled").Expr).True(), key)
+		requireEncrypted(t, m, tbl)
 		require.Equal(t, "var.point_in_time_recovery_enabled", m.text(attr(t, tbl.Body, "point_in_time_recovery", "enabled").Expr), key)
 		require.Equal(t, "var.deletion_protection_enabled", m.text(attr(t, tbl.Body, "deletion_protection_enabled").Expr), key)
 	}
@@ -991,6 +991,28 @@ func TestWorkerECSScalesOnBacklogPerTask(t *testing.T) {
 	require.Equal(t, "var.autoscaling_target_backlog_per_task",
 		m.text(attr(t, p.Body, "target_tracking_scaling_policy_configuration", "target_value").Expr))
 	require.False(t, m.valid(t, "autoscaling_min_capacity", num(0)), "backlog per task is undefined at zero tasks")
+}
+
+// requireEncrypted evaluates a table's server_side_encryption block: one,
+// enabled, with the module's key, by default; none only when
+// manage_server_side_encryption is turned off (for DynamoDB Local).
+func requireEncrypted(t *testing.T, m *module, tbl *hclsyntax.Block) {
+	t.Helper()
+	sse := func(vars map[string]cty.Value) []cty.Value {
+		var keys []cty.Value
+		eachDynamic(t, dynamicBlock(t, tbl.Body, "server_side_encryption"), scope{"var": vars}, func(content *hclsyntax.Body, inner scope) {
+			require.True(t, literal(t, attr(t, content, "enabled").Expr).True())
+			keys = append(keys, eval(t, attr(t, content, "kms_key_arn").Expr, inner))
+		})
+		return keys
+	}
+	require.True(t, m.defaults(t)["manage_server_side_encryption"].True(), "%s: SSE is written by default", m.dir)
+	def := sse(m.defaults(t))
+	require.Len(t, def, 1, "%s: one server_side_encryption block by default", m.dir)
+	require.True(t, def[0].IsNull(), "%s: the AWS managed key by default", m.dir)
+	const key = "arn:aws:kms:eu-west-1:123456789012:key/k"
+	require.Equal(t, []cty.Value{str(key)}, sse(m.withVars(t, map[string]cty.Value{"server_side_encryption_kms_key_arn": str(key)})))
+	require.Empty(t, sse(m.withVars(t, map[string]cty.Value{"manage_server_side_encryption": cty.False})))
 }
 
 // ---------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 # it also runs alone: make -f mk/terraform.mk tf-check
 #
 # tf-check runs offline, on infra/terraform, localstack/terraform and the
-# Terraform root of examples/custom-effect. The AWS provider cannot be downloaded where CI runs,
-# so terraform init/validate/plan are out of reach; instead it runs terraform
+# Terraform root of examples/custom-effect. It needs no AWS provider (which
+# cannot be downloaded where CI runs; tf-validate and tf-apply-local below
+# build it from source): it runs terraform
 # fmt, tflint with its bundled rules, tfsec, Go tests that parse the .tf files
 # (tools/infratest/terraform, in the tools module) and the LocalStack static checks. The
 # tools are pinned and built once from the Go module proxy into ~/.cache/exactly/tools/bin (EXACTLY_CACHE); a
@@ -120,6 +121,11 @@ TF_VALIDATE_ROOTS     = $(patsubst $(EXACTLY_ROOT)/%/,%,$(wildcard $(TF_DIR)/mod
 .PHONY: tf-provider
 tf-provider: $(AWS_PROVIDER) ## build the pinned AWS provider from source into ~/.cache/exactly/tools/bin (once; long)
 
+# Where the provider is (or would be) cached: .ci/run asks.
+.PHONY: print-aws-provider
+print-aws-provider:
+	@echo $(AWS_PROVIDER)
+
 # The CLI config that hands terraform the provider built above. Written on
 # every run (the cache may move); its folder is created here, not by another target.
 define tf-provider-rc
@@ -131,7 +137,7 @@ $(AWS_PROVIDER):
 	$(call exactly-go-install,$@,github.com/hashicorp/terraform-provider-aws@$(AWS_PROVIDER_VERSION),terraform-provider-aws)
 
 .PHONY: tf-validate
-tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module and example against the AWS provider's schema (builds the provider once: long)
+tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module and example against the AWS provider's schema (builds the provider once: long; CI when it is cached)
 	$(tf-provider-rc)
 	@rm -rf $(TF_VALIDATE_STAGE) && mkdir -p $(TF_VALIDATE_STAGE)/infra $(TF_VALIDATE_STAGE)/examples/custom-effect
 	@cp -R $(TF_DIR) $(TF_VALIDATE_STAGE)/infra/ && cp -R $(CUSTOM_EFFECT_TF) $(TF_VALIDATE_STAGE)/examples/custom-effect/
@@ -145,7 +151,7 @@ tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module 
 	for d in $(TF_VALIDATE_STAGE)/infra/terraform/examples/*/; do \
 		cp $(TF_OVERRIDE) $$d; d=$${d#$(TF_VALIDATE_STAGE)/}; validate $${d%/} " with localstack_override.tf"; n=$$((n+1)); \
 	done; \
-	echo ">> tf-validate: $$n terraform validate runs passed in $$(( $$(date +%s) - start )) s (provider $(AWS_PROVIDER_VERSION), terraform $(TERRAFORM_VERSION))"
+	echo ">> tf-validate: $$n terraform validate runs passed in $$(( $$(date +%s) - start )) s (provider $(AWS_PROVIDER), terraform $(TERRAFORM_VERSION))"
 
 # --- terraform apply against the local emulators ------------------------------
 # infra/terraform/local (queue, dedup-table, outbox-table) applied to fauxqs and
@@ -157,7 +163,7 @@ tf-apply-local: $(TERRAFORM) $(AWS_PROVIDER) ## apply queue, dedup-table, outbox
 	$(tf-provider-rc)
 	@start=$$(date +%s); cd $(EXACTLY_ROOT) && \
 		TERRAFORM=$(TERRAFORM) TF_CLI_CONFIG_FILE=$(TF_PROVIDER_RC) scripts/with-stack scripts/tf-apply-local && \
-		echo ">> make tf-apply-local took $$(( $$(date +%s) - start )) s (emulators' start included; provider $(AWS_PROVIDER_VERSION), terraform $(TERRAFORM_VERSION))"
+		echo ">> make tf-apply-local took $$(( $$(date +%s) - start )) s (emulators' start included; provider $(AWS_PROVIDER), terraform $(TERRAFORM_VERSION))"
 
 .PHONY: localstack-check
 localstack-check: $(COMPOSE_SPEC) shellcheck-installed ## offline checks of localstack/: compose file, init scripts (bash -n, shellcheck, a run against a fake awslocal)

@@ -77,11 +77,11 @@ resource "aws_dynamodb_table" "this" {
   # Always written in AWS; left out only for DynamoDB Local, which never
   # reports SSE (manage_server_side_encryption).
   dynamic "server_side_encryption" {
-    for_each = var.manage_server_side_encryption ? [var.server_side_encryption_kms_key_arn] : []
+    for_each = var.manage_server_side_encryption ? ["sse"] : []
 
     content {
       enabled     = true
-      kms_key_arn = server_side_encryption.value
+      kms_key_arn = var.server_side_encryption_kms_key_arn
     }
   }
 

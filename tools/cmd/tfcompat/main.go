@@ -85,12 +85,11 @@ func serve(upstream string, mend func(string, map[string]any) bool, errs chan<- 
 	if err != nil {
 		return nil, "", err
 	}
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	director := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		director(r)
-		r.Header.Set("Accept-Encoding", "identity") // bodies to read as they are
-	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Host = r.In.Host                          // fauxqs builds queue URLs from it, as before
+		r.Out.Header.Set("Accept-Encoding", "identity") // bodies to read as they are
+	}}
 	proxy.ModifyResponse = func(resp *http.Response) error {
 		target := resp.Request.Header.Get("X-Amz-Target")
 		if resp.StatusCode != http.StatusOK || target == "" {

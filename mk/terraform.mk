@@ -2,8 +2,9 @@
 # it also runs alone: make -f mk/terraform.mk tf-check
 #
 # tf-check runs offline, on infra/terraform, localstack/terraform and the
-# Terraform root of examples/custom-effect. The AWS provider cannot be downloaded where CI runs,
-# so terraform init/validate/plan are out of reach; instead it runs terraform
+# Terraform root of examples/custom-effect. It needs no AWS provider (which
+# cannot be downloaded where CI runs; tf-validate and tf-apply-local below
+# build it from source): it runs terraform
 # fmt, tflint with its bundled rules, tfsec, Go tests that parse the .tf files
 # (tools/infratest/terraform, in the tools module) and the LocalStack static checks. The
 # tools are pinned and built once from the Go module proxy into ~/.cache/exactly/tools/bin (EXACTLY_CACHE); a
@@ -49,8 +50,9 @@ tf-tools: $(TERRAFORM) $(TFLINT) $(TFSEC) $(COMPOSE_SPEC) ## build the pinned te
 define exactly-go-install
 	@echo ">> building $(notdir $(1)) from the Go module proxy (once; cached in $(EXACTLY_TOOLS_BIN))"
 	@rm -rf $(1).build && mkdir -p $(1).build
-	@GOBIN=$(1).build GOFLAGS= CGO_ENABLED=0 $(GO) install $(2) || { \
-		rm -rf $(1).build; echo "mk/terraform.mk: cannot build $(2) (errors above); tf-check cannot run without it" >&2; exit 1; }
+	@start=$$(date +%s); GOBIN=$(1).build GOFLAGS= CGO_ENABLED=0 $(GO) install $(2) || { \
+		rm -rf $(1).build; echo "mk/terraform.mk: cannot build $(2) (errors above); $@ is needed by the target you ran" >&2; exit 1; }; \
+		echo ">> built $(notdir $(1)) in $$(( $$(date +%s) - start )) s"
 	@mv $(1).build/$(3) $(1) && rm -rf $(1).build
 endef
 
@@ -100,31 +102,68 @@ tf-test:
 	@echo ">> go test ./infratest/terraform (tools module: references, module calls, the settings the worker relies on)"
 	@cd $(EXACTLY_ROOT)/tools && $(GO) test -count=1 ./infratest/terraform/
 
-# --- terraform validate against the real AWS provider (slow; not in CI) -------
+# --- terraform validate against the real AWS provider ------------------------
 # The provider cannot be downloaded here, but it is a Go module: built from
-# source at a pinned commit and handed to terraform through a dev override, it
-# lets terraform validate check every argument against its schema. The build
-# took 113 minutes at low priority on two busy cores (1.3 GB binary), hence
-# not in tf-check; once built, the target runs in about 90 s.
+# source at a pinned commit and handed to terraform through a dev override
+# (a CLI config file, TF_PROVIDER_RC), it lets terraform validate check every
+# argument against its schema. The build is long (see infra/terraform/README.md
+# for the figures); once built and cached, the target takes a minute or two.
 AWS_PROVIDER_VERSION := v1.60.1-0.20260602190131-5f2286d6d836
 AWS_PROVIDER_DIR     := $(EXACTLY_TOOLS_BIN)/aws-provider-$(AWS_PROVIDER_VERSION)
 AWS_PROVIDER         := $(AWS_PROVIDER_DIR)/terraform-provider-aws
-TF_VALIDATE_RC       := $(EXACTLY_ROOT)/.tools/tf-validate.tfrc
+TF_PROVIDER_RC       := $(EXACTLY_ROOT)/.tools/tf-provider.tfrc
+# Every Terraform root, staged with the repository's layout (the custom-effect
+# example calls ../../../infra/terraform/modules).
+TF_VALIDATE_STAGE    := $(EXACTLY_ROOT)/.tools/tf-validate
+TF_VALIDATE_ROOTS     = $(patsubst $(EXACTLY_ROOT)/%/,%,$(wildcard $(TF_DIR)/modules/*/ $(TF_DIR)/examples/*/ $(TF_DIR)/local/)) \
+                        $(patsubst $(EXACTLY_ROOT)/%,%,$(CUSTOM_EFFECT_TF))
+
+.PHONY: tf-provider
+tf-provider: $(AWS_PROVIDER) ## build the pinned AWS provider from source into ~/.cache/exactly/tools/bin (once; long)
+
+# Where the provider is (or would be) cached: .ci/run asks.
+.PHONY: print-aws-provider
+print-aws-provider:
+	@echo $(AWS_PROVIDER)
+
+# The CLI config that hands terraform the provider built above. Written on
+# every run (the cache may move); its folder is created here, not by another target.
+define tf-provider-rc
+	@mkdir -p $(dir $(TF_PROVIDER_RC))
+	@printf 'provider_installation {\n  dev_overrides {\n    "hashicorp/aws" = "%s"\n  }\n}\n' $(AWS_PROVIDER_DIR) >$(TF_PROVIDER_RC)
+endef
 
 $(AWS_PROVIDER):
 	$(call exactly-go-install,$@,github.com/hashicorp/terraform-provider-aws@$(AWS_PROVIDER_VERSION),terraform-provider-aws)
 
 .PHONY: tf-validate
-tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## slow, not in CI: build the AWS provider from source (about an hour), then terraform validate every module and example
-	@printf 'provider_installation {\n  dev_overrides {\n    "hashicorp/aws" = "%s"\n  }\n}\n' $(AWS_PROVIDER_DIR) >$(TF_VALIDATE_RC)
-	@rm -rf $(TF_STAGE) && mkdir -p $(TF_STAGE) && cp -R $(TF_DIR)/modules $(TF_DIR)/examples $(TF_STAGE)/
-	@set -e; export TF_CLI_CONFIG_FILE=$(TF_VALIDATE_RC) CHECKPOINT_DISABLE=1; \
+tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module and example against the AWS provider's schema (builds the provider once: long; CI when it is cached)
+	$(tf-provider-rc)
+	@rm -rf $(TF_VALIDATE_STAGE) && mkdir -p $(TF_VALIDATE_STAGE)/infra $(TF_VALIDATE_STAGE)/examples/custom-effect
+	@cp -R $(TF_DIR) $(TF_VALIDATE_STAGE)/infra/ && cp -R $(CUSTOM_EFFECT_TF) $(TF_VALIDATE_STAGE)/examples/custom-effect/
+	@find $(TF_VALIDATE_STAGE) \( -name .terraform -o -name '*.tfstate*' -o -name .terraform.lock.hcl -o -name localstack_override.tf \) -prune -exec rm -rf {} +
+	@set -e; start=$$(date +%s); export TF_CLI_CONFIG_FILE=$(TF_PROVIDER_RC) CHECKPOINT_DISABLE=1; \
 	validate() { \
-		(cd $$1 && $(TERRAFORM) get >/dev/null && $(TERRAFORM) validate -no-color >validate.log 2>&1) || { cat $$1/validate.log; exit 1; }; \
-		echo "ok  terraform validate $$2"; \
+		(cd $(TF_VALIDATE_STAGE)/$$1 && $(TERRAFORM) get >/dev/null && $(TERRAFORM) validate -no-color >validate.log 2>&1) || { cat $(TF_VALIDATE_STAGE)/$$1/validate.log; exit 1; }; \
+		echo "ok  terraform validate $$1$$2"; \
 	}; \
-	for d in $(TF_STAGE)/modules/*/ $(TF_STAGE)/examples/*/; do validate $$d $${d#$(TF_STAGE)/}; done; \
-	for d in $(TF_STAGE)/examples/*/; do cp $(TF_OVERRIDE) $$d; validate $$d "$${d#$(TF_STAGE)/} with localstack_override.tf"; done
+	n=0; for d in $(TF_VALIDATE_ROOTS); do validate $$d ""; n=$$((n+1)); done; \
+	for d in $(TF_VALIDATE_STAGE)/infra/terraform/examples/*/; do \
+		cp $(TF_OVERRIDE) $$d; d=$${d#$(TF_VALIDATE_STAGE)/}; validate $${d%/} " with localstack_override.tf"; n=$$((n+1)); \
+	done; \
+	echo ">> tf-validate: $$n terraform validate runs passed in $$(( $$(date +%s) - start )) s (provider $(AWS_PROVIDER), terraform $(TERRAFORM_VERSION))"
+
+# --- terraform apply against the local emulators ------------------------------
+# infra/terraform/local (queue, dedup-table, outbox-table) applied to fauxqs and
+# DynamoDB Local (scripts/stack, on EXACTLY_SQS_PORT and EXACTLY_DYNAMODB_PORT)
+# with the provider above; the worker and the relay run on what it made; plan
+# must show no drift; destroy must leave nothing. See scripts/tf-apply-local.
+.PHONY: tf-apply-local
+tf-apply-local: $(TERRAFORM) $(AWS_PROVIDER) ## apply queue, dedup-table, outbox-table to the local emulators, run worker and relay on them, plan (no drift), destroy (builds the provider once)
+	$(tf-provider-rc)
+	@start=$$(date +%s); cd $(EXACTLY_ROOT) && \
+		TERRAFORM=$(TERRAFORM) TF_CLI_CONFIG_FILE=$(TF_PROVIDER_RC) scripts/with-stack scripts/tf-apply-local && \
+		echo ">> make tf-apply-local took $$(( $$(date +%s) - start )) s (emulators' start included; provider $(AWS_PROVIDER), terraform $(TERRAFORM_VERSION))"
 
 .PHONY: localstack-check
 localstack-check: $(COMPOSE_SPEC) shellcheck-installed ## offline checks of localstack/: compose file, init scripts (bash -n, shellcheck, a run against a fake awslocal)

@@ -1,7 +1,9 @@
-// Command demo supports `make run`: `burst` writes the demo messages (with
-// duplicates of both kinds) as NDJSON for `worker send`, and `report` waits
-// until the queue is drained, then prints the ledger's balances next to what
-// was sent once.
+// Command demo supports `make run` and `make tf-apply-local`: `burst` writes
+// the demo messages (with duplicates of both kinds) as NDJSON for `worker
+// send`; `report` waits until the queue is drained, then prints the ledger's
+// balances next to what was sent once (and, with -dlq, checks that the DLQ
+// holds the poison message and nothing else); `leftovers` lists the queues
+// and tables whose names start with a prefix and fails if there are any.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,7 +31,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: demo burst|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: demo burst|report|leftovers [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -37,6 +40,8 @@ func main() {
 		err = burst(os.Args[2:])
 	case "report":
 		err = report(os.Args[2:])
+	case "leftovers":
+		err = leftovers(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -121,6 +126,7 @@ func report(args []string) error {
 	expect := fs.String("expect", "expected.txt", "expected balances file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the queue to drain")
 	outboxTable := fs.String("outbox-table", "", "first wait until this outbox has nothing left to publish")
+	dlq := fs.String("dlq", "", "DLQ URL: then check that it holds the burst's poison message and nothing else")
 	_ = fs.Parse(args)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -171,6 +177,80 @@ func report(args []string) error {
 		return fmt.Errorf("balances differ from what was sent once")
 	}
 	fmt.Printf("every balance in %s equals the sum of the deposits sent once: duplicates were absorbed\n", *ledger)
+	if *dlq != "" {
+		return checkDLQ(ctx, sqs.NewFromConfig(cfg), *dlq)
+	}
+	return nil
+}
+
+// checkDLQ reads the DLQ without hiding its messages (visibility 0) and
+// wants exactly one: the burst's poison message, whose group ends in -poison.
+func checkDLQ(ctx context.Context, client *sqs.Client, url string) error {
+	var groups []string
+	seen := map[string]bool{}
+	for range 3 {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 0, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId},
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range out.Messages {
+			if !seen[aws.ToString(m.MessageId)] {
+				seen[aws.ToString(m.MessageId)] = true
+				groups = append(groups, m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)])
+			}
+		}
+	}
+	if len(groups) != 1 || !strings.HasSuffix(groups[0], "-poison") {
+		return fmt.Errorf("DLQ %s: want the poison message alone, got %d message(s) of groups %q", url, len(groups), groups)
+	}
+	fmt.Printf("the DLQ holds the poison message (group %s) and nothing else\n", groups[0])
+	return nil
+}
+
+// leftovers lists the queues and tables whose names start with -prefix and
+// fails if there are any: what terraform destroy must have left.
+func leftovers(args []string) error {
+	fs := flag.NewFlagSet("leftovers", flag.ExitOnError)
+	prefix := fs.String("prefix", "", "name prefix of the queues and tables to look for")
+	_ = fs.Parse(args)
+	if *prefix == "" {
+		return fmt.Errorf("leftovers: give -prefix")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	var left []string
+	queues, err := sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: prefix})
+	if err != nil {
+		return err
+	}
+	for _, u := range queues.QueueUrls {
+		if strings.HasPrefix(path.Base(u), *prefix) { // whether or not the emulator filters
+			left = append(left, "queue "+u)
+		}
+	}
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
+	for p := dynamodb.NewListTablesPaginator(db, &dynamodb.ListTablesInput{}); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		for _, name := range page.TableNames {
+			if strings.HasPrefix(name, *prefix) {
+				left = append(left, "table "+name)
+			}
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("left behind: %s", strings.Join(left, ", "))
+	}
+	fmt.Printf("no queue or table named %s* is left\n", *prefix)
 	return nil
 }
 

@@ -154,8 +154,7 @@ func TestOutboxTableMatchesTheSchema(t *testing.T) {
 	// TTL deletes published messages; encryption, recovery, protection as the dedup table.
 	require.True(t, literal(t, attr(t, tbl.Body, "ttl", "enabled").Expr).True())
 	require.Equal(t, outboxschema.AttrTTL, ev(tbl.Body, "ttl", "attribute_name").AsString())
-	require.True(t, literal(t, attr(t, tbl.Body, "server_side_encryption", "enabled").Expr).True())
-	require.Equal(t, "var.server_side_encryption_kms_key_arn", m.text(attr(t, tbl.Body, "server_side_encryption", "kms_key_arn").Expr))
+	requireEncrypted(t, m, tbl)
 	require.Equal(t, "var.point_in_time_recovery_enabled", m.text(attr(t, tbl.Body, "point_in_time_recovery", "enabled").Expr))
 	require.Equal(t, "var.deletion_protection_enabled", m.text(attr(t, tbl.Body, "deletion_protection_enabled").Expr))
 	require.True(t, d["point_in_time_recovery_enabled"].True())

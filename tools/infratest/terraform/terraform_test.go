@@ -207,7 +207,7 @@ func load(t *testing.T, dir string) *module {
 func moduleDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	for _, pattern := range []string{"modules/*", "examples/*", customEffectRoot} {
+	for _, pattern := range []string{"modules/*", "examples/*", "local", customEffectRoot} {
 		found, err := filepath.Glob(pattern)
 		require.NoError(t, err)
 		dirs = append(dirs, found...)
@@ -278,8 +278,10 @@ var functions = map[string]function.Function{
 	"concat":          stdlib.ConcatFunc,
 	"contains":        stdlib.ContainsFunc,
 	"distinct":        stdlib.DistinctFunc,
+	"endswith":        endsWithFunc,
 	"floor":           stdlib.FloorFunc,
 	"join":            stdlib.JoinFunc,
+	"jsondecode":      stdlib.JSONDecodeFunc,
 	"jsonencode":      stdlib.JSONEncodeFunc,
 	"keys":            stdlib.KeysFunc,
 	"length":          lengthFunc,
@@ -338,6 +340,15 @@ var oneFunc = function.New(&function.Spec{
 		it.Next()
 		_, v := it.Element()
 		return v, nil
+	},
+})
+
+// endsWithFunc is Terraform's endswith.
+var endsWithFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "str", Type: cty.String}, {Name: "suffix", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.Bool),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		return cty.BoolVal(strings.HasSuffix(args[0].AsString(), args[1].AsString())), nil
 	},
 })
 
@@ -815,7 +826,7 @@ func TestDedupTableMatchesTheWorker(t *testing.T) {
 		require.Equal(t, "local.hash_key", m.text(attr(t, tbl.Body, "hash_key").Expr), key)
 		require.Equal(t, "local.hash_key", m.text(attr(t, tbl.Body, "attribute", "name").Expr), key)
 		require.Equal(t, "S", literal(t, attr(t, tbl.Body, "attribute", "type").Expr).AsString(), key)
-		require.True(t, literal(t, attr(t, tbl.Body, "server_side_encryption", "enabled").Expr).True(), key)
+		requireEncrypted(t, m, tbl)
 		require.Equal(t, "var.point_in_time_recovery_enabled", m.text(attr(t, tbl.Body, "point_in_time_recovery", "enabled").Expr), key)
 		require.Equal(t, "var.deletion_protection_enabled", m.text(attr(t, tbl.Body, "deletion_protection_enabled").Expr), key)
 	}
@@ -879,7 +890,8 @@ func TestWorkerECSTaskRoleIsLeastPrivilege(t *testing.T) {
 
 func TestWorkerLambdaRoleIsLeastPrivilege(t *testing.T) {
 	m := load(t, "modules/worker-lambda")
-	want := map[string][]string{"Logs": {"logs:CreateLogStream", "logs:PutLogEvents"}}
+	// Tracing only with tracing_mode = "Active" (TestWorkerLambdaTracing).
+	want := map[string][]string{"Logs": {"logs:CreateLogStream", "logs:PutLogEvents"}, "Tracing": xrayActions}
 	for k, v := range workerActions {
 		want[k] = v
 	}
@@ -981,6 +993,28 @@ func TestWorkerECSScalesOnBacklogPerTask(t *testing.T) {
 	require.False(t, m.valid(t, "autoscaling_min_capacity", num(0)), "backlog per task is undefined at zero tasks")
 }
 
+// requireEncrypted evaluates a table's server_side_encryption block: one,
+// enabled, with the module's key, by default; none only when
+// manage_server_side_encryption is turned off (for DynamoDB Local).
+func requireEncrypted(t *testing.T, m *module, tbl *hclsyntax.Block) {
+	t.Helper()
+	sse := func(vars map[string]cty.Value) []cty.Value {
+		var keys []cty.Value
+		eachDynamic(t, dynamicBlock(t, tbl.Body, "server_side_encryption"), scope{"var": vars}, func(content *hclsyntax.Body, inner scope) {
+			require.True(t, literal(t, attr(t, content, "enabled").Expr).True())
+			keys = append(keys, eval(t, attr(t, content, "kms_key_arn").Expr, inner))
+		})
+		return keys
+	}
+	require.True(t, m.defaults(t)["manage_server_side_encryption"].True(), "%s: SSE is written by default", m.dir)
+	def := sse(m.defaults(t))
+	require.Len(t, def, 1, "%s: one server_side_encryption block by default", m.dir)
+	require.True(t, def[0].IsNull(), "%s: the AWS managed key by default", m.dir)
+	const key = "arn:aws:kms:eu-west-1:123456789012:key/k"
+	require.Equal(t, []cty.Value{str(key)}, sse(m.withVars(t, map[string]cty.Value{"server_side_encryption_kms_key_arn": str(key)})))
+	require.Empty(t, sse(m.withVars(t, map[string]cty.Value{"manage_server_side_encryption": cty.False})))
+}
+
 // ---------------------------------------------------------------------------
 // modules/worker-lambda
 
@@ -991,11 +1025,11 @@ func TestWorkerLambdaEventSourceMapping(t *testing.T) {
 	require.Equal(t, "var.batch_size", m.text(attr(t, esm.Body, "batch_size").Expr))
 	require.Equal(t, "var.maximum_concurrency", m.text(attr(t, esm.Body, "scaling_config", "maximum_concurrency").Expr))
 	require.Equal(t, "each.value.arn", m.text(attr(t, esm.Body, "event_source_arn").Expr))
-	require.NotContains(t, esm.Body.Attributes, "maximum_batching_window_in_seconds", "FIFO event sources take no batching window")
+	require.Equal(t, "var.maximum_batching_window_in_seconds", m.text(attr(t, esm.Body, "maximum_batching_window_in_seconds").Expr))
 
+	// The defaults fit a FIFO queue: the examples' queues are FIFO.
 	require.LessOrEqual(t, asInt(m.defaults(t)["batch_size"]), int64(fifoMaxBatchSize))
-	require.True(t, m.valid(t, "batch_size", num(fifoMaxBatchSize)))
-	require.False(t, m.valid(t, "batch_size", num(fifoMaxBatchSize+1)), "FIFO batches hold at most 10")
+	require.Zero(t, asInt(m.defaults(t)["maximum_batching_window_in_seconds"]))
 	require.False(t, m.valid(t, "maximum_concurrency", num(1)), "ESM maximum concurrency is at least 2")
 
 	fn := m.resource(t, "aws_lambda_function.this")
@@ -1020,8 +1054,10 @@ func TestWorkerLambdaVisibilityPrecondition(t *testing.T) {
 	esm := m.resource(t, "aws_lambda_event_source_mapping.this")
 	check := func(visibility, timeout int64) bool {
 		return preconditions(t, esm, scope{
-			"var":  {"timeout": num(timeout)},
-			"each": {"key": str("q"), "value": cty.ObjectVal(map[string]cty.Value{"visibility_timeout_seconds": num(visibility)})},
+			"var": m.withVars(t, map[string]cty.Value{"timeout": num(timeout)}),
+			"each": {"key": str("q"), "value": cty.ObjectVal(map[string]cty.Value{
+				"arn": str(testQueueARN), "visibility_timeout_seconds": num(visibility),
+			})},
 		})
 	}
 	require.True(t, check(180, 30))

@@ -24,9 +24,15 @@ resource "aws_dynamodb_table" "this" {
     enabled = var.point_in_time_recovery_enabled
   }
 
-  server_side_encryption {
-    enabled     = true
-    kms_key_arn = var.server_side_encryption_kms_key_arn
+  # Always written in AWS; left out only for DynamoDB Local, which never
+  # reports SSE (manage_server_side_encryption).
+  dynamic "server_side_encryption" {
+    for_each = var.manage_server_side_encryption ? ["sse"] : []
+
+    content {
+      enabled     = true
+      kms_key_arn = var.server_side_encryption_kms_key_arn
+    }
   }
 
   deletion_protection_enabled = var.deletion_protection_enabled
@@ -51,9 +57,15 @@ resource "aws_dynamodb_table" "ledger" {
     enabled = var.point_in_time_recovery_enabled
   }
 
-  server_side_encryption {
-    enabled     = true
-    kms_key_arn = var.server_side_encryption_kms_key_arn
+  # Always written in AWS; left out only for DynamoDB Local, which never
+  # reports SSE (manage_server_side_encryption).
+  dynamic "server_side_encryption" {
+    for_each = var.manage_server_side_encryption ? ["sse"] : []
+
+    content {
+      enabled     = true
+      kms_key_arn = var.server_side_encryption_kms_key_arn
+    }
   }
 
   deletion_protection_enabled = var.deletion_protection_enabled

@@ -54,8 +54,14 @@ variable "deletion_protection_enabled" {
   default     = true
 }
 
+variable "manage_server_side_encryption" {
+  description = "Write the server_side_encryption block (the AWS managed key, or server_side_encryption_kms_key_arn). Keep it on. false leaves DynamoDB's default, an AWS owned key: still encrypted at rest, but under no KMS key of the account. It exists for DynamoDB Local, which accepts SSE but never reports it, so the block shows as drift on every plan (make tf-apply-local)."
+  type        = bool
+  default     = true
+}
+
 variable "server_side_encryption_kms_key_arn" {
-  description = "Customer managed KMS key for SSE. Null uses the AWS managed key (aws/dynamodb); encryption at rest is always on."
+  description = "Customer managed KMS key for SSE. Null uses the AWS managed key (aws/dynamodb); encryption at rest is always on. Only with manage_server_side_encryption."
   type        = string
   default     = null
 }

@@ -173,6 +173,22 @@ data "aws_iam_policy_document" "this" {
     }
   }
 
+  # Active tracing: Lambda sends the invocation's segments with the
+  # function's role. X-Ray has no resource-level permissions for these two.
+  dynamic "statement" {
+    for_each = var.tracing_mode == "Active" ? ["*"] : []
+
+    content {
+      sid = "Tracing"
+      actions = [
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+      ]
+      #tfsec:ignore:aws-iam-no-policy-wildcards
+      resources = [statement.value]
+    }
+  }
+
   statement {
     sid = "Logs"
     actions = [
@@ -225,6 +241,10 @@ resource "aws_lambda_function" "this" {
     variables = local.environment
   }
 
+  tracing_config {
+    mode = var.tracing_mode
+  }
+
   tags = var.tags
 
   # The log group must exist first, or Lambda creates one without retention.
@@ -260,16 +280,57 @@ resource "aws_lambda_event_source_mapping" "this" {
   function_name    = aws_lambda_function.this.arn
   enabled          = true
 
-  # FIFO: at most 10 per batch and no batching window. The handler reports the
-  # failed message and every later one of its group.
-  batch_size              = var.batch_size
-  function_response_types = ["ReportBatchItemFailures"]
+  # FIFO: at most 10 per batch and no batching window (preconditions
+  # below). The handler reports the failed message and every later one of
+  # its group.
+  batch_size                         = var.batch_size
+  maximum_batching_window_in_seconds = var.maximum_batching_window_in_seconds
+  function_response_types            = ["ReportBatchItemFailures"]
+
+  # Lambda deletes a message that matches no pattern, uninvoked.
+  dynamic "filter_criteria" {
+    for_each = length(var.filter_patterns) > 0 ? [var.filter_patterns] : []
+
+    content {
+      dynamic "filter" {
+        for_each = filter_criteria.value
+
+        content {
+          pattern = filter.value
+        }
+      }
+    }
+  }
+
+  dynamic "metrics_config" {
+    for_each = length(var.event_source_mapping_metrics) > 0 ? [var.event_source_mapping_metrics] : []
+
+    content {
+      metrics = metrics_config.value
+    }
+  }
 
   scaling_config {
     maximum_concurrency = var.maximum_concurrency
   }
 
   lifecycle {
+    # A FIFO queue's name, and so its ARN, ends in .fifo.
+    precondition {
+      condition     = !endswith(each.value.arn, ".fifo") || var.batch_size <= 10
+      error_message = "A FIFO queue takes batch_size of at most 10 (Lambda's limit for FIFO event sources)."
+    }
+
+    precondition {
+      condition     = !endswith(each.value.arn, ".fifo") || var.maximum_batching_window_in_seconds == 0
+      error_message = "A FIFO queue takes no batching window: set maximum_batching_window_in_seconds = 0 (Lambda refuses it for FIFO event sources)."
+    }
+
+    precondition {
+      condition     = var.batch_size <= 10 || var.maximum_batching_window_in_seconds >= 1
+      error_message = "batch_size above 10 needs maximum_batching_window_in_seconds of at least 1 (Lambda's rule for SQS event sources)."
+    }
+
     precondition {
       condition     = each.value.visibility_timeout_seconds >= 6 * var.timeout
       error_message = "The queue's visibility timeout must be at least 6 x the function timeout (AWS's guidance for SQS event sources), or a message becomes visible again while a retried invocation still runs."

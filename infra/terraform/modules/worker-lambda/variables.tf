@@ -63,13 +63,57 @@ variable "queues" {
 }
 
 variable "batch_size" {
-  description = "Messages per invocation. FIFO event source mappings take at most 10."
+  description = "Messages per invocation: 1 to 10 on a FIFO queue; up to 10000 on a standard queue, where more than 10 needs maximum_batching_window_in_seconds of at least 1."
   type        = number
   default     = 10
 
   validation {
-    condition     = var.batch_size >= 1 && var.batch_size <= 10
-    error_message = "batch_size must be from 1 to 10 (the FIFO limit)."
+    condition     = var.batch_size >= 1 && var.batch_size <= 10000 && floor(var.batch_size) == var.batch_size
+    error_message = "batch_size must be a whole number from 1 to 10000 (at most 10 on a FIFO queue)."
+  }
+}
+
+variable "maximum_batching_window_in_seconds" {
+  description = "Seconds each event source mapping gathers messages before it invokes the function (0 to 300). Standard queues only: FIFO event sources take no batching window (keep 0). At least 1 for batch_size above 10."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.maximum_batching_window_in_seconds >= 0 && var.maximum_batching_window_in_seconds <= 300 && floor(var.maximum_batching_window_in_seconds) == var.maximum_batching_window_in_seconds
+    error_message = "maximum_batching_window_in_seconds must be a whole number from 0 to 300."
+  }
+}
+
+variable "filter_patterns" {
+  description = "Event filter patterns (JSON, Lambda's filtering syntax, such as {\"body\":{\"type\":[\"deposit\"]}}) of every event source mapping, at most 5. Lambda DELETES a message that matches none of them without invoking the function: the worker never sees it. Empty: no filter."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = length(var.filter_patterns) <= 5 && alltrue([for p in var.filter_patterns : can(jsondecode(p))])
+    error_message = "filter_patterns takes at most 5 patterns, each a JSON object."
+  }
+}
+
+variable "event_source_mapping_metrics" {
+  description = "Metrics of the event source mappings themselves (metrics_config): [\"EventCount\"] publishes PolledEventCount, FilteredOutEventCount, InvokedEventCount, FailedInvokeEventCount, DeletedEventCount and others per mapping (CloudWatch charges them as custom metrics); [] publishes none."
+  type        = list(string)
+  default     = ["EventCount"]
+
+  validation {
+    condition     = alltrue([for m in var.event_source_mapping_metrics : m == "EventCount"])
+    error_message = "event_source_mapping_metrics takes \"EventCount\" (the only metric group SQS event sources have) or nothing."
+  }
+}
+
+variable "tracing_mode" {
+  description = "X-Ray tracing of the function: \"PassThrough\" (Lambda traces only requests that arrive sampled) or \"Active\" (Lambda samples invocations itself; the role then gets xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource narrower than \"*\")."
+  type        = string
+  default     = "PassThrough"
+
+  validation {
+    condition     = contains(["PassThrough", "Active"], var.tracing_mode)
+    error_message = "tracing_mode must be \"PassThrough\" or \"Active\"."
   }
 }
 

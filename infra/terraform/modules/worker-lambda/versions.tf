@@ -4,7 +4,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.0, < 7.0"
+      version = ">= 6.0, < 7.0" # metrics_config of the event source mapping
     }
   }
 }

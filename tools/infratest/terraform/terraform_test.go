@@ -1621,7 +1621,7 @@ func TestCustomEffectExampleDeploysItsEffect(t *testing.T) {
 	m := load(t, customEffectRoot)
 	src, err := os.ReadFile(filepath.Join(customEffectRoot, "..", "main.go"))
 	require.NoError(t, err)
-	registered := regexp.MustCompile(`effect\.Register\("([^"]+)"`).FindAllStringSubmatch(string(src), -1)
+	registered := regexp.MustCompile(`worker\.Effects\{"([^"]+)"`).FindAllStringSubmatch(string(src), -1)
 	require.Len(t, registered, 1)
 	var reads []string
 	for _, match := range regexp.MustCompile(`env\.Lookup\("([A-Z0-9_]+)"\)`).FindAllStringSubmatch(string(src), -1) {
@@ -1631,7 +1631,7 @@ func TestCustomEffectExampleDeploysItsEffect(t *testing.T) {
 
 	call := m.call(t, "worker")
 	require.Equal(t, "../../../infra/terraform/modules/worker-ecs", literal(t, attr(t, call.Body, "source").Expr).AsString())
-	require.Equal(t, registered[0][1], literal(t, attr(t, call.Body, "effect").Expr).AsString(), "the effect main.go registers")
+	require.Equal(t, registered[0][1], literal(t, attr(t, call.Body, "effect").Expr).AsString(), "the effect main.go gives worker.Main")
 	require.Equal(t, "var.container_image", m.text(attr(t, call.Body, "container_image").Expr))
 	require.Contains(t, m.variables["container_image"].Body.Attributes["description"].Expr.(*hclsyntax.TemplateExpr).Parts[0].(*hclsyntax.LiteralValueExpr).Val.AsString(),
 		"make image MAIN=./examples/custom-effect")

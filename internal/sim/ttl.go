@@ -86,6 +86,15 @@ func (w *world) expiredCompletedMet(p *proc, key string, item, pre map[string]dd
 // completedBlocked: p's put was refused by a COMPLETED record: a duplicate
 // or a conflict, unless the record was past its TTL.
 func (w *world) completedBlocked(p *proc, key string, item, pre map[string]ddbtypes.AttributeValue) {
+	// A verdict the product got, right or not (judged below).
+	if dedup.GetS(pre, dedup.AttrPayloadSHA256) != dedup.GetS(item, dedup.AttrPayloadSHA256) {
+		w.mu.Lock()
+		lid, ok := w.msgLid[dedup.GetS(item, dedup.AttrMessageID)]
+		w.mu.Unlock()
+		if ok {
+			w.permanent(p, lid, "conflict: key completed for another payload")
+		}
+	}
 	if w.expiredUnder(pre, num(item[dedup.AttrCreatedAt]), true) {
 		lid := -1
 		if s := w.byKey[key]; s != nil {
@@ -96,14 +105,6 @@ func (w *world) completedBlocked(p *proc, key string, item, pre map[string]ddbty
 		w.violate("expiry: a record past its TTL blocked a claim: %s's put on %s (logical %d), %s after the record completed (TTL %s), was refused: an expired record DynamoDB has not swept yet must be taken as absent (record: %s, completed_at %d ms, expires_at %d s; the put's now %d ms)",
 			p.id, key, lid, at.Sub(done).Round(time.Millisecond), w.wide.ttl, dedup.GetS(pre, dedup.AttrStatus), num(pre[dedup.AttrCompletedAt]), num(pre[dedup.AttrExpiresAt]), num(item[dedup.AttrCreatedAt]))
 		return
-	}
-	if dedup.GetS(pre, dedup.AttrPayloadSHA256) != dedup.GetS(item, dedup.AttrPayloadSHA256) {
-		w.mu.Lock()
-		lid, ok := w.msgLid[dedup.GetS(item, dedup.AttrMessageID)]
-		w.mu.Unlock()
-		if ok {
-			w.permanent(p, lid, "conflict: key completed for another payload")
-		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -60,6 +61,10 @@ func (w *world) expiredCompletedMet(p *proc, key string, item, pre map[string]dd
 	w.stat("path: expired record met (completed, claimed again)", 1)
 	s := w.byKey[key]
 	if !w.expiredUnder(pre, num(item[dedup.AttrCreatedAt]), false) {
+		x := w.wide
+		x.mu.Lock()
+		x.justMet[p.id+"|"+key] = false // reopened before its time
+		x.mu.Unlock()
 		done := time.UnixMilli(num(pre[dedup.AttrCompletedAt]))
 		at := time.UnixMilli(num(item[dedup.AttrCreatedAt]))
 		lid := -1
@@ -76,11 +81,23 @@ func (w *world) expiredCompletedMet(p *proc, key string, item, pre map[string]dd
 	x := w.wide
 	x.mu.Lock()
 	x.grants[s.lid]++
+	x.justMet[p.id+"|"+key] = true // an expired record: not reopened (observeClaim)
 	x.mu.Unlock()
 	w.mu.Lock()
-	w.committed[s.lid] = false // a new message from now on
 	w.tr(s.lid, "%s met its expired record and claimed it again", p.id)
 	w.mu.Unlock()
+}
+
+// reopened reports (once) whether p's claim on key just replaced a
+// COMPLETED record that had not expired. w.mu held.
+func (w *world) reopened(p *proc, key string) bool {
+	x := w.wide
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	k := p.id + "|" + key
+	met, over := x.justMet[k]
+	delete(x.justMet, k)
+	return over && !met
 }
 
 // completedBlocked: p's put was refused by a COMPLETED record: a duplicate
@@ -125,4 +142,11 @@ func (w *world) worldStats() {
 	if !w.wide.guarded {
 		w.stat("world: Q1's ledger writes no entry item (the record alone guards)", 1)
 	}
+}
+
+// storyOf is lid's SQS story so far.
+func (w *world) storyOf(lid int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.trace[lid], " | ")
 }

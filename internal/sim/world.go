@@ -271,7 +271,7 @@ func (w *world) checkDelete(p *proc, q, receipt string) {
 	}
 	w.mu.Unlock()
 	if ok && !okDel {
-		w.violate("message %s (logical %d) of %s deleted by %s before its record committed (nor dead-lettered/redriven)", id, lid, q, p.id)
+		w.violate("message %s (logical %d) of %s deleted by %s before its record committed (nor dead-lettered/redriven); its story: %s", id, lid, q, p.id, w.storyOf(lid))
 	}
 }
 
@@ -305,7 +305,8 @@ func (w *world) observeClaim(p *proc, key string) {
 		return
 	}
 	w.mu.Lock()
-	reopened := w.committed[s.lid]
+	reopened := w.reopened(p, key)
+	w.tr(s.lid, "%s claimed %s", p.id, key)
 	w.stats["dynamo: claim written"]++
 	w.mu.Unlock()
 	if reopened {
@@ -321,6 +322,7 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.committed[s.lid] = true
+	w.tr(s.lid, "%s committed %s (applied: %v)", p.id, key, tx)
 	p.mu.Lock()
 	delete(p.open, key)
 	p.mu.Unlock()

@@ -124,6 +124,7 @@ func (w *world) judgeSQSMove(id string, lid int) {
 	x.judged[id] = true
 	n, ok := x.maxRC[id]
 	if !ok {
+		w.stats["dlq: moves by the redrive policy (receive count unknown)"]++
 		return
 	}
 	if n < maxReceive {

@@ -402,7 +402,7 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, sect := range []string{"fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "dynamo:", "sim:", "downstream", "log:"} {
+	for _, sect := range []string{"fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "log:"} {
 		for _, k := range names {
 			if strings.HasPrefix(k, sect) {
 				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])

@@ -22,7 +22,8 @@ import (
 //     commit was rejected as invalid, its key was completed for another
 //     payload, or an effect write's own condition failed;
 //   - a move by SQS's redrive policy (the DLQ message keeps its source id) is
-//     right only after maxReceiveCount receives.
+//     counted with the receive counts seen (a lower bound: a receive whose
+//     caller gave up counts at SQS unseen), not judged.
 
 // permanent records a permanent verdict on lid in p's delivery.
 func (w *world) permanent(p *proc, lid int, why string) {
@@ -128,8 +129,11 @@ func (w *world) judgeSQSMove(id string, lid int) {
 		return
 	}
 	if n < maxReceive {
-		w.violations = append(w.violations, fmt.Sprintf("+%s DLQ: the redrive policy moved message %s (logical %d) after %d receives, fewer than maxReceiveCount %d",
-			time.Since(w.start).Round(time.Millisecond), id, lid, n, maxReceive))
+		// The receive counts seen are a lower bound: a receive whose
+		// caller gave up (its long poll cancelled, its answer lost before
+		// the observer) counts at SQS unseen. Counted, not judged (seed
+		// 3440: 8 seen of 10).
+		w.stats["dlq: moves by the redrive policy after fewer receives seen than maxReceiveCount"]++
 		return
 	}
 	w.stats["dlq: moves by the redrive policy after maxReceiveCount"]++

@@ -38,7 +38,6 @@ var classes = []struct{ name, match, also string }{
 	{"expiry: a record past its TTL (not swept yet) refused a claim", "expiry: a record past its TTL blocked", ""},
 	{"DLQ: the product moved a message that does not fail permanently", "which never fails permanently now", ""},
 	{"DLQ: the product moved a message without a permanent verdict in its delivery", "without a permanent verdict in its delivery", ""},
-	{"DLQ: the redrive policy moved a message before maxReceiveCount", "fewer than maxReceiveCount", ""},
 	{"read-dependent balance off: a stale read committed (lost update)", "read-dependent balance", ""},
 	{"lost: a poison message's DLQ copy was redriven and never dead-lettered again", "redriven back to its queue", ""},
 	{"pool started a delivery past SQS's visibility (hole 4)", "pool started a delivery past its visibility", ""},

@@ -1,7 +1,7 @@
 # The deterministic simulation (internal/sim). The top-level Makefile includes
 # this file; it also runs alone: make -f mk/sim.mk sim SEEDS=50000
 #
-#   make sim                 a fixed budget of seeds (SIM_SEEDS_DEFAULT, ~1.5-2 minutes on 2 idle cores; part of CI)
+#   make sim                 a fixed budget of seeds (SIM_SEEDS_DEFAULT, ~2-2.5 minutes on 2 idle cores; part of CI)
 #   make sim SEEDS=N         N seeds (from FIRST, default 1)
 #   make sim SEED=123        replay one seed (REPEAT times, default 20: a seed is red when any run is)
 #   make sim FAULTS=lost,partial OPS=SendMessageBatch,DeleteMessageBatch

@@ -38,6 +38,8 @@ type proc struct {
 
 	mu   sync.Mutex
 	open map[string]bool // claim mode: keys whose downstream call ran, commit not yet seen
+
+	frozenUntil atomic.Int64 // fence.go: the process is frozen until then (virtual UnixNano)
 }
 
 func (w *world) newProc(id string) *proc {
@@ -82,16 +84,20 @@ func before(ctx context.Context, p faulted, op, subject string) (Kind, string, e
 	if p.isDead() {
 		return None, "", errDead
 	}
+	waitThaw(p)
 	inj := p.injector()
 	k, id := inj.decide(op, subject, p.name())
 	p.faulting(subject, k)
 	switch k {
+	case Freeze:
+		freezeProc(p, inj.delay(id))
 	case Fail, Timeout, Conflict:
 		return k, id, apiErr(op, k)
 	case Pause:
 		// The process stalls here, whatever its context says, and comes
 		// back as a zombie.
 		time.Sleep(inj.delay(id))
+		waitThaw(p) // it wakes into a freeze of its process
 	case Crash:
 		p.die("crash before " + id)
 		return k, id, errDead
@@ -104,6 +110,7 @@ func before(ctx context.Context, p faulted, op, subject string) (Kind, string, e
 
 // after runs the part of a call's fault that comes after it took effect.
 func after(ctx context.Context, p faulted, op string, k Kind, id string) error {
+	waitThaw(p) // an answer reaches a frozen process when it resumes
 	switch k {
 	case Lost:
 		return apiErr(op, Lost)
@@ -183,7 +190,9 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 		vis = time.Duration(in.VisibilityTimeout) * time.Second
 	}
 	for _, m := range out.Messages {
-		c.p.w.observeGrant(c.p, q, aws.ToString(m.ReceiptHandle), aws.ToString(m.MessageId), vis, true, k == Slow)
+		// Answered late: slow, or to a frozen process, which reads it
+		// when it resumes; either way the pool cannot date it.
+		c.p.w.observeGrant(c.p, q, aws.ToString(m.ReceiptHandle), aws.ToString(m.MessageId), vis, true, k == Slow || c.p.frozen())
 	}
 	if err := c.p.after(ctx, "ReceiveMessage", k, id); err != nil {
 		return nil, err
@@ -434,7 +443,13 @@ func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 	if err != nil {
 		return nil, err
 	}
+	// Serialised with the other writes of the table, the record read just
+	// before (fence.go).
+	c.p.w.txMu.Lock()
+	pre := c.p.w.preState(key)
 	out, err := c.inner.PutItem(ctx, in, opt...)
+	c.p.w.txMu.Unlock()
+	c.p.w.afterRecordPut(c.p, in.Item, pre[key], err == nil, isCCF(err))
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +470,11 @@ func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	if err != nil {
 		return nil, err
 	}
+	c.p.w.txMu.Lock()
+	pre := c.p.w.preState(key)
 	out, err := c.inner.UpdateItem(ctx, in, opt...)
+	c.p.w.txMu.Unlock()
+	c.p.w.afterUpdate(c.p, in, pre, err)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +516,9 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	// Serialised with the log of first applications, so that the log's
 	// order is the order in which the transactions took effect.
 	c.p.w.txMu.Lock()
+	pre := c.p.w.preState(txKeys(in)...)
 	out, err := c.inner.TransactWriteItems(ctx, in, opt...)
+	c.p.w.afterTx(c.p, in, pre, err)
 	if err == nil {
 		for _, k := range keys {
 			c.p.w.observeCommit(c.p, k, true)
@@ -508,6 +529,9 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" && len(keys) == 1 {
 		c.p.w.observeInvalid(c.p, key)
+		if s := c.p.w.byKey[key]; s != nil {
+			c.p.w.permanent(c.p, s.lid, "commit rejected as invalid")
+		}
 	}
 	c.p.w.txMu.Unlock()
 	switch {

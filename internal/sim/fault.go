@@ -32,10 +32,11 @@ const (
 	Pause           // the calling goroutine stalls past a lease / visibility timeout before the call (a zombie)
 	Crash           // the process dies at this call, before it takes effect
 	CrashAfter      // the call takes effect, then the process dies before it sees the answer
+	Freeze          // the whole process stops (every goroutine at its next call or answer) past a lease / visibility timeout, then resumes (fence.go)
 	numKinds
 )
 
-var kindNames = [...]string{"none", "fail", "timeout", "lost", "partial", "conflict", "slow", "pause", "crash", "crash-after"}
+var kindNames = [...]string{"none", "fail", "timeout", "lost", "partial", "conflict", "slow", "pause", "crash", "crash-after", "freeze"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -102,15 +103,15 @@ func ParseOps(s string) (map[string]bool, error) {
 func kindsFor(op string) []Kind {
 	switch op {
 	case "ReceiveMessage":
-		return []Kind{Fail, Timeout, Lost, Slow, Pause, Crash, CrashAfter}
+		return []Kind{Fail, Timeout, Lost, Slow, Pause, Crash, CrashAfter, Freeze}
 	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessageBatch", "BatchGetItem":
-		return []Kind{Fail, Timeout, Lost, Partial, Slow, Pause, Crash, CrashAfter}
+		return []Kind{Fail, Timeout, Lost, Partial, Slow, Pause, Crash, CrashAfter, Freeze}
 	case "Effect": // the claim-mode effect's downstream call
-		return []Kind{Fail, Pause, Crash, CrashAfter}
+		return []Kind{Fail, Pause, Crash, CrashAfter, Freeze}
 	case "TransactWriteItems":
-		return []Kind{Fail, Timeout, Lost, Conflict, Slow, Pause, Crash, CrashAfter}
+		return []Kind{Fail, Timeout, Lost, Conflict, Slow, Pause, Crash, CrashAfter, Freeze}
 	}
-	return []Kind{Fail, Timeout, Lost, Slow, Pause, Crash, CrashAfter}
+	return []Kind{Fail, Timeout, Lost, Slow, Pause, Crash, CrashAfter, Freeze}
 }
 
 // Fault is one injected fault: where (the call's stable identity) and what.

@@ -74,7 +74,7 @@ func (w *world) checkStart(p *proc, key string) {
 			continue
 		}
 		if s := w.byLid[r.lid]; s != nil && s.key == key {
-			if now < r.until || r.slow {
+			if now < r.until || r.slow || w.frozeSince(p, r.lid, r.until-visibility) {
 				w.stats["sim: claims inside SQS's visibility"]++
 				return
 			}

@@ -32,6 +32,14 @@ var (
 
 // classes name the kinds of violations, for the summary.
 var classes = []struct{ name, match, also string }{
+	{"fencing: a complete/extend/release took effect from a token that did not hold the record", "fencing: a ", " took effect, but the record"},
+	{"fencing: a live lease taken over", "fencing: a live lease taken over", ""},
+	{"expiry: a COMPLETED record claimed again before its TTL ended", "before its TTL (", ""},
+	{"expiry: a record past its TTL (not swept yet) refused a claim", "expiry: a record past its TTL blocked", ""},
+	{"DLQ: the product moved a message that does not fail permanently", "which never fails permanently now", ""},
+	{"DLQ: the product moved a message without a permanent verdict in its delivery", "without a permanent verdict in its delivery", ""},
+	{"read-dependent balance off: a stale read committed (lost update)", "read-dependent balance", ""},
+	{"lost: a poison message's DLQ copy was redriven and never dead-lettered again", "redriven back to its queue", ""},
 	{"pool started a delivery past SQS's visibility (hole 4)", "pool started a delivery past its visibility", ""},
 	{"invalid commit retried or redelivered instead of dead-lettered (hole 6)", "invalid message: ", ""},
 	{"lost: the DLQ copy was dropped (same MessageDeduplicationId in a DLQ of wider scope)", "dropped by the DLQ's deduplication", ""},
@@ -393,7 +401,7 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, sect := range []string{"fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "dynamo:", "sim:", "downstream", "log:"} {
+	for _, sect := range []string{"fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "log:"} {
 		for _, k := range names {
 			if strings.HasPrefix(k, sect) {
 				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])

@@ -136,6 +136,8 @@ type world struct {
 	rejected   map[string]int           // proc|key -> commits rejected as invalid
 	rejectedAt map[string]time.Duration // proc|key -> last rejection
 	dlqTry     map[string]time.Duration // proc|key -> last DLQ copy tried (invalid messages)
+
+	wide *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
 }
 
 // worldMoved notes a DLQ message seen with the id it had in its source
@@ -147,6 +149,7 @@ func (w *world) worldMoved(id string, lid int) {
 	if !ok {
 		return
 	}
+	w.judgeSQSMove(id, lid)
 	w.deadLettered[lid] = true
 	at += time.Nanosecond // after that receive, whose delivery may have run
 	if cur, has := w.dlqAt[lid]; !has || at < cur {
@@ -220,6 +223,7 @@ func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
 			w.markDLQ(lid)
 		default:
 			w.lastSrcRecv[aws.ToString(m.MessageId)] = time.Since(w.start)
+			w.delivered(p, lid, m)
 		}
 	}
 }
@@ -231,6 +235,7 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 	w.tr(lid, "%s sent a copy to %s: message id %s, dedup id %s", p.id, q, msgID, dedupID)
 	switch {
 	case isDLQ(q):
+		w.judgeCopy(p, q, lid)
 		w.dlqSent[lid] = true
 		w.markDLQ(lid)
 		w.stats["path: DLQ move (product)"]++
@@ -267,7 +272,7 @@ func (w *world) checkDelete(p *proc, q, receipt string) {
 	}
 	w.mu.Unlock()
 	if ok && !okDel {
-		w.violate("message %s (logical %d) of %s deleted by %s before its record committed (nor dead-lettered/redriven)", id, lid, q, p.id)
+		w.violate("message %s (logical %d) of %s deleted by %s before its record committed (nor dead-lettered/redriven); its story: %s", id, lid, q, p.id, w.storyOf(lid))
 	}
 }
 
@@ -301,7 +306,8 @@ func (w *world) observeClaim(p *proc, key string) {
 		return
 	}
 	w.mu.Lock()
-	reopened := w.committed[s.lid]
+	reopened := w.reopened(p, key)
+	w.tr(s.lid, "%s claimed %s", p.id, key)
 	w.stats["dynamo: claim written"]++
 	w.mu.Unlock()
 	if reopened {
@@ -317,6 +323,7 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.committed[s.lid] = true
+	w.tr(s.lid, "%s committed %s (applied: %v)", p.id, key, tx)
 	p.mu.Lock()
 	delete(p.open, key)
 	p.mu.Unlock()
@@ -329,7 +336,7 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 		k := s.queue + "|" + s.group
 		w.order[k] = append(w.order[k], s.lid)
 		w.appliedAt[s.lid] = time.Since(w.start)
-	} else {
+	} else if !w.granted(s.lid) {
 		w.violations = append(w.violations, fmt.Sprintf("+%s transactional mode: logical %d (%s) applied %d times (by %v)",
 			time.Since(w.start).Round(time.Millisecond), s.lid, key, w.applied[s.lid], w.callers[s.lid]))
 	}
@@ -352,7 +359,7 @@ func (w *world) downstream(p *proc, s *msgSpec) {
 		return
 	}
 	w.stats["downstream: second call inside the window"]++
-	if !w.excused[s.lid] {
+	if !w.excused[s.lid] && !w.granted(s.lid) {
 		w.violations = append(w.violations, fmt.Sprintf("+%s claim mode: downstream called %d times for logical %d (%s) by %v, and no worker died, stalled or lost its commit between an effect and its commit; faults on the key: %s",
 			time.Since(w.start).Round(time.Millisecond), w.applied[s.lid], s.lid, s.key, w.callers[s.lid], w.faultsOn(s.key)))
 	}
@@ -437,6 +444,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
+		wide:     newWidened(cfg.Seed),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
 	_, err := w.db.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -485,6 +493,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		return nil, err
 	}
 	w.workload()
+	w.worldStats()
 	return w, nil
 }
 
@@ -696,9 +705,11 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 			// policy meanwhile). The downstream refuses a key reused for
 			// another payload, as an HTTP 422 would: permanent.
 			w.stat("workload: conflict message reached its effect first (refused downstream)", 1)
+			w.permanent(p, s.lid, "effect: conflict refused downstream")
 			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: key of message %d reused by conflict message %d", s.lid-1, s.lid))
 		}
 		if s.poison || (s.fixable && time.Since(w.start) < fixedAt) {
+			w.permanent(p, s.lid, "effect: poison")
 			return effect.Output{}, effect.Permanent(fmt.Errorf("sim: poison message %d", s.lid))
 		}
 		// The effect takes time: Q1's sometimes longer than the visibility
@@ -714,10 +725,11 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+			w.retryable(p, s.lid, "effect's context ended")
 			return effect.Output{}, ctx.Err()
 		}
 		if in.Message.QueueName == q1Name {
-			out, err := ledger.Apply(ctx, in)
+			out, err := w.ledgerApply(ctx, p, ledger, in, s)
 			if err == nil && s.invalid && len(out.Writes) > 0 {
 				// The same item written twice: DynamoDB rejects the
 				// transaction with a ValidationException.
@@ -727,6 +739,7 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 		}
 		k, id, err := p.before(ctx, "Effect", in.Key)
 		if err != nil {
+			w.retryable(p, s.lid, "downstream call failed")
 			return effect.Output{}, err
 		}
 		// As an HTTP request made with the effect's context would: a
@@ -748,7 +761,7 @@ func (w *world) processor(p *proc, dy dedup.API) *process.Processor {
 	now := func() time.Time { return time.Now().Add(skew) }
 	return &process.Processor{
 		Store: dedup.NewStore(dy, table, dedup.WithClock(now)), Effect: w.effectFor(p, now),
-		Scope: w.scope, Lease: lease, TTL: ttl, Log: w.log(),
+		Scope: w.scope, Lease: lease, TTL: w.wide.ttl, Log: w.log(),
 	}
 }
 
@@ -876,7 +889,7 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 	now := func() time.Time { return time.Now().Add(skew) }
 	cfg := exactly.Config{
 		SQS: &faultySQS{p: p, inner: w.sqs}, DynamoDB: &faultyDynamo{p: p, inner: w.db},
-		Table: table, Effect: w.effectFor(p, now), Namespace: namespace, TTL: ttl, Logger: w.log(),
+		Table: table, Effect: w.effectFor(p, now), Namespace: namespace, TTL: w.wide.ttl, Logger: w.log(),
 		LeaveToRedrivePolicy: false, // moves to the DLQ on
 		Queues:               nil,   // the event source queue is not listed
 	}
@@ -925,6 +938,11 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message) {
 	p := c.p
 	ev := events.SQSEvent{}
+	w.mu.Lock()
+	for _, m := range msgs {
+		w.delivered(p, lidNum(aws.ToString(m.Body)), types.Message{})
+	}
+	w.mu.Unlock()
 	for _, m := range msgs {
 		rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
 			Attributes: m.Attributes, EventSourceARN: w.arns[q2Name], MessageAttributes: map[string]events.SQSMessageAttribute{}}

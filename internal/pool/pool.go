@@ -750,9 +750,8 @@ func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration, holdBack 
 // allows a retry in place, run returns the delay after which the lane should
 // run it again (the pool still holds it then); otherwise 0.
 func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (again time.Duration) {
-	q := qs.q
 	start := time.Now()
-	r := p.process(q, d)
+	r := p.process(qs, d)
 	took := time.Since(start)
 	// The message's logger is built only for a line that will be written:
 	// most messages end in a Debug line that production does not keep.
@@ -780,6 +779,16 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 		}
 	case process.Fail:
 		p.fail(qs, d, r, logger(), holdBack)
+	case process.Retry:
+		if errors.Is(r.Err, process.ErrNotHeld) {
+			// As for a delivery whose visibility passed before it started:
+			// SQS may have handed it to someone else already.
+			logger().Warn("visibility timeout passed while the message ran, before its claim; leaving it to SQS", "err", r.Err)
+			holdBack()
+			qs.release(d)
+			break
+		}
+		fallthrough
 	default: // Retry, or a processor that returned no action
 		after := r.After
 		// Busy, or a lease lost: another worker has (or had) the message;
@@ -808,7 +817,8 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 }
 
 // process calls the processor; a panic is recovered and retried.
-func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
+func (p *Pool) process(qs *queueState, d *delivery) (r process.Result) {
+	q := qs.q
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error("processor panicked", "queue", d.msg.QueueName, "message_id", d.msg.ID,
@@ -820,6 +830,7 @@ func (p *Pool) process(q *Queue, d *delivery) (r process.Result) {
 	// the dedup lease at the same pace.
 	return p.cfg.Processor.Process(p.workCtx, d.msg, process.Hooks{
 		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease, ReceivedAt: d.receivedAt,
+		Held: func() bool { return !qs.expired(d, time.Now()) },
 	})
 }
 

@@ -634,3 +634,36 @@ func TestDuplicateIsLoggedAtInfo(t *testing.T) {
 	require.Contains(t, logs, "dedup_key=exactly#q.fifo#k-again")
 	require.NotContains(t, logs, "k-first", "an applied message is logged at Debug")
 }
+
+// TestNotHeldIsLeftToSQS: the processor says the delivery's visibility
+// passed before its late claim (process.ErrNotHeld): the pool neither
+// retries it in place nor changes its visibility (another consumer may hold
+// it); SQS brings it back. Held tells the processor the truth at the start.
+func TestNotHeldIsLeftToSQS(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{fifo: true})
+	tr := newTracker(1)
+	var first atomic.Bool
+	b.proc.ProcessFunc = func(_ context.Context, m effect.Message, h process.Hooks) process.Result {
+		end := tr.begin(m)
+		if !assert.NotNil(t, h.Held) || !assert.True(t, h.Held(), "held when it starts") {
+			return end(deleted())
+		}
+		if first.CompareAndSwap(false, true) {
+			return end(process.Result{Action: process.Retry, Err: process.ErrNotHeld})
+		}
+		return end(deleted())
+	}
+	b.sendFIFO(t, "A", "a1")
+	b.start(t)
+	waitFor(t, tr.allDone, 60*time.Second, "a1, after SQS brought it back")
+	b.stop(t)
+	tr.snapshot(func(tr *tracker) {
+		require.Equal(t, []string{"a1", "a1"}, tr.order["A"])
+		require.Equal(t, []int{1, 2}, tr.receiveCounts["a1"], "received again, not retried in place")
+	})
+	b.rec.mu.Lock()
+	defer b.rec.mu.Unlock()
+	require.Empty(t, b.rec.changes, "its visibility is not SQS's to be changed by this worker any more")
+	require.Contains(t, b.logs.String(), "before its claim; leaving it to SQS")
+}

@@ -227,3 +227,33 @@ func TestEffectAndCommitAreTimed(t *testing.T) {
 		})
 	}
 }
+
+// TestOptimisticFallbackClaimsOnlyWhileHeld: an optimistic effect that fails
+// is tried again under a claim, made after the effect ran. If by then the
+// caller no longer holds the message (its SQS visibility passed: another
+// consumer may have it), no claim is made: the message is left to SQS, as
+// a delivery whose visibility passed before it started is.
+func TestOptimisticFallbackClaimsOnlyWhileHeld(t *testing.T) {
+	t.Parallel()
+	b, f := optimistic(t)
+	b.effect = func(context.Context, effect.Input) (effect.Output, error) {
+		return effect.Output{}, errors.New("downstream unavailable")
+	}
+	held := true
+	h := process.Hooks{Held: func() bool { return held }}
+	held = false // the visibility passed while the effect ran
+	r := b.proc.Process(context.Background(), msg("1", deposit), h)
+	require.Equal(t, process.Retry, r.Action)
+	require.ErrorIs(t, r.Err, process.ErrNotHeld)
+	require.Empty(t, status(t, b, r.Key), "no claim was made")
+	require.EqualValues(t, 1, b.calls.Load(), "not run again")
+	require.Equal(t, 0, f.count("tx"))
+
+	// Still held: the claimed way, as before.
+	held = true
+	r = b.proc.Process(context.Background(), msg("2", deposit), h)
+	require.Equal(t, process.Retry, r.Action)
+	require.NotErrorIs(t, r.Err, process.ErrNotHeld)
+	require.Equal(t, "IN_PROGRESS", status(t, b, r.Key), "claimed, then released")
+	require.EqualValues(t, 3, b.calls.Load())
+}

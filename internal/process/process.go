@@ -60,6 +60,11 @@ const DefaultCommitTimeout = time.Minute
 // claim's token, still decides.
 var ErrLeaseExpired = errors.New("process: the claim's lease is ending without a confirmed extension")
 
+// ErrNotHeld: the caller no longer held the message (Hooks.Held) when a
+// claim was due after an optimistic effect failed; nothing was claimed,
+// and the message is left to SQS.
+var ErrNotHeld = errors.New("process: the message's visibility passed before its claim; left to SQS")
+
 // claimAttempts is how many times a claim that fails without an answer is
 // tried, with the same token, before the message is handed back.
 const claimAttempts = 3
@@ -122,6 +127,12 @@ type Hooks struct {
 	// ReceivedAt, when set, is when the message was received: its span
 	// starts then, so that it covers the wait for its turn too.
 	ReceivedAt time.Time
+	// Held, when set, reports whether the caller still holds the message
+	// (the pool: its SQS visibility has not passed). A claim made after the
+	// effect already ran once (an optimistic effect that failed) is made
+	// only while it does: past its visibility another consumer may have the
+	// message. Nil: always held.
+	Held func() bool
 }
 
 // Processor is the per-message exactly-once path.
@@ -392,6 +403,9 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 	effectTook := time.Since(effectStart)
 	endEffect(err)
 	if err != nil {
+		if h.Held != nil && !h.Held() {
+			return Result{Action: Retry, Key: c.Key, EffectTook: effectTook, Err: fmt.Errorf("%w (the optimistic effect failed: %w)", ErrNotHeld, err)}
+		}
 		p.Log.Debug("effect failed in optimistic mode; trying again under a claim", "key", c.Key, "err", err)
 		return p.runClaimed(ctx, c, h, fn)
 	}

@@ -10,6 +10,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
 )
 
 // Writes that depend on what the effect read (issue 19): Q1's ledger effect
@@ -25,9 +26,9 @@ import (
 
 func rmwKey(acct string) string { return "rmw#" + acct }
 
-// ledgerApply is Q1's effect: the product's effect.Ledger, plus the
+// ledgerApply is Q1's effect: the product's built-in ledger effect, plus the
 // read-dependent write, without the entry item in unguarded worlds.
-func (w *world) ledgerApply(ctx context.Context, p *proc, ledger *effect.Ledger, in effect.Input, s *msgSpec) (effect.Output, error) {
+func (w *world) ledgerApply(ctx context.Context, p *proc, ledger *builtin.Ledger, in effect.Input, s *msgSpec) (effect.Output, error) {
 	out, err := ledger.Apply(ctx, in)
 	if err != nil {
 		return out, err

@@ -129,22 +129,17 @@ func (p *proc) thaw() {
 	}
 }
 
-// frozeSince: p froze, or its effect on lid failed retryably, at or after
-// since (the receive). An optimistic effect that fails falls back to a
-// claim, which no check of the pool's deadline precedes: when the effect
-// ran past the visibility (its keeper stalled or frozen, the effect's
-// timers not), the claim comes after it (left alone: wasted work, the
-// records decide; see docs/TESTING.md). w.mu held.
+// frozeSince: p froze at or after since (the receive): a process frozen
+// between the pool's check of its deadline and the claim's request sends
+// the claim past the visibility, which no check can prevent. (An
+// optimistic effect that fails falls back to a claim only while the pool
+// still holds the message: process.Hooks.Held.) w.mu held.
 func (w *world) frozeSince(p *proc, lid int, since time.Duration) bool {
 	x := w.wide
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if at, ok := x.frozeAt[p.id]; ok && at >= since {
 		w.stats["sim: claim past its visibility after a freeze of its process"]++
-		return true
-	}
-	if at, ok := x.failedAt[procLid(p, lid)]; ok && at >= since {
-		w.stats["sim: claim past its visibility after its optimistic effect failed (fallback)"]++
 		return true
 	}
 	return false

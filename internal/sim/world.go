@@ -868,7 +868,8 @@ type container struct {
 // Start-up calls see faults; NewLambdaHandler rides out transient errors,
 // within Lambda's init limit (lambdaInit). An init that fails or runs past
 // the limit leaves no container (nil): the process is dead. The ledger's
-// clock is the process's, skewed (dedup.ContextWithClock).
+// clock is the process's, skewed (Config.Test.Now), and its jitter is drawn
+// from the seed (Config.Test.Rand).
 func (w *world) coldStart(ctx context.Context, p *proc) *container {
 	w.stat("lambda: cold starts", 1)
 	skew := w.skew(p.id)
@@ -878,8 +879,9 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 		Table: table, Effect: w.effectFor(p, now), Namespace: namespace, TTL: ttl, Logger: w.log(),
 		LeaveToRedrivePolicy: false, // moves to the DLQ on
 		Queues:               nil,   // the event source queue is not listed
+		Test:                 w.testSeam(p.id, now),
 	}
-	ictx, cancel := context.WithTimeout(dedup.ContextWithClock(context.WithoutCancel(ctx), now), lambdaInit)
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lambdaInit)
 	defer cancel()
 	p.kill = cancel
 	type built struct {

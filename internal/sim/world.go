@@ -24,8 +24,6 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
-	"github.com/exactlyonce/exactly/internal/pool"
-	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/redrive"
 )
 
@@ -657,24 +655,6 @@ func (w *world) excuseCalled(key string) {
 func (h logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h logCounter) WithGroup(string) slog.Handler      { return h }
 
-type observer struct{ w *world }
-
-func (o observer) Received(string, int) {}
-func (o observer) Done(_ string, r process.Result, _ time.Duration) {
-	if r.Outcome != 0 {
-		o.w.stat("pool: "+r.Outcome.String(), 1)
-	}
-	if r.LeaseLost {
-		o.w.stat("pool: lease lost", 1)
-	}
-	if r.CommitRetries > 0 {
-		o.w.stat("pool: commit retried", 1)
-	}
-	o.w.stat("pool: action "+r.Action.String(), 1)
-}
-func (o observer) ReceiveError(string, error)      { o.w.stat("pool: receive error", 1) }
-func (o observer) BatchFailed(_, op string, n int) { o.w.stat("pool: batch failed "+op, 1) }
-func (o observer) InFlight(int)                    {}
 func (w *world) log() *slog.Logger                 { return slog.New(logCounter{w}) }
 func (w *world) skew(id string) time.Duration {
 	return time.Duration(int64(hash64(w.cfg.Seed, "skew", id)%uint64(2*maxSkew)) - int64(maxSkew))
@@ -683,8 +663,14 @@ func (w *world) skew(id string) time.Duration {
 // effectFor is the effect of one process: the transactional ledger on Q1, a
 // claim-mode effect that calls a "downstream" (recorded) on Q2.
 func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
+	return effect.Func(w.effectFn(p, now))
+}
+
+// effectFn is effectFor's function: a pool worker of Q1 declares it
+// effect.WritesOnly (its whole effect is the ledger's writes).
+func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, effect.Input) (effect.Output, error) {
 	ledger := &effect.Ledger{Table: table, Now: now}
-	return effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
+	return func(ctx context.Context, in effect.Input) (effect.Output, error) {
 		s := w.byLid[lidNum(in.Message.Body)]
 		if s == nil {
 			return effect.Output{}, effect.Permanent(errors.New("sim: unknown message"))
@@ -739,85 +725,7 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 			return effect.Output{}, err
 		}
 		return effect.Output{Result: []byte("sent")}, nil
-	})
-}
-
-func (w *world) processor(p *proc, dy dedup.API) *process.Processor {
-	skew := w.skew(p.id)
-	now := func() time.Time { return time.Now().Add(skew) }
-	return &process.Processor{
-		Store: dedup.NewStore(dy, table, dedup.WithClock(now)), Effect: w.effectFor(p, now),
-		Scope: w.scope, Lease: lease, TTL: ttl, Log: w.log(),
 	}
-}
-
-// poolProcessor is a pool worker's exactly-once path: Q2's claim-mode
-// effect claims; Q1's ledger commits optimistically on about half the
-// incarnations (hash of seed and process; half of those in groups) and in
-// transactional mode on the rest, so that a run mixes the modes on one
-// table and queue, as a deploy that switches the mode does.
-func (w *world) poolProcessor(p *proc, dy dedup.API) pool.Processor {
-	claimed := w.processor(p, dy)
-	if hash64(w.cfg.Seed, "optimistic", p.id)%2 == 0 {
-		w.stat("pool: transactional incarnations", 1)
-		return claimed
-	}
-	w.stat("pool: optimistic incarnations", 1)
-	optimistic := *claimed
-	optimistic.Optimistic = true
-	if hash64(w.cfg.Seed, "group", p.id)%2 == 0 {
-		// Half of them commit in groups; a wide window (virtual time costs
-		// nothing), so that the effects' spread latencies still meet.
-		w.stat("pool: group-commit incarnations", 1)
-		optimistic.Group = &process.GroupCommitter{Store: claimed.Store, Window: 300 * time.Millisecond}
-	}
-	return byQueue{q1: &optimistic, rest: claimed}
-}
-
-// byQueue sends Q1's messages to one processor and the rest to another.
-type byQueue struct{ q1, rest pool.Processor }
-
-func (b byQueue) Process(ctx context.Context, m effect.Message, h process.Hooks) process.Result {
-	if m.QueueName == q1Name {
-		return b.q1.Process(ctx, m, h)
-	}
-	return b.rest.Process(ctx, m, h)
-}
-
-// startWorker starts incarnation inc of pool worker slot; when it dies, the
-// next incarnation starts after a while, with nothing of the old one's state.
-func (w *world) startWorker(ctx context.Context, slot, inc int) {
-	p := w.newProc(fmt.Sprintf("w%d.%d", slot, inc))
-	sq := &faultySQS{p: p, inner: w.sqs}
-	dy := &faultyDynamo{p: p, inner: w.db}
-	pl, err := pool.New(pool.Config{
-		Client: sq,
-		Queues: []pool.Queue{
-			{URL: w.urls[q1Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq1Name]},
-			{URL: w.urls[q2Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq2Name]},
-		},
-		Processor: w.poolProcessor(p, dy), Concurrency: 4, RetryInPlace: 1,
-		Log: w.log(), Observer: observer{w},
-	})
-	if err != nil {
-		w.violate("pool.New: %v", err)
-		return
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	p.kill = func() {
-		pl.Force()
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		w.wg.Go(func() {
-			time.Sleep(5*time.Second + time.Duration(hash64(w.cfg.Seed, "restart", p.id)%uint64(20*time.Second)))
-			if ctx.Err() == nil {
-				w.startWorker(ctx, slot, inc+1)
-			}
-		})
-	}
-	w.wg.Go(func() { pl.Run(pctx) })
 }
 
 // esm drives Lambda invocations like an event source mapping with

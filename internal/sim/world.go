@@ -655,7 +655,7 @@ func (w *world) excuseCalled(key string) {
 func (h logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h logCounter) WithGroup(string) slog.Handler      { return h }
 
-func (w *world) log() *slog.Logger                 { return slog.New(logCounter{w}) }
+func (w *world) log() *slog.Logger { return slog.New(logCounter{w}) }
 func (w *world) skew(id string) time.Duration {
 	return time.Duration(int64(hash64(w.cfg.Seed, "skew", id)%uint64(2*maxSkew)) - int64(maxSkew))
 }

@@ -46,23 +46,29 @@ func (r *Rand) Between(d time.Duration) time.Duration {
 	return d/2 + time.Duration(r.Int64N(int64(d/2)+1))
 }
 
+// Read fills b with random bytes, from crypto/rand when r is nil.
+func (r *Rand) Read(b []byte) error {
+	if r == nil {
+		_, err := crand.Read(b)
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := 0; i < len(b); i += 8 {
+		x := r.r.Uint64()
+		for j := 0; j < 8 && i+j < len(b); j++ {
+			b[i+j] = byte(x >> (8 * j))
+		}
+	}
+	return nil
+}
+
 // ID returns 16 random bytes in hex: a fencing token, an attempt id. From
 // crypto/rand when r is nil.
 func (r *Rand) ID() (string, error) {
 	var b [16]byte
-	if r == nil {
-		if _, err := crand.Read(b[:]); err != nil {
-			return "", err
-		}
-		return hex.EncodeToString(b[:]), nil
+	if err := r.Read(b[:]); err != nil {
+		return "", err
 	}
-	r.mu.Lock()
-	for i := 0; i < len(b); i += 8 {
-		x := r.r.Uint64()
-		for j := range 8 {
-			b[i+j] = byte(x >> (8 * j))
-		}
-	}
-	r.mu.Unlock()
 	return hex.EncodeToString(b[:]), nil
 }

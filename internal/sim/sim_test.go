@@ -202,7 +202,7 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 				return
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "seed %d RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seed, runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
+			fmt.Fprintf(&b, "seed %s RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seedAt(seed), runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
 			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -v%s)\n", replay(seed), seed, extraFlags())
 			b.WriteString("violations:\n")
 			for _, v := range first(res.Violations, 6) {
@@ -230,7 +230,7 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 			if len(minimal) != len(res.Faults) || minimal == nil {
 				shrunk = fmt.Sprintf(", shrunk to %d", len(minimal))
 			}
-			sum.addRed(fmt.Sprintf("seed %-6d %-70s faults %d%s: %s", seed, strings.Join(classify(res.Violations), "; "), len(res.Faults), shrunk, replay(seed)))
+			sum.addRed(fmt.Sprintf("seed %-14s %-70s faults %d%s: %s", seedAt(seed), strings.Join(classify(res.Violations), "; "), len(res.Faults), shrunk, replay(seed)))
 			t.Error(b.String())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -428,7 +429,7 @@ func perGroup(q string) bool { return q == q1Name || q == q2Name }
 func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	w := &world{
 		cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		sqs: memsqs.New(), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
+		sqs: memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95))), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{},

@@ -32,13 +32,13 @@ SEED ?=
 REPEAT ?=
 FAULTS ?=
 OPS ?=
-RATE ?= 0.04
+RATE ?=
 SIM_ARGS ?=
 SIM_REPORT ?= $(SIM_ROOT)/sim-report.txt
 
 SIM_COMMIT ?= $(shell git -C $(SIM_ROOT) rev-parse --short HEAD 2>/dev/null)$(shell git -C $(SIM_ROOT) diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-sim_flags = -sim.commit=$(SIM_COMMIT) -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) -sim.rate=$(RATE) -sim.report=$(SIM_REPORT) \
+sim_flags = -sim.commit=$(SIM_COMMIT) -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) $(if $(RATE),-sim.rate=$(RATE)) -sim.report=$(SIM_REPORT) \
 	$(if $(SEED),-sim.seed=$(SEED) -sim.repeat=$(or $(REPEAT),20),$(if $(REPEAT),-sim.repeat=$(REPEAT))) \
 	$(if $(FAULTS),-sim.faults=$(FAULTS)) $(if $(OPS),-sim.ops=$(OPS)) $(SIM_ARGS)
 

@@ -38,7 +38,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			// A wide window (virtual time costs nothing), so that the
 			// effects' spread latencies still meet.
 			w.stat("pool: group-commit incarnations", 1)
-			q1.GroupCommit = 300 * time.Millisecond
+			q1.GroupCommit = w.shape.GroupWindow
 		}
 	}
 	q2 := exactly.Config{Queues: []string{w.urls[q2Name]}, Effect: effect.Func(fn), Commit: exactly.CommitClaim}
@@ -70,7 +70,9 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 		for i, cfg := range []exactly.Config{q1, q2} {
 			cfg.SQS, cfg.DynamoDB = &faultySQS{p: p, inner: w.sqs}, &faultyDynamo{p: p, inner: w.db}
 			cfg.Table, cfg.Namespace, cfg.TTL, cfg.Logger = table, namespace, ttl, w.log()
-			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace = 4, 1, 1
+			sh := w.shape
+			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace, cfg.AckDelay = sh.Concurrency, sh.Receivers, sh.RetryInPlace, sh.AckDelay
+			cfg.ShutdownTimeout, cfg.PayloadHash = sh.ShutdownTimeout, sh.Payload
 			cfg.Hooks.Done = w.poolDone
 			cfg.Test = w.testSeam(fmt.Sprintf("%s/%d", p.id, i), now)
 			wk, err := exactly.New(pctx, cfg)
@@ -92,6 +94,43 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			running = append(running, wk)
 			mu.Unlock()
 			w.wg.Go(func() { _ = wk.Run(pctx) })
+		}
+		w.gracefulStop(ctx, p, slot, inc, running)
+	})
+}
+
+// gracefulStop: in a shape with graceful stops, about a third of the
+// incarnations are stopped as ECS stops a task (Worker.Stop: receiving
+// stops, running effects finish within ShutdownTimeout, what is held is
+// handed back) at a time drawn from the seed, while they hold messages;
+// the next incarnation starts after a while. A process that dies first is
+// not stopped.
+func (w *world) gracefulStop(ctx context.Context, p *proc, slot, inc int, ws []*exactly.Worker) {
+	if !w.shape.Graceful || hash64(w.cfg.Seed, "graceful", p.id)%3 != 0 {
+		return
+	}
+	t := time.NewTimer(30*time.Second + time.Duration(hash64(w.cfg.Seed, "graceful at", p.id)%uint64(5*time.Minute)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	if p.dead.Load() {
+		return
+	}
+	w.stat("pool: graceful stops", 1)
+	for _, wk := range ws {
+		_ = wk.Stop(context.Background())
+	}
+	if p.dead.Swap(true) {
+		return // it died while stopping: its kill restarts it
+	}
+	// The task has exited; its successor starts as a crashed one's does.
+	w.wg.Go(func() {
+		time.Sleep(5*time.Second + time.Duration(hash64(w.cfg.Seed, "restart", p.id)%uint64(20*time.Second)))
+		if ctx.Err() == nil {
+			w.startWorker(ctx, slot, inc+1)
 		}
 	})
 }

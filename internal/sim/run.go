@@ -21,6 +21,7 @@ type Result struct {
 	// Trace is every logical message's SQS story, in logical order: with
 	// Faults and Stats, what a replay of the seed must reproduce.
 	Trace []string
+	Shape string // the world's shape (swarm.go)
 }
 
 // Failed reports whether an invariant broke.
@@ -66,7 +67,7 @@ func run(cfg Config) Result {
 	for _, s := range w.msgs {
 		trace = append(trace, fmt.Sprintf("%d: %s", s.lid, strings.Join(w.trace[s.lid], " | ")))
 	}
-	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start), Trace: trace}
+	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start), Trace: trace, Shape: w.shape.String()}
 }
 
 // check verifies the end-of-run invariants.

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +58,10 @@ type Config struct {
 	Only    map[string]bool // when set, only these fault IDs may fire (shrinking)
 	Workers int             // pool workers
 	Lambdas int             // concurrent Lambda pollers of the event source mapping
+	// Swarm draws the world's shape from the seed (swarm.go); the Fixed*
+	// settings keep the command line's rate, kinds and operations.
+	Swarm                           bool
+	FixedRate, FixedKinds, FixedOps bool
 }
 
 // msgSpec is one logical message of the workload.
@@ -91,6 +94,7 @@ type send struct {
 // world is one run: the fakes, the processes, what the sim saw.
 type world struct {
 	cfg   Config
+	shape shape
 	inj   *Injector
 	sqs   *memsqs.Server
 	db    *memdynamo.DB
@@ -126,6 +130,8 @@ type world struct {
 	dlqAt       map[int]time.Duration    // first time it went (or was about to go) to a DLQ
 	lastSrcRecv map[string]time.Duration // SQS message id -> last receive from a source queue
 	redrivenAt  map[int]time.Duration    // first redrive copy back into its queue
+
+	flaked map[int]bool // swarm.go: messages whose downstream failed once
 
 	// holes.go
 	receipts   map[string]*rcpt         // receipt handle -> what SQS granted (pool workers)
@@ -168,15 +174,24 @@ func (w *world) tr(lid int, format string, args ...any) {
 // deadEnd reports whether a message must end in its DLQ, never applied.
 func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid }
 
-// lidOf reads the logical id out of a body.
+// lidOf reads the logical id out of a body: the number after
+// "amount_cents": (the sim writes it before any padding, so a large body
+// costs no parse).
 func lidOf(body string) string {
-	var b struct {
-		Amount int `json:"amount_cents"`
-	}
-	if json.Unmarshal([]byte(body), &b) != nil {
+	const field = `"amount_cents":`
+	i := strings.Index(body, field)
+	if i < 0 {
 		return "?"
 	}
-	return strconv.Itoa(b.Amount)
+	rest := body[i+len(field):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	if j == 0 {
+		return "?"
+	}
+	return rest[:j]
 }
 
 func lidNum(body string) int {
@@ -428,7 +443,7 @@ func perGroup(q string) bool { return q == q1Name || q == q2Name }
 
 func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	w := &world{
-		cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
+		cfg: cfg, shape: drawShape(cfg),
 		sqs: memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95))), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
@@ -436,6 +451,13 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
+	}
+	w.inj = newInjector(cfg.Seed, w.shape.Rate, w.shape.Kinds, w.shape.Ops, cfg.Only)
+	w.inj.stall = w.shape.maxVis()
+	if cfg.Swarm {
+		for _, c := range w.shape.choices() {
+			w.stats["shape: "+c] = 1
+		}
 	}
 	_, err := w.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
@@ -476,7 +498,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 			return nil, err
 		}
 	}
-	if err := mk(q1Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
+	if err := mk(q1Name, map[string]string{"VisibilityTimeout": strconv.Itoa(int(w.shape.Vis1 / time.Second)), "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
 		return nil, err
 	}
 	if err := mk(q2Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq2Name)}); err != nil {
@@ -539,9 +561,15 @@ func (w *world) workload() {
 				if qi == 0 && !s.poison && !s.fixable && !s.conflict && !strings.HasPrefix(s.dedupID, "shared-") && r(id, "invalid")%100 < 5 {
 					s.invalid = true
 				}
-				if s.fixable {
+				switch {
+				case s.fixable:
 					t += time.Duration(1+r(id, "gap")%10) * time.Second
-				} else {
+				case w.shape.Burst && qi == 1 && g%2 == 0:
+					// A burst: the group's messages within a second or two
+					// of each other, so that one Lambda batch holds several
+					// (the FIFO partial-batch rule).
+					t += time.Duration(r(id, "gap")%1500) * time.Millisecond
+				default:
 					t += time.Duration(5+r(id, "gap")%80) * time.Second
 				}
 				raw := s.keyAttr
@@ -551,6 +579,9 @@ func (w *world) workload() {
 				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: perGroup(q)}.Key(group, raw)
 				acct := q[:2] + "-" + group
 				s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d}`, acct, lid)
+				if w.shape.Pad > 0 {
+					s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d,"pad":"`, acct, lid) + strings.Repeat("x", w.shape.Pad) + `"}`
+				}
 				s.sends = []send{{at: t, dedupID: s.dedupID, kind: "original"}}
 				if y := r(id, "dups"); y%4 == 0 {
 					s.sends = append(s.sends, send{at: t + time.Duration(1+y%50)*time.Second, dedupID: s.dedupID, kind: "dup-in-window"})
@@ -711,6 +742,12 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 			}
 			return out, err
 		}
+		if w.flakyFirst(s) {
+			// A downstream that fails retryably at first (a 503): the
+			// message is retried, and in a Lambda batch the rest of its
+			// group with it (the FIFO partial-batch rule).
+			return effect.Output{}, fmt.Errorf("sim: downstream unavailable for message %d (503)", s.lid)
+		}
 		k, id, err := p.before(ctx, "Effect", in.Key)
 		if err != nil {
 			return effect.Output{}, err
@@ -741,7 +778,7 @@ func (w *world) esm(ctx context.Context, n int) {
 	var c *container
 	for cold := 0; ctx.Err() == nil; {
 		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: &q, MaxNumberOfMessages: 10, WaitTimeSeconds: 20,
+			QueueUrl: &q, MaxNumberOfMessages: int32(w.shape.LambdaBatch), WaitTimeSeconds: 20,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})
@@ -789,6 +826,8 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 		LeaveToRedrivePolicy: false, // moves to the DLQ on
 		Queues:               nil,   // the event source queue is not listed
 		Test:                 w.testSeam(p.id, now),
+		PayloadHash:          w.shape.Payload,
+		Lambda:               exactly.LambdaConfig{FailRest: w.shape.FailRest},
 	}
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lambdaInit)
 	defer cancel()

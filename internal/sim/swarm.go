@@ -16,6 +16,7 @@ type shape struct {
 	Kinds map[Kind]bool // fault kinds enabled (unless FAULTS= is given)
 	Ops   map[string]bool
 
+	Q1QueueScoped   bool          // Q1 deduplicates per queue (high throughput, per group, otherwise)
 	Vis1            time.Duration // Q1's visibility timeout (Q2's is 6× the Lambda timeout, 30 s)
 	Concurrency     int           // a pool Worker's Config.Concurrency
 	Receivers       int           // Config.Receivers
@@ -67,6 +68,7 @@ func drawShape(cfg Config) shape {
 			}
 		}
 	}
+	s.Q1QueueScoped = pick("q1 scope", 3) == 0
 	s.Vis1 = []time.Duration{30 * time.Second, 30 * time.Second, 60 * time.Second}[pick("vis1", 3)]
 	s.Concurrency = []int{1, 4, 4, 10}[pick("concurrency", 4)]
 	s.Receivers = []int{1, 1, 2}[pick("receivers", 3)]
@@ -116,6 +118,7 @@ func (s shape) choices() []string {
 		fmt.Sprintf("rate=%g", s.Rate),
 		fmt.Sprintf("kinds=%d of %d", len(ks), int(numKinds)-1),
 		fmt.Sprintf("ops faulted=%d of %d", len(s.Ops), len(Ops)),
+		fmt.Sprintf("q1 dedup scope=%s", map[bool]string{true: "queue", false: "messageGroup"}[s.Q1QueueScoped]),
 		fmt.Sprintf("q1 visibility=%s", s.Vis1),
 		fmt.Sprintf("concurrency=%d", s.Concurrency),
 		fmt.Sprintf("receivers=%d", s.Receivers),

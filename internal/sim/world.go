@@ -433,13 +433,10 @@ func (w *world) crash(p *proc, why string) {
 
 // ---------------------------------------------------------------- set-up
 
-func (w *world) scope(m effect.Message) dedup.Scope {
-	return dedup.Scope{Namespace: namespace, Queue: m.QueueName, PerGroup: perGroup(m.QueueName)}
-}
-
-// perGroup: the source queues both deduplicate per message group (Q2 so that
-// the Lambda handler, which is not told about it, must read its scope).
-func perGroup(q string) bool { return q == q1Name || q == q2Name }
+// perGroup: Q2 deduplicates per message group (so that the Lambda handler,
+// which is not told about it, must read its scope); Q1 too, unless the
+// shape makes it queue-scoped.
+func (w *world) perGroup(q string) bool { return q == q2Name || (q == q1Name && !w.shape.Q1QueueScoped) }
 
 func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	w := &world{
@@ -498,7 +495,11 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 			return nil, err
 		}
 	}
-	if err := mk(q1Name, map[string]string{"VisibilityTimeout": strconv.Itoa(int(w.shape.Vis1 / time.Second)), "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
+	q1Scope, q1Limit := "messageGroup", "perMessageGroupId"
+	if w.shape.Q1QueueScoped {
+		q1Scope, q1Limit = "queue", "perQueue"
+	}
+	if err := mk(q1Name, map[string]string{"VisibilityTimeout": strconv.Itoa(int(w.shape.Vis1 / time.Second)), "DeduplicationScope": q1Scope, "FifoThroughputLimit": q1Limit, "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
 		return nil, err
 	}
 	if err := mk(q2Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq2Name)}); err != nil {
@@ -534,7 +535,7 @@ func (w *world) workload() {
 				if (x>>8)%3 == 0 {
 					s.keyAttr = "k" + id
 				}
-				if (x>>16)%5 == 0 && g%2 == 1 {
+				if (x>>16)%5 == 0 && g%2 == 1 && w.perGroup(q) {
 					// The same dedup id as the message of the previous
 					// group at the same position: distinct messages on a
 					// messageGroup-scoped queue (Q1, and Q2, the Lambda's).
@@ -576,7 +577,7 @@ func (w *world) workload() {
 				if raw == "" {
 					raw = s.dedupID
 				}
-				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: perGroup(q)}.Key(group, raw)
+				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: w.perGroup(q)}.Key(group, raw)
 				acct := q[:2] + "-" + group
 				s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d}`, acct, lid)
 				if w.shape.Pad > 0 {

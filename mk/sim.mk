@@ -8,7 +8,17 @@
 #                            not the Go scheduler's interleaving: see docs/TESTING.md)
 #   make sim FAULTS=lost,partial OPS=SendMessageBatch,DeleteMessageBatch
 #                            only these fault kinds / only faults on these operations
-#   make sim RATE=0.08       probability that a call gets a fault (default 0.04)
+#   make sim RATE=0.08       probability that a call gets a fault (default: drawn per seed)
+#
+# Swarm testing: each seed draws the world's shape (fault rate, kinds and
+# operations unless RATE/FAULTS/OPS fix them, Q1's dedup scope and
+# visibility, the Workers' concurrency, receivers, ack delay, retries in
+# place and shutdown timeout, the group commit window, the Lambda batch size
+# and FailRest, the payload fingerprint, message sizes, bursts, graceful
+# stops: internal/sim/swarm.go, docs/TESTING.md). The summary counts the
+# seeds per choice; a red seed prints its shape and its name seed@commit
+# (SIM_COMMIT, git rev-parse --short HEAD). SIM_ARGS=-sim.swarm=false runs
+# the one fixed world.
 #
 # Fault kinds: fail timeout lost partial conflict slow pause crash crash-after.
 # Operations: ReceiveMessage DeleteMessageBatch ChangeMessageVisibilityBatch

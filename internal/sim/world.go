@@ -436,7 +436,9 @@ func (w *world) crash(p *proc, why string) {
 // perGroup: Q2 deduplicates per message group (so that the Lambda handler,
 // which is not told about it, must read its scope); Q1 too, unless the
 // shape makes it queue-scoped.
-func (w *world) perGroup(q string) bool { return q == q2Name || (q == q1Name && !w.shape.Q1QueueScoped) }
+func (w *world) perGroup(q string) bool {
+	return q == q2Name || (q == q1Name && !w.shape.Q1QueueScoped)
+}
 
 func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	w := &world{

@@ -12,7 +12,7 @@
 #
 # Swarm testing: each seed draws the world's shape (fault rate, kinds and
 # operations unless RATE/FAULTS/OPS fix them, Q1's dedup scope and
-# visibility, the Workers' concurrency, receivers, ack delay, retries in
+# visibility, the Workers' concurrency, receivers, in-flight bound, ack delay, retries in
 # place and shutdown timeout, the group commit window, the Lambda batch size
 # and FailRest, the payload fingerprint, message sizes, bursts, graceful
 # stops: internal/sim/swarm.go, docs/TESTING.md). The summary counts the

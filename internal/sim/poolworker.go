@@ -72,7 +72,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			cfg.Table, cfg.Namespace, cfg.TTL, cfg.Logger = table, namespace, ttl, w.log()
 			sh := w.shape
 			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace, cfg.AckDelay = sh.Concurrency, sh.Receivers, sh.RetryInPlace, sh.AckDelay
-			cfg.ShutdownTimeout, cfg.PayloadHash = sh.ShutdownTimeout, sh.Payload
+			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, sh.Payload, sh.MaxInFlight
 			cfg.Hooks.Done = w.poolDone
 			cfg.Test = w.testSeam(fmt.Sprintf("%s/%d", p.id, i), now)
 			wk, err := exactly.New(pctx, cfg)

@@ -20,6 +20,7 @@ type shape struct {
 	Vis1            time.Duration // Q1's visibility timeout (Q2's is 6× the Lambda timeout, 30 s)
 	Concurrency     int           // a pool Worker's Config.Concurrency
 	Receivers       int           // Config.Receivers
+	MaxInFlight     int           // Config.MaxInFlight (0: the default): how many a receive asks for
 	AckDelay        time.Duration // Config.AckDelay (0: the default)
 	RetryInPlace    int           // Config.RetryInPlace (-1: none)
 	GroupWindow     time.Duration // Config.GroupCommit of the group-commit incarnations
@@ -72,6 +73,7 @@ func drawShape(cfg Config) shape {
 	s.Vis1 = []time.Duration{30 * time.Second, 30 * time.Second, 60 * time.Second}[pick("vis1", 3)]
 	s.Concurrency = []int{1, 4, 4, 10}[pick("concurrency", 4)]
 	s.Receivers = []int{1, 1, 2}[pick("receivers", 3)]
+	s.MaxInFlight = []int{0, 0, 1, 3}[pick("inflight", 4)]
 	s.AckDelay = []time.Duration{0, time.Millisecond, 500 * time.Millisecond}[pick("ack", 3)]
 	s.RetryInPlace = []int{-1, 1, 1, 3}[pick("inplace", 4)]
 	s.GroupWindow = []time.Duration{20 * time.Millisecond, 300 * time.Millisecond, time.Second}[pick("window", 3)]
@@ -122,6 +124,7 @@ func (s shape) choices() []string {
 		fmt.Sprintf("q1 visibility=%s", s.Vis1),
 		fmt.Sprintf("concurrency=%d", s.Concurrency),
 		fmt.Sprintf("receivers=%d", s.Receivers),
+		fmt.Sprintf("max in flight=%d", s.MaxInFlight),
 		fmt.Sprintf("ack delay=%s", s.AckDelay),
 		fmt.Sprintf("retry in place=%d", s.RetryInPlace),
 		fmt.Sprintf("group commit window=%s", s.GroupWindow),

@@ -19,6 +19,7 @@ import (
 	"github.com/exactlyonce/exactly/idempotency"
 	"github.com/exactlyonce/exactly/internal/awserr"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/jitter"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/sqsevent"
 	"github.com/exactlyonce/exactly/internal/telemetry"
@@ -195,6 +196,10 @@ type Config struct {
 	// into them too (for a registry the function reads itself); its
 	// metrics reach CloudWatch through Config.EMF.
 	Registerer prometheus.Registerer
+
+	// Test is for tests: the ledger's clock and the source of randomness
+	// (see TestConfig). Leave it zero in a deployment.
+	Test TestConfig
 }
 
 // EMF configures the CloudWatch Embedded Metric Format lines (Config.EMF):
@@ -302,6 +307,7 @@ type settings struct {
 	keys    dedup.KeySource
 	payload dedup.PayloadSource
 	log     *slog.Logger
+	rand    *jitter.Rand // Test.Rand's, or nil: the runtime's
 }
 
 // commitMode checks Config.Commit against the effect and resolves the
@@ -422,6 +428,7 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 	if s.Concurrency < 0 {
 		return nil, configErr("Concurrency", " must be at least 1")
 	}
+	s.rand = jitter.New(cfg.Test.Rand)
 	s.log = cfg.Logger
 	if s.log == nil {
 		s.log = slog.Default()

@@ -48,7 +48,7 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 		listed map[string]queueInfo
 		infos  []queueInfo
 	}
-	r, err := startup(ctx, s.log, "read the queues", func() (read, error) {
+	r, err := startup(ctx, s.log, s.rand, "read the queues", func() (read, error) {
 		l, i, err := s.lambdaQueues(ctx)
 		return read{l, i}, err
 	})
@@ -57,7 +57,7 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 	}
 	listed, infos := r.listed, r.infos
 	warnWiderDLQScope(ctx, s.log, s.SQS, infos)
-	store, err := startup(ctx, s.log, "check the dedup table", func() (*dedup.Store, error) { return s.store(ctx) })
+	store, err := startup(ctx, s.log, s.rand, "check the dedup table", func() (*dedup.Store, error) { return s.store(ctx) })
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package exactly_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,22 +246,18 @@ func TestLambdaDedupScopeContradictingAQueue(t *testing.T) {
 	require.Contains(t, err.Error(), "contradicts queue")
 }
 
-// TestLambdaLedgerClockFromContext: the internal hook the simulation uses to
-// skew a process's clock (dedup.ContextWithClock on NewLambdaHandler's
-// context) reaches the ledger: the record's lease and expiry are reckoned
-// from that clock. Without it, they are reckoned from time.Now.
-func TestLambdaLedgerClockFromContext(t *testing.T) {
+// TestLambdaTestSeam: Config.Test reaches the ledger and the processor. The
+// record's lease and expiry are reckoned from Test.Now (from time.Now
+// without it), and its fencing token is drawn from Test.Rand: two handlers
+// seeded alike draw the same token, two without a source do not.
+func TestLambdaTestSeam(t *testing.T) {
 	t.Parallel()
-	for _, skew := range []time.Duration{0, 100 * time.Hour} {
+	run := func(test exactly.TestConfig) (expires int64, token string) {
 		c := memsqs.New()
 		url, _ := memsqs.NewQueue(t, c, true, highThroughput, 0)
 		arn := arnOf(t, c, url)
 		db := memTable(t)
-		ctx := context.Background()
-		if skew != 0 {
-			ctx = dedup.ContextWithClock(ctx, func() time.Time { return time.Now().Add(skew) })
-		}
-		h, err := exactly.NewLambdaHandler(ctx, exactly.Config{SQS: c, DynamoDB: db, Table: "dedup", Effect: &ranEffect{}, LeaveToRedrivePolicy: true})
+		h, err := exactly.NewLambdaHandler(context.Background(), exactly.Config{SQS: c, DynamoDB: db, Table: "dedup", Effect: &ranEffect{}, LeaveToRedrivePolicy: true, Test: test})
 		require.NoError(t, err)
 		require.Empty(t, handle(t, h, record(arn, "m1", "A", "d1", "one")))
 		key := dedup.Scope{Namespace: exactly.DefaultNamespace, Queue: sqsQueueName(url), PerGroup: true}.Key("A", "d1")
@@ -271,9 +268,25 @@ func TestLambdaLedgerClockFromContext(t *testing.T) {
 		require.NotNil(t, out.Item, "the record of %s", key)
 		exp, err := strconv.ParseInt(out.Item[dedup.AttrExpiresAt].(*ddbtypes.AttributeValueMemberN).Value, 10, 64)
 		require.NoError(t, err)
+		return exp, dedup.GetS(out.Item, dedup.AttrToken)
+	}
+	for _, skew := range []time.Duration{0, 100 * time.Hour} {
+		var test exactly.TestConfig
+		if skew != 0 {
+			test.Now = func() time.Time { return time.Now().Add(skew) }
+		}
+		exp, _ := run(test)
 		want := time.Now().Add(skew + exactly.DefaultTTL).Unix()
 		require.InDelta(t, want, exp, 60, "expiry reckoned from the ledger's clock (skew %s)", skew)
 	}
+	_, a := run(exactly.TestConfig{Rand: rand.NewPCG(7, 1)})
+	_, b := run(exactly.TestConfig{Rand: rand.NewPCG(7, 1)})
+	_, c := run(exactly.TestConfig{})
+	_, d := run(exactly.TestConfig{})
+	require.NotEmpty(t, a)
+	require.Equal(t, a, b, "tokens drawn from one seed")
+	require.NotEqual(t, c, d, "tokens of the runtime's randomness")
+	require.NotEqual(t, a, c)
 }
 
 func sqsQueueName(url string) string { return url[strings.LastIndexByte(url, '/')+1:] }

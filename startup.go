@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+
+	"github.com/exactlyonce/exactly/internal/jitter"
 )
 
 // startupPatience bounds how long start-up retries calls that fail
@@ -30,7 +31,7 @@ func transient(err error) bool {
 
 // startup runs a start-up step, again while it fails transiently, for up to
 // startupPatience or until ctx ends.
-func startup[T any](ctx context.Context, log *slog.Logger, step string, f func() (T, error)) (T, error) {
+func startup[T any](ctx context.Context, log *slog.Logger, r *jitter.Rand, step string, f func() (T, error)) (T, error) {
 	deadline := time.Now().Add(startupPatience)
 	wait := 500 * time.Millisecond
 	for {
@@ -39,7 +40,7 @@ func startup[T any](ctx context.Context, log *slog.Logger, step string, f func()
 			return v, err
 		}
 		log.Warn("start-up call failed; trying again", "step", step, "in_ms", wait.Milliseconds(), "err", err)
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1)) //nolint:gosec // jitter, not a secret
+		t := time.NewTimer(r.Between(wait))
 		select {
 		case <-ctx.Done():
 			t.Stop()

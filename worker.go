@@ -47,7 +47,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		queues []pool.Queue
 		scopes map[string]dedup.Scope
 	}
-	d, err := startup(ctx, s.log, "read the queues", func() (described, error) {
+	d, err := startup(ctx, s.log, s.rand, "read the queues", func() (described, error) {
 		q, sc, err := s.describeQueues(ctx)
 		return described{q, sc}, err
 	})
@@ -55,7 +55,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	queues, scopes := d.queues, d.scopes
-	store, err := startup(ctx, s.log, "check the dedup table", func() (*dedup.Store, error) { return s.store(ctx) })
+	store, err := startup(ctx, s.log, s.rand, "check the dedup table", func() (*dedup.Store, error) { return s.store(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		Client: s.SQS, Queues: queues, Processor: proc,
 		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight, ShutdownTimeout: s.ShutdownTimeout,
 		WaitTime: s.WaitTime, AckDelay: s.AckDelay, RetryInPlace: s.RetryInPlace,
-		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf},
+		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf}, Rand: s.rand,
 	})
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func (s *settings) emf() *telemetry.EMF {
 
 // store checks the dedup table and returns the ledger on it.
 func (s *settings) store(ctx context.Context) (*dedup.Store, error) {
-	store := dedup.NewStore(s.DynamoDB, s.Table, dedup.ClockFrom(ctx))
+	store := dedup.NewStore(s.DynamoDB, s.Table, s.Test.clock()...)
 	if err := store.Check(ctx); err != nil {
 		if d := denied(err, "dynamodb:DescribeTable and dynamodb:DescribeTimeToLive", "table "+s.Table); d != err { //nolint:errorlint // denied returns err itself unless it is an access denial
 			return nil, d
@@ -121,7 +121,7 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 	s.log.Info("commit mode", "commit", string(s.Commit), "group_commit_ms", s.GroupCommit.Milliseconds(), "effect", fmt.Sprintf("%T", s.Effect))
 	p := &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
-		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic, Outbox: s.Outbox,
+		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic, Outbox: s.Outbox, Rand: s.rand,
 	}
 	if s.GroupCommit > 0 {
 		p.Group = &process.GroupCommitter{Store: store, Window: s.GroupCommit}

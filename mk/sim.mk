@@ -3,10 +3,22 @@
 #
 #   make sim                 a fixed budget of seeds (SIM_SEEDS_DEFAULT, ~2-2.5 minutes on 2 idle cores; part of CI)
 #   make sim SEEDS=N         N seeds (from FIRST, default 1)
-#   make sim SEED=123        replay one seed (REPEAT times, default 20: a seed is red when any run is)
+#   make sim SEED=123        replay one seed (REPEAT times, default 20: a seed is red when any run
+#                            is; the seed fixes the world, workload, faults and the product's jitter,
+#                            not the Go scheduler's interleaving: see docs/TESTING.md)
 #   make sim FAULTS=lost,partial OPS=SendMessageBatch,DeleteMessageBatch
 #                            only these fault kinds / only faults on these operations
-#   make sim RATE=0.08       probability that a call gets a fault (default 0.04)
+#   make sim RATE=0.08       probability that a call gets a fault (default: drawn per seed)
+#
+# Swarm testing: each seed draws the world's shape (fault rate, kinds and
+# operations unless RATE/FAULTS/OPS fix them, Q1's dedup scope and
+# visibility, the Workers' concurrency, receivers, in-flight bound, ack delay, retries in
+# place and shutdown timeout, the group commit window, the Lambda batch size
+# and FailRest, the payload fingerprint, message sizes, bursts, graceful
+# stops: internal/sim/swarm.go, docs/TESTING.md). The summary counts the
+# seeds per choice; a red seed prints its shape and its name seed@commit
+# (SIM_COMMIT, git rev-parse --short HEAD). SIM_ARGS=-sim.swarm=false runs
+# the one fixed world.
 #
 # Fault kinds: fail timeout lost partial conflict slow pause crash crash-after.
 # Operations: ReceiveMessage DeleteMessageBatch ChangeMessageVisibilityBatch
@@ -30,11 +42,13 @@ SEED ?=
 REPEAT ?=
 FAULTS ?=
 OPS ?=
-RATE ?= 0.04
+RATE ?=
 SIM_ARGS ?=
 SIM_REPORT ?= $(SIM_ROOT)/sim-report.txt
 
-sim_flags = -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) -sim.rate=$(RATE) -sim.report=$(SIM_REPORT) \
+SIM_COMMIT ?= $(shell git -C $(SIM_ROOT) rev-parse --short HEAD 2>/dev/null)$(shell git -C $(SIM_ROOT) diff --quiet HEAD 2>/dev/null || echo +dirty)
+
+sim_flags = -sim.commit=$(SIM_COMMIT) -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) $(if $(RATE),-sim.rate=$(RATE)) -sim.report=$(SIM_REPORT) \
 	$(if $(SEED),-sim.seed=$(SEED) -sim.repeat=$(or $(REPEAT),20),$(if $(REPEAT),-sim.repeat=$(REPEAT))) \
 	$(if $(FAULTS),-sim.faults=$(FAULTS)) $(if $(OPS),-sim.ops=$(OPS)) $(SIM_ARGS)
 

@@ -43,28 +43,6 @@ type Option func(*Store)
 // WithClock sets the clock the conditions are evaluated against (tests).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// clockKey is the context key of ContextWithClock.
-type clockKey struct{}
-
-// ContextWithClock returns ctx carrying a clock for the ledger that
-// exactly.New and exactly.NewLambdaHandler build with it (ClockFrom): the
-// simulation gives each process a skewed clock so. It is internal to the
-// module, so no user of exactly can set it; the public Config has no clock.
-func ContextWithClock(ctx context.Context, now func() time.Time) context.Context {
-	return context.WithValue(ctx, clockKey{}, now)
-}
-
-// ClockFrom returns the Option that sets the clock ctx carries
-// (ContextWithClock); without one, it changes nothing.
-func ClockFrom(ctx context.Context) Option {
-	now, _ := ctx.Value(clockKey{}).(func() time.Time)
-	return func(s *Store) {
-		if now != nil {
-			s.now = now
-		}
-	}
-}
-
 // NewStore returns a ledger on table.
 func NewStore(db API, table string, opts ...Option) *Store {
 	s := &Store{db: db, table: table, now: time.Now}

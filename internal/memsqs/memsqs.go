@@ -20,13 +20,13 @@ package memsqs
 import (
 	"container/list"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +38,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/exactlyonce/exactly/internal/jitter"
 )
 
 // SQS limits and defaults.
@@ -63,6 +65,7 @@ type Server struct {
 	clock   Clock
 	region  string
 	account string
+	ids     *jitter.Rand // message ids and receipt nonces; nil: crypto/rand
 
 	mu     sync.Mutex
 	queues map[string]*queue // by name
@@ -77,6 +80,10 @@ func WithClock(c Clock) Option { return func(s *Server) { s.clock = c } }
 // WithRegion sets the region that appears in queue URLs and ARNs (us-east-1).
 func WithRegion(r string) Option { return func(s *Server) { s.region = r } }
 
+// WithIDs draws message ids and receipt handles from src instead of
+// crypto/rand, so that a seeded test (the simulation) replays them.
+func WithIDs(src rand.Source) Option { return func(s *Server) { s.ids = jitter.New(src) } }
+
 // New returns an empty server.
 func New(opts ...Option) *Server {
 	s := &Server{clock: RealClock{}, region: "us-east-1", account: "000000000000", queues: map[string]*queue{}}
@@ -87,6 +94,7 @@ func New(opts ...Option) *Server {
 }
 
 type queue struct {
+	ids            *jitter.Rand // the server's
 	name, url, arn string
 	fifo           bool
 	attrs          map[string]string // settable attributes, validated
@@ -375,7 +383,7 @@ func (s *Server) CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, _ ..
 	}
 	now := s.clock.Now()
 	q := &queue{
-		name: name, url: s.queueURL(name), arn: "arn:aws:sqs:" + s.region + ":" + s.account + ":" + name,
+		ids: s.ids, name: name, url: s.queueURL(name), arn: "arn:aws:sqs:" + s.region + ":" + s.account + ":" + name,
 		fifo: fifoName, created: now, modified: now,
 		attrs: map[string]string{
 			"VisibilityTimeout": "30", "DelaySeconds": "0", "MaximumMessageSize": strconv.Itoa(defaultMaxSize),
@@ -612,9 +620,9 @@ func validMessageID(id string) bool {
 	return true
 }
 
-func newID() string {
+func (q *queue) newID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	_ = q.ids.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
@@ -651,11 +659,11 @@ func (q *queue) send(now time.Time, r sendReq) *message {
 		}
 		q.seq++
 		m.seq = strconv.FormatUint(seqBase+q.seq, 10)
-		m.id = newID()
+		m.id = q.newID()
 		q.dedup[key] = dedupEntry{messageID: m.id, seq: m.seq, at: now}
 		q.dedupOrder = append(q.dedupOrder, dedupRef{key: key, at: now})
 	} else {
-		m.id = newID()
+		m.id = q.newID()
 	}
 	q.enqueue(m)
 	return m
@@ -974,7 +982,7 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 		}
 		m.receivedAt = now
 		m.visibleAt = now.Add(vis)
-		m.handle = receipt(q.name, m.id, m.receives)
+		m.handle = q.receipt(m.id, m.receives)
 		got = append(got, m)
 		return true
 	}
@@ -1136,9 +1144,10 @@ func seqLess(a, b string) bool {
 var receiptEnc = base64.RawURLEncoding
 
 // receipt encodes which receive of which message a handle belongs to.
-func receipt(queue, id string, n int) string {
+func (q *queue) receipt(id string, n int) string {
+	queue := q.name
 	var nonce [6]byte
-	_, _ = rand.Read(nonce[:])
+	_ = q.ids.Read(nonce[:])
 	return receiptEnc.EncodeToString([]byte("memsqs1\x00" + queue + "\x00" + id + "\x00" + strconv.Itoa(n) + "\x00" + hex.EncodeToString(nonce[:])))
 }
 

@@ -6,15 +6,13 @@ package pool
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	mrand "math/rand/v2"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/jitter"
 	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
@@ -121,6 +120,9 @@ type Config struct {
 	RetryInPlace int
 	Log          *slog.Logger
 	Observer     Observer
+	// Rand jitters the backoffs and makes the receive attempt ids; nil:
+	// the runtime's randomness. A test seeds it to replay a run.
+	Rand *jitter.Rand
 }
 
 // Pool consumes queues until its context is cancelled.
@@ -394,7 +396,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		}
 		if q.FIFO {
 			// One id per logical receive; the SDK's retries of this call reuse it.
-			in.ReceiveRequestAttemptId = aws.String(newAttemptID())
+			in.ReceiveRequestAttemptId = aws.String(p.attemptID())
 		}
 		start := time.Now()
 		out, err := p.cfg.Client.ReceiveMessage(pollCtx, in)
@@ -409,7 +411,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 				p.log.Warn("cannot receive", "queue", name, "consecutive_failures", failures, "err", err)
 				lastLog = time.Now()
 			}
-			sleepCtx(ctx, backoff(failures, 100*time.Millisecond, 20*time.Second))
+			sleepCtx(ctx, p.backoff(failures, 100*time.Millisecond, 20*time.Second))
 			continue
 		}
 		failures = 0
@@ -798,14 +800,14 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 		if inPlace && r.Outcome != dedup.Busy && !r.LeaseLost && after <= p.cfg.RetryMax {
 			d.retries++
 			if after <= 0 {
-				after = backoff(d.retries, p.cfg.RetryBase, p.cfg.RetryMax)
+				after = p.backoff(d.retries, p.cfg.RetryBase, p.cfg.RetryMax)
 			}
 			logger().Info("retry in place", "attempt", d.retries, "of", p.cfg.RetryInPlace, "after_ms", after.Milliseconds(), "err", r.Err)
 			p.obs.Done(d.msg.QueueName, r, took)
 			return max(after, time.Millisecond)
 		}
 		if after <= 0 {
-			after = backoff(d.msg.ReceiveCount, p.cfg.RetryBase, p.cfg.RetryMax)
+			after = p.backoff(d.msg.ReceiveCount, p.cfg.RetryBase, p.cfg.RetryMax)
 		}
 		holdBack()
 		qs.settle(d, false, after)
@@ -871,7 +873,7 @@ func (p *Pool) finish() {
 }
 
 // backoff is capped exponential backoff with full jitter in [d/2, d].
-func backoff(attempt int, base, maxD time.Duration) time.Duration {
+func (p *Pool) backoff(attempt int, base, maxD time.Duration) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
@@ -879,7 +881,7 @@ func backoff(attempt int, base, maxD time.Duration) time.Duration {
 	if d > maxD || d <= 0 {
 		d = maxD
 	}
-	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not a secret
+	return p.cfg.Rand.Between(d)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -891,10 +893,12 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-func newAttemptID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+func (p *Pool) attemptID() string {
+	id, err := p.cfg.Rand.ID()
+	if err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 36) // crypto/rand failed: any id will do
+	}
+	return id
 }
 
 type nopObserver struct{}

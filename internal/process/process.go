@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/jitter"
 	"github.com/exactlyonce/exactly/outbox"
 )
 
@@ -175,6 +175,9 @@ type Processor struct {
 	// tracing, at no cost.
 	Tracer trace.Tracer
 	Log    *slog.Logger
+	// Rand jitters the retries and makes the fencing tokens; nil: the
+	// runtime's randomness. A test seeds it to replay a run.
+	Rand *jitter.Rand
 }
 
 // Process runs m exactly once, as far as the ledger can tell.
@@ -415,7 +418,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		res.Action, res.Err = Fail, effect.Permanent(err)
 		return res
 	}
-	token, err := dedup.NewToken()
+	token, err := p.Rand.ID()
 	if err != nil {
 		res.Action, res.Err = Retry, err
 		return res
@@ -472,7 +475,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 // released (refused if it never took effect), so that the next delivery does
 // not find this worker's own claim busy.
 func (p *Processor) claim(ctx context.Context, req dedup.ClaimRequest) (dedup.Claim, error) {
-	token, err := dedup.NewToken()
+	token, err := p.Rand.ID()
 	if err != nil {
 		return dedup.Claim{}, err
 	}
@@ -482,7 +485,7 @@ func (p *Processor) claim(ctx context.Context, req dedup.ClaimRequest) (dedup.Cl
 		if err == nil {
 			return c, nil
 		}
-		if attempt == claimAttempts || ctx.Err() != nil || !sleepCtx(ctx, backoff(attempt, 50*time.Millisecond, time.Second)) {
+		if attempt == claimAttempts || ctx.Err() != nil || !sleepCtx(ctx, p.backoff(attempt, 50*time.Millisecond, time.Second)) {
 			p.release(ctx, dedup.Claim{Key: req.Key, Token: token})
 			return dedup.Claim{}, err
 		}
@@ -586,14 +589,14 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 		if err == nil || !retryableCommit(err) {
 			return attempt - 1, err
 		}
-		wait := backoff(attempt, 100*time.Millisecond, 5*time.Second)
+		wait := p.backoff(attempt, 100*time.Millisecond, 5*time.Second)
 		switch {
 		case errors.Is(err, dedup.ErrNotAlone):
 			// A group commit that gave no verdict on this one: alone, now.
 			p.Log.Debug("group commit gave no verdict; committing alone", "key", key, "err", err)
 			continue
 		case dedup.IsTransactionConflict(err), errors.Is(err, errOutboxMoved):
-			wait = backoff(attempt, 5*time.Millisecond, 200*time.Millisecond)
+			wait = p.backoff(attempt, 5*time.Millisecond, 200*time.Millisecond)
 		}
 		if attempt == 1 {
 			p.Log.Warn("commit failed; retrying with the same claim", "key", key, "err", err)
@@ -633,7 +636,7 @@ func (p *Processor) release(ctx context.Context, claim dedup.Claim) {
 			p.Log.Warn("cannot release claim; its lease runs out instead", "key", claim.Key, "err", err)
 			return
 		}
-		time.Sleep(backoff(attempt, 50*time.Millisecond, time.Second))
+		time.Sleep(p.backoff(attempt, 50*time.Millisecond, time.Second))
 	}
 }
 
@@ -730,12 +733,12 @@ func (p *Processor) apply(ctx context.Context, c Call, fn func(context.Context) 
 }
 
 // backoff is capped exponential backoff with jitter in [d/2, d].
-func backoff(attempt int, base, maxD time.Duration) time.Duration {
+func (p *Processor) backoff(attempt int, base, maxD time.Duration) time.Duration {
 	d := base << min(attempt-1, 20)
 	if d > maxD || d <= 0 {
 		d = maxD
 	}
-	return d/2 + rand.N(d/2+1) //nolint:gosec // jitter, not a secret
+	return p.Rand.Between(d)
 }
 
 // sleepCtx waits d; false when ctx ended first.

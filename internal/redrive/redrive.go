@@ -230,6 +230,7 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 		// (in a standard queue, every message).
 		var entries []types.SendMessageBatchRequestEntry
 		inRound := map[string]bool{}
+		size := 0
 		for i := range msgs {
 			if done[i] {
 				continue
@@ -242,12 +243,20 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 				continue
 			}
 			inRound[g] = true
-			done[i] = true
 			e, ok := entry(i)
 			if !ok {
+				done[i] = true
 				stopped[g] = true
 				continue
 			}
+			// SQS refuses a whole SendMessageBatch past 1 MiB: what does
+			// not fit waits for the next round, and its group with it.
+			n := entrySize(e)
+			if len(entries) > 0 && size+n > maxBatchBytes {
+				continue
+			}
+			done[i] = true
+			size += n
 			entries = append(entries, e)
 		}
 		if len(entries) == 0 {
@@ -289,4 +298,17 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 		}
 	}
 	return len(dels), stop
+}
+
+// maxBatchBytes is SQS's limit on the total size of one SendMessageBatch.
+const maxBatchBytes = 1 << 20
+
+// entrySize is what an entry counts towards maxBatchBytes: its body and its
+// attributes' names, types and values.
+func entrySize(e types.SendMessageBatchRequestEntry) int {
+	n := len(aws.ToString(e.MessageBody))
+	for k, v := range e.MessageAttributes {
+		n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+	}
+	return n
 }

@@ -257,3 +257,24 @@ func TestRedriveOneGroup(t *testing.T) {
 		require.Equal(t, "B1", aws.ToString(left[0].Body))
 	})
 }
+
+// TestRedriveSizesItsBatches: ten groups whose next messages are 200 KiB
+// each pass SQS's 1 MiB limit for one SendMessageBatch together: SQS
+// refuses the whole request (BatchRequestTooLong), and a redrive that puts
+// them in one batch moves nothing, however often it is run. Batches are
+// sized as they are built. (Found by the simulation, seed 2205, with bodies
+// padded to 177 KiB.) In memory: the emulator need not enforce the total.
+func TestRedriveSizesItsBatches(t *testing.T) {
+	t.Parallel()
+	c := memsqs.New()
+	url, dlq := testenv.NewQueue(t, c, true, nil, 3)
+	big := strings.Repeat("x", 200*1024)
+	for g := range 10 {
+		sendFIFO(t, c, dlq, fmt.Sprint("g", g), fmt.Sprint("d", g), fmt.Sprint(g, big), nil)
+	}
+	res, err := redrive.Run(context.Background(), c, redrive.Config{DLQ: dlq, Queue: url, Wait: time.Second})
+	require.NoError(t, err)
+	require.Equal(t, 10, res.Moved)
+	require.Len(t, drain(t, c, url), 10)
+	require.Empty(t, drain(t, c, dlq))
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,13 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
-	"github.com/exactlyonce/exactly/internal/pool"
-	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/outbox"
 )
 
@@ -144,13 +143,24 @@ func (c *chain) stat(name string, n int) {
 }
 
 func (c *chain) setUp(ctx context.Context) error {
-	for _, name := range []string{chainDeposit, chainConfirm, chainDLQ1, chainDLQ2, chainSizes} {
-		out, err := c.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
+	// The DLQs first: the worker queues' redrive policies name them, and
+	// exactly.New finds a queue's DLQ there (maxReceiveCount 1000, SQS's
+	// most: the workers' own moves, not the policy, dead-letter).
+	for _, name := range []string{chainDLQ1, chainDLQ2, chainDeposit, chainConfirm, chainSizes} {
+		attrs := map[string]string{
 			"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
 			// The operator has lowered the sizes queue's limit before
 			// its messages come (operate raises it again).
 			"MaximumMessageSize": strconv.Itoa(map[bool]int{true: chainSizeLow, false: chainSizeHigh}[name == chainSizes]),
-		}})
+		}
+		if dlq := map[string]string{chainDeposit: chainDLQ1, chainConfirm: chainDLQ2}[name]; dlq != "" {
+			a, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(c.urls[dlq]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+			if err != nil {
+				return err
+			}
+			attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"` + a.Attributes["QueueArn"] + `","maxReceiveCount":"1000"}`
+		}
+		out, err := c.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 		if err != nil {
 			return err
 		}
@@ -168,7 +178,10 @@ func (c *chain) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	// TTL on the dedup table, as exactly.New's start-up check wants it.
+	_, err := c.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(chainDedup),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(dedup.AttrExpiresAt), Enabled: aws.Bool(true)}})
+	return err
 }
 
 // loop runs incarnations of one process slot: when one dies, the next
@@ -285,27 +298,30 @@ func (c *chain) runRelay(ctx context.Context, p *cproc) {
 	}
 }
 
+// runWorker runs a worker incarnation as the worker command does: an
+// exactly.Worker built by exactly.New (its start-up calls faulted too; a
+// start-up that fails ends the incarnation), the ledger effect committed
+// optimistically or in transactional mode by incarnation, its
+// confirmations through the outbox. A process that dies is stopped at once
+// (StopAndCancel); its calls fail from then on.
 func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, confirm string) {
+	_ = dlq // the queue's redrive policy names it: exactly.New reads it there
 	dy := &cDynamo{p: p, inner: c.db}
-	proc := &process.Processor{
-		Store:  dedup.NewStore(dy, chainDedup),
-		Effect: &builtin.Ledger{Table: ledger, Confirm: confirm},
-		Keys:   dedup.KeySource{},
-		Scope:  func(m effect.Message) dedup.Scope { return dedup.Scope{Namespace: "chain", Queue: m.QueueName} },
-		TTL:    ttl, Lease: lease, Log: slog.New(slog.DiscardHandler),
-		Outbox: outbox.New(dy, chainOutbox),
+	cfg := exactly.Config{
+		SQS: &cSQS{p: p, inner: c.sqs}, DynamoDB: dy, Queues: []string{c.urls[queue]}, Table: chainDedup,
+		Effect: &builtin.Ledger{Table: ledger, Confirm: confirm}, Commit: exactly.CommitTransactional,
+		Namespace: "chain", TTL: ttl, Concurrency: 4, Receivers: 1, RetryInPlace: 1,
+		Outbox: outbox.New(dy, chainOutbox), Logger: slog.New(slog.DiscardHandler),
+		Test: exactly.TestConfig{Rand: rand.NewPCG(c.cfg.Seed, hash64(c.cfg.Seed, "rand", p.id))},
 	}
 	if hash64(c.cfg.Seed, "optimistic", p.id)%2 == 0 {
-		proc.Optimistic = true
+		cfg.Commit = exactly.CommitOptimistic
 		c.stat("chain: optimistic incarnations", 1)
 	}
-	pl, err := pool.New(pool.Config{
-		Client:    &cSQS{p: p, inner: c.sqs},
-		Queues:    []pool.Queue{{URL: c.urls[queue], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: c.urls[dlq]}},
-		Processor: proc, Concurrency: 4, RetryInPlace: 1, Log: slog.New(slog.DiscardHandler),
-	})
+	wk, err := exactly.New(ctx, cfg)
 	if err != nil {
-		c.violate("pool.New: %v", err)
+		c.stat("chain: worker start-up failed", 1)
+		p.dead.Store(true) // the process exits; the loop starts the next one
 		return
 	}
 	stopped := make(chan struct{})
@@ -313,12 +329,14 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 		select {
 		case <-ctx.Done():
 			if p.dead.Load() {
-				pl.Force()
+				now, done := context.WithCancel(context.Background())
+				done()
+				_ = wk.StopAndCancel(now)
 			}
 		case <-stopped:
 		}
 	}()
-	pl.Run(ctx)
+	_ = wk.Run(ctx)
 	close(stopped)
 }
 

@@ -55,7 +55,7 @@ func TestChain(t *testing.T) {
 		t.Run(fmt.Sprintf("worker=%d", i), func(t *testing.T) {
 			t.Parallel()
 			for seed := range next {
-				res := runChainSeed(t, Config{Seed: seed, Rate: *flagRate, Kinds: kinds, Ops: ops})
+				res := runChainSeed(t, Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops})
 				mu.Lock()
 				for k, n := range res.Stats {
 					stats[k] += n
@@ -66,7 +66,7 @@ func TestChain(t *testing.T) {
 				mu.Unlock()
 				if res.Failed() {
 					var b strings.Builder
-					fmt.Fprintf(&b, "chain seed %d RED (%s virtual, %d faults)\nreplay: go test ./internal/sim -run '^TestChain$' -sim.seed=%d -v -sim.rate=%g\nviolations:\n", seed, res.Virtual.Round(time.Second), len(res.Faults), seed, *flagRate)
+					fmt.Fprintf(&b, "chain seed %d RED (%s virtual, %d faults)\nreplay: go test ./internal/sim -run '^TestChain$' -sim.seed=%d -v -sim.rate=%g\nviolations:\n", seed, res.Virtual.Round(time.Second), len(res.Faults), seed, rate())
 					for _, v := range first(res.Violations, 8) {
 						fmt.Fprintf(&b, "  - %s\n", v)
 					}

@@ -186,6 +186,9 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 	}
 	c.p.w.observeReceive(c.p, q, out.Messages)
 	vis := visibility
+	if q == q1Name {
+		vis = c.p.w.shape.Vis1
+	}
 	if in.VisibilityTimeout > 0 {
 		vis = time.Duration(in.VisibilityTimeout) * time.Second
 	}

@@ -137,6 +137,7 @@ type Injector struct {
 	Disabled map[string]bool // fault IDs switched off (shrinking)
 	Only     map[string]bool // when set, only these fault IDs may fire (shrinking)
 	start    time.Time
+	stall    time.Duration // Slow and Pause stall past this (the longest visibility timeout)
 
 	mu       sync.Mutex
 	attempts map[string]int
@@ -211,7 +212,11 @@ func (in *Injector) entryFails(id, entry string) bool {
 // delay is how long a Slow or Pause fault stalls: past the lease and the
 // visibility timeout of the queues (30 s), up to two of them.
 func (in *Injector) delay(id string) time.Duration {
-	return 31*time.Second + time.Duration(hash64(in.Seed, id, "delay")%uint64(30*time.Second))
+	stall := in.stall
+	if stall == 0 {
+		stall = visibility
+	}
+	return stall + time.Second + time.Duration(hash64(in.Seed, id, "delay")%uint64(stall))
 }
 
 func (in *Injector) record(f Fault) {

@@ -18,6 +18,10 @@ type Result struct {
 	Faults     []Fault
 	Stats      map[string]int
 	Virtual    time.Duration // virtual time the run took
+	// Trace is every logical message's SQS story, in logical order: with
+	// Faults and Stats, what a replay of the seed must reproduce.
+	Trace []string
+	Shape string // the world's shape (swarm.go)
 }
 
 // Failed reports whether an invariant broke.
@@ -59,7 +63,11 @@ func run(cfg Config) Result {
 	for k, n := range w.inj.counts {
 		w.stats["fault: "+k.String()] += n
 	}
-	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start)}
+	var trace []string
+	for _, s := range w.msgs {
+		trace = append(trace, fmt.Sprintf("%d: %s", s.lid, strings.Join(w.trace[s.lid], " | ")))
+	}
+	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start), Trace: trace, Shape: w.shape.String()}
 }
 
 // check verifies the end-of-run invariants.

@@ -20,7 +20,8 @@ var (
 	flagFirst   = flag.Uint64("sim.first", 1, "first seed of the budget")
 	flagFaults  = flag.String("sim.faults", "", "fault kinds to inject, comma-separated (default all): "+strings.Join(kindNames[1:], ","))
 	flagOps     = flag.String("sim.ops", "", "operations that get faults, comma-separated (default all): "+strings.Join(Ops, ","))
-	flagRate    = flag.Float64("sim.rate", defaultRate, "probability that a call gets a fault")
+	flagRate    = flag.Float64("sim.rate", 0, "probability that a call gets a fault (0: drawn per seed with -sim.swarm, else 0.04)")
+	flagSwarm   = flag.Bool("sim.swarm", true, "draw the world's shape from each seed (swarm testing: docs/TESTING.md); false: the one fixed world")
 	flagWorkers = flag.Int("sim.workers", 3, "pool workers")
 	flagLambdas = flag.Int("sim.lambdas", 2, "concurrent Lambda pollers of the event source mapping")
 	flagShrink  = flag.Duration("sim.shrink", 45*time.Second, "wall time spent shrinking a failing seed's faults (0: no shrinking)")
@@ -84,7 +85,7 @@ func replay(seed uint64) string {
 	if *flagOps != "" {
 		cmd += " OPS=" + *flagOps
 	}
-	if *flagRate != defaultRate {
+	if *flagRate != 0 {
 		cmd += fmt.Sprintf(" RATE=%g", *flagRate)
 	}
 	if a := nonDefault(); a != "" {
@@ -95,6 +96,14 @@ func replay(seed uint64) string {
 
 const defaultRate = 0.04
 
+// rate is the -sim.rate flag, or the default when it is not given.
+func rate() float64 {
+	if *flagRate == 0 {
+		return defaultRate
+	}
+	return *flagRate
+}
+
 // nonDefault lists the flags that change a run and are not set by the
 // Makefile's own variables.
 func nonDefault() string {
@@ -104,6 +113,9 @@ func nonDefault() string {
 	}
 	if *flagLambdas != 2 {
 		a = append(a, fmt.Sprintf("-sim.lambdas=%d", *flagLambdas))
+	}
+	if !*flagSwarm {
+		a = append(a, "-sim.swarm=false")
 	}
 	return strings.Join(a, " ")
 }
@@ -197,7 +209,8 @@ func TestSim(t *testing.T) {
 func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool, sum *summary, start time.Time) {
 	{
 		{
-			cfg := Config{Seed: seed, Rate: *flagRate, Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas}
+			cfg := Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas,
+				Swarm: *flagSwarm, FixedRate: *flagRate != 0, FixedKinds: *flagFaults != "", FixedOps: *flagOps != ""}
 			t0 := time.Now()
 			res, runs := runRepeat(t, cfg, *flagRepeat)
 			took := time.Since(t0)
@@ -210,7 +223,8 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 				return
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "seed %d RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seed, runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
+			fmt.Fprintf(&b, "seed %s RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seedAt(seed), runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
+			fmt.Fprintf(&b, "shape: %s\n", res.Shape)
 			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -v%s)\n", replay(seed), seed, extraFlags())
 			b.WriteString("violations:\n")
 			for _, v := range first(res.Violations, 6) {
@@ -238,7 +252,7 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 			if len(minimal) != len(res.Faults) || minimal == nil {
 				shrunk = fmt.Sprintf(", shrunk to %d", len(minimal))
 			}
-			sum.addRed(fmt.Sprintf("seed %-6d %-70s faults %d%s: %s", seed, strings.Join(classify(res.Violations), "; "), len(res.Faults), shrunk, replay(seed)))
+			sum.addRed(fmt.Sprintf("seed %-14s %-70s faults %d%s: %s", seedAt(seed), strings.Join(classify(res.Violations), "; "), len(res.Faults), shrunk, replay(seed)))
 			t.Error(b.String())
 		}
 	}
@@ -252,7 +266,7 @@ func extraFlags() string {
 	if *flagOps != "" {
 		s += " -sim.ops=" + *flagOps
 	}
-	if *flagRate != defaultRate {
+	if *flagRate != 0 {
 		s += fmt.Sprintf(" -sim.rate=%g", *flagRate)
 	}
 	if a := nonDefault(); a != "" {
@@ -395,13 +409,20 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 		opNames = append(opNames, o)
 	}
 	sort.Strings(opNames)
-	fmt.Fprintf(&b, "fault kinds: %s\noperations:  %s\nrate:        %.3f per call\n", strings.Join(ks, ","), strings.Join(opNames, ","), *flagRate)
+	rates := fmt.Sprintf("%.3f per call", rate())
+	if *flagSwarm {
+		rates = "drawn per seed (see shape:)"
+		if *flagRate != 0 {
+			rates = fmt.Sprintf("%.3f per call", rate())
+		}
+	}
+	fmt.Fprintf(&b, "fault kinds: %s%s\noperations:  %s\nrate:        %s\n", strings.Join(ks, ","), map[bool]string{true: " (each seed enables a subset: see shape:)"}[*flagSwarm && *flagFaults == ""], strings.Join(opNames, ","), rates)
 	names := make([]string, 0, len(s.stats))
 	for k := range s.stats {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, sect := range []string{"fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "log:"} {
+	for _, sect := range []string{"shape:", "fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "log:"} {
 		for _, k := range names {
 			if strings.HasPrefix(k, sect) {
 				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])

@@ -2,10 +2,10 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,8 +25,6 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
-	"github.com/exactlyonce/exactly/internal/pool"
-	"github.com/exactlyonce/exactly/internal/process"
 	"github.com/exactlyonce/exactly/internal/redrive"
 )
 
@@ -61,6 +59,10 @@ type Config struct {
 	Only    map[string]bool // when set, only these fault IDs may fire (shrinking)
 	Workers int             // pool workers
 	Lambdas int             // concurrent Lambda pollers of the event source mapping
+	// Swarm draws the world's shape from the seed (swarm.go); the Fixed*
+	// settings keep the command line's rate, kinds and operations.
+	Swarm                           bool
+	FixedRate, FixedKinds, FixedOps bool
 }
 
 // msgSpec is one logical message of the workload.
@@ -93,6 +95,7 @@ type send struct {
 // world is one run: the fakes, the processes, what the sim saw.
 type world struct {
 	cfg   Config
+	shape shape
 	inj   *Injector
 	sqs   *memsqs.Server
 	db    *memdynamo.DB
@@ -128,6 +131,8 @@ type world struct {
 	dlqAt       map[int]time.Duration    // first time it went (or was about to go) to a DLQ
 	lastSrcRecv map[string]time.Duration // SQS message id -> last receive from a source queue
 	redrivenAt  map[int]time.Duration    // first redrive copy back into its queue
+
+	flaked map[int]bool // swarm.go: messages whose downstream failed once
 
 	// holes.go
 	receipts   map[string]*rcpt         // receipt handle -> what SQS granted (pool workers)
@@ -173,15 +178,24 @@ func (w *world) tr(lid int, format string, args ...any) {
 // deadEnd reports whether a message must end in its DLQ, never applied.
 func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid }
 
-// lidOf reads the logical id out of a body.
+// lidOf reads the logical id out of a body: the number after
+// "amount_cents": (the sim writes it before any padding, so a large body
+// costs no parse).
 func lidOf(body string) string {
-	var b struct {
-		Amount int `json:"amount_cents"`
-	}
-	if json.Unmarshal([]byte(body), &b) != nil {
+	const field = `"amount_cents":`
+	i := strings.Index(body, field)
+	if i < 0 {
 		return "?"
 	}
-	return strconv.Itoa(b.Amount)
+	rest := body[i+len(field):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	if j == 0 {
+		return "?"
+	}
+	return rest[:j]
 }
 
 func lidNum(body string) int {
@@ -427,18 +441,17 @@ func (w *world) crash(p *proc, why string) {
 
 // ---------------------------------------------------------------- set-up
 
-func (w *world) scope(m effect.Message) dedup.Scope {
-	return dedup.Scope{Namespace: namespace, Queue: m.QueueName, PerGroup: perGroup(m.QueueName)}
+// perGroup: Q2 deduplicates per message group (so that the Lambda handler,
+// which is not told about it, must read its scope); Q1 too, unless the
+// shape makes it queue-scoped.
+func (w *world) perGroup(q string) bool {
+	return q == q2Name || (q == q1Name && !w.shape.Q1QueueScoped)
 }
-
-// perGroup: the source queues both deduplicate per message group (Q2 so that
-// the Lambda handler, which is not told about it, must read its scope).
-func perGroup(q string) bool { return q == q1Name || q == q2Name }
 
 func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	w := &world{
-		cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		sqs: memsqs.New(), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
+		cfg: cfg, shape: drawShape(cfg),
+		sqs: memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95))), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{},
@@ -446,6 +459,13 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
 		wide:     newWidened(cfg.Seed),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
+	}
+	w.inj = newInjector(cfg.Seed, w.shape.Rate, w.shape.Kinds, w.shape.Ops, cfg.Only)
+	w.inj.stall = w.shape.maxVis()
+	if cfg.Swarm {
+		for _, c := range w.shape.choices() {
+			w.stats["shape: "+c] = 1
+		}
 	}
 	_, err := w.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
@@ -486,7 +506,11 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 			return nil, err
 		}
 	}
-	if err := mk(q1Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
+	q1Scope, q1Limit := "messageGroup", "perMessageGroupId"
+	if w.shape.Q1QueueScoped {
+		q1Scope, q1Limit = "queue", "perQueue"
+	}
+	if err := mk(q1Name, map[string]string{"VisibilityTimeout": strconv.Itoa(int(w.shape.Vis1 / time.Second)), "DeduplicationScope": q1Scope, "FifoThroughputLimit": q1Limit, "RedrivePolicy": redrivePolicy(dlq1Name)}); err != nil {
 		return nil, err
 	}
 	if err := mk(q2Name, map[string]string{"VisibilityTimeout": "30", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId", "RedrivePolicy": redrivePolicy(dlq2Name)}); err != nil {
@@ -523,7 +547,7 @@ func (w *world) workload() {
 				if (x>>8)%3 == 0 {
 					s.keyAttr = "k" + id
 				}
-				if (x>>16)%5 == 0 && g%2 == 1 {
+				if (x>>16)%5 == 0 && g%2 == 1 && w.perGroup(q) {
 					// The same dedup id as the message of the previous
 					// group at the same position: distinct messages on a
 					// messageGroup-scoped queue (Q1, and Q2, the Lambda's).
@@ -550,18 +574,27 @@ func (w *world) workload() {
 				if qi == 0 && !s.poison && !s.fixable && !s.conflict && !strings.HasPrefix(s.dedupID, "shared-") && r(id, "invalid")%100 < 5 {
 					s.invalid = true
 				}
-				if s.fixable {
+				switch {
+				case s.fixable:
 					t += time.Duration(1+r(id, "gap")%10) * time.Second
-				} else {
+				case w.shape.Burst && qi == 1 && g%2 == 0:
+					// A burst: the group's messages within a second or two
+					// of each other, so that one Lambda batch holds several
+					// (the FIFO partial-batch rule).
+					t += time.Duration(r(id, "gap")%1500) * time.Millisecond
+				default:
 					t += time.Duration(5+r(id, "gap")%80) * time.Second
 				}
 				raw := s.keyAttr
 				if raw == "" {
 					raw = s.dedupID
 				}
-				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: perGroup(q)}.Key(group, raw)
+				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: w.perGroup(q)}.Key(group, raw)
 				acct := q[:2] + "-" + group
 				s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d}`, acct, lid)
+				if w.shape.Pad > 0 {
+					s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d,"pad":"`, acct, lid) + strings.Repeat("x", w.shape.Pad) + `"}`
+				}
 				s.sends = []send{{at: t, dedupID: s.dedupID, kind: "original"}}
 				if y := r(id, "dups"); y%4 == 0 {
 					s.sends = append(s.sends, send{at: t + time.Duration(1+y%50)*time.Second, dedupID: s.dedupID, kind: "dup-in-window"})
@@ -667,25 +700,7 @@ func (w *world) excuseCalled(key string) {
 func (h logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h logCounter) WithGroup(string) slog.Handler      { return h }
 
-type observer struct{ w *world }
-
-func (o observer) Received(string, int) {}
-func (o observer) Done(_ string, r process.Result, _ time.Duration) {
-	if r.Outcome != 0 {
-		o.w.stat("pool: "+r.Outcome.String(), 1)
-	}
-	if r.LeaseLost {
-		o.w.stat("pool: lease lost", 1)
-	}
-	if r.CommitRetries > 0 {
-		o.w.stat("pool: commit retried", 1)
-	}
-	o.w.stat("pool: action "+r.Action.String(), 1)
-}
-func (o observer) ReceiveError(string, error)      { o.w.stat("pool: receive error", 1) }
-func (o observer) BatchFailed(_, op string, n int) { o.w.stat("pool: batch failed "+op, 1) }
-func (o observer) InFlight(int)                    {}
-func (w *world) log() *slog.Logger                 { return slog.New(logCounter{w}) }
+func (w *world) log() *slog.Logger { return slog.New(logCounter{w}) }
 func (w *world) skew(id string) time.Duration {
 	return time.Duration(int64(hash64(w.cfg.Seed, "skew", id)%uint64(2*maxSkew)) - int64(maxSkew))
 }
@@ -693,8 +708,14 @@ func (w *world) skew(id string) time.Duration {
 // effectFor is the effect of one process: the transactional ledger on Q1, a
 // claim-mode effect that calls a "downstream" (recorded) on Q2.
 func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
+	return effect.Func(w.effectFn(p, now))
+}
+
+// effectFn is effectFor's function: a pool worker of Q1 declares it
+// effect.WritesOnly (its whole effect is the ledger's writes).
+func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, effect.Input) (effect.Output, error) {
 	ledger := &builtin.Ledger{Table: table, Now: now}
-	return effect.Func(func(ctx context.Context, in effect.Input) (effect.Output, error) {
+	return func(ctx context.Context, in effect.Input) (effect.Output, error) {
 		s := w.byLid[lidNum(in.Message.Body)]
 		if s == nil {
 			return effect.Output{}, effect.Permanent(errors.New("sim: unknown message"))
@@ -737,6 +758,12 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 			}
 			return out, err
 		}
+		if w.flakyFirst(s) {
+			// A downstream that fails retryably at first (a 503): the
+			// message is retried, and in a Lambda batch the rest of its
+			// group with it (the FIFO partial-batch rule).
+			return effect.Output{}, fmt.Errorf("sim: downstream unavailable for message %d (503)", s.lid)
+		}
 		k, id, err := p.before(ctx, "Effect", in.Key)
 		if err != nil {
 			w.retryable(p, s.lid, "downstream call failed")
@@ -753,85 +780,7 @@ func (w *world) effectFor(p *proc, now func() time.Time) effect.Effect {
 			return effect.Output{}, err
 		}
 		return effect.Output{Result: []byte("sent")}, nil
-	})
-}
-
-func (w *world) processor(p *proc, dy dedup.API) *process.Processor {
-	skew := w.skew(p.id)
-	now := func() time.Time { return time.Now().Add(skew) }
-	return &process.Processor{
-		Store: dedup.NewStore(dy, table, dedup.WithClock(now)), Effect: w.effectFor(p, now),
-		Scope: w.scope, Lease: lease, TTL: w.wide.ttl, Log: w.log(),
 	}
-}
-
-// poolProcessor is a pool worker's exactly-once path: Q2's claim-mode
-// effect claims; Q1's ledger commits optimistically on about half the
-// incarnations (hash of seed and process; half of those in groups) and in
-// transactional mode on the rest, so that a run mixes the modes on one
-// table and queue, as a deploy that switches the mode does.
-func (w *world) poolProcessor(p *proc, dy dedup.API) pool.Processor {
-	claimed := w.processor(p, dy)
-	if hash64(w.cfg.Seed, "optimistic", p.id)%2 == 0 {
-		w.stat("pool: transactional incarnations", 1)
-		return claimed
-	}
-	w.stat("pool: optimistic incarnations", 1)
-	optimistic := *claimed
-	optimistic.Optimistic = true
-	if hash64(w.cfg.Seed, "group", p.id)%2 == 0 {
-		// Half of them commit in groups; a wide window (virtual time costs
-		// nothing), so that the effects' spread latencies still meet.
-		w.stat("pool: group-commit incarnations", 1)
-		optimistic.Group = &process.GroupCommitter{Store: claimed.Store, Window: 300 * time.Millisecond}
-	}
-	return byQueue{q1: &optimistic, rest: claimed}
-}
-
-// byQueue sends Q1's messages to one processor and the rest to another.
-type byQueue struct{ q1, rest pool.Processor }
-
-func (b byQueue) Process(ctx context.Context, m effect.Message, h process.Hooks) process.Result {
-	if m.QueueName == q1Name {
-		return b.q1.Process(ctx, m, h)
-	}
-	return b.rest.Process(ctx, m, h)
-}
-
-// startWorker starts incarnation inc of pool worker slot; when it dies, the
-// next incarnation starts after a while, with nothing of the old one's state.
-func (w *world) startWorker(ctx context.Context, slot, inc int) {
-	p := w.newProc(fmt.Sprintf("w%d.%d", slot, inc))
-	sq := &faultySQS{p: p, inner: w.sqs}
-	dy := &faultyDynamo{p: p, inner: w.db}
-	pl, err := pool.New(pool.Config{
-		Client: sq,
-		Queues: []pool.Queue{
-			{URL: w.urls[q1Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq1Name]},
-			{URL: w.urls[q2Name], FIFO: true, Visibility: visibility, Receivers: 1, DLQURL: w.urls[dlq2Name]},
-		},
-		Processor: w.poolProcessor(p, dy), Concurrency: 4, RetryInPlace: 1,
-		Log: w.log(), Observer: observer{w},
-	})
-	if err != nil {
-		w.violate("pool.New: %v", err)
-		return
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	p.kill = func() {
-		pl.Force()
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		w.wg.Go(func() {
-			time.Sleep(5*time.Second + time.Duration(hash64(w.cfg.Seed, "restart", p.id)%uint64(20*time.Second)))
-			if ctx.Err() == nil {
-				w.startWorker(ctx, slot, inc+1)
-			}
-		})
-	}
-	w.wg.Go(func() { pl.Run(pctx) })
 }
 
 // esm drives Lambda invocations like an event source mapping with
@@ -846,7 +795,7 @@ func (w *world) esm(ctx context.Context, n int) {
 	var c *container
 	for cold := 0; ctx.Err() == nil; {
 		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: &q, MaxNumberOfMessages: 10, WaitTimeSeconds: 20,
+			QueueUrl: &q, MaxNumberOfMessages: int32(w.shape.LambdaBatch), WaitTimeSeconds: 20,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})
@@ -882,7 +831,8 @@ type container struct {
 // Start-up calls see faults; NewLambdaHandler rides out transient errors,
 // within Lambda's init limit (lambdaInit). An init that fails or runs past
 // the limit leaves no container (nil): the process is dead. The ledger's
-// clock is the process's, skewed (dedup.ContextWithClock).
+// clock is the process's, skewed (Config.Test.Now), and its jitter is drawn
+// from the seed (Config.Test.Rand).
 func (w *world) coldStart(ctx context.Context, p *proc) *container {
 	w.stat("lambda: cold starts", 1)
 	skew := w.skew(p.id)
@@ -892,8 +842,11 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 		Table: table, Effect: w.effectFor(p, now), Namespace: namespace, TTL: w.wide.ttl, Logger: w.log(),
 		LeaveToRedrivePolicy: false, // moves to the DLQ on
 		Queues:               nil,   // the event source queue is not listed
+		Test:                 w.testSeam(p.id, now),
+		PayloadHash:          w.shape.Payload,
+		Lambda:               exactly.LambdaConfig{FailRest: w.shape.FailRest},
 	}
-	ictx, cancel := context.WithTimeout(dedup.ContextWithClock(context.WithoutCancel(ctx), now), lambdaInit)
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lambdaInit)
 	defer cancel()
 	p.kill = cancel
 	type built struct {

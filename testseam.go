@@ -1,0 +1,36 @@
+package exactly
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+)
+
+// TestConfig is a seam for tests (Config.Test): it hands a Worker or a
+// Lambda handler the clock its ledger reads and the randomness behind its
+// jitter, so that a test, or a simulation running many of them in virtual
+// time, can skew a process's clock and replay a run from its seed. Its zero
+// value is production's behaviour; a deployment leaves it zero.
+type TestConfig struct {
+	// Now is the ledger's clock: the instants its records carry (a claim's
+	// lease, a record's expiry) and the ones it compares them with.
+	// Nil: time.Now. Timers and deadlines follow the runtime's clock
+	// whatever Now says (under testing/synctest, the bubble's).
+	Now func() time.Time
+	// Rand is the source of every random draw: the jitter of the start-up,
+	// receive, claim, commit, release and retry backoffs, the fencing tokens
+	// of claims and the receive request attempt ids. Nil: math/rand/v2's
+	// global source for jitter and crypto/rand for tokens and ids. Give each
+	// Worker or handler a source of its own (say rand.NewPCG(seed, n)): its
+	// calls are serialised inside one, not across several.
+	Rand rand.Source
+}
+
+// clock is the ledger's option for Test.Now.
+func (t TestConfig) clock() []dedup.Option {
+	if t.Now == nil {
+		return nil
+	}
+	return []dedup.Option{dedup.WithClock(t.Now)}
+}

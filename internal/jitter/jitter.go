@@ -25,13 +25,13 @@ func New(src rand.Source) *Rand {
 	if src == nil {
 		return nil
 	}
-	return &Rand{r: rand.New(src)}
+	return &Rand{r: rand.New(src)} //nolint:gosec // jitter and test seeds, not secrets
 }
 
 // Int64N returns a number in [0, n); n must be positive.
 func (r *Rand) Int64N(n int64) int64 {
 	if r == nil {
-		return rand.Int64N(n)
+		return rand.Int64N(n) //nolint:gosec // jitter, not a secret
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

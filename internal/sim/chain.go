@@ -325,7 +325,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 		return
 	}
 	stopped := make(chan struct{})
-	go func() {
+	go func() { //nolint:gosec // a dead process is stopped at once, whatever ctx says
 		select {
 		case <-ctx.Done():
 			if p.dead.Load() {

@@ -128,7 +128,7 @@ func (w *world) judgeSQSMove(id string, lid int) {
 		w.stats["dlq: moves by the redrive policy (receive count unknown)"]++
 		return
 	}
-	if n < maxReceive {
+	if n < w.maxReceive() {
 		// The receive counts seen are a lower bound: a receive whose
 		// caller gave up (its long poll cancelled, its answer lost before
 		// the observer) counts at SQS unseen. Counted, not judged (seed

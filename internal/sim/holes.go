@@ -29,6 +29,7 @@ type rcpt struct {
 	lid   int
 	msgID string
 	until time.Duration // SQS's visibility deadline, since the start
+	at    time.Duration // when SQS answered the receive, since the start
 	slow  bool          // its receive answered late
 }
 
@@ -49,7 +50,7 @@ func (w *world) observeGrant(p *proc, q string, receipt, msgID string, vis time.
 	defer w.mu.Unlock()
 	if recv {
 		lid := w.msgLid[msgID]
-		w.receipts[receipt] = &rcpt{proc: p.id, lid: lid, msgID: msgID, until: now + vis, slow: slow}
+		w.receipts[receipt] = &rcpt{proc: p.id, lid: lid, msgID: msgID, until: now + vis, at: now, slow: slow}
 		if s := w.byLid[lid]; s != nil && s.invalid {
 			w.checkRedelivery(p, s, msgID, now)
 		}
@@ -74,7 +75,7 @@ func (w *world) checkStart(p *proc, key string) {
 			continue
 		}
 		if s := w.byLid[r.lid]; s != nil && s.key == key {
-			if now < r.until || r.slow || w.frozeSince(p, r.lid, r.until-visibility) {
+			if now < r.until || r.slow || w.frozeSince(p, r.lid, r.at) {
 				w.stats["sim: claims inside SQS's visibility"]++
 				return
 			}

@@ -91,7 +91,8 @@ func (w *world) check(ctx context.Context) {
 		w.violations = append(w.violations, "end: "+fmt.Sprintf(format, args...))
 	}
 	dlqOf := map[string]string{q1Name: dlq1Name, q2Name: dlq2Name}
-	sums := map[string][2]int64{} // account -> balance, applied
+	sums := map[string][2]int64{}  // account -> balance, applied
+	reapplied := map[string]bool{} // account -> a message of it applied again past its TTL
 	for _, s := range w.msgs {
 		dlq := dlqOf[s.queue]
 		n := w.applied[s.lid]
@@ -122,7 +123,7 @@ func (w *world) check(ctx context.Context) {
 				if inDLQ[dlq][s.lid] > 0 {
 					where = "in " + dlq
 					if !w.dlqSent[s.lid] {
-						where += " (moved by the queue's redrive policy after " + strconv.Itoa(maxReceive) + " receives)"
+						where += " (moved by the queue's redrive policy after " + strconv.Itoa(w.maxReceive()) + " receives)"
 					}
 				}
 				if left[s.lid] {
@@ -142,6 +143,9 @@ func (w *world) check(ctx context.Context) {
 			}
 			if s.queue == q1Name {
 				acct := "acct#" + s.queue[:2] + "-" + s.group
+				if n > 1 {
+					reapplied[acct] = true
+				}
 				v := sums[acct]
 				// Once, and once more per expired record met (ttl.go).
 				v[0] += int64(s.lid) * int64(max(n, 1))
@@ -182,7 +186,7 @@ func (w *world) check(ctx context.Context) {
 			bad("transactional balance: %s has balance %d from %d applications, want %d from %d (each message once)", acct, got[0], got[1], want[0], want[1])
 		}
 	}
-	w.checkRMW(ctx, sums, bad)
+	w.checkRMW(ctx, sums, reapplied, bad)
 	// Per-group order of first application follows sequence order. A
 	// message that went to a DLQ holds nothing back (by design, as SQS's own
 	// redrive policy): b may overtake a when a was in the DLQ and b was not

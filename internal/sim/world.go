@@ -37,7 +37,7 @@ const (
 	ttl          = 24 * time.Hour
 	lambdaTO     = 5 * time.Second  // function timeout; the queue's visibility is 6× it
 	lambdaInit   = 10 * time.Second // Lambda's limit on a cold start's init phase (NewLambdaHandler)
-	maxReceive   = 10               // the queues' redrive policy (the world's DLQ moves)
+	maxReceive   = 10               // the queues' redrive policy (the world's DLQ moves); 30 with bursts: maxReceive()
 	maxSkew      = 500 * time.Millisecond
 	redriveAt    = 12 * time.Minute // the operator redrives DLQ1 into Q1
 	fixedAt      = 9 * time.Minute  // from then on, "fixable" messages succeed
@@ -496,7 +496,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		return nil
 	}
 	redrivePolicy := func(dlq string) string {
-		return `{"deadLetterTargetArn":"` + w.arns[dlq] + `","maxReceiveCount":"` + strconv.Itoa(maxReceive) + `"}`
+		return `{"deadLetterTargetArn":"` + w.arns[dlq] + `","maxReceiveCount":"` + strconv.Itoa(w.maxReceive()) + `"}`
 	}
 	for _, err := range []error{
 		mk(dlq1Name, map[string]string{}),
@@ -1027,4 +1027,19 @@ func (w *world) drain(ctx context.Context, name string) []int {
 		}
 	}
 	return lids
+}
+
+// maxReceive is the queues' maxReceiveCount: 10, or 30 in a shape with
+// bursts. A burst group's messages come in one receive (one Lambda batch);
+// behind a message that is retried (busy behind a stalled holder's live
+// lease, a downstream that fails at first) the rest of the group is
+// reported unstarted, and each of those receives counts: ten are soon
+// spent, and SQS's redrive policy moves messages never tried, as an
+// operator who sized maxReceiveCount for single messages would see. An
+// operator running bursty FIFO groups behind Lambda sets it higher.
+func (w *world) maxReceive() int {
+	if w.shape.Burst {
+		return 30
+	}
+	return maxReceive
 }

@@ -162,7 +162,7 @@ func TestWorkerLambdaTracing(t *testing.T) {
 	// Every other statement is what it is without tracing.
 	delete(active, "Tracing")
 	without := policy("PassThrough")
-	require.Equal(t, len(without), len(active))
+	require.Len(t, active, len(without))
 	for sid, st := range without {
 		require.Equal(t, st.Actions, active[sid].Actions, sid)
 		require.Equal(t, st.Resources, active[sid].Resources, sid)

@@ -16,15 +16,17 @@ import (
 // fakeWorker writes a shell script that behaves like a worker to the
 // supervisor: it logs the metrics address, appends its arguments to
 // $FAKE_ARGS, exits 0 on SIGTERM, and exits 3 on its own when $FAKE_DIE
-// names an existing file (which it removes).
+// names an existing file (which it removes). It logs its one error line
+// before the line that says it serves, so that every life the supervisor saw
+// up has logged it, however soon it is stopped.
 func fakeWorker(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "worker.sh")
 	script := `#!/bin/sh
 echo "$@" >> "$FAKE_ARGS"
 trap 'echo "{\"level\":\"INFO\",\"msg\":\"worker stopped\"}" >&2; exit 0' TERM
-echo '{"level":"INFO","msg":"serving /healthz, /readyz and /metrics","addr":"127.0.0.1:1"}' >&2
 echo '{"level":"ERROR","msg":"permanent failure: left to the queue'"'"'s redrive policy"}' >&2
+echo '{"level":"INFO","msg":"serving /healthz, /readyz and /metrics","addr":"127.0.0.1:1"}' >&2
 while :; do
 	if [ -f "$FAKE_DIE" ]; then rm -f "$FAKE_DIE"; exit 3; fi
 	sleep 0.02

@@ -310,6 +310,20 @@ func (t *table) keyOf(key item) (string, error) {
 }
 
 // keyFrom reads the key attributes of an item or key.
+// startKey reads a page's ExclusiveStartKey as the table's key (Query and
+// Scan).
+func (t *table) startKey(k map[string]types.AttributeValue) (string, error) {
+	start, err := cleanItem(k)
+	if err != nil {
+		return "", err
+	}
+	sk, err := t.keyFrom(start)
+	if err != nil {
+		return "", validation("The provided starting key is invalid: %s", errMessage(err))
+	}
+	return sk, nil
+}
+
 func (t *table) keyFrom(it item) (string, error) {
 	var b strings.Builder
 	for _, k := range []struct {

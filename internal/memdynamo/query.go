@@ -166,13 +166,9 @@ func (db *DB) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dyn
 		}
 	}
 	if len(in.ExclusiveStartKey) > 0 {
-		start, err := cleanItem(in.ExclusiveStartKey)
+		sk, err := t.startKey(in.ExclusiveStartKey)
 		if err != nil {
 			return nil, err
-		}
-		sk, err := t.keyFrom(start)
-		if err != nil {
-			return nil, validation("The provided starting key is invalid: %s", errMessage(err))
 		}
 		for i, it := range rows {
 			if tableKey(it) == sk {

@@ -37,13 +37,9 @@ func (db *DB) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dynam
 	}
 	sort.Strings(keys)
 	if len(in.ExclusiveStartKey) > 0 {
-		start, err := cleanItem(in.ExclusiveStartKey)
+		sk, err := t.startKey(in.ExclusiveStartKey)
 		if err != nil {
 			return nil, err
-		}
-		sk, err := t.keyFrom(start)
-		if err != nil {
-			return nil, validation("The provided starting key is invalid: %s", errMessage(err))
 		}
 		i := sort.SearchStrings(keys, sk)
 		if i < len(keys) && keys[i] == sk {

@@ -491,16 +491,9 @@ func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 }
 
 func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	// The records it commits: the first item's Update of a claim's record
-	// (transactional), or the Puts of COMPLETED records (optimistic; a
-	// group commit holds several, each followed by its writes).
-	var keys []string
-	for i, it := range in.TransactItems {
-		switch {
-		case i == 0 && it.Update != nil:
-			keys = append(keys, pkOf(it.Update.Key))
-		case it.Put != nil && dedup.GetS(it.Put.Item, dedup.AttrStatus) == dedup.StatusCompleted:
-			keys = append(keys, pkOf(it.Put.Item))
+	keys := committedKeys(in)
+	for _, it := range in.TransactItems {
+		if isCompletedPut(it) {
 			c.p.w.checkKey(c.p, it.Put.Item)
 		}
 	}

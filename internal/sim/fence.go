@@ -363,19 +363,32 @@ func isRecordPut(it ddbtypes.TransactWriteItem) bool {
 
 // keyOfTx is the message a transaction of one commit commits.
 func (w *world) keyOfTx(in *dynamodb.TransactWriteItemsInput) *msgSpec {
+	keys := committedKeys(in)
+	if len(keys) != 1 {
+		return nil
+	}
+	return w.byKey[keys[0]]
+}
+
+// committedKeys lists the records a commit's transaction commits: the
+// first item's Update of a claim's record (transactional), or the Puts of
+// COMPLETED records (optimistic; a group commit holds several, each
+// followed by its writes).
+func committedKeys(in *dynamodb.TransactWriteItemsInput) []string {
 	var keys []string
 	for i, it := range in.TransactItems {
 		switch {
 		case i == 0 && it.Update != nil:
 			keys = append(keys, pkOf(it.Update.Key))
-		case it.Put != nil && dedup.GetS(it.Put.Item, dedup.AttrStatus) == dedup.StatusCompleted:
+		case isCompletedPut(it):
 			keys = append(keys, pkOf(it.Put.Item))
 		}
 	}
-	if len(keys) != 1 {
-		return nil
-	}
-	return w.byKey[keys[0]]
+	return keys
+}
+
+func isCompletedPut(it ddbtypes.TransactWriteItem) bool {
+	return it.Put != nil && dedup.GetS(it.Put.Item, dedup.AttrStatus) == dedup.StatusCompleted
 }
 
 // txKeys lists the record keys a transaction writes.

@@ -75,14 +75,10 @@ func (w *world) checkRMW(ctx context.Context, want map[string][2]int64, reapplie
 			w.stats["end: read-dependent balance not judged (a message applied again past its TTL)"]++
 			continue
 		}
-		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: rmwKey(acct[len("acct#"):])}}})
+		got, err := w.balance(ctx, rmwKey(acct[len("acct#"):]))
 		if err != nil {
 			bad("read %s: %v", acct, err)
 			continue
-		}
-		var got [2]int64
-		if out.Item != nil {
-			got[0], got[1] = num(out.Item["balance_cents"]), num(out.Item["applied"])
 		}
 		if got != v {
 			bad("read-dependent balance: %s has balance %d from %d applications, want %d from %d: a commit of a stale read (a lost update)", rmwKey(acct[len("acct#"):]), got[0], got[1], v[0], v[1])

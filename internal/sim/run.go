@@ -173,14 +173,10 @@ func (w *world) check(ctx context.Context) {
 	}
 	// Transactional mode: the ledger's balances are the sums sent once.
 	for acct, want := range sums {
-		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: acct}}})
+		got, err := w.balance(ctx, acct)
 		if err != nil {
 			bad("read %s: %v", acct, err)
 			continue
-		}
-		var got [2]int64
-		if out.Item != nil {
-			got[0], got[1] = num(out.Item["balance_cents"]), num(out.Item["applied"])
 		}
 		if got != want {
 			bad("transactional balance: %s has balance %d from %d applications, want %d from %d (each message once)", acct, got[0], got[1], want[0], want[1])
@@ -228,4 +224,14 @@ func num(v ddbtypes.AttributeValue) int64 {
 		return x
 	}
 	return 0
+}
+
+// balance reads a ledger item of the dedup table: its balance and how many
+// applications made it (zero when it does not exist).
+func (w *world) balance(ctx context.Context, pk string) ([2]int64, error) {
+	out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}}})
+	if err != nil || out.Item == nil {
+		return [2]int64{}, err
+	}
+	return [2]int64{num(out.Item["balance_cents"]), num(out.Item["applied"])}, nil
 }

@@ -268,8 +268,11 @@ func readImage(path string) (*image, error) {
 	if !ok {
 		return nil, errors.New("no manifest.json: not a saved image")
 	}
-	if err := json.Unmarshal(m.data, &manifest); err != nil || len(manifest) != 1 {
-		return nil, fmt.Errorf("manifest.json: want one image (%v)", err)
+	if err := json.Unmarshal(m.data, &manifest); err != nil {
+		return nil, fmt.Errorf("manifest.json: %w", err)
+	}
+	if len(manifest) != 1 {
+		return nil, fmt.Errorf("manifest.json lists %d images, want one", len(manifest))
 	}
 	img := &image{files: map[string]tarFile{}}
 	cfg, ok := outer[manifest[0].Config]

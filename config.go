@@ -149,10 +149,11 @@ type Config struct {
 	// also bounds how long a graceful stop waits for open polls. Defaults to
 	// 20 seconds. Worker only.
 	WaitTime time.Duration
-	// AckDelay is how long deletes and visibility changes wait to fill a
-	// batch of 10, from 1 ms to 5 s; when the worker holds no other message
-	// of the queue they go at once. Defaults to 50 milliseconds. Worker
-	// only.
+	// AckDelay is the longest a delete or visibility change waits to fill
+	// a batch of 10, from 1 ms to 5 s, counted from when its message
+	// finished; when the worker holds no other message of the queue they go
+	// at once. A FIFO group's next message waits up to this long for its
+	// predecessor's delete. Defaults to 50 milliseconds. Worker only.
 	AckDelay time.Duration
 	// RetryInPlace is how many times a retryable failure is retried in
 	// place (after about 1 s, then 2 s, ...) before the message goes back to

@@ -104,7 +104,7 @@ func TestCommitModes(t *testing.T) {
 
 	cfg := exactly.Config{SQS: memsqs.New(), DynamoDB: memTable(t), Table: "dedup", Effect: &counted{},
 		Queues: []string{"https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}}
-	for _, mode := range []exactly.CommitMode{exactly.CommitOptimistic, exactly.CommitTransactional, "fast"} {
+	for _, mode := range []exactly.CommitMode{exactly.CommitOptimistic, exactly.CommitTransactional, exactly.CommitCarried, "fast"} {
 		cfg.Commit = mode
 		_, err := exactly.New(context.Background(), cfg)
 		var ce *exactly.ConfigError
@@ -112,7 +112,39 @@ func TestCommitModes(t *testing.T) {
 		require.Equal(t, "Commit", ce.Setting)
 	}
 	cfg.Commit = "fast"
-	require.ErrorContains(t, cfg.Validate(), "want claim, transactional or optimistic")
+	require.ErrorContains(t, cfg.Validate(), "want claim, transactional, optimistic or carried")
+	// Carried mode has no group commit.
+	cfg.Effect, cfg.Commit, cfg.GroupCommit = &builtin.Ledger{Table: "dedup"}, exactly.CommitCarried, 5*time.Millisecond
+	var ce *exactly.ConfigError
+	_, err := exactly.New(context.Background(), cfg)
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "GroupCommit", ce.Setting)
+}
+
+// TestCarriedCommitMode: the ledger in carried mode costs one
+// TransactWriteItems of its own two writes per message, 4 write units: no
+// record item, no claim.
+func TestCarriedCommitMode(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := memsqs.New()
+		url, _ := memsqs.NewQueue(t, c, true, nil, 5)
+		db := &writeCounter{DB: memTable(t), calls: map[string]int{}}
+		w, err := exactly.New(context.Background(), exactly.Config{
+			SQS: c, DynamoDB: db, Table: "dedup", Queues: []string{url}, Effect: &builtin.Ledger{Table: "dedup"},
+			Commit: exactly.CommitCarried, WaitTime: time.Second,
+		})
+		require.NoError(t, err)
+		db.mu.Lock()
+		clear(db.calls) // the preflight's probes
+		db.mu.Unlock()
+		units := db.WriteUnits()
+		const n = 20
+		sendBodiesAndRun(t, c, url, w, n, 4, func(i int) string { return fmt.Sprintf(`{"account":"a%d","amount_cents":5}`, i%4) })
+		require.EqualValues(t, n, w.Stats().Applied)
+		require.Equal(t, map[string]int{"TransactWriteItems": n}, db.calls)
+		require.Equal(t, 4*n, db.WriteUnits()-units)
+	})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -121,9 +153,15 @@ func ptr[T any](v T) *T { return &v }
 // (virtual) minute and drains it. Inside a synctest bubble.
 func sendAndRun(t *testing.T, c *memsqs.Server, url string, w *exactly.Worker, n, groups int) {
 	t.Helper()
+	sendBodiesAndRun(t, c, url, w, n, groups, func(i int) string { return fmt.Sprint("m", i) })
+}
+
+// sendBodiesAndRun is sendAndRun with message i's body body(i).
+func sendBodiesAndRun(t *testing.T, c *memsqs.Server, url string, w *exactly.Worker, n, groups int, body func(i int) string) {
+	t.Helper()
 	for i := range n {
 		_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url,
-			MessageBody: ptr(fmt.Sprint("m", i)), MessageGroupId: ptr(fmt.Sprint("g", i%groups)), MessageDeduplicationId: ptr(fmt.Sprint("d", i))})
+			MessageBody: ptr(body(i)), MessageGroupId: ptr(fmt.Sprint("g", i%groups)), MessageDeduplicationId: ptr(fmt.Sprint("d", i))})
 		require.NoError(t, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

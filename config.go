@@ -86,7 +86,7 @@ type Config struct {
 	Effect effect.Effect
 
 	// Commit says how the effect and its dedup record commit: CommitClaim,
-	// CommitTransactional or CommitOptimistic. Empty: CommitOptimistic for
+	// CommitTransactional, CommitOptimistic or CommitCarried. Empty: CommitOptimistic for
 	// an effect.WritesOnly, CommitClaim for any other.
 	Commit CommitMode
 	// GroupCommit, in optimistic mode, gathers the commits ready within
@@ -149,10 +149,11 @@ type Config struct {
 	// also bounds how long a graceful stop waits for open polls. Defaults to
 	// 20 seconds. Worker only.
 	WaitTime time.Duration
-	// AckDelay is how long deletes and visibility changes wait to fill a
-	// batch of 10, from 1 ms to 5 s; when the worker holds no other message
-	// of the queue they go at once. Defaults to 50 milliseconds. Worker
-	// only.
+	// AckDelay is the longest a delete or visibility change waits to fill
+	// a batch of 10, from 1 ms to 5 s, counted from when its message
+	// finished; when the worker holds no other message of the queue they go
+	// at once. A FIFO group's next message waits up to this long for its
+	// predecessor's delete. Defaults to 50 milliseconds. Worker only.
 	AckDelay time.Duration
 	// RetryInPlace is how many times a retryable failure is retried in
 	// place (after about 1 s, then 2 s, ...) before the message goes back to
@@ -249,6 +250,16 @@ const (
 	// the cancelled transaction. An effect that fails is tried again under
 	// a claim before its failure is judged.
 	CommitOptimistic CommitMode = "optimistic"
+	// CommitCarried is CommitOptimistic with no record item, for an
+	// effect.CarriesRecord: the record's attributes ride on the effect's
+	// own per-message item (its first write, a Put conditioned on the
+	// item's absence), so exactly-once costs no write unit of its own. The
+	// dedup window is that item's lifetime; duplicates are found only by
+	// workers in this mode on the same effect (the dedup table holds no
+	// record of these messages: inspect, forget and the console do not
+	// see them); an effect that fails is judged at once, without a claim.
+	// No group commit. docs/DESIGN.md states it in full.
+	CommitCarried CommitMode = "carried"
 )
 
 // LambdaConfig holds the settings of a Lambda handler.
@@ -327,8 +338,13 @@ func (cfg Config) commitMode() (CommitMode, error) {
 			return cfg.Commit, nil
 		}
 		return "", configErr("Commit", " %s needs an effect whose whole effect is the DynamoDB writes it returns (one that implements effect.WritesOnly, as effect.WritesFunc does); %T does not say so: use claim", cfg.Commit, cfg.Effect)
+	case CommitCarried:
+		if _, carries := cfg.Effect.(effect.CarriesRecord); cfg.Effect == nil || carries {
+			return cfg.Commit, nil
+		}
+		return "", configErr("Commit", " carried needs an effect whose first write carries the dedup record (one that implements effect.CarriesRecord, as the ledger effect does); %T does not: use optimistic", cfg.Effect)
 	}
-	return "", configErr("Commit", " %q: want claim, transactional or optimistic (empty: optimistic for an effect.WritesOnly, claim otherwise)", string(cfg.Commit))
+	return "", configErr("Commit", " %q: want claim, transactional, optimistic or carried (empty: optimistic for an effect.WritesOnly, claim otherwise)", string(cfg.Commit))
 }
 
 // Validate checks the settings of a Worker without calling AWS: every

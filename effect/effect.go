@@ -120,6 +120,26 @@ type WritesOnly interface {
 	WritesOnly()
 }
 
+// CarriesRecord is a WritesOnly effect one of whose writes carries the
+// dedup record, so that exactly-once costs no write of its own (the
+// worker's carried commit mode, Config.Commit = "carried").
+// Output.Writes[Carrier()] must be a Put of an item that exists once per
+// logical message (keyed by Input.Key, say a ledger entry "entry#<key>"),
+// with a ConditionExpression that holds only while the item is absent
+// (attribute_not_exists of its hash key). The commit adds the record's
+// attributes (status, token, payload_sha256, created_at, completed_at,
+// attempts, message_id, group, result, lease_until) to that item; they are
+// reserved names on it. A duplicate is found when that Put fails its
+// condition: the item's record tells a duplicate from a conflict. The
+// dedup window is the item's lifetime. docs/DESIGN.md states the mode's
+// guarantees and limits.
+type CarriesRecord interface {
+	WritesOnly
+	// Carrier is the index in Output.Writes of the Put that carries the
+	// record, the same for every message.
+	Carrier() int
+}
+
 // WritesFunc adapts a function whose whole effect is the writes it returns
 // to WritesOnly.
 type WritesFunc func(ctx context.Context, in Input) (Output, error)

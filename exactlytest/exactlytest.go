@@ -136,16 +136,22 @@ func PayloadHash(s string) Option {
 // any other. In optimistic mode the effect runs before the ledger is asked,
 // so a duplicate or a conflict runs it too (Delivery.Ran is 1) and its
 // writes are dropped; transactional and optimistic need an
-// effect.WritesOnly.
+// effect.WritesOnly, carried an effect.CarriesRecord.
 func Commit(mode exactly.CommitMode) Option {
 	return func(h *Harness) error {
+		h.proc.Carried = false
 		switch mode {
 		case exactly.CommitClaim, exactly.CommitTransactional:
 			h.proc.Optimistic = false
 		case exactly.CommitOptimistic:
 			h.proc.Optimistic = true
+		case exactly.CommitCarried:
+			if !h.carries {
+				return fmt.Errorf("commit mode %s needs an effect.CarriesRecord", mode)
+			}
+			h.proc.Optimistic, h.proc.Carried, h.proc.Carrier = true, true, h.carrier
 		default:
-			return fmt.Errorf("commit mode %q: want claim, transactional or optimistic", mode)
+			return fmt.Errorf("commit mode %q: want claim, transactional, optimistic or carried", mode)
 		}
 		if mode != exactly.CommitClaim && !h.writesOnly {
 			return fmt.Errorf("commit mode %s needs an effect.WritesOnly", mode)
@@ -172,8 +178,10 @@ type Harness struct {
 	DynamoDB *DynamoDB
 	proc     *process.Processor
 	runs     atomic.Int64
-	// writesOnly: the effect is an effect.WritesOnly.
-	writesOnly bool
+	// writesOnly: the effect is an effect.WritesOnly; carries: an
+	// effect.CarriesRecord.
+	writesOnly, carries bool
+	carrier             int // the effect's Carrier()
 }
 
 // New returns a Harness running eff.
@@ -181,6 +189,9 @@ func New(t testing.TB, eff effect.Effect, opts ...Option) *Harness {
 	t.Helper()
 	h := &Harness{t: t}
 	_, h.writesOnly = eff.(effect.WritesOnly)
+	if c, ok := eff.(effect.CarriesRecord); ok {
+		h.carries, h.carrier = true, c.Carrier()
+	}
 	keys, _ := dedup.ParseKeySource("auto")
 	h.proc = &process.Processor{
 		Keys: keys, TTL: 24 * time.Hour, Lease: 30 * time.Second, Log: slog.New(slog.DiscardHandler),

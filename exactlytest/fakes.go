@@ -54,6 +54,13 @@ func NewEmptyDynamoDB() *DynamoDB { return &DynamoDB{db: memdynamo.New()} }
 // effect or a worker costs in requests.
 func (d *DynamoDB) Calls() map[string]int { return d.db.Calls() }
 
+// WriteUnits returns the write capacity units consumed so far, as DynamoDB
+// bills them: per item written, the larger of its size before and after,
+// rounded up to 1 KB (at least 1), twice that inside TransactWriteItems; a
+// single write whose condition fails consumes the same. What an effect or
+// a commit mode costs in write units.
+func (d *DynamoDB) WriteUnits() int { return d.db.WriteUnits() }
+
 var (
 	_ exactly.SQS      = (*SQS)(nil)
 	_ outbox.SQS       = (*SQS)(nil)

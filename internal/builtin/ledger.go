@@ -73,6 +73,11 @@ type confirmation struct {
 // WritesOnly declares that the ledger's whole effect is its writes.
 func (*Ledger) WritesOnly() {}
 
+// Carrier says that the entry (write 1: a Put of "entry#<dedup key>",
+// conditioned on its absence) can carry the dedup record: in carried mode
+// a ledger message costs the account's update and the entry, no record.
+func (*Ledger) Carrier() int { return 1 }
+
 // Apply returns the ledger's writes; it has no other effect.
 func (l *Ledger) Apply(_ context.Context, in effect.Input) (effect.Output, error) {
 	e, err := ParseLedgerEntry(in.Message.Body)

@@ -64,7 +64,7 @@ func TestBadConfigFailsWithOneLine(t *testing.T) {
 		{"namespace with #", []string{"run", "--queue", q, "--effect", "noop", "--namespace", "a#b"}, env(), "--namespace (WORKER_NAMESPACE)"},
 		{"zero concurrency", []string{"run", "--queue", q, "--effect", "noop"}, env("WORKER_CONCURRENCY", "0"), "--concurrency (WORKER_CONCURRENCY) must be at least 1"},
 		{"wait time out of range", []string{"run", "--queue", q, "--effect", "noop", "--wait-time", "30s"}, env(), "--wait-time (WORKER_WAIT_TIME) must be whole seconds from 1s to 20s"},
-		{"unknown commit mode", []string{"run", "--queue", q, "--effect", "noop", "--commit", "fast"}, env(), `--commit (WORKER_COMMIT) "fast": want claim, transactional or optimistic`},
+		{"unknown commit mode", []string{"run", "--queue", q, "--effect", "noop", "--commit", "fast"}, env(), `--commit (WORKER_COMMIT) "fast": want claim, transactional, optimistic or carried`},
 		{"group commit without optimistic", []string{"run", "--queue", q, "--effect", "noop", "--commit", "claim", "--group-commit", "5ms"}, env(), "--group-commit (WORKER_GROUP_COMMIT) is for optimistic mode, and --commit (WORKER_COMMIT) is claim"},
 		{"group commit too long", []string{"run", "--queue", q, "--effect", "noop", "--group-commit", "2s"}, env(), "--group-commit (WORKER_GROUP_COMMIT) 2s: want 0 (off) up to 1s"},
 		{"unknown flag", []string{"run", "--concurency", "3"}, env(), "-concurency"},

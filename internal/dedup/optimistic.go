@@ -33,27 +33,45 @@ func (s *Store) CommitOptimistic(ctx context.Context, req ClaimRequest, result [
 	if err != nil {
 		return Claim{}, err
 	}
-	var old map[string]types.AttributeValue
+	var put *dynamodb.PutItemInput
 	if len(writes) == 0 {
-		_, err = s.db.PutItem(ctx, o.put)
+		put = o.put
+	}
+	old, err := s.commitItems(ctx, req.Key, put, o.items)
+	if old == nil {
 		if err == nil {
 			return o.won, nil
+		}
+		return Claim{}, err
+	}
+	return o.judge(old)
+}
+
+// commitItems sends a commit: put alone when set, else items in one
+// TransactWriteItems (the record's item first). It returns nil, nil when
+// it committed; the item that failed the record's condition (ALL_OLD;
+// empty, not nil, when none came back); or nil and the error (a verdict on
+// the other items, or none).
+func (s *Store) commitItems(ctx context.Context, key string, put *dynamodb.PutItemInput, items []types.TransactWriteItem) (map[string]types.AttributeValue, error) {
+	if put != nil {
+		_, err := s.db.PutItem(ctx, put)
+		if err == nil {
+			return nil, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return Claim{}, commitError(req.Key, err)
+			return nil, commitError(key, err)
 		}
-		old = ccf.Item
-	} else {
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.items})
-		if err == nil {
-			return o.won, nil
+		if ccf.Item == nil {
+			return map[string]types.AttributeValue{}, nil
 		}
-		if old, err = cancelled(req.Key, len(o.items), err); old == nil {
-			return Claim{}, err
-		}
+		return ccf.Item, nil
 	}
-	return o.judge(old)
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil, nil
+	}
+	return cancelled(key, len(items), err)
 }
 
 // optimistic is one optimistic commit, ready to go.

@@ -37,6 +37,7 @@ type DB struct {
 	tables map[string]*table
 	tokens map[string]txToken // ClientRequestToken -> request seen
 	calls  map[string]int
+	units  int // write units consumed (see WriteUnits)
 	now    func() time.Time
 }
 
@@ -77,6 +78,25 @@ func (db *DB) Calls() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// WriteUnits returns the write capacity units consumed so far, counted as
+// DynamoDB bills them: per item written, its size before or after the
+// write, whichever is larger, rounded up to the next 1 KB (at least 1);
+// twice that for an item of a TransactWriteItems. A PutItem, UpdateItem or
+// DeleteItem whose condition fails consumes the same (the item as it is,
+// at least 1); a cancelled transaction and a ConditionCheck are not
+// counted.
+func (db *DB) WriteUnits() int {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.units
+}
+
+// writeUnits is one item write's units (outside a transaction).
+func writeUnits(old, next item) int {
+	size := max(itemSize(old), itemSize(next))
+	return max(1, (size+1023)/1024)
 }
 
 // enter counts the call, checks ctx and locks the database.

@@ -179,11 +179,13 @@ func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(
 	}
 	old := w.t.items[w.key]
 	if !w.ok(old) {
+		db.units += writeUnits(old, nil)
 		return nil, conditionFailed(old, w.allOld)
 	}
 	if err := w.t.checkIndexKeys(w.put); err != nil {
 		return nil, err
 	}
+	db.units += writeUnits(old, w.put)
 	w.apply(w.put)
 	out := &dynamodb.PutItemOutput{}
 	if in.ReturnValues == types.ReturnValueAllOld {
@@ -213,12 +215,14 @@ func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ..
 	}
 	old := w.t.items[w.key]
 	if !w.ok(old) {
+		db.units += writeUnits(old, nil)
 		return nil, conditionFailed(old, w.allOld)
 	}
 	next, err := w.result(old)
 	if err != nil {
 		return nil, err
 	}
+	db.units += writeUnits(old, next)
 	w.apply(next)
 	out := &dynamodb.UpdateItemOutput{}
 	switch in.ReturnValues {
@@ -265,6 +269,7 @@ func (db *DB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ..
 		return nil, err
 	}
 	old := w.t.items[w.key]
+	db.units += writeUnits(old, nil)
 	if !w.ok(old) {
 		return nil, conditionFailed(old, w.allOld)
 	}
@@ -425,6 +430,9 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 		}
 	}
 	for i, w := range writes {
+		if w.kind != wCheck {
+			db.units += 2 * writeUnits(w.t.items[w.key], nexts[i])
+		}
 		w.apply(nexts[i])
 	}
 	if fp != "" {

@@ -25,8 +25,11 @@ type batchOp struct {
 	// nil when SQS confirmed it, else the call's or the entry's error (a
 	// batchError for an entry). Its failures are reported as opExtend, not
 	// as failed hand-backs. It is not called when a later operation on the
-	// same receipt replaces the entry before it is sent.
-	done func(err error)
+	// same receipt replaces the entry before it is sent. It answers whether
+	// a failure counts: not when the delivery was settled meanwhile (a
+	// delete may overtake an extension under way).
+	done func(err error) (counts bool)
+	at   time.Time // when it was queued (the first of a coalesced receipt)
 }
 
 // Ops reported to a batcher's onFail.
@@ -37,10 +40,19 @@ const (
 )
 
 // batcher groups deletes and visibility changes of one queue into batch
-// requests, flushed at 10 entries, after a short delay, or at once when the
-// pool says nothing else is coming (idle). It is owned by the pool: started
-// by run, ended by close, which flushes what is pending. onFail is told of
-// failed entries per request and op (opDelete, opChange, opExtend).
+// requests. An entry waits at most the delay for company: a batch goes out
+// when 10 entries are waiting, when its oldest entry has waited the delay,
+// or at once when the pool says nothing else is coming (idle). The delay is
+// counted per entry, not per flush: entries that arrive while a request is
+// under way wait for company too, instead of going out in the next request
+// at once (at AWS-like latency that made batches of 2 to 4 at low
+// concurrency). Delete batches go out concurrently (up to maxDeleteSends at
+// once), so that a slow request never holds a due delete back; visibility
+// changes go one request after another, in order (a heartbeat's extension
+// must never overtake the final hand-back). It is owned by the pool:
+// started by run, ended by close, which flushes what is pending and waits
+// for the requests under way. onFail is told of failed entries per request
+// and op (opDelete, opChange, opExtend).
 type batcher struct {
 	client  SQS
 	url     string
@@ -49,18 +61,26 @@ type batcher struct {
 	onFail  func(op string, n int, err error)
 
 	mu      sync.Mutex
-	deletes []batchOp
+	deletes []batchOp // in the order they came, so the oldest is first
 	changes []batchOp
 	kick    chan struct{}
 	now     chan struct{} // idle: flush without waiting out the delay
 	closed  chan struct{}
 	done    chan struct{}
+
+	sends   sync.WaitGroup // delete requests under way
+	sendSem chan struct{}  // bounds them
 }
+
+// maxDeleteSends bounds the DeleteMessageBatch requests of one queue under
+// way at once: 16 requests of 10 at 15 ms each is about 10,000 deletes/s.
+const maxDeleteSends = 16
 
 func newBatcher(client SQS, url string, delay time.Duration, onFail func(op string, n int, err error)) *batcher {
 	return &batcher{
 		client: client, url: url, delay: delay, timeout: 30 * time.Second, onFail: onFail,
 		kick: make(chan struct{}, 1), now: make(chan struct{}, 1), closed: make(chan struct{}), done: make(chan struct{}),
+		sendSem: make(chan struct{}, maxDeleteSends),
 	}
 }
 
@@ -72,14 +92,16 @@ func (b *batcher) changeVisibility(receipt string, d time.Duration) {
 
 // extend queues a visibility extension; done is told whether SQS confirmed
 // it (see batchOp.done).
-func (b *batcher) extend(receipt string, d time.Duration, done func(err error)) {
+func (b *batcher) extend(receipt string, d time.Duration, done func(err error) bool) {
 	b.add(batchOp{receipt: receipt, visibility: visibilitySeconds(d), done: done})
 }
 
 // add queues op. Operations on one receipt handle coalesce: a later
 // visibility change replaces a pending one (a heartbeat's extension must not
-// be sent after the final hand-back), and a delete drops pending changes.
+// be sent after the final hand-back) and keeps its place and age, and a
+// delete drops pending changes.
 func (b *batcher) add(op batchOp) {
+	op.at = time.Now()
 	b.mu.Lock()
 	var n int
 	if op.visibility < 0 {
@@ -89,6 +111,7 @@ func (b *batcher) add(op batchOp) {
 	} else {
 		for i := range b.changes {
 			if b.changes[i].receipt == op.receipt {
+				op.at = b.changes[i].at
 				b.changes[i] = op
 				b.mu.Unlock()
 				return
@@ -129,42 +152,29 @@ func dropReceipt(ops []batchOp, receipt string) []batchOp {
 	return ops
 }
 
-// run flushes until close is called, then flushes what is left.
+// run sends what is due until close is called, then sends what is left and
+// waits for the requests under way.
 func (b *batcher) run() {
 	defer close(b.done)
+	defer b.sends.Wait()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
 	for {
+		all := false
 		select {
 		case <-b.kick:
+		case <-t.C:
+		case <-b.now:
+			all = true
 		case <-b.closed:
-			b.flushAll()
+			for b.flushDue(true) {
+			}
 			return
 		}
-		// Wait the delay unless a full batch is already there.
-		// A batch that fills up meanwhile kicks again: it goes at once.
-		if !b.full() {
-			t := time.NewTimer(b.delay)
-		wait:
-			for {
-				select {
-				case <-t.C:
-					break wait
-				case <-b.now:
-					break wait
-				case <-b.closed:
-					break wait
-				case <-b.kick:
-					if b.full() {
-						break wait
-					}
-				}
-			}
-			t.Stop()
+		for b.flushDue(all) {
 		}
-		// Everything pending has waited long enough (or is part of a full
-		// batch): send it all. Leaving a partial batch behind would strand
-		// it until the next add.
-		b.flushAll()
-		// An idle signal that came while this flush sent what it was about
+		// An idle signal that came while this round sent what it was about
 		// is stale: kept, it would send the next lone entry at once.
 		if b.empty() {
 			select {
@@ -172,7 +182,28 @@ func (b *batcher) run() {
 			default:
 			}
 		}
+		// Wake when the oldest entry left is due.
+		t.Stop()
+		if d, ok := b.nextDue(); ok {
+			t.Reset(d)
+		}
 	}
+}
+
+// nextDue is how long until the oldest pending entry has waited the delay.
+func (b *batcher) nextDue() (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var oldest time.Time
+	for _, q := range [][]batchOp{b.deletes, b.changes} {
+		if len(q) > 0 && (oldest.IsZero() || q[0].at.Before(oldest)) {
+			oldest = q[0].at
+		}
+	}
+	if oldest.IsZero() {
+		return 0, false
+	}
+	return max(b.delay-time.Since(oldest), 0), true
 }
 
 func (b *batcher) empty() bool {
@@ -181,33 +212,38 @@ func (b *batcher) empty() bool {
 	return len(b.deletes) == 0 && len(b.changes) == 0
 }
 
-func (b *batcher) full() bool {
+// flushDue sends one batch of each kind that is due: full, or its oldest
+// entry has waited the delay, or all (idle, closing). It reports whether
+// anything was sent.
+func (b *batcher) flushDue(all bool) bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.deletes) >= maxBatch || len(b.changes) >= maxBatch
-}
-
-// flushAll sends batches until nothing is pending.
-func (b *batcher) flushAll() {
-	for b.flush() {
+	now := time.Now()
+	due := func(q []batchOp) bool {
+		return len(q) >= maxBatch || len(q) > 0 && (all || now.Sub(q[0].at) >= b.delay)
 	}
-}
-
-// flush sends one batch of each kind; it reports whether anything was sent.
-func (b *batcher) flush() bool {
-	b.mu.Lock()
-	dels := take(&b.deletes)
-	chs := take(&b.changes)
+	var dels, chs []batchOp
+	if due(b.deletes) {
+		dels = take(&b.deletes)
+	}
+	if due(b.changes) {
+		chs = take(&b.changes)
+	}
 	b.mu.Unlock()
 	if len(dels) == 0 && len(chs) == 0 {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
 	if len(dels) > 0 {
-		b.sendDeletes(ctx, dels)
+		b.sendSem <- struct{}{}
+		b.sends.Go(func() {
+			defer func() { <-b.sendSem }()
+			ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+			defer cancel()
+			b.sendDeletes(ctx, dels)
+		})
 	}
 	if len(chs) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		defer cancel()
 		b.sendChanges(ctx, chs)
 	}
 	return true
@@ -272,11 +308,12 @@ func (b *batcher) sendChanges(ctx context.Context, ops []batchOp) {
 	var first [2]error
 	for i, op := range ops {
 		k := 0
+		counts := true
 		if op.done != nil {
 			k = 1
-			op.done(errs[i])
+			counts = op.done(errs[i])
 		}
-		if errs[i] != nil {
+		if errs[i] != nil && counts {
 			failed[k]++
 			if first[k] == nil {
 				first[k] = errs[i]

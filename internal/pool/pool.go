@@ -33,10 +33,13 @@ const (
 	DefaultReceivers       = 2
 	DefaultConcurrency     = 32
 	DefaultShutdownTimeout = 90 * time.Second // inside ECS's 120 s stopTimeout
-	// DefaultAckDelay: deletes and visibility changes wait this long for
-	// company before a batch goes out (at once when 10 are waiting, or when
-	// the pool holds no other message of the queue). At 200 messages/s it
-	// fills batches of 10: 0.1 deletes per message.
+	// DefaultAckDelay: a delete or visibility change waits at most this
+	// long for company before its batch goes out (at once when 10 are
+	// waiting, or when the pool holds no other message of the queue). From
+	// 200 messages/s per queue it fills batches of 10: 0.1 deletes per
+	// message. A FIFO group whose previous message is finished waits at most
+	// this long, plus one DeleteMessageBatch, before SQS may hand out its
+	// next message.
 	DefaultAckDelay  = 50 * time.Millisecond
 	DefaultRetryBase = 1 * time.Second
 	DefaultRetryMax  = 5 * time.Minute
@@ -501,19 +504,21 @@ func (qs *queueState) extend(now time.Time) {
 		// SQS counts the new timeout from when it gets the request, after
 		// now: until is a lower bound of the new deadline.
 		d.extending = true
-		qs.b.extend(d.receipt, time.Duration(secs)*time.Second, func(err error) { qs.extended(d, until, err) })
+		qs.b.extend(d.receipt, time.Duration(secs)*time.Second, func(err error) bool { return qs.extended(d, until, err) })
 	}
 }
 
 // extended records the outcome of d's extension to until: the deadline
 // moves only when SQS confirmed it; a failure is tried again after
 // retryAfter, unless SQS refused the receipt (the delivery is then lost).
-func (qs *queueState) extended(d *delivery, until time.Time, err error) {
+// It answers whether a failure counts: not for a delivery settled or lost
+// meanwhile (its delete may have overtaken the extension).
+func (qs *queueState) extended(d *delivery, until time.Time, err error) bool {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	d.extending = false
 	if _, ok := qs.held[d]; !ok || d.lost {
-		return // settled or released meanwhile: nothing to keep
+		return false // settled or released meanwhile: nothing to keep
 	}
 	switch {
 	case err == nil:
@@ -533,6 +538,7 @@ func (qs *queueState) extended(d *delivery, until time.Time, err error) {
 			}
 		})
 	}
+	return true
 }
 
 // logEvery lets a line through at most once per interval.

@@ -162,6 +162,15 @@ type Processor struct {
 	// dropped. An effect that fails is tried again at once under a claim,
 	// which tells a duplicate from a failure before the failure is judged.
 	Optimistic bool
+	// Carried, with Optimistic, commits with no record item of its own:
+	// the effect, an effect.CarriesRecord, returns at Writes[Carrier()] a
+	// Put of an item that exists once per message, which carries the
+	// record (dedup.CommitCarried). No claim ever: an effect that fails is judged
+	// at once (the dedup table holds no record to tell a duplicate by),
+	// and Group is not used.
+	Carried bool
+	// Carrier is the index of that Put in Writes (the effect's Carrier()).
+	Carrier int
 	// Group, when set, makes the first attempt of each optimistic commit
 	// together with other messages' (a group commit).
 	Group *GroupCommitter
@@ -405,6 +414,15 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 	out, err := p.apply(ectx, c, fn)
 	effectTook := time.Since(effectStart)
 	endEffect(err)
+	if err != nil && p.Carried {
+		// No claim can tell a duplicate here: the carrier is known only
+		// from the effect's output. The failure is judged as it is.
+		res := Result{Action: Retry, Key: c.Key, EffectTook: effectTook, Err: err, After: effect.RetryDelay(err)}
+		if effect.IsPermanent(err) {
+			res.Action, res.After = Fail, 0
+		}
+		return res
+	}
 	if err != nil {
 		if h.Held != nil && !h.Held() {
 			return Result{Action: Retry, Key: c.Key, EffectTook: effectTook, Err: fmt.Errorf("%w (the optimistic effect failed: %w)", ErrNotHeld, err)}
@@ -428,7 +446,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		Attempts: c.Attempts, TTL: p.TTL, Token: token,
 	}
 	var got dedup.Claim
-	grouped := p.Group != nil && len(out.Send) == 0 // outbox heads are read per commit
+	grouped := p.Group != nil && len(out.Send) == 0 && !p.Carried // outbox heads are read per commit
 	cctx, endCommit := p.step(ctx, "commit")
 	commitStart := time.Now()
 	res.CommitRetries, err = p.retryCommit(cctx, c.Key, h, func(cctx context.Context) error {
@@ -441,7 +459,11 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 			if writes, err = p.withSend(cctx, out.Writes, out.Send); err != nil {
 				return err
 			}
-			got, err = p.Store.CommitOptimistic(cctx, req, out.Result, writes)
+			if p.Carried {
+				got, err = p.Store.CommitCarried(cctx, req, out.Result, writes, p.Carrier)
+			} else {
+				got, err = p.Store.CommitOptimistic(cctx, req, out.Result, writes)
+			}
 			err = outboxMoved(sized(err, out.Writes, out.Send, writes), len(out.Writes))
 		}
 		return err

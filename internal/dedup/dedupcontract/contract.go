@@ -104,6 +104,7 @@ func Run(t *testing.T, db DB, opts Options) {
 		{"OptimisticVerdicts", s.testOptimisticVerdicts},
 		{"OptimisticRace", s.testOptimisticRace},
 		{"GroupCommit", s.testGroupCommit},
+		{"Carried", s.testCarried},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

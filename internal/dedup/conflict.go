@@ -60,9 +60,9 @@ func (s *Store) NoteConflict(ctx context.Context, c Claim, payloadSHA256, messag
 			"#tok": AttrToken, "#st": AttrStatus,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":note": &types.AttributeValueMemberM{Value: note},
-			":one":  num(1),
-			":tok":  str(c.Record.Token),
+			":note":      &types.AttributeValueMemberM{Value: note},
+			":one":       num(1),
+			":tok":       str(c.Record.Token),
 			":completed": str(StatusCompleted),
 		},
 	})

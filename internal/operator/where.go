@@ -116,20 +116,25 @@ func (w *Where) searchDLQ(ctx context.Context, c redrive.SQS, req LocateRequest)
 
 // verdict says where the message is, from its DLQ copy and its record.
 func (w *Where) verdict(now time.Time) string {
-	dlq := sqsmsg.QueueName(w.Queue.DLQURL)
+	// Without a search of its DLQ, the DLQ stays a possibility.
+	unsearched := w.Queue.DLQURL != "" && !w.searched || w.Queue.URL == ""
 	switch {
 	case w.Dead != nil:
-		s := fmt.Sprintf("in the dead-letter queue %s since %s", dlq, w.Dead.SentAt.UTC().Format(time.RFC3339))
+		s := fmt.Sprintf("in the dead-letter queue %s since %s", sqsmsg.QueueName(w.Queue.DLQURL), w.Dead.SentAt.UTC().Format(time.RFC3339))
 		if w.Dead.Failure != "" {
 			s += ": " + w.Dead.Failure
 		}
 		return s + "; worker redrive moves it back"
+	case w.Record == nil && unsearched:
+		return "never claimed: it waits in its queue (not yet received, or failing before its claim), went to its DLQ before a claim, or was processed and its record expired"
 	case w.Record == nil:
 		return "never claimed: " + w.notDead() + "it waits in its queue (not yet received, or failing before its claim), or it was processed and its record expired"
 	case w.Record.Status == dedup.StatusCompleted:
 		return "done: its effect was applied at " + w.Record.CompletedAt.UTC().Format(time.RFC3339) + "; a redelivery is deleted as a duplicate"
 	case w.Record.LeaseUntil.After(now):
 		return "being processed: a worker holds its claim (the message is in flight)"
+	case unsearched:
+		return "its worker stopped: the message is in its queue, taken over at its next delivery, or in its DLQ if it ran out of receives"
 	default:
 		return "its worker stopped: " + w.notDead() + "it is in its queue, taken over at its next delivery"
 	}
@@ -140,12 +145,8 @@ func (w *Where) verdict(now time.Time) string {
 func (w *Where) notDead() string {
 	dlq := sqsmsg.QueueName(w.Queue.DLQURL)
 	switch {
-	case w.Queue.URL == "":
-		return ""
 	case w.Queue.DLQURL == "":
 		return "its queue has no DLQ; "
-	case !w.searched:
-		return "its DLQ " + dlq + " was not searched; "
 	case w.Bounded:
 		return fmt.Sprintf("not among the first %d messages of %s; ", w.Searched, dlq)
 	case w.Searched < w.Queue.DLQDepth.Visible:

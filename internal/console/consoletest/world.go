@@ -36,20 +36,20 @@ type World struct {
 	Queue, DLQ, Confirm     string // queue URLs
 	DedupTable, OutboxTable string
 	Namespace               string
-	DoneKey                 string   // a COMPLETED record's key: order-1234's
-	DoneDedupID, DoneGroup  string   // how to find it by queue
+	DoneKey                 string // a COMPLETED record's key: order-1234's
+	DoneDedupID, DoneGroup  string // how to find it by queue
 	// ConflictHash and ConflictMessageID: a delivery of another payload
 	// under DoneKey, refused as a conflict and noted on its record.
 	ConflictHash, ConflictMessageID string
-	StuckKeys               []string // IN_PROGRESS, lease ended, oldest first
-	LiveKey                 string   // IN_PROGRESS, lease live
-	DLQGroups               []string // groups in the DLQ, in order
-	DLQCount                map[string]int
-	HeldGroup, PendingGroup string // outbox groups of Confirm
-	HeldID                  string
-	HeldBody                string
-	Secret                  string // a body only revealed on request
-	DedupScope              dedup.Scope
+	StuckKeys                       []string // IN_PROGRESS, lease ended, oldest first
+	LiveKey                         string   // IN_PROGRESS, lease live
+	DLQGroups                       []string // groups in the DLQ, in order
+	DLQCount                        map[string]int
+	HeldGroup, PendingGroup         string // outbox groups of Confirm
+	HeldID                          string
+	HeldBody                        string
+	Secret                          string // a body only revealed on request
+	DedupScope                      dedup.Scope
 }
 
 // Config is a console.Config over the world.

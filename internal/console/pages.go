@@ -136,11 +136,8 @@ func (c *Console) find(r *http.Request) (string, any, error) {
 	if queue == "" {
 		queue = c.queueOfKey(key)
 	}
-	d.Where, err = operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: c.cfg.Namespace,
+	d.Where = operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: c.cfg.Namespace,
 		MessageID: l.MessageID, Record: rec, Now: c.cfg.Now(), Max: c.cfg.DLQSearch, Wait: c.dlqWait()})
-	if err != nil {
-		return "", nil, err
-	}
 	if queue != "" {
 		d.DLQQueue = sqsmsg.QueueName(queue)
 		d.DLQFind = cmp.Or(l.IdempotencyKey, l.DedupID, l.MessageID)
@@ -392,10 +389,7 @@ func (c *Console) forgetConfirm(r *http.Request) (string, any, error) {
 	if rec == nil {
 		return "", nil, notFound("no record for key %q in table %s (forgotten already, or expired)", key, c.cfg.DedupTable)
 	}
-	w, err := operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{Key: key, Record: rec, Now: c.cfg.Now()})
-	if err != nil {
-		return "", nil, err
-	}
+	w := operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{Key: key, Record: rec, Now: c.cfg.Now()})
 	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget"), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
 	return "forget", d, nil
 }

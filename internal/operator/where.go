@@ -47,7 +47,8 @@ type Where struct {
 	// SearchErr is why the DLQ could not be searched ("" when it was, or
 	// the queue has no DLQ).
 	SearchErr string
-	searched  bool
+	// DLQSearched: the DLQ was listed (Searched, Bounded say how far).
+	DLQSearched bool
 	// Verdict says in one sentence where the message is.
 	Verdict string
 }
@@ -66,7 +67,8 @@ type LocateRequest struct {
 	Wait time.Duration
 }
 
-// Locate says where the message of req is now. SQS has no peek: a message
+// Locate says where the message of req is now; a queue or DLQ it cannot
+// read is told in Where.SearchErr, the record telling the rest. SQS has no peek: a message
 // still in its queue cannot be seen without receiving it, which would hide
 // it from the workers for the visibility timeout (and hold its FIFO group),
 // so the queue is described by its counts only, and the record tells the
@@ -78,14 +80,17 @@ type LocateRequest struct {
 // scopes it (its idempotency-key, which a dead-letter copy carries, else
 // its dedup id, else its MessageId), is req.Key, or its MessageId is
 // req.MessageID.
-func Locate(ctx context.Context, c LocateSQS, req LocateRequest) (Where, error) {
+func Locate(ctx context.Context, c LocateSQS, req LocateRequest) Where {
 	w := Where{Key: req.Key, Record: req.Record}
 	if req.QueueURL != "" {
 		qi, err := DescribeQueue(ctx, c, req.QueueURL)
-		if err != nil {
-			return w, err
-		}
 		w.Queue = qi
+		if err != nil {
+			// The record still tells; the DLQ stays a possibility.
+			w.SearchErr = err.Error()
+			w.Verdict = w.verdict(req.Now)
+			return w
+		}
 		if qi.DLQURL != "" && req.Max > 0 {
 			if err := w.searchDLQ(ctx, c, req); err != nil {
 				w.SearchErr = err.Error()
@@ -93,7 +98,7 @@ func Locate(ctx context.Context, c LocateSQS, req LocateRequest) (Where, error) 
 		}
 	}
 	w.Verdict = w.verdict(req.Now)
-	return w, nil
+	return w
 }
 
 func (w *Where) searchDLQ(ctx context.Context, c redrive.SQS, req LocateRequest) error {
@@ -102,7 +107,7 @@ func (w *Where) searchDLQ(ctx context.Context, c redrive.SQS, req LocateRequest)
 	if err != nil {
 		return err
 	}
-	w.searched = true
+	w.DLQSearched = true
 	w.Searched, w.Bounded = len(res.Listed), len(res.Listed) >= req.Max
 	scope := dedup.Scope{Namespace: req.Namespace, Queue: w.Queue.Name, PerGroup: w.Queue.DedupScope == "messageGroup"}
 	for i, l := range res.Listed {
@@ -117,7 +122,7 @@ func (w *Where) searchDLQ(ctx context.Context, c redrive.SQS, req LocateRequest)
 // verdict says where the message is, from its DLQ copy and its record.
 func (w *Where) verdict(now time.Time) string {
 	// Without a search of its DLQ, the DLQ stays a possibility.
-	unsearched := w.Queue.DLQURL != "" && !w.searched || w.Queue.URL == ""
+	unsearched := !w.DLQSearched && (w.Queue.DLQURL != "" || w.Queue.URL == "" || w.SearchErr != "")
 	switch {
 	case w.Dead != nil:
 		s := fmt.Sprintf("in the dead-letter queue %s since %s", sqsmsg.QueueName(w.Queue.DLQURL), w.Dead.SentAt.UTC().Format(time.RFC3339))

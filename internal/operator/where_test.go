@@ -26,10 +26,8 @@ func TestLocate(t *testing.T) {
 		t.Helper()
 		rec, err := operator.ReadRecord(ctx, w.DB, w.DedupTable, key)
 		require.NoError(t, err)
-		wh, err := operator.Locate(ctx, w.SQS, operator.LocateRequest{QueueURL: w.Queue, Key: key, Namespace: w.Namespace,
+		return operator.Locate(ctx, w.SQS, operator.LocateRequest{QueueURL: w.Queue, Key: key, Namespace: w.Namespace,
 			MessageID: msgID, Record: rec, Now: now, Max: max})
-		require.NoError(t, err)
-		return wh
 	}
 	dlqVisible := func() int {
 		qi, err := operator.DescribeQueue(ctx, w.SQS, w.Queue)
@@ -66,11 +64,16 @@ func TestLocate(t *testing.T) {
 
 	live, err := operator.ReadRecord(ctx, w.DB, w.DedupTable, w.LiveKey)
 	require.NoError(t, err)
-	alone, err := operator.Locate(ctx, w.SQS, operator.LocateRequest{Key: w.LiveKey, Record: live, Now: now, Max: 50})
-	require.NoError(t, err)
+	alone := operator.Locate(ctx, w.SQS, operator.LocateRequest{Key: w.LiveKey, Record: live, Now: now, Max: 50})
 	require.Zero(t, alone.Searched)
 	require.Equal(t, "being processed: a worker holds its claim (the message is in flight)", alone.Verdict)
 	require.Equal(t, 3, dlqVisible())
+
+	stuckRec, err := operator.ReadRecord(ctx, w.DB, w.DedupTable, w.StuckKeys[0])
+	require.NoError(t, err)
+	gone := operator.Locate(ctx, w.SQS, operator.LocateRequest{QueueURL: w.Queue + "-gone", Key: w.StuckKeys[0], Record: stuckRec, Now: now, Max: 50})
+	require.NotEmpty(t, gone.SearchErr, "a queue it cannot read is told")
+	require.Equal(t, "its worker stopped: the message is in its queue, taken over at its next delivery, or in its DLQ if it ran out of receives", gone.Verdict)
 }
 
 func TestKeyQueueName(t *testing.T) {

@@ -22,12 +22,12 @@ func TestLocate(t *testing.T) {
 	now := time.Now()
 	w, err := consoletest.New(ctx, now)
 	require.NoError(t, err)
-	locate := func(key, msgID string, max int) operator.Where {
+	locate := func(key, msgID string, bound int) operator.Where {
 		t.Helper()
 		rec, err := operator.ReadRecord(ctx, w.DB, w.DedupTable, key)
 		require.NoError(t, err)
 		return operator.Locate(ctx, w.SQS, operator.LocateRequest{QueueURL: w.Queue, Key: key, Namespace: w.Namespace,
-			MessageID: msgID, Record: rec, Now: now, Max: max})
+			MessageID: msgID, Record: rec, Now: now, Max: bound})
 	}
 	dlqVisible := func() int {
 		qi, err := operator.DescribeQueue(ctx, w.SQS, w.Queue)

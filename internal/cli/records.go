@@ -119,7 +119,7 @@ func printWhere(w io.Writer, wh operator.Where) {
 		if wh.DLQSearched {
 			more := ""
 			if wh.Bounded {
-				more = ", the bound: there may be more"
+				more = "; its bound: it holds more, read in no set order: raise --dlq-search"
 			}
 			fmt.Fprintf(w, "dlq searched:   %d messages of %s read (received, made visible again, none deleted%s)\n", wh.Searched, sqsmsg.QueueName(q.DLQURL), more)
 		}

@@ -153,7 +153,9 @@ func (w *Where) notDead() string {
 	case w.Queue.DLQURL == "":
 		return "its queue has no DLQ; "
 	case w.Bounded:
-		return fmt.Sprintf("not among the first %d messages of %s; ", w.Searched, dlq)
+		// SQS hands messages out in no order across groups (a FIFO
+		// queue) or at all (a standard one): the bound reads a sample.
+		return fmt.Sprintf("not among the %d messages of %s read (it holds about %d: the search stops at its bound, and SQS hands messages out in no set order); ", w.Searched, dlq, max(w.Queue.DLQDepth.Visible+w.Queue.DLQDepth.InFlight, w.Searched))
 	case w.Searched < w.Queue.DLQDepth.Visible:
 		return fmt.Sprintf("not among the %d messages of %s read (it counts about %d: a FIFO DLQ shows a group only as far as one receive reaches, and another reader may hold some); ", w.Searched, dlq, w.Queue.DLQDepth.Visible)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/exactlyonce/exactly/internal/cli"
 	"github.com/exactlyonce/exactly/internal/testenv"
@@ -38,9 +39,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "cannot build the worker: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	// The tests' goroutines must all have ended (goleak): every goroutine
+	// has an owner and an exit.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 func startWorker(t *testing.T, args ...string) *proc {

@@ -45,13 +45,16 @@ var startLambda = func(ctx context.Context, handler any) {
 // the configuration fails here, once per cold start, with one line (and an
 // init error posted to the Runtime API, which Lambda shows as the cause).
 func lambdaCommand(ctx context.Context, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
-	h, err := initLambda(ctx, effects, args, stdout, stderr, lookup)
+	h, stop, err := initLambda(ctx, effects, args, stdout, stderr, lookup)
 	if err != nil {
 		if api, _ := lookup(runtimeAPIEnv); api != "" && !errors.Is(err, flag.ErrHelp) {
 			reportInitError(ctx, api, err)
 		}
 		return err
 	}
+	// The runtime loop returns only when ctx ends: the process is
+	// stopping, and the tracer's exporter goes with it.
+	defer stop()
 	startLambda(ctx, h)
 	return nil
 }
@@ -59,34 +62,36 @@ func lambdaCommand(ctx context.Context, effects Effects, args []string, stdout, 
 // lambdaHandler is the function's handler.
 type lambdaHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 
-func initLambda(ctx context.Context, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (lambdaHandler, error) {
+// initLambda builds the handler, and stop, which ends what it started (the
+// tracer provider's exporter).
+func initLambda(ctx context.Context, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (lambdaHandler, func(), error) {
 	s := settings{effects: effects}
 	fs := newLambdaSet(&s, lookup)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.validate(fs, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if api, _ := lookup(runtimeAPIEnv); api == "" {
-		return nil, config.Errorf("worker lambda serves AWS Lambda's Runtime API, but %s is not set: deploy the binary as a Lambda function's bootstrap (on ECS or any host, use worker run)", runtimeAPIEnv)
+		return nil, nil, config.Errorf("worker lambda serves AWS Lambda's Runtime API, but %s is not set: deploy the binary as a Lambda function's bootstrap (on ECS or any host, use worker run)", runtimeAPIEnv)
 	}
 	log, err := telemetry.NewLogger(stderr, s.logFormat, s.logLevel)
 	if err != nil {
-		return nil, config.Errorf("%s", err)
+		return nil, nil, config.Errorf("%s", err)
 	}
 	cl, err := newClients(ctx, lookup, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	eff, err := buildEffect(s, cl, log, lookup)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tp, err := tracing(ctx, lookup)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := s.config(cl, eff, log, nil)
 	if tp != nil {
@@ -97,7 +102,8 @@ func initLambda(ctx context.Context, effects Effects, args []string, stdout, std
 	}
 	h, err := exactly.NewLambdaHandler(ctx, cfg)
 	if err != nil {
-		return nil, cliError(fs, err)
+		shutdownTracing(tp, log)
+		return nil, nil, cliError(fs, err)
 	}
 	handle := h.Handle
 	if tp != nil {
@@ -121,7 +127,7 @@ func initLambda(ctx context.Context, effects Effects, args []string, stdout, std
 		"queues", strings.Join(s.queueNames(), ","), "dedup_scope_default", scope, "fifo_fail_rest", s.fifoFailRest,
 		"concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl_ms", s.dedupTTL.Milliseconds(), "move_to_dlq", s.moveToDLQ,
 		"tracing", tp != nil)
-	return handle, nil
+	return handle, func() { shutdownTracing(tp, log) }, nil
 }
 
 // reportInitError tells the Runtime API why init failed; Lambda then reports

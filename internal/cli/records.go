@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/dedup"
@@ -25,6 +28,9 @@ type queueAttrReader = operator.QueueAttrReader
 type inspectArgs struct {
 	table, namespace, key, queue, group string
 	messageID, dedupID, idempotencyKey  string
+	// dlqSearch bounds the DLQ messages read to tell whether the message
+	// is there (0: no search).
+	dlqSearch int
 }
 
 // scopedKey is operator.ScopedKey, its errors naming the flags.
@@ -75,6 +81,52 @@ func printRecord(w io.Writer, r *dedup.Record, now time.Time) {
 	if len(r.Result) > 0 {
 		fmt.Fprintf(w, "result:         %s\n", r.Result)
 	}
+	if r.Conflicts > 0 {
+		fmt.Fprintf(w, "conflicts:      %d deliveries of another payload, refused\n", r.Conflicts)
+		for _, c := range []struct {
+			name string
+			n    *dedup.ConflictNote
+		}{{"first", r.FirstConflict}, {"latest", r.LastConflict}} {
+			if c.n != nil {
+				fmt.Fprintf(w, "  %-7s       payload_sha256 %s  message %s  at %s\n", c.name+":", c.n.PayloadSHA256, dash(c.n.MessageID), c.n.At.UTC().Format(time.RFC3339Nano))
+			}
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// locateActions are the calls inspect's search of the DLQ makes
+// (operator.Locate: the queue's and the DLQ's attributes, the DLQ's URL, its
+// listing as worker redrive --dry-run makes it). One refused is told in the
+// output, not fatal: the record still tells.
+var locateActions = []string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility"}
+
+// printWhere says where the message is now (operator.Locate).
+func printWhere(w io.Writer, wh operator.Where) {
+	fmt.Fprintf(w, "where:          %s\n", wh.Verdict)
+	if d := wh.Dead; d != nil {
+		fmt.Fprintf(w, "dlq:            %s  message %s  group %s  since %s\n", sqsmsg.QueueName(wh.Queue.DLQURL), d.ID, dash(d.Group), d.SentAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "failure:        %s (at %s)\n", dash(d.Failure), dash(d.FailedAt))
+	}
+	if q := wh.Queue; q.URL != "" && wh.SearchErr == "" {
+		fmt.Fprintf(w, "queue:          %s  %d visible, %d in flight, %d delayed (counts only: SQS has no peek)\n", q.Name, q.Visible, q.InFlight, q.Delayed)
+		if wh.DLQSearched {
+			more := ""
+			if wh.Bounded {
+				more = "; its bound: it holds more, read in no set order: raise --dlq-search"
+			}
+			fmt.Fprintf(w, "dlq searched:   %d messages of %s read (received, made visible again, none deleted%s)\n", wh.Searched, sqsmsg.QueueName(q.DLQURL), more)
+		}
+	}
+	if wh.SearchErr != "" {
+		fmt.Fprintf(w, "dlq searched:   no (it needs %s on the queue and its DLQ): %s\n", strings.Join(locateActions, ", "), wh.SearchErr)
+	}
 }
 
 func inspectCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
@@ -88,6 +140,7 @@ func inspectCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.String(&a.messageID, "message-id", "", "", "the message's MessageId")
 	fs.String(&a.dedupID, "dedup-id", "", "", "the message's MessageDeduplicationId")
 	fs.String(&a.idempotencyKey, "idempotency-key", "", "", "the message's idempotency-key attribute")
+	fs.Int(&a.dlqSearch, "dlq-search", "", 100, "dead letters to read, at most, to tell whether the message is in its queue's DLQ (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,7 +151,7 @@ func inspectCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	return inspect(ctx, cl.dynamo, cl.sqs, a, fs, stdout, time.Now())
 }
 
-func inspect(ctx context.Context, db recordsDB, q queueAttrReader, a inspectArgs, fs *config.Set, stdout io.Writer, now time.Time) error {
+func inspect(ctx context.Context, db recordsDB, q operator.LocateSQS, a inspectArgs, fs *config.Set, stdout io.Writer, now time.Time) error {
 	key, err := a.scopedKey(ctx, q, fs)
 	if err != nil {
 		return err
@@ -107,10 +160,26 @@ func inspect(ctx context.Context, db recordsDB, q queueAttrReader, a inspectArgs
 	if err != nil {
 		return err
 	}
-	if r == nil {
-		return fmt.Errorf("no record for key %q in table %s: the message was never claimed, or its record expired", key, a.table)
+	queue := a.queue
+	if queue == "" && a.dlqSearch > 0 {
+		// The key names its queue: find it in this account and region.
+		if name := operator.KeyQueueName(key); name != "" {
+			if out, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name}); err == nil {
+				queue = aws.ToString(out.QueueUrl)
+			}
+		}
 	}
-	printRecord(stdout, r, now)
+	wh := operator.Locate(ctx, q, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: a.namespace,
+		MessageID: a.messageID, Record: r, Now: now, Max: a.dlqSearch, Wait: time.Second})
+	if r == nil && wh.Dead == nil {
+		return fmt.Errorf("no record for key %q in table %s: %s", key, a.table, wh.Verdict)
+	}
+	if r == nil {
+		fmt.Fprintf(stdout, "key:            %s\nrecord:         none\n", key)
+	} else {
+		printRecord(stdout, r, now)
+	}
+	printWhere(stdout, wh)
 	return nil
 }
 

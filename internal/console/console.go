@@ -76,6 +76,10 @@ type Config struct {
 	// page of the stuck list reads (default 1000).
 	PageSize  int
 	ScanLimit int32
+	// DLQSearch bounds the dead letters Find a message reads to tell
+	// whether its message is in its queue's DLQ (default 100; a listing
+	// as worker redrive --dry-run makes it: nothing deleted).
+	DLQSearch int
 	// DLQWait is the long poll of a dead-letter queue's listing (default
 	// 0: short polls, so that a page answers at once).
 	DLQWait time.Duration
@@ -119,6 +123,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	cfg.PageSize = cmp.Or(cfg.PageSize, 50)
 	cfg.ScanLimit = cmp.Or(cfg.ScanLimit, 1000)
+	cfg.DLQSearch = cmp.Or(cfg.DLQSearch, 100)
 	cfg.TokenTTL = cmp.Or(cfg.TokenTTL, time.Hour)
 	cfg.ScrapeEvery = cmp.Or(cfg.ScrapeEvery, 5*time.Second)
 	c := &Console{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), tokens: newTokens(cfg.Secret, cfg.TokenTTL, cfg.Now)}
@@ -161,6 +166,7 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /dlq/preview", c.page(c.redrivePreview))
 	c.mux.Handle("POST /dlq/redrive", c.write(c.redrive))
 	c.mux.Handle("GET /stuck", c.page(c.stuck))
+	c.mux.Handle("GET /conflicts", c.page(c.conflicts))
 	c.mux.Handle("GET /forget", c.page(c.forgetConfirm))
 	c.mux.Handle("POST /forget", c.write(c.forget))
 	c.mux.Handle("GET /outbox", c.page(c.outbox))
@@ -291,7 +297,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name 
 
 var titles = map[string]string{
 	"overview": "Overview", "find": "Find a message", "dlq": "Dead letters", "preview": "Redrive: preview",
-	"redriven": "Redrive: done", "stuck": "Stuck records", "forget": "Forget a record", "forgotten": "Forgotten",
+	"redriven": "Redrive: done", "stuck": "Stuck records", "conflicts": "Conflicts", "forget": "Forget a record", "forgotten": "Forgotten",
 	"outbox": "Outbox", "group": "Outbox group", "release": "Release a held group", "drop": "Drop a held message", "done": "Done",
 }
 

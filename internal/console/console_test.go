@@ -15,6 +15,7 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/console"
 	"github.com/exactlyonce/exactly/internal/console/consoletest"
+	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
@@ -90,12 +91,60 @@ func TestFind(t *testing.T) {
 		require.Contains(t, body, "done: its effect was applied")
 		require.Contains(t, body, `{&#34;balance_cents&#34;:12500}`, "the stored result")
 		require.Contains(t, body, "8f1c2d3e-order-1234")
+		require.Contains(t, body, "was searched as worker redrive --dry-run lists it: 3 messages read", "the DLQ searched")
+		require.Contains(t, body, w.ConflictHash, "the conflicting payload's hash")
+		require.Contains(t, body, w.ConflictMessageID)
 	}
 	_, body = get(t, h, "/find?key="+url.QueryEscape(w.StuckKeys[0]))
 	require.Contains(t, body, "its worker stopped")
 	require.Contains(t, body, "ended 41m")
 	_, body = get(t, h, "/find?key="+url.QueryEscape(w.LiveKey))
 	require.Contains(t, body, "being processed")
+}
+
+// TestFindWhereNow: a message that went to the DLQ before any claim is
+// found there by its queue and dedup id, or by its scoped key (its queue
+// read from the key), with the failure reason and time its copy carries;
+// the search moves nothing. A message in no place known is a 404 that
+// says where it looked.
+func TestFindWhereNow(t *testing.T) {
+	t.Parallel()
+	w, h := setup(t, false)
+	for _, q := range []string{
+		"queue=orders.fifo&dedup_id=order-1410",
+		"key=" + url.QueryEscape(w.DedupScope.Key("", "order-1410")),
+	} {
+		code, body := get(t, h, "/find?"+q)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "in the dead-letter queue orders-dlq.fifo since ")
+		require.Contains(t, body, "effect: payload is not JSON: invalid character &#39;x&#39;")
+		require.Contains(t, body, `id="dead"`)
+		require.NotContains(t, body, `id="record"`, "no record")
+		follow(t, h, body, "/dlq?queue=", `<tr class="hit">`)
+	}
+	n, err := w.DLQDepth(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "searching moves nothing")
+
+	code, body := get(t, h, "/find?queue=orders.fifo&dedup_id=order-9999")
+	require.Equal(t, http.StatusNotFound, code)
+	require.Contains(t, body, "never claimed: not in orders-dlq.fifo (3 messages read)")
+}
+
+// TestConflictsPage: the records that met a conflict, with both payload
+// hashes, the conflicting message and when; each links to its record.
+func TestConflictsPage(t *testing.T) {
+	t.Parallel()
+	w, h := setup(t, false)
+	code, body := get(t, h, "/conflicts")
+	require.Equal(t, http.StatusOK, code, body)
+	for _, want := range []string{html.EscapeString(w.DoneKey), dedup.PayloadHash("order-1234"), w.ConflictHash, w.ConflictMessageID, "2m0s ago"} {
+		require.Contains(t, body, want)
+	}
+	require.NotContains(t, body, html.EscapeString(w.StuckKeys[0]), "no conflict, not listed")
+	follow(t, h, body, "/find?key=", `id="conflicts"`)
+	code, body = get(t, h, "/conflicts?after=%ff")
+	require.Equal(t, http.StatusBadRequest, code, body)
 }
 
 func TestDeadLetters(t *testing.T) {

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -87,14 +89,15 @@ func (c *Console) overview(r *http.Request) (string, any, error) {
 // ---- Find a message
 
 type findData struct {
-	Form     map[string]string
-	Queues   []string
-	Key      string
-	Record   *dedup.Record
-	Where    string
-	Lease    string
-	DLQQueue string // the queue whose DLQ may hold the message
-	DLQFind  string
+	Form   map[string]string
+	Queues []string
+	Key    string
+	Record *dedup.Record
+	Where  operator.Where
+	Lease  string
+	// DLQQueue is the queue whose DLQ was searched, DLQFind what the
+	// dead-letter page highlights.
+	DLQQueue, DLQFind string
 }
 
 func (c *Console) find(r *http.Request) (string, any, error) {
@@ -129,34 +132,51 @@ func (c *Console) find(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if l.Queue != "" {
-		d.DLQQueue = sqsmsg.QueueName(l.Queue)
-		d.DLQFind = l.IdempotencyKey + l.DedupID
-		if d.DLQFind == "" {
-			d.DLQFind = l.MessageID
+	queue := l.Queue
+	if queue == "" {
+		queue = c.queueOfKey(key)
+	}
+	d.Where = operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: c.cfg.Namespace,
+		MessageID: l.MessageID, Record: rec, Now: c.cfg.Now(), Max: c.cfg.DLQSearch, Wait: c.dlqWait()})
+	if queue != "" {
+		d.DLQQueue = sqsmsg.QueueName(queue)
+		d.DLQFind = cmp.Or(l.IdempotencyKey, l.DedupID, l.MessageID)
+		if d.Where.Dead != nil {
+			d.DLQFind = d.Where.Dead.ID
 		}
 	}
-	if rec == nil {
-		return "", nil, notFound("no record for key %q in table %s: the message was never claimed (it waits in its queue, or went to the DLQ without a claim), or its record expired", key, c.cfg.DedupTable)
+	if rec == nil && d.Where.Dead == nil {
+		return "", nil, notFound("no record for key %q in table %s: %s", key, c.cfg.DedupTable, d.Where.Verdict)
 	}
 	d.Record = rec
-	d.Where, d.Lease = where(rec, c.cfg.Now())
+	if rec != nil {
+		d.Lease = lease(rec, c.cfg.Now())
+	}
 	return "find", d, nil
 }
 
-// where says where a record's message is, as the record tells.
-func where(r *dedup.Record, now time.Time) (where, lease string) {
+// queueOfKey is the configured queue a scoped key names ("" when none).
+func (c *Console) queueOfKey(key string) string {
+	name := operator.KeyQueueName(key)
+	for _, u := range c.cfg.Queues {
+		if sqsmsg.QueueName(u) == name {
+			return u
+		}
+	}
+	return ""
+}
+
+// lease says how long a record's lease has left, or since when it ended
+// ("" for a completed record).
+func lease(r *dedup.Record, now time.Time) string {
 	switch {
 	case r.Status == dedup.StatusCompleted:
-		return "done: its effect was applied at " + r.CompletedAt.UTC().Format(time.RFC3339) + "; a redelivery is deleted as a duplicate", ""
+		return ""
 	case r.LeaseUntil.After(now):
 		left := r.LeaseUntil.Sub(now).Round(time.Millisecond)
-		return "being processed: a worker holds its claim", left.String() + " left (until " + r.LeaseUntil.UTC().Format(time.RFC3339) + ")"
-	default:
-		ago := now.Sub(r.LeaseUntil).Round(time.Millisecond)
-		return "its worker stopped: the message is in its queue, taken over at its next delivery, or in the DLQ if it ran out of receives",
-			"ended " + ago.String() + " ago (any worker may take it over)"
+		return left.String() + " left (until " + r.LeaseUntil.UTC().Format(time.RFC3339) + ")"
 	}
+	return "ended " + now.Sub(r.LeaseUntil).Round(time.Millisecond).String() + " ago (any worker may take it over)"
 }
 
 // ---- Dead letters
@@ -315,15 +335,28 @@ type stuckData struct {
 }
 
 func (c *Console) stuck(r *http.Request) (string, any, error) {
+	return c.scanPage(r, "stuck", operator.Stuck)
+}
+
+// ---- Conflicts
+
+func (c *Console) conflicts(r *http.Request) (string, any, error) {
+	return c.scanPage(r, "conflicts", operator.Conflicts)
+}
+
+// scanPage renders one bounded Scan page of records (the stuck ones, the
+// conflicting ones) from the key ?after= names.
+func (c *Console) scanPage(r *http.Request, tmpl string,
+	scan func(context.Context, operator.RecordsDB, string, time.Time, map[string]ddbtypes.AttributeValue, int32) (operator.StuckPage, error)) (string, any, error) {
 	var start map[string]ddbtypes.AttributeValue
 	if a := r.FormValue("after"); a != "" {
 		if !utf8.ValidString(a) || len(a) > 2048 {
-			return "", nil, badRequest("after=%q is not a key this page gave: start from the first page, /stuck", a)
+			return "", nil, badRequest("after=%q is not a key this page gave: start from the first page, /%s", a, tmpl)
 		}
 		start = map[string]ddbtypes.AttributeValue{dedup.AttrPK: &ddbtypes.AttributeValueMemberS{Value: a}}
 	}
 	now := c.cfg.Now()
-	p, err := operator.Stuck(r.Context(), c.cfg.DB, c.cfg.DedupTable, now, start, c.cfg.ScanLimit)
+	p, err := scan(r.Context(), c.cfg.DB, c.cfg.DedupTable, now, start, c.cfg.ScanLimit)
 	if err != nil {
 		return "", nil, err
 	}
@@ -333,7 +366,7 @@ func (c *Console) stuck(r *http.Request) (string, any, error) {
 			d.Next = s.Value
 		}
 	}
-	return "stuck", d, nil
+	return tmpl, d, nil
 }
 
 // ---- Forget
@@ -356,8 +389,8 @@ func (c *Console) forgetConfirm(r *http.Request) (string, any, error) {
 	if rec == nil {
 		return "", nil, notFound("no record for key %q in table %s (forgotten already, or expired)", key, c.cfg.DedupTable)
 	}
-	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget")}
-	d.Where, d.Lease = where(rec, c.cfg.Now())
+	w := operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{Key: key, Record: rec, Now: c.cfg.Now()})
+	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget"), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
 	return "forget", d, nil
 }
 

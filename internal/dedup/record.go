@@ -60,6 +60,11 @@ type Record struct {
 	CreatedAt     time.Time
 	CompletedAt   time.Time
 	Result        []byte
+	// Conflicts counts the deliveries of another payload that met the
+	// completed record (NoteConflict); FirstConflict and LastConflict are
+	// the first and the latest of them (nil when none).
+	Conflicts                   int
+	FirstConflict, LastConflict *ConflictNote
 }
 
 // Outcome of a claim.

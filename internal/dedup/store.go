@@ -523,6 +523,7 @@ func DecodeRecord(item map[string]types.AttributeValue) (*Record, error) {
 	if b, ok := item[AttrResult].(*types.AttributeValueMemberB); ok {
 		r.Result = b.Value
 	}
+	decodeConflicts(item, r)
 	if r.Status != StatusInProgress && r.Status != StatusCompleted {
 		return nil, fmt.Errorf("dedup: record %q has unknown status %q", r.Key, r.Status)
 	}

@@ -106,8 +106,9 @@ func ReadRecord(ctx context.Context, db RecordsDB, table, key string) (*dedup.Re
 	return dedup.DecodeRecord(out.Item)
 }
 
-// StuckPage is one Scan page's IN_PROGRESS records whose lease has ended,
-// oldest lease first.
+// StuckPage is one Scan page's records: IN_PROGRESS records whose lease
+// has ended, oldest lease first (Stuck), or records that met conflicts,
+// latest conflict first (Conflicts).
 type StuckPage struct {
 	Records []*dedup.Record
 	Scanned int                                // items the page read (what it cost)
@@ -120,16 +121,28 @@ type StuckPage struct {
 // expired: claims of workers that died or stalled, which the next
 // delivery takes over. The whole list costs a scan of the table.
 func Stuck(ctx context.Context, db RecordsDB, table string, now time.Time, start map[string]ddbtypes.AttributeValue, limit int32) (StuckPage, error) {
-	in := &dynamodb.ScanInput{
-		TableName:                &table,
-		ExclusiveStartKey:        start,
-		FilterExpression:         aws.String("#st = :inprog AND #lu < :now_ms AND #exp >= :now_s"),
-		ExpressionAttributeNames: map[string]string{"#st": dedup.AttrStatus, "#lu": dedup.AttrLeaseUntil, "#exp": dedup.AttrExpiresAt},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+	p, err := scanRecords(ctx, db, table, start, limit, "#st = :inprog AND #lu < :now_ms AND #exp >= :now_s",
+		map[string]string{"#st": dedup.AttrStatus, "#lu": dedup.AttrLeaseUntil, "#exp": dedup.AttrExpiresAt},
+		map[string]ddbtypes.AttributeValue{
 			":inprog": &ddbtypes.AttributeValueMemberS{Value: dedup.StatusInProgress},
 			":now_ms": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
 			":now_s":  &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
-		},
+		})
+	SortStuck(p.Records)
+	return p, err
+}
+
+// scanRecords reads one page of a Scan of the table (at most limit items
+// read, 0: DynamoDB's 1 MB page) from start, keeping the records filter
+// matches.
+func scanRecords(ctx context.Context, db RecordsDB, table string, start map[string]ddbtypes.AttributeValue, limit int32,
+	filter string, names map[string]string, values map[string]ddbtypes.AttributeValue) (StuckPage, error) {
+	in := &dynamodb.ScanInput{
+		TableName:                 &table,
+		ExclusiveStartKey:         start,
+		FilterExpression:          aws.String(filter),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}
 	if limit > 0 {
 		in.Limit = aws.Int32(limit)
@@ -146,7 +159,6 @@ func Stuck(ctx context.Context, db RecordsDB, table string, now time.Time, start
 		}
 		p.Records = append(p.Records, r)
 	}
-	SortStuck(p.Records)
 	return p, nil
 }
 

@@ -269,6 +269,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 	}
 	switch claim.Outcome {
 	case dedup.Duplicate, dedup.Conflict, dedup.Busy:
+		p.noteConflict(ctx, claim, c)
 		return blocked(claim, hash)
 	}
 
@@ -475,6 +476,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		res.Action, res.Outcome, res.Applied, res.Result = Delete, dedup.Won, true, out.Result
 		return res
 	case err == nil:
+		p.noteConflict(ctx, got, c)
 		b := blocked(got, c.PayloadSHA256)
 		b.CommitRetries, b.EffectTook, b.CommitTook = res.CommitRetries, res.EffectTook, res.CommitTook
 		return b

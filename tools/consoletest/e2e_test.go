@@ -15,8 +15,8 @@ import (
 )
 
 // TestConsoleInChromium drives worker console in a headless Chromium over
-// the seeded in-memory stores, as an operator would: find a message, read
-// a dead-letter queue, preview and run a redrive of one group, forget a
+// the seeded in-memory stores, as an operator would: find a message (and
+// one that is in the DLQ), list the conflicts, read a dead-letter queue, preview and run a redrive of one group, forget a
 // stuck record, release a held outbox group, each checked in the stores.
 // Without chromium it fails under EXACTLY_REQUIRE_INTEGRATION=1 (make
 // test, whose .ci/run installs it) and skips otherwise.
@@ -69,6 +69,26 @@ func TestConsoleInChromium(t *testing.T) {
 	require.Contains(t, rec, "COMPLETED")
 	require.Contains(t, rec, w.DoneKey)
 	require.Contains(t, rec, "balance_cents")
+	require.Contains(t, rec, w.ConflictHash, "the conflict noted on the record")
+	require.Contains(t, text("#where"), "done: its effect was applied")
+
+	// Where is order-1410 now? In the DLQ, with its failure reason.
+	do("find a dead letter",
+		chromedp.Navigate(base+"/find?queue=orders.fifo&dedup_id=order-1410"),
+		chromedp.WaitVisible(chromedp.CSS("#dead")),
+	)
+	require.Contains(t, text("#where"), "in the dead-letter queue orders-dlq.fifo")
+	require.Contains(t, text("#dead"), "payload is not JSON")
+
+	// The conflicts, from the menu.
+	do("open the conflicts",
+		chromedp.Click(chromedp.CSS(`nav a[href="/conflicts"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#conflicts")),
+	)
+	cf := text("#conflicts")
+	require.Contains(t, cf, w.DoneKey)
+	require.Contains(t, cf, w.ConflictHash)
+	require.Contains(t, cf, w.ConflictMessageID)
 
 	// Read the DLQ; preview and run a redrive of acct-7.
 	do("open the DLQ from the overview",

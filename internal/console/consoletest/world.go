@@ -36,17 +36,20 @@ type World struct {
 	Queue, DLQ, Confirm     string // queue URLs
 	DedupTable, OutboxTable string
 	Namespace               string
-	DoneKey                 string   // a COMPLETED record's key: order-1234's
-	DoneDedupID, DoneGroup  string   // how to find it by queue
-	StuckKeys               []string // IN_PROGRESS, lease ended, oldest first
-	LiveKey                 string   // IN_PROGRESS, lease live
-	DLQGroups               []string // groups in the DLQ, in order
-	DLQCount                map[string]int
-	HeldGroup, PendingGroup string // outbox groups of Confirm
-	HeldID                  string
-	HeldBody                string
-	Secret                  string // a body only revealed on request
-	DedupScope              dedup.Scope
+	DoneKey                 string // a COMPLETED record's key: order-1234's
+	DoneDedupID, DoneGroup  string // how to find it by queue
+	// ConflictHash and ConflictMessageID: a delivery of another payload
+	// under DoneKey, refused as a conflict and noted on its record.
+	ConflictHash, ConflictMessageID string
+	StuckKeys                       []string // IN_PROGRESS, lease ended, oldest first
+	LiveKey                         string   // IN_PROGRESS, lease live
+	DLQGroups                       []string // groups in the DLQ, in order
+	DLQCount                        map[string]int
+	HeldGroup, PendingGroup         string // outbox groups of Confirm
+	HeldID                          string
+	HeldBody                        string
+	Secret                          string // a body only revealed on request
+	DedupScope                      dedup.Scope
 }
 
 // Config is a console.Config over the world.
@@ -111,6 +114,14 @@ func New(ctx context.Context, now time.Time) (*World, error) {
 		return nil, err
 	}
 	if err := at(5*time.Minute).Complete(ctx, c, []byte(`{"balance_cents":12500}`), 24*time.Hour); err != nil {
+		return nil, err
+	}
+	w.ConflictHash, w.ConflictMessageID = dedup.PayloadHash("order-1234, amended"), "5e6f7a8b-order-1234"
+	x, err := at(2*time.Minute).Claim(ctx, dedup.ClaimRequest{Key: w.DoneKey, PayloadSHA256: w.ConflictHash, MessageID: w.ConflictMessageID, Group: w.DoneGroup, Attempts: 1, Lease: time.Minute, TTL: 24 * time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	if err := at(2*time.Minute).NoteConflict(ctx, x, w.ConflictHash, w.ConflictMessageID); err != nil {
 		return nil, err
 	}
 	for i, ago := range []time.Duration{42 * time.Minute, 9 * time.Minute} {

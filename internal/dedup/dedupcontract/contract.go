@@ -71,6 +71,7 @@ func Run(t *testing.T, db DB, opts Options) {
 		{"DuplicateReplaysResult", s.testDuplicate},
 		{"DuplicateWithoutResult", s.testDuplicateNoResult},
 		{"Conflict", s.testConflict},
+		{"ConflictNote", s.testConflictNote},
 		{"PayloadSourcesAreNotCompared", s.testPayloadSources},
 		{"BusyWithRemainingLease", s.testBusy},
 		{"LeaseBoundary", s.testLeaseBoundary},

@@ -118,8 +118,9 @@ const (
 // The operator commands' calls, by policy and statement.
 var (
 	operatorReadActions = map[string][]string{
-		"ReadRecords": {"dynamodb:GetItem", "dynamodb:Scan"}, // inspect, stuck
-		"ScopeKeys":   {"sqs:GetQueueAttributes"},            // inspect --queue
+		"ReadRecords": {"dynamodb:GetItem", "dynamodb:Scan"},                 // inspect, stuck
+		"ScopeKeys":   {"sqs:GetQueueAttributes", "sqs:GetQueueUrl"},         // inspect --queue, and its DLQ
+		"FindInDLQ":   {"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage"}, // inspect: is it in the DLQ?
 	}
 	operatorForgetActions = map[string][]string{
 		"ForgetRecord": {"dynamodb:DeleteItem", "dynamodb:GetItem"}, // forget reads, shows, then deletes
@@ -127,14 +128,20 @@ var (
 )
 
 // commandActions are the IAM actions internal/cli/records.go names in its
-// access-denied hints (denied(err, "service:Action", ...)): one per AWS call
-// the operator commands make.
+// access-denied hints (denied(err, "service:Action", ...)) and in
+// locateActions (inspect's search of the DLQ, whose refusal it tells
+// without failing): one per AWS call the operator commands make.
 func commandActions(t *testing.T) []string {
 	t.Helper()
 	src, err := os.ReadFile("../../internal/cli/records.go")
 	require.NoError(t, err)
 	var out []string
 	for _, m := range regexp.MustCompile(`denied\([^\n]*?"((?:dynamodb|sqs):[A-Za-z]+)"`).FindAllStringSubmatch(string(src), -1) {
+		out = append(out, m[1])
+	}
+	locate := regexp.MustCompile(`(?s)\nvar locateActions = \[\]string\{(.*?)\}`).FindStringSubmatch(string(src))
+	require.NotNil(t, locate, "records.go lists locateActions")
+	for _, m := range regexp.MustCompile(`"((?:dynamodb|sqs):[A-Za-z]+)"`).FindAllStringSubmatch(locate[1], -1) {
 		out = append(out, m[1])
 	}
 	require.NotEmpty(t, out)
@@ -158,7 +165,7 @@ func dedupe(sorted []string) []string {
 // (readRecord, then DeleteItem) are all in it.
 func TestOperatorPolicyHoldsExactlyTheCommandsCalls(t *testing.T) {
 	m := load(t, "modules/operator-policy")
-	vars := m.withVars(t, map[string]cty.Value{"dedup_table_arn": str(testTableARN), "queue_arns": strList(testQueueARN)})
+	vars := m.withVars(t, map[string]cty.Value{"dedup_table_arn": str(testTableARN), "queue_arns": strList(testQueueARN), "dlq_arns": strList(testDLQARN)})
 	s := scope{"var": vars}
 
 	read := policyStatements(t, m.dataSource(t, "aws_iam_policy_document.read"), s)
@@ -166,10 +173,13 @@ func TestOperatorPolicyHoldsExactlyTheCommandsCalls(t *testing.T) {
 	forget := policyStatements(t, m.dataSource(t, "aws_iam_policy_document.forget"), s)
 	require.Equal(t, operatorForgetActions, actionsBySid(t, forget))
 	for _, st := range append(read, forget...) {
-		if strings.HasPrefix(st.Actions[0], "dynamodb:") {
+		switch {
+		case strings.HasPrefix(st.Actions[0], "dynamodb:"):
 			require.Equal(t, []string{testTableARN}, st.Resources, st.Sid)
-		} else {
-			require.Equal(t, []string{testQueueARN}, st.Resources, st.Sid)
+		case st.Sid == "FindInDLQ":
+			require.Equal(t, []string{testDLQARN}, st.Resources, st.Sid)
+		default:
+			require.Equal(t, []string{testQueueARN, testDLQARN}, st.Resources, st.Sid)
 		}
 	}
 

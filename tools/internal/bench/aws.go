@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -22,14 +21,19 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/internal/telemetry"
+	"github.com/exactlyonce/exactly/tools/internal/idleconns"
 )
 
-// clients are one set of SDK clients whose requests are counted.
+// clients are one set of SDK clients whose requests are counted; close
+// closes their idle connections when the harness is done with them.
 type clients struct {
-	sqs  *sqs.Client
-	db   *dynamodb.Client
-	reqs *telemetry.Requests
+	sqs   *sqs.Client
+	db    *dynamodb.Client
+	reqs  *telemetry.Requests
+	conns *idleconns.Set
 }
+
+func (c *clients) close() { c.conns.Close() }
 
 // newClients loads the SDK configuration as the worker does (endpoints from
 // AWS_ENDPOINT_URL*, the standard retryer), with a region and test
@@ -47,12 +51,15 @@ func newClients(ctx context.Context, idle int) (*clients, error) {
 	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 	}
+	conns := &idleconns.Set{}
+	var tune []func(*http.Transport)
 	if idle > 0 {
-		opts = append(opts, awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		tune = append(tune, func(t *http.Transport) {
 			t.MaxIdleConns = 4 * idle
 			t.MaxIdleConnsPerHost = idle
-		})))
+		})
 	}
+	opts = append(opts, awsconfig.WithHTTPClient(conns.Client(tune...)))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load AWS configuration: %w", err)
@@ -60,9 +67,10 @@ func newClients(ctx context.Context, idle int) (*clients, error) {
 	reqs := telemetry.NewRequests(nil)
 	cfg.APIOptions = append(cfg.APIOptions, reqs.APIOption)
 	return &clients{
-		sqs:  sqs.NewFromConfig(cfg),
-		db:   dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true }),
-		reqs: reqs,
+		sqs:   sqs.NewFromConfig(cfg),
+		db:    dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true }),
+		reqs:  reqs,
+		conns: conns,
 	}, nil
 }
 

@@ -100,4 +100,5 @@ func (b *baseline) sample(context.Context) (Sample, error) {
 func (b *baseline) stop() {
 	b.cancel()
 	b.wg.Wait()
+	b.c.close()
 }

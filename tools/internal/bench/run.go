@@ -318,6 +318,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer raw.close()
 	h := &harness{cfg: cfg, raw: raw, log: cfg.Log, bin: cfg.WorkerBin}
 	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
 	if h.bin == "" {

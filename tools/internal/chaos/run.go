@@ -45,6 +45,8 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/exactlyonce/exactly/tools/internal/idleconns"
 )
 
 // Defaults of a run, sized for CI: a couple of minutes on a small machine.
@@ -394,7 +396,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Report, error) {
 	}
 	version := strings.TrimSpace(strings.TrimPrefix(string(vout), "worker "))
 
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	var conns idleconns.Set
+	defer conns.Close()
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithHTTPClient(conns.Client()))
 	if err != nil {
 		return Report{}, fmt.Errorf("cannot load the AWS configuration: %w", err)
 	}

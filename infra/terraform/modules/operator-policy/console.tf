@@ -9,8 +9,9 @@
 #                  sqs:GetQueueUrl (a DLQ's URL from the redrive policy),
 #                  dynamodb:DescribeTable and DescribeTimeToLive on the
 #                  dedup table, dynamodb:Query on the outbox's index
-#   find, stuck    dynamodb:GetItem, dynamodb:Scan (stuck: one bounded page
-#                  per load)
+#   find, stuck,   dynamodb:GetItem, dynamodb:Scan (stuck, conflicts: one
+#   conflicts      bounded page per load); find also lists the DLQ as the
+#                  dead-letter page does
 #   dead letters   sqs:ReceiveMessage and sqs:ChangeMessageVisibility on
 #                  the DLQs (the listing of worker redrive --dry-run)
 #   outbox         dynamodb:Query and GetItem on the outbox and its indexes

@@ -4,7 +4,10 @@
 # could reopen a double effect.
 
 # worker inspect (GetItem; GetQueueAttributes with --queue, to scope the key as
-# the worker does) and worker stuck (Scan). Reads only.
+# the worker does; GetQueueUrl, GetQueueAttributes, and on the DLQs
+# ReceiveMessage and ChangeMessageVisibility, to tell whether the message is in
+# its queue's DLQ, as worker redrive --dry-run lists it) and worker stuck
+# (Scan). Reads only: a listed dead letter is made visible again at once.
 data "aws_iam_policy_document" "read" {
   statement {
     sid = "ReadRecords"
@@ -16,11 +19,21 @@ data "aws_iam_policy_document" "read" {
   }
 
   dynamic "statement" {
-    for_each = length(var.queue_arns) > 0 ? [var.queue_arns] : []
+    for_each = length(concat(var.queue_arns, var.dlq_arns)) > 0 ? [concat(var.queue_arns, var.dlq_arns)] : []
 
     content {
       sid       = "ScopeKeys"
-      actions   = ["sqs:GetQueueAttributes"]
+      actions   = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.dlq_arns) > 0 ? [var.dlq_arns] : []
+
+    content {
+      sid       = "FindInDLQ"
+      actions   = ["sqs:ChangeMessageVisibility", "sqs:ReceiveMessage"]
       resources = statement.value
     }
   }

@@ -65,7 +65,7 @@ variable "tags" {
 }
 
 variable "dlq_arns" {
-  description = "ARNs of the dead-letter queues of queue_arns, which worker console lists and redrives from. Empty: the console policies hold no DLQ statement."
+  description = "ARNs of the dead-letter queues of queue_arns, which worker console lists and redrives from, and worker inspect searches. Empty: the policies hold no DLQ statement."
   type        = list(string)
   default     = []
 

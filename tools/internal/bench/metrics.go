@@ -139,11 +139,18 @@ func sum(ss []Sample) Sample {
 	return out
 }
 
-// delta is b - a.
+// peakRSS is the Sample.Counts key of the processes' peak resident set
+// (bytes, summed over processes): a high-water mark, not a counter.
+const peakRSS = "rss_peak_bytes"
+
+// delta is b - a; a high-water mark keeps b's value.
 func delta(a, b Sample) Sample {
 	out := newSample(b.At)
 	for k, v := range b.Counts {
 		out.Counts[k] = v - a.Counts[k]
+		if k == peakRSS {
+			out.Counts[k] = v
+		}
 	}
 	for k, v := range b.Requests {
 		if d := v - a.Requests[k]; d != 0 {

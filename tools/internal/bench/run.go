@@ -43,6 +43,14 @@ const (
 	GroupCommitWindow = 5 * time.Millisecond
 )
 
+// DefaultConcurrency is the concurrencies of the saturated runs.
+func DefaultConcurrency() []int { return []int{2, 16, 64} }
+
+// DefaultFakeGroups is the message groups of the aws regime's queue: enough
+// that no consumer waits on a group at concurrency 64; memsqs scans the
+// groups on a FIFO receive, so not one per message.
+const DefaultFakeGroups = 1024
+
 // DefaultLimitConcurrency is where the limits are measured: DynamoDB Local
 // shares its threads among its clients, so on a shared emulator a client
 // with more connections gets more; the best of a few concurrencies is the
@@ -69,6 +77,12 @@ type Config struct {
 	NoBaseline       bool          // skip the baseline consumer
 	MaxPrefill       int           // cap on the messages sent before a saturated run
 	Rounds           int           // times the matrix of saturated runs is repeated (1); limits are measured before each and at the end
+	Regimes          []string      // RegimeEmulator, RegimeAWS (both)
+	LatencyScale     float64       // the aws regime's latency, times Latencies (1)
+	Jitter           float64       // the aws regime's jitter (DefaultJitter)
+	Seed             uint64        // the aws regime's jitter seed (1)
+	FakeGroups       int           // message groups of the aws regime's queue (DefaultFakeGroups)
+	SelfBin          string        // this harness's binary, for `bench consume` ("" = os.Executable)
 	Log              io.Writer     `json:"-"` // progress lines; nil: discarded
 }
 
@@ -92,10 +106,33 @@ func (c *Config) defaults() error {
 	}
 	c.Compare = slices.DeleteFunc(c.Compare, func(m string) bool { return m == c.Commit })
 	if len(c.Procs) == 0 {
-		c.Procs = []int{1, 2, 4}
+		c.Procs = []int{1}
 	}
 	if len(c.Concurrency) == 0 {
-		c.Concurrency = []int{1, 4, 16, 32}
+		c.Concurrency = DefaultConcurrency()
+	}
+	if len(c.Regimes) == 0 {
+		c.Regimes = []string{RegimeEmulator, RegimeAWS}
+	}
+	for _, g := range c.Regimes {
+		if g != RegimeEmulator && g != RegimeAWS {
+			return fmt.Errorf("regime %q: want emulator or aws", g)
+		}
+	}
+	if c.LatencyScale <= 0 {
+		c.LatencyScale = 1
+	}
+	if c.Jitter < 0 || c.Jitter >= 1 {
+		return fmt.Errorf("jitter %v: want a fraction from 0 to below 1", c.Jitter)
+	}
+	if c.Jitter == 0 {
+		c.Jitter = DefaultJitter
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.FakeGroups <= 0 {
+		c.FakeGroups = DefaultFakeGroups
 	}
 	for _, v := range slices.Concat(c.Procs, c.Concurrency, c.LimitConcurrency) {
 		if v < 1 {
@@ -171,6 +208,9 @@ func (r *Result) limitAt(t time.Time) float64 {
 func (r *Result) setShares() {
 	for i := range r.Runs {
 		d := &r.Runs[i]
+		if d.regime() != RegimeEmulator {
+			continue
+		}
 		mid := d.Window.At.Add(-time.Duration(d.Seconds * float64(time.Second) / 2))
 		d.Limit = r.limitAt(mid)
 		d.LimitSeconds = d.Limit * d.Seconds
@@ -206,13 +246,13 @@ func (r *Result) MeanLimits() Limits {
 // MinRate and MaxRate give the spread.
 func (r *Result) Drains() []Drain {
 	type key struct {
-		consumer    string
-		procs, conc int
+		regime, consumer string
+		procs, conc      int
 	}
 	var order []key
 	by := map[key]*Drain{}
 	for _, d := range r.Runs {
-		k := key{d.Consumer, d.Procs, d.Conc}
+		k := key{d.regime(), d.Consumer, d.Procs, d.Conc}
 		a, ok := by[k]
 		if !ok {
 			c := d
@@ -222,7 +262,9 @@ func (r *Result) Drains() []Drain {
 			order = append(order, k)
 			continue
 		}
+		peak := max(a.Window.Counts[peakRSS], d.Window.Counts[peakRSS])
 		a.Window = sum([]Sample{a.Window, d.Window})
+		a.Window.Counts[peakRSS] = peak
 		a.Seconds += d.Seconds
 		a.LimitSeconds += d.LimitSeconds
 		a.Rounds++
@@ -238,7 +280,8 @@ func (r *Result) Drains() []Drain {
 
 // Drain is one saturated run: a pre-filled queue drained by a consumer.
 type Drain struct {
-	Consumer    string // worker or baseline
+	Regime      string // RegimeEmulator or RegimeAWS ("" in results from before the regimes: emulator)
+	Consumer    string // worker, worker/<mode> or baseline (the hand-written consumer)
 	Procs, Conc int
 	Prefill     int
 	Window      Sample // counter deltas over the window (At: its end)
@@ -302,8 +345,9 @@ type Paced struct {
 
 type harness struct {
 	cfg    Config
-	raw    *clients
+	raw    *clients // nil without the emulator regime
 	bin    string
+	self   string // this binary, for `bench consume`
 	log    io.Writer
 	limits Limits // the latest measured
 }
@@ -314,13 +358,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	raw, err := newClients(ctx, 2*slices.Max(cfg.LimitConcurrency))
-	if err != nil {
-		return nil, err
+	emu := slices.Contains(cfg.Regimes, RegimeEmulator)
+	h := &harness{cfg: cfg, log: cfg.Log, bin: cfg.WorkerBin, self: cfg.SelfBin}
+	if emu {
+		raw, err := newClients(ctx, 2*slices.Max(cfg.LimitConcurrency))
+		if err != nil {
+			return nil, err
+		}
+		h.raw = raw
 	}
-	h := &harness{cfg: cfg, raw: raw, log: cfg.Log, bin: cfg.WorkerBin}
+	if h.self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		h.self = self
+	}
 	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
-	if h.bin == "" {
+	if h.bin == "" && emu {
 		dir, err := os.MkdirTemp("", "exactly-bench")
 		if err != nil {
 			return nil, err
@@ -333,37 +388,46 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	for round := 1; round <= cfg.Rounds; round++ {
-		l, err := h.measureLimits(ctx)
-		if err != nil {
-			return nil, err
+		for _, regime := range cfg.Regimes {
+			if regime == RegimeEmulator {
+				l, err := h.measureLimits(ctx)
+				if err != nil {
+					return nil, err
+				}
+				res.Limits = append(res.Limits, l)
+			}
+			for _, conc := range cfg.Concurrency {
+				type job struct {
+					kind  string
+					procs int
+				}
+				var jobs []job
+				if !cfg.NoBaseline {
+					jobs = append(jobs, job{"baseline", 1})
+				}
+				for _, procs := range cfg.Procs {
+					if regime == RegimeEmulator || procs == 1 {
+						jobs = append(jobs, job{"worker", procs})
+					}
+				}
+				for _, mode := range cfg.Compare {
+					if regime == RegimeEmulator || mode == "grouped" {
+						jobs = append(jobs, job{"worker/" + mode, 1})
+					}
+				}
+				for _, j := range jobs {
+					r, err := h.saturated(ctx, regime, j.kind, j.procs, conc)
+					if err != nil {
+						return nil, err
+					}
+					r.Round = round
+					res.Runs = append(res.Runs, r)
+				}
+			}
 		}
-		res.Limits = append(res.Limits, l)
-		for _, conc := range cfg.Concurrency {
-			if !cfg.NoBaseline {
-				r, err := h.saturated(ctx, "baseline", 1, conc)
-				if err != nil {
-					return nil, err
-				}
-				r.Round = round
-				res.Runs = append(res.Runs, r)
-			}
-			for _, procs := range cfg.Procs {
-				r, err := h.saturated(ctx, "worker", procs, conc)
-				if err != nil {
-					return nil, err
-				}
-				r.Round = round
-				res.Runs = append(res.Runs, r)
-			}
-			for _, mode := range cfg.Compare {
-				r, err := h.saturated(ctx, "worker/"+mode, 1, conc)
-				if err != nil {
-					return nil, err
-				}
-				r.Round = round
-				res.Runs = append(res.Runs, r)
-			}
-		}
+	}
+	if !emu {
+		cfg.NoLatency = true
 	}
 	if !cfg.NoLatency && cfg.Effect != "ledger" {
 		h.logf("latency runs skipped: they read applied_at from the ledger effect's entries")
@@ -372,7 +436,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		conc := slices.Max(cfg.Concurrency)
 		rate := math.Inf(1)
 		for _, r := range res.Drains() {
-			if r.Conc == conc && r.Procs == 1 {
+			if r.Conc == conc && r.Procs == 1 && r.regime() == RegimeEmulator {
 				rate = min(rate, r.Rate)
 			}
 		}
@@ -389,11 +453,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Latency = append(res.Latency, l)
 		}
 	}
-	l, err := h.measureLimits(ctx)
-	if err != nil {
-		return nil, err
+	if emu {
+		l, err := h.measureLimits(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Limits = append(res.Limits, l)
 	}
-	res.Limits = append(res.Limits, l)
 	res.setShares()
 	res.Ended = time.Now()
 	res.LoadAfter = loadAvg()
@@ -487,11 +553,15 @@ type consumer struct {
 // startConsumer starts procs worker processes or the baseline.
 func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc int, r resources) (*consumer, error) {
 	if kind == "baseline" {
-		b, err := startBaseline(ctx, r.url, r.ledger, h.cfg.Effect, conc)
-		if err != nil {
-			return nil, err
+		if h.cfg.Effect != "ledger" {
+			b, err := startBaseline(ctx, r.url, r.ledger, h.cfg.Effect, conc)
+			if err != nil {
+				return nil, err
+			}
+			return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
 		}
-		return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
+		return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeEmulator, "-consumer", ConsumerHandwritten,
+			"-queue", r.url, "-ledger-table", r.ledger, "-concurrency", strconv.Itoa(conc)})
 	}
 	commit, group := h.cfg.Commit, "0"
 	if m, ok := strings.CutPrefix(kind, "worker/"); ok {
@@ -503,11 +573,33 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--commit", commit, "--group-commit", group, "--table", r.dedup, "--ledger-table", r.ledger,
 		"--concurrency", strconv.Itoa(conc), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--progress", "0", "--shutdown-timeout", "10s"}
+	return h.startProcs(ctx, h.bin, procs, args)
+}
+
+// startFake starts a `bench consume` process of the aws regime: its own
+// fakes behind the latency layer, pre-filled with n messages.
+func (h *harness) startFake(ctx context.Context, kind string, conc, n int) (*consumer, error) {
+	c := ConsumerWorker
+	switch kind {
+	case "baseline":
+		c = ConsumerHandwritten
+	case "worker/grouped":
+		c = ConsumerGrouped
+	}
+	return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeAWS, "-consumer", c, "-concurrency", strconv.Itoa(conc),
+		"-prefill", strconv.Itoa(n), "-groups", strconv.Itoa(h.cfg.FakeGroups),
+		"-latency-scale", strconv.FormatFloat(h.cfg.LatencyScale, 'g', -1, 64), "-jitter", strconv.FormatFloat(h.cfg.Jitter, 'g', -1, 64),
+		"-seed", strconv.FormatUint(h.cfg.Seed+uint64(conc), 10)})
+}
+
+// startProcs starts procs processes of bin with args, each serving
+// /metrics, and returns them as one consumer.
+func (h *harness) startProcs(ctx context.Context, bin string, procs int, args []string) (*consumer, error) {
 	ws := make(workerSource, procs)
 	errs := make([]error, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
-		wg.Go(func() { ws[i], errs[i] = startWorker(ctx, h.bin, args) })
+		wg.Go(func() { ws[i], errs[i] = startWorker(ctx, bin, args) })
 	}
 	wg.Wait()
 	stop := func() error {
@@ -551,39 +643,51 @@ func (h *harness) expected(kind string) float64 {
 // saturated pre-fills a queue and measures how fast the consumer drains it,
 // over a window that opens Warmup after its first effect and closes after
 // Window, or earlier if the backlog runs low.
-func (h *harness) saturated(ctx context.Context, kind string, procs, conc int) (Drain, error) {
-	run := Drain{Consumer: kind, Procs: procs, Conc: conc}
+func (h *harness) saturated(ctx context.Context, regime, kind string, procs, conc int) (Drain, error) {
+	run := Drain{Regime: regime, Consumer: kind, Procs: procs, Conc: conc}
 	secs := (h.cfg.Warmup + h.cfg.Window).Seconds()
-	n := int(math.Ceil(h.expected(kind) * secs * 1.5))
-	n = min(max(n, 500), h.cfg.MaxPrefill)
+	var c *consumer
+	var n int
+	if regime == RegimeAWS {
+		// At most conc transactions in flight, each held ~12 ms: a
+		// generous bound of the rate.
+		n = int(math.Ceil(float64(conc) / (Base("DynamoDB", "PutItem").Seconds() * h.cfg.LatencyScale) * secs * 1.5))
+		n = min(max(n, 500), 2*h.cfg.MaxPrefill)
+		var err error
+		if c, err = h.startFake(ctx, kind, conc, n); err != nil {
+			return run, err
+		}
+	} else {
+		n = int(math.Ceil(h.expected(kind) * secs * 1.5))
+		n = min(max(n, 500), h.cfg.MaxPrefill)
+		r, err := h.newResources(ctx)
+		if err != nil {
+			return run, err
+		}
+		defer h.deleteResources(r)
+		w := h.work(n, h.cfg.Groups)
+		fillRate, err := h.raw.fill(ctx, r.url, w, 8)
+		if err != nil {
+			return run, err
+		}
+		h.logf("%s procs=%d concurrency=%d: %d messages sent (%.0f msg/s)", kind, procs, conc, n, fillRate)
+		if c, err = h.startConsumer(ctx, kind, procs, conc, r); err != nil {
+			return run, err
+		}
+	}
 	run.Prefill = n
-	r, err := h.newResources(ctx)
-	if err != nil {
-		return run, err
-	}
-	defer h.deleteResources(r)
-	w := h.work(n, h.cfg.Groups)
-	fillRate, err := h.raw.fill(ctx, r.url, w, 8)
-	if err != nil {
-		return run, err
-	}
-	h.logf("%s procs=%d concurrency=%d: %d messages sent (%.0f msg/s)", kind, procs, conc, n, fillRate)
-	c, err := h.startConsumer(ctx, kind, procs, conc, r)
-	if err != nil {
-		return run, err
-	}
 	s0, s1, err := h.window(ctx, c, n)
 	if stopErr := c.stop(); err == nil {
 		err = stopErr
 	}
 	if err != nil {
-		return run, fmt.Errorf("%s procs=%d concurrency=%d: %w", kind, procs, conc, err)
+		return run, fmt.Errorf("%s %s procs=%d concurrency=%d: %w", regime, kind, procs, conc, err)
 	}
 	run.Window = delta(s0, s1)
 	run.Seconds = s1.At.Sub(s0.At).Seconds()
 	run.Rate = run.Window.Counts["applied"] / run.Seconds
-	h.logf("%s procs=%d concurrency=%d: %.0f msg/s over %.1fs (%.0f%% of the limit), SQS %.3f req/msg, DynamoDB %.3f req/msg",
-		kind, procs, conc, run.Rate, run.Seconds, 100*run.Rate/h.limits.Limit(), run.PerMessage("SQS"), run.PerMessage("DynamoDB"))
+	h.logf("%s %s procs=%d concurrency=%d: %.0f msg/s over %.1fs, SQS %.3f req/msg, DynamoDB %.3f req/msg, %.0f WRU/msg, CPU %.0f µs/msg (%.2f cores), peak RSS %.0f MiB",
+		regime, kind, procs, conc, run.Rate, run.Seconds, run.PerMessage("SQS"), run.PerMessage("DynamoDB"), run.WriteUnits(), run.CPUPerMessage(), run.CPUBusy(), run.PeakRSS())
 	for _, k := range []string{"retries", "busy", "permanent", "leases_lost", "receive_errors", "batch_failed", "failed"} {
 		if v := run.Window.Counts[k]; v > 0 {
 			h.logf("  note: %s %.0f in the window", k, v)
@@ -796,4 +900,43 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// regime is the run's regime; results from before the regimes were all at
+// emulator speed.
+func (r Drain) regime() string {
+	if r.Regime == "" {
+		return RegimeEmulator
+	}
+	return r.Regime
+}
+
+// CPUPerMessage is the consumer processes' CPU time per applied message in
+// the window (start-up excluded), in µs; 0 if not measured.
+func (r Drain) CPUPerMessage() float64 {
+	if n := r.Window.Counts["applied"]; n > 0 {
+		return 1e6 * r.Window.Counts["cpu_seconds"] / n
+	}
+	return 0
+}
+
+// CPUBusy is the consumer processes' CPU time over the window's wall time:
+// 1.0 is one core busy.
+func (r Drain) CPUBusy() float64 {
+	if r.Seconds > 0 {
+		return r.Window.Counts["cpu_seconds"] / r.Seconds
+	}
+	return 0
+}
+
+// PeakRSS is the consumer processes' peak resident set, MiB (summed over
+// processes).
+func (r Drain) PeakRSS() float64 { return r.Window.Counts[peakRSS] / (1 << 20) }
+
+// WriteUnits is DynamoDB write units per applied message.
+func (r Drain) WriteUnits() float64 {
+	if n := r.Window.Counts["applied"]; n > 0 {
+		return r.Window.Counts["dynamodb_wru"] / n
+	}
+	return 0
 }

@@ -90,10 +90,15 @@ func hold(ctx context.Context, d time.Duration) error {
 type counter struct {
 	vec   *prometheus.CounterVec
 	units prometheus.Counter
+
+	mu     sync.Mutex
+	counts map[string]float64 // by "Service.Operation"
+	wru    float64
 }
 
 func newCounter(reg prometheus.Registerer) *counter {
 	c := &counter{
+		counts: map[string]float64{},
 		vec: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "exactly", Name: "aws_requests_total",
 			Help: "requests to the latency-held fakes by service and operation"}, []string{"service", "operation"}),
 		units: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: "dynamodb_write_units_total",
@@ -103,11 +108,26 @@ func newCounter(reg prometheus.Registerer) *counter {
 	return c
 }
 
+// sample returns the counts as a Sample (no "applied": the caller's).
+func (c *counter) sample() Sample {
+	s := newSample(time.Now())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.counts {
+		s.Requests[k] = v
+	}
+	s.Counts["dynamodb_wru"] = c.wru
+	return s
+}
+
 // call holds half the call's latency before it and half after (the
 // request's and the answer's trips), and counts it.
 func call[O any](ctx context.Context, l *Latency, c *counter, service, op string, in any, f func() (O, error)) (O, error) {
 	d := l.Draw(service, op)
 	c.vec.WithLabelValues(service, op).Inc()
+	c.mu.Lock()
+	c.counts[service+"."+op]++
+	c.mu.Unlock()
 	var zero O
 	if err := hold(ctx, d/2); err != nil {
 		return zero, err
@@ -115,6 +135,9 @@ func call[O any](ctx context.Context, l *Latency, c *counter, service, op string
 	out, err := f()
 	if n := telemetry.WriteUnits(in); n > 0 && billedWrite(err) {
 		c.units.Add(float64(n))
+		c.mu.Lock()
+		c.wru += float64(n)
+		c.mu.Unlock()
 	}
 	if herr := hold(ctx, d-d/2); herr != nil && err == nil {
 		return zero, herr
@@ -155,6 +178,7 @@ type fakeDynamoDB interface {
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
@@ -230,6 +254,10 @@ func (h *heldDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o
 
 func (h *heldDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return call(ctx, h.l, h.c, "DynamoDB", "Query", in, func() (*dynamodb.QueryOutput, error) { return h.d.Query(ctx, in, o...) })
+}
+
+func (h *heldDynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return call(ctx, h.l, h.c, "DynamoDB", "BatchGetItem", in, func() (*dynamodb.BatchGetItemOutput, error) { return h.d.BatchGetItem(ctx, in, o...) })
 }
 
 func (h *heldDynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

@@ -83,6 +83,9 @@ type Config struct {
 	Seed             uint64        // the aws regime's jitter seed (1)
 	FakeGroups       int           // message groups of the aws regime's queue (DefaultFakeGroups)
 	SelfBin          string        // this harness's binary, for `bench consume` ("" = os.Executable)
+	NoRelay          bool          // skip the relay comparison (aws regime)
+	RelayGroups      []int         // group counts of the relay comparison (DefaultRelayGroups)
+	RelayWriters     int           // producer goroutines of the relay comparison (DefaultRelayWriters)
 	Log              io.Writer     `json:"-"` // progress lines; nil: discarded
 }
 
@@ -130,6 +133,12 @@ func (c *Config) defaults() error {
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
+	}
+	if len(c.RelayGroups) == 0 {
+		c.RelayGroups = DefaultRelayGroups()
+	}
+	if c.RelayWriters <= 0 {
+		c.RelayWriters = DefaultRelayWriters
 	}
 	if c.FakeGroups <= 0 {
 		c.FakeGroups = DefaultFakeGroups
@@ -182,6 +191,7 @@ type Result struct {
 	Runs           []Drain  // every saturated run of every round
 	Latency        []Paced
 	GoBench        []GoBench // go test -bench results given with -inmem
+	Relay          []RelayRun // the relay comparison, aws regime
 }
 
 // limitAt is the limit at t, interpolated between the measurements taken
@@ -423,6 +433,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					r.Round = round
 					res.Runs = append(res.Runs, r)
 				}
+			}
+		}
+	}
+	if slices.Contains(cfg.Regimes, RegimeAWS) && !cfg.NoRelay {
+		for _, g := range cfg.RelayGroups {
+			for _, mode := range []string{RelayDirect, RelayOutbox} {
+				rr, err := h.measureRelay(ctx, mode, g, cfg.RelayWriters)
+				if err != nil {
+					return nil, err
+				}
+				res.Relay = append(res.Relay, rr)
 			}
 		}
 	}

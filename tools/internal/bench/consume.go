@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,6 +18,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/effect"
@@ -87,6 +89,8 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-consumer %q: want handwritten, worker or grouped", o.consumer)
 	}
 	reg := prometheus.NewRegistry()
+	// As `worker run`: the Go and process collectors.
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var (
 		sq  fakeSQS
 		db  fakeDynamoDB
@@ -110,15 +114,17 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	waits := newGroupWaits(reg)
 	var run func(context.Context) error
 	if o.consumer == ConsumerHandwritten {
 		h := newHandwritten(sq, db, o.queue, o.ledger, reg)
+		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits}
 		run = func(ctx context.Context) error { return h.run(ctx, o.concurrency) }
 	} else {
 		cfg := exactly.Config{
 			SQS: sq, DynamoDB: db, Queues: []string{o.queue}, Table: o.dedup,
-			Effect: &builtin.Ledger{Table: o.ledger}, Commit: exactly.CommitMode(DefaultCommit),
-			Concurrency: o.concurrency, Logger: slog.New(slog.DiscardHandler), Registerer: reg,
+			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits}, Commit: exactly.CommitMode(DefaultCommit),
+			Concurrency: o.concurrency, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Registerer: reg,
 		}
 		if o.consumer == ConsumerGrouped {
 			cfg.GroupCommit = GroupCommitWindow
@@ -190,6 +196,55 @@ func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer) (fak
 	return &heldSQS{s: srv, l: l, c: c}, &heldDynamoDB{d: mdb, l: l, c: c}, nil
 }
 
+// groupWaits measures how long each FIFO group waits for its next
+// message: from the end of one effect to the start of the next in the
+// same group.
+type groupWaits struct {
+	mu    sync.Mutex
+	last  map[string]time.Time
+	sum   prometheus.Counter
+	count prometheus.Counter
+}
+
+func newGroupWaits(reg prometheus.Registerer) *groupWaits {
+	g := &groupWaits{
+		last: map[string]time.Time{},
+		sum: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: "bench_group_wait_seconds_total",
+			Help: "time groups waited between the end of one effect and the start of the next"}),
+		count: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: "bench_group_waits_total",
+			Help: "waits counted in exactly_bench_group_wait_seconds_total"}),
+	}
+	reg.MustRegister(g.sum, g.count)
+	return g
+}
+
+func (g *groupWaits) start(group string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t, ok := g.last[group]; ok {
+		g.sum.Add(time.Since(t).Seconds())
+		g.count.Inc()
+	}
+}
+
+func (g *groupWaits) done(group string) {
+	g.mu.Lock()
+	g.last[group] = time.Now()
+	g.mu.Unlock()
+}
+
+// timedLedger is the ledger effect timed per group; it stays WritesOnly.
+type timedLedger struct {
+	*builtin.Ledger
+	waits *groupWaits
+}
+
+func (t *timedLedger) Apply(ctx context.Context, in effect.Input) (effect.Output, error) {
+	t.waits.start(in.Message.Group)
+	defer t.waits.done(in.Message.Group)
+	return t.Ledger.Apply(ctx, in)
+}
+
 func keyedTableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:            &name,
@@ -238,7 +293,7 @@ type handwritten struct {
 	sqs    fakeSQS
 	db     fakeDynamoDB
 	url    string
-	ledger *builtin.Ledger
+	ledger effect.Effect
 
 	applied, received, failed prometheus.Counter
 }

@@ -22,16 +22,18 @@ type Sample struct {
 
 // worker metrics read into Sample.Counts.
 var counterNames = map[string]string{
-	"exactly_effects_applied_total":      "applied",
-	"exactly_messages_received_total":    "received",
-	"exactly_duplicates_total":           "duplicates",
-	"exactly_retries_total":              "retries",
-	"exactly_busy_total":                 "busy",
-	"exactly_permanent_failures_total":   "permanent",
-	"exactly_leases_lost_total":          "leases_lost",
-	"exactly_receive_errors_total":       "receive_errors",
-	"exactly_batch_entries_failed_total": "batch_failed",
-	"exactly_dynamodb_write_units_total": "dynamodb_wru",
+	"exactly_effects_applied_total":          "applied",
+	"exactly_messages_received_total":        "received",
+	"exactly_duplicates_total":               "duplicates",
+	"exactly_retries_total":                  "retries",
+	"exactly_busy_total":                     "busy",
+	"exactly_permanent_failures_total":       "permanent",
+	"exactly_leases_lost_total":              "leases_lost",
+	"exactly_receive_errors_total":           "receive_errors",
+	"exactly_batch_entries_failed_total":     "batch_failed",
+	"exactly_dynamodb_write_units_total":     "dynamodb_wru",
+	"exactly_bench_group_wait_seconds_total": "group_wait_seconds",
+	"exactly_bench_group_waits_total":        "group_waits",
 }
 
 func newSample(at time.Time) Sample {

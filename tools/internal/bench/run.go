@@ -84,6 +84,7 @@ type Config struct {
 	FakeGroups       int           // message groups of the aws regime's queue (DefaultFakeGroups)
 	SelfBin          string        // this harness's binary, for `bench consume` ("" = os.Executable)
 	NoRelay          bool          // skip the relay comparison (aws regime)
+	NoProfile        bool          // skip the worker's CPU profile (emulator regime)
 	RelayGroups      []int         // group counts of the relay comparison (DefaultRelayGroups)
 	RelayWriters     int           // producer goroutines of the relay comparison (DefaultRelayWriters)
 	Log              io.Writer     `json:"-"` // progress lines; nil: discarded
@@ -190,8 +191,10 @@ type Result struct {
 	Command        string   // the command that ran it, for the report
 	Runs           []Drain  // every saturated run of every round
 	Latency        []Paced
-	GoBench        []GoBench // go test -bench results given with -inmem
-	Relay          []RelayRun // the relay comparison, aws regime
+	GoBench        []GoBench   // go test -bench results given with -inmem
+	Relay          []RelayRun  // the relay comparison, aws regime
+	HotGroup       []Drain     // one FIFO group, aws regime: a group's wait for its next message
+	Profile        *CPUProfile `json:",omitempty"` // where the worker's CPU goes, emulator regime
 }
 
 // limitAt is the limit at t, interpolated between the measurements taken
@@ -293,6 +296,7 @@ type Drain struct {
 	Regime      string // RegimeEmulator or RegimeAWS ("" in results from before the regimes: emulator)
 	Consumer    string // worker, worker/<mode> or baseline (the hand-written consumer)
 	Procs, Conc int
+	Groups      int // message groups of a hot-group run; 0: the regime's default
 	Prefill     int
 	Window      Sample // counter deltas over the window (At: its end)
 	Seconds     float64
@@ -426,7 +430,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					}
 				}
 				for _, j := range jobs {
-					r, err := h.saturated(ctx, regime, j.kind, j.procs, conc)
+					r, err := h.saturated(ctx, regime, j.kind, j.procs, conc, 0)
 					if err != nil {
 						return nil, err
 					}
@@ -434,6 +438,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					res.Runs = append(res.Runs, r)
 				}
 			}
+		}
+	}
+	if emu && !cfg.NoProfile {
+		p, err := h.profile(ctx, ProfileConcurrency)
+		if err != nil {
+			return nil, err
+		}
+		res.Profile = p
+	}
+	if slices.Contains(cfg.Regimes, RegimeAWS) {
+		conc := slices.Max(cfg.Concurrency)
+		kinds := []string{"worker", "worker/grouped"}
+		if !cfg.NoBaseline {
+			kinds = append([]string{"baseline"}, kinds...)
+		}
+		for _, kind := range kinds {
+			r, err := h.saturated(ctx, RegimeAWS, kind, 1, conc, 1)
+			if err != nil {
+				return nil, err
+			}
+			res.HotGroup = append(res.HotGroup, r)
 		}
 	}
 	if slices.Contains(cfg.Regimes, RegimeAWS) && !cfg.NoRelay {
@@ -573,6 +598,10 @@ type consumer struct {
 
 // startConsumer starts procs worker processes or the baseline.
 func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc int, r resources) (*consumer, error) {
+	if file, ok := strings.CutPrefix(kind, "profile:"); ok {
+		return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeEmulator, "-consumer", ConsumerWorker,
+			"-queue", r.url, "-table", r.dedup, "-ledger-table", r.ledger, "-concurrency", strconv.Itoa(conc), "-cpuprofile", file})
+	}
 	if kind == "baseline" {
 		if h.cfg.Effect != "ledger" {
 			b, err := startBaseline(ctx, r.url, r.ledger, h.cfg.Effect, conc)
@@ -599,7 +628,7 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 
 // startFake starts a `bench consume` process of the aws regime: its own
 // fakes behind the latency layer, pre-filled with n messages.
-func (h *harness) startFake(ctx context.Context, kind string, conc, n int) (*consumer, error) {
+func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups int) (*consumer, error) {
 	c := ConsumerWorker
 	switch kind {
 	case "baseline":
@@ -608,7 +637,7 @@ func (h *harness) startFake(ctx context.Context, kind string, conc, n int) (*con
 		c = ConsumerGrouped
 	}
 	return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeAWS, "-consumer", c, "-concurrency", strconv.Itoa(conc),
-		"-prefill", strconv.Itoa(n), "-groups", strconv.Itoa(h.cfg.FakeGroups),
+		"-prefill", strconv.Itoa(n), "-groups", strconv.Itoa(groups),
 		"-latency-scale", strconv.FormatFloat(h.cfg.LatencyScale, 'g', -1, 64), "-jitter", strconv.FormatFloat(h.cfg.Jitter, 'g', -1, 64),
 		"-seed", strconv.FormatUint(h.cfg.Seed+uint64(conc), 10)})
 }
@@ -664,8 +693,8 @@ func (h *harness) expected(kind string) float64 {
 // saturated pre-fills a queue and measures how fast the consumer drains it,
 // over a window that opens Warmup after its first effect and closes after
 // Window, or earlier if the backlog runs low.
-func (h *harness) saturated(ctx context.Context, regime, kind string, procs, conc int) (Drain, error) {
-	run := Drain{Regime: regime, Consumer: kind, Procs: procs, Conc: conc}
+func (h *harness) saturated(ctx context.Context, regime, kind string, procs, conc, groups int) (Drain, error) {
+	run := Drain{Regime: regime, Consumer: kind, Procs: procs, Conc: conc, Groups: groups}
 	secs := (h.cfg.Warmup + h.cfg.Window).Seconds()
 	var c *consumer
 	var n int
@@ -674,8 +703,13 @@ func (h *harness) saturated(ctx context.Context, regime, kind string, procs, con
 		// generous bound of the rate.
 		n = int(math.Ceil(float64(conc) / (Base("DynamoDB", "PutItem").Seconds() * h.cfg.LatencyScale) * secs * 1.5))
 		n = min(max(n, 500), 2*h.cfg.MaxPrefill)
+		if groups <= 0 {
+			groups = h.cfg.FakeGroups
+		} else {
+			n = min(n, 2000) // one group goes no faster than one message at a time
+		}
 		var err error
-		if c, err = h.startFake(ctx, kind, conc, n); err != nil {
+		if c, err = h.startFake(ctx, kind, conc, n, groups); err != nil {
 			return run, err
 		}
 	} else {
@@ -932,6 +966,17 @@ func (r Drain) regime() string {
 	return r.Regime
 }
 
+// GroupWait is the mean time a FIFO group waited for its next message:
+// from the end of one message's effect (the writes built, before the
+// commit) to the start of the next one's in the same group. 0: not
+// measured (the emulator regime's worker is cmd/worker).
+func (r Drain) GroupWait() time.Duration {
+	if n := r.Window.Counts["group_waits"]; n > 0 {
+		return time.Duration(float64(time.Second) * r.Window.Counts["group_wait_seconds"] / n)
+	}
+	return 0
+}
+
 // CPUPerMessage is the consumer processes' CPU time per applied message in
 // the window (start-up excluded), in µs; 0 if not measured.
 func (r Drain) CPUPerMessage() float64 {
@@ -960,4 +1005,31 @@ func (r Drain) WriteUnits() float64 {
 		return r.Window.Counts["dynamodb_wru"] / n
 	}
 	return 0
+}
+
+// ProfileConcurrency is the concurrency of the profiled run.
+const ProfileConcurrency = 16
+
+// profile runs the worker (the library with the SDK clients, in a `bench
+// consume` process) through a saturated run at emulator speed with a CPU
+// profile, and sums the profile by category.
+func (h *harness) profile(ctx context.Context, conc int) (*CPUProfile, error) {
+	dir, err := os.MkdirTemp("", "exactly-bench-profile")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	file := dir + "/cpu.pprof"
+	if _, err := h.saturated(ctx, RegimeEmulator, "profile:"+file, 1, conc, 0); err != nil {
+		return nil, err
+	}
+	total, shares, err := readProfile(ctx, h.self, file)
+	if err != nil {
+		return nil, err
+	}
+	p := &CPUProfile{Consumer: "worker", Regime: RegimeEmulator, Conc: conc, Total: total, Categories: shares}
+	for _, c := range shares {
+		h.logf("profile: %5.1f%% %s", 100*float64(c.Time)/float64(max(total, 1)), c.Name)
+	}
+	return p, nil
 }

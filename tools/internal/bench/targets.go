@@ -11,13 +11,12 @@ const SQSFloor = 0.2
 
 // Bounds of issue 22's targets, as same-run ratios.
 const (
-	TargetOptimistic  = 1.0  // ledger effect, optimistic, rate × the hand-written consumer's, aws regime
-	TargetGrouped     = 1.2  // the same with group commit
-	TargetSQS         = 1.1  // SQS requests per message × SQSFloor, every run
-	TargetCPU         = 1.5  // CPU per message × the hand-written consumer's
-	TargetWriteUnits  = 1.05 // write units per message × the hand-written consumer's
-	TargetRelay       = 0.5  // relay's rate × the direct producer's
-	TargetGroupWaitMS = 0    // set from the ack delay: see groupWaitTarget
+	TargetOptimistic = 1.0  // ledger effect, optimistic, rate × the hand-written consumer's, aws regime
+	TargetGrouped    = 1.2  // the same with group commit
+	TargetSQS        = 1.1  // SQS requests per message × SQSFloor, every run
+	TargetCPU        = 1.5  // CPU per message × the hand-written consumer's
+	TargetWriteUnits = 1.05 // write units per message × the hand-written consumer's
+	TargetRelay      = 0.5  // relay's rate × the direct producer's
 )
 
 // Target is one of the issue's targets checked against this run.
@@ -91,10 +90,7 @@ func (r *Result) Targets() []Target {
 	rate := func(d Drain) float64 { return d.Rate }
 	cpu := func(d Drain) float64 { return d.CPUPerMessage() }
 	wru := func(d Drain) float64 { return d.WriteUnits() }
-	regimes := r.Config.Regimes
-	if len(regimes) == 0 {
-		regimes = []string{RegimeEmulator}
-	}
+	regimes := r.regimes()
 	has := func(g string) bool {
 		for _, x := range regimes {
 			if x == g {
@@ -135,10 +131,15 @@ func (r *Result) Targets() []Target {
 			out = append(out, r.vsBaseline("CPU/msg × hand-written (both through the SDK)", RegimeEmulator, "worker", c, TargetCPU, true, cpu))
 		}
 	}
-	for _, g := range regimes {
-		for _, c := range concs {
-			out = append(out, r.vsBaseline("DynamoDB write units/msg × hand-written", g, "worker", c, TargetWriteUnits, true, wru))
-		}
+	// Write units do not depend on the regime, but an overloaded emulator
+	// times requests out and the SDK's retries find their first attempt
+	// committed: the aws regime's are the clean count.
+	wruRegime := RegimeEmulator
+	if has(RegimeAWS) {
+		wruRegime = RegimeAWS
+	}
+	for _, c := range concs {
+		out = append(out, r.vsBaseline("DynamoDB write units/msg × hand-written", wruRegime, "worker", c, TargetWriteUnits, true, wru))
 	}
 	for _, rl := range r.Relay {
 		if rl.Mode != RelayOutbox {

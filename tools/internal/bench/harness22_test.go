@@ -122,7 +122,7 @@ func TestHandwrittenConsumer(t *testing.T) {
 	})
 }
 
-func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+func gathered(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

@@ -123,6 +123,7 @@ func Markdown(r *Result) string {
 		b.WriteString("x-raw is its rate divided by a raw drain of the same messages from `memsqs` (ReceiveMessage(10) + DeleteMessageBatch on one goroutine) timed before and after it in the same benchmark. ")
 		b.WriteString("p50-us and p99-us are the processor's time per message (claim, effect, commit); receives/msg and delete-batches/msg count the pool's SQS requests. ")
 		b.WriteString("`BenchmarkProcessor` is the processor alone on one goroutine (no SQS, no pool): the difference in allocs/op is the pool's and the fake SQS's share. ")
+		b.WriteString("`BenchmarkWorker` is the whole worker at the process level (`exactly.New` and `Run`, metrics and logger included) on the fakes: cpu-us/msg is the process's CPU time (getrusage) per message, the fakes' included, and x-handwritten its ratio to the hand-written consumer's on the same messages in the same benchmark; it guards the worker's own CPU without the emulators (the target itself is checked with the SDK, in the emulator regime above). ")
 		b.WriteString("Other packages' benchmarks appear with their own units (see their doc comments); their variants that need the emulators skip here.\n\n")
 		goBenchMarkdown(&b, goBench)
 	}

@@ -43,6 +43,10 @@ const (
 	GroupCommitWindow = 5 * time.Millisecond
 )
 
+// MinPrefill is the fewest messages a saturated run at emulator speed
+// starts with.
+const MinPrefill = 2000
+
 // DefaultConcurrency is the concurrencies of the saturated runs.
 func DefaultConcurrency() []int { return []int{2, 16, 64} }
 
@@ -713,8 +717,11 @@ func (h *harness) saturated(ctx context.Context, regime, kind string, procs, con
 			return run, err
 		}
 	} else {
+		// At least enough for the window at a few times the limit: on a
+		// loaded machine the limit measured before may be far below what
+		// a consumer reaches a minute later.
 		n = int(math.Ceil(h.expected(kind) * secs * 1.5))
-		n = min(max(n, 500), h.cfg.MaxPrefill)
+		n = min(max(n, MinPrefill), h.cfg.MaxPrefill)
 		r, err := h.newResources(ctx)
 		if err != nil {
 			return run, err

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -168,7 +169,7 @@ func TestTargets(t *testing.T) {
 			Requests: map[string]float64{"SQS.ReceiveMessage": sqsPerMsg / 2 * n, "SQS.DeleteMessageBatch": sqsPerMsg / 2 * n},
 		}}
 	}
-	r := &Result{Config: Config{Concurrency: []int{2, 16}}}
+	r := &Result{Config: Config{Concurrency: []int{2, 16, 64}}}
 	r.Runs = []Drain{
 		run(RegimeAWS, "baseline", 2, 100, 0.2, 100e-6, 4),
 		run(RegimeAWS, "worker", 2, 110, 0.21, 150e-6, 6),
@@ -179,6 +180,11 @@ func TestTargets(t *testing.T) {
 		run(RegimeEmulator, "baseline", 2, 50, 0.2, 200e-6, 4),
 		run(RegimeEmulator, "worker", 2, 40, 0.3, 320e-6, 6),
 	}
+	// Deletes that fell behind: 5 messages a batch.
+	lag := run(RegimeAWS, "worker", 64, 900, 0.2, 150e-6, 6)
+	lag.Window.Requests["SQS.ReceiveMessage"] = 0.1 * 9000
+	lag.Window.Requests["SQS.DeleteMessageBatch"] = 0.05 * 9000
+	r.Runs = append(r.Runs, lag)
 	r.Relay = []RelayRun{{Mode: RelayDirect, Groups: 1, Rate: 100}, {Mode: RelayOutbox, Groups: 1, Rate: 40}, {Mode: RelayOutbox, Groups: 200, Rate: 60}}
 	got := map[string]Target{}
 	for _, tg := range r.Targets() {
@@ -189,7 +195,7 @@ func TestTargets(t *testing.T) {
 		tg, ok := got[key]
 		require.True(t, ok, "no target %q in %v", key, got)
 		require.Equal(t, verdict, tg.Verdict(), key)
-		if verdict != "not measured" {
+		if !strings.HasPrefix(verdict, "not measured") {
 			require.InDelta(t, value, tg.Value, 1e-9, key)
 		}
 	}
@@ -202,11 +208,15 @@ func TestTargets(t *testing.T) {
 	check("SQS requests/msg × the receive-10/delete-batch floor / emulator speed, worker (optimistic), concurrency 2", 1.5, "does not hold")
 	check("CPU/msg × hand-written (both through the SDK) / emulator speed, worker (optimistic), concurrency 2", 1.6, "does not hold")
 	check("CPU/msg × hand-written (both through the SDK) / emulator speed, worker (optimistic), concurrency 16", 0, "not measured")
-	check("DynamoDB write units/msg × hand-written / aws-like latency, worker (optimistic), concurrency 2", 1.5, "does not hold")
-	check("DynamoDB write units/msg × hand-written / aws-like latency, worker (optimistic), concurrency 16", 1.05, "holds")
+	// The bill: 0.2 SQS requests at $0.50 and 4 units at $0.625 per
+	// million (2.6) against 0.21 and 6 (3.855), then 0.2 and 4.2 (2.725).
+	check("the bill per message (SQS requests + DynamoDB write units) × hand-written / aws-like latency, worker (optimistic), concurrency 2", 3.855/2.6, "does not hold")
+	check("the bill per message (SQS requests + DynamoDB write units) × hand-written / aws-like latency, worker (optimistic), concurrency 16", 2.725/2.6, "holds")
 	check("relay rate × direct producer / aws-like latency, 1 group(s), 0 writers", 0.4, "does not hold")
+	check("SQS requests/msg × the receive-10/delete-batch floor / aws-like latency, worker (optimistic), concurrency 64", 0,
+		"not measured: the deletes fell behind the effects (50% of the messages applied in the window deleted)")
 	check("relay rate × direct producer / aws-like latency, 200 group(s), 0 writers", 0, "not measured")
-	_, emuWRU := got["DynamoDB write units/msg × hand-written / emulator speed, worker (optimistic), concurrency 2"]
+	_, emuWRU := got["the bill per message (SQS requests + DynamoDB write units) × hand-written / emulator speed, worker (optimistic), concurrency 2"]
 	require.False(t, emuWRU, "write units are checked where they are clean: the aws regime")
 
 	text := &stringsBuilder{}

@@ -129,7 +129,8 @@ func Markdown(r *Result) string {
 	}
 
 	b.WriteString("## Reproduce\n\n")
-	b.WriteString("`make bench` takes about 8 minutes on this machine (in-memory benchmarks about 2, the harness about 6: both regimes at concurrency 2, 16 and 64, the hot group, the relay, the paced runs). ")
+	fmt.Fprintf(&b, "The harness took %s in this run (both regimes at concurrency %s, the hot group, the relay, the profile, the paced runs); `make bench` runs the in-memory benchmarks before it, about 5 minutes more on this loaded machine. ",
+		r.Ended.Sub(r.Started).Round(time.Minute), joinInts(r.Config.Concurrency, ", "))
 	b.WriteString("It is not part of `make test` or CI; the harness's own logic (ratios, targets, the latency model's distribution, the /proc and pprof parsing) is unit-tested there, in the tools module.\n\n")
 	b.WriteString("```sh\nmake bench          # tables on stdout: in-memory benchmarks, then the harness (emulators and aws-like latency)\n")
 	b.WriteString("make bench-report   # the same, and rewrites docs/BENCHMARKS.md, docs/" + ChartFile + " and docs/bench-results.json\n")

@@ -278,6 +278,9 @@ func WriteText(w io.Writer, r *Result) {
 		r.targetsTable().text(w)
 		fmt.Fprintln(w)
 	}
+	for _, f := range r.Failures {
+		fmt.Fprintln(w, "FAILED, left out: "+f)
+	}
 	if len(r.Limits) > 0 {
 		r.limitsTable().text(w)
 		fmt.Fprintln(w)

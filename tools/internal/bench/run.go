@@ -43,6 +43,11 @@ const (
 	GroupCommitWindow = 5 * time.Millisecond
 )
 
+// StopTimeout bounds a consumer's exit after SIGTERM: a worker waits for
+// its long polls under way (20 s on a queue whose only group is in flight)
+// and then drains.
+const StopTimeout = 60 * time.Second
+
 // MinPrefill is the fewest messages a saturated run at emulator speed
 // starts with.
 const MinPrefill = 2000
@@ -199,6 +204,7 @@ type Result struct {
 	Relay          []RelayRun  // the relay comparison, aws regime
 	HotGroup       []Drain     // one FIFO group, aws regime: a group's wait for its next message
 	Profile        *CPUProfile `json:",omitempty"` // where the worker's CPU goes, emulator regime
+	Failures       []string    // runs that failed and were left out (the rest went on)
 }
 
 // limitAt is the limit at t, interpolated between the measurements taken
@@ -436,7 +442,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				for _, j := range jobs {
 					r, err := h.saturated(ctx, regime, j.kind, j.procs, conc, 0)
 					if err != nil {
-						return nil, err
+						if err := res.failed(ctx, h, err); err != nil {
+							return nil, err
+						}
+						continue
 					}
 					r.Round = round
 					res.Runs = append(res.Runs, r)
@@ -447,7 +456,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if emu && !cfg.NoProfile {
 		p, err := h.profile(ctx, ProfileConcurrency)
 		if err != nil {
-			return nil, err
+			if err := res.failed(ctx, h, fmt.Errorf("profile: %w", err)); err != nil {
+				return nil, err
+			}
 		}
 		res.Profile = p
 	}
@@ -460,7 +471,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for _, kind := range kinds {
 			r, err := h.saturated(ctx, RegimeAWS, kind, 1, conc, 1)
 			if err != nil {
-				return nil, err
+				if err := res.failed(ctx, h, fmt.Errorf("hot group: %w", err)); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			res.HotGroup = append(res.HotGroup, r)
 		}
@@ -470,7 +484,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			for _, mode := range []string{RelayDirect, RelayOutbox} {
 				rr, err := h.measureRelay(ctx, mode, g, cfg.RelayWriters)
 				if err != nil {
-					return nil, err
+					if err := res.failed(ctx, h, fmt.Errorf("relay: %w", err)); err != nil {
+						return nil, err
+					}
+					continue
 				}
 				res.Relay = append(res.Relay, rr)
 			}
@@ -663,7 +680,7 @@ func (h *harness) startProcs(ctx context.Context, bin string, procs int, args []
 		for _, w := range ws {
 			if w != nil {
 				wg.Go(func() {
-					if err := w.stop(20 * time.Second); err != nil {
+					if err := w.stop(StopTimeout); err != nil {
 						mu.Lock()
 						stopErrs = append(stopErrs, err)
 						mu.Unlock()
@@ -1039,4 +1056,19 @@ func (h *harness) profile(ctx context.Context, conc int) (*CPUProfile, error) {
 		h.logf("profile: %5.1f%% %s", 100*float64(c.Time)/float64(max(total, 1)), c.Name)
 	}
 	return p, nil
+}
+
+// failed records a run's failure and lets the harness go on, unless ctx
+// ended (then it returns ctx's error).
+func (r *Result) failed(ctx context.Context, h *harness, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	h.logf("FAILED, left out: %v", err)
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	r.Failures = append(r.Failures, msg)
+	return nil
 }

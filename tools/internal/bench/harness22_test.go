@@ -235,8 +235,8 @@ func TestProcParsing(t *testing.T) {
 	require.InDelta(t, 3.8, cpu, 1e-9, "utime 250 + stime 130 ticks")
 	_, err = parseStatCPU([]byte("garbage"))
 	require.Error(t, err)
-	require.Equal(t, 55148.0*1024, parseVmHWM([]byte("Name:\tx\nVmPeak:\t 1 kB\nVmHWM:\t   55148 kB\nVmRSS:\t 1 kB\n")))
-	require.Zero(t, parseVmHWM([]byte("Name:\tx\n")))
+	require.Equal(t, 55148.0*1024, parsePeakRSS([]byte("Name:\tx\nVmPeak:\t 1 kB\nVmHWM:\t   55148 kB\nVmRSS:\t 1 kB\n")))
+	require.Zero(t, parsePeakRSS([]byte("Name:\tx\n")))
 }
 
 func TestParseTraces(t *testing.T) {

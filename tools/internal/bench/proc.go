@@ -26,7 +26,7 @@ func procStats(pid int) (cpu, peakRSS float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return cpu, parseVmHWM(st), nil
+	return cpu, parsePeakRSS(st), nil
 }
 
 // parseStatCPU returns utime+stime in seconds from a /proc/<pid>/stat line;
@@ -49,8 +49,8 @@ func parseStatCPU(b []byte) (float64, error) {
 	return (u + s) / clockTicks, nil
 }
 
-// parseVmHWM returns VmHWM in bytes from /proc/<pid>/status (0 if absent).
-func parseVmHWM(b []byte) float64 {
+// parsePeakRSS returns VmHWM in bytes from /proc/<pid>/status (0 if absent).
+func parsePeakRSS(b []byte) float64 {
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			f := strings.Fields(rest)

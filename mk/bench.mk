@@ -7,7 +7,7 @@
 #                       tools module, run from the root) through scripts/with-stack, in two regimes:
 #                       the emulators at their speed, and the in-memory fakes held for AWS-like
 #                       latency (bench consume processes); tables and issue 22's targets on stdout
-#                       (progress on stderr), about 8 minutes on a 2-core machine
+#                       (progress on stderr), about 13 minutes on the shared 2-core machine
 #   make bench-report   the same, and rewrites docs/BENCHMARKS.md, docs/bench-throughput.svg, docs/bench-budget.svg and
 #                       docs/bench-results.json (the raw numbers; tools/cmd/bench -render re-renders them)
 #

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os/exec"
 	"slices"
 	"strings"
@@ -158,8 +159,18 @@ func readProfile(ctx context.Context, bin, file string) (time.Duration, []Profil
 
 func (p *CPUProfile) table() *table {
 	t := &table{head: []string{"where the CPU went", "share", "CPU time"}}
+	seen := map[string]bool{}
 	for _, c := range p.Categories {
+		seen[c.Name] = true
 		t.add(c.Name, fmt.Sprintf("%.1f%%", 100*float64(c.Time)/float64(max(p.Total, 1))), c.Time.Round(time.Millisecond).String())
+	}
+	// The categories the profile never met, so that a reader sees them
+	// at zero rather than wonders.
+	for _, c := range profileCategories {
+		if !seen[c.name] {
+			seen[c.name] = true
+			t.add(c.name, "0%", "0s")
+		}
 	}
 	return t
 }
@@ -175,5 +186,7 @@ func profileMarkdown(b *strings.Builder, r *Result) {
 	b.WriteString("`bench consume -consumer worker -cpuprofile` runs the library's worker with the SDK clients, the JSON logger at info and the Prometheus registry, as `worker run` does. ")
 	b.WriteString("Each sample counts once, for the leaf-most frame that belongs to a category (an allocation counts for what allocated; SHA-256 under the signer for signing, under TLS for the network); `go tool pprof -traces` gives the stacks.\n\n")
 	p.table().markdown(b)
-	fmt.Fprintf(b, "\nTotal %s of CPU samples.\n\n", p.Total.Round(time.Millisecond))
+	n := int(p.Total / (10 * time.Millisecond))
+	fmt.Fprintf(b, "\nTotal %s of CPU samples (%d samples at pprof's 100 Hz; a share's sampling error is about ±%.0f points at this count).\n\n",
+		p.Total.Round(time.Millisecond), n, 100/math.Sqrt(float64(max(n, 1))))
 }

@@ -187,6 +187,6 @@ func profileMarkdown(b *strings.Builder, r *Result) {
 	b.WriteString("Each sample counts once, for the leaf-most frame that belongs to a category (an allocation counts for what allocated; SHA-256 under the signer for signing, under TLS for the network); `go tool pprof -traces` gives the stacks.\n\n")
 	p.table().markdown(b)
 	n := int(p.Total / (10 * time.Millisecond))
-	fmt.Fprintf(b, "\nTotal %s of CPU samples (%d samples at pprof's 100 Hz; a share's sampling error is about ±%.0f points at this count).\n\n",
+	fmt.Fprintf(b, "\nTotal %s of CPU samples (%d samples at pprof's 100 Hz; a share is known to about ±%.0f points, two standard errors, at this count).\n\n",
 		p.Total.Round(time.Millisecond), n, 100/math.Sqrt(float64(max(n, 1))))
 }

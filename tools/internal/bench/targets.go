@@ -3,6 +3,9 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/exactlyonce/exactly/internal/pool"
 )
 
 // SQSFloor is SQS requests per message of a plain drain: one
@@ -158,6 +161,25 @@ func (r *Result) Targets() []Target {
 	}
 	for _, c := range concs {
 		out = append(out, r.vsBaseline("the bill per message (SQS requests + DynamoDB write units) × hand-written", wruRegime, "worker", c, TargetWriteUnits, true, bill))
+	}
+	var hand Drain
+	for _, d := range r.HotGroup {
+		if d.Consumer == "baseline" {
+			hand = d
+		}
+	}
+	for _, d := range r.HotGroup {
+		if d.Consumer == "baseline" {
+			continue
+		}
+		t := Target{Name: "a hot FIFO group's wait for its next message − hand-written's, ms (bound: the ack delay)", AtMost: true,
+			Run: fmt.Sprintf("aws-like latency, %s, one group, concurrency %d", consumerName(d.Consumer), d.Conc), Bound: float64(pool.DefaultAckDelay) / float64(time.Millisecond)}
+		if d.GroupWait() > 0 && hand.GroupWait() > 0 {
+			t.Value = float64(d.GroupWait()-hand.GroupWait()) / float64(time.Millisecond)
+		} else {
+			t.Missing = true
+		}
+		out = append(out, t)
 	}
 	for _, rl := range r.Relay {
 		if rl.Mode != RelayOutbox {

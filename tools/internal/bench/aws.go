@@ -99,12 +99,7 @@ func (c *clients) deleteQueue(url string) {
 // newTable creates a table keyed by pk (S), with TTL on expires_at if ttl.
 func (c *clients) newTable(ctx context.Context, prefix string, ttl bool) (string, error) {
 	name := uniqueName(prefix)
-	_, err := c.db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            &name,
-		BillingMode:          ddbtypes.BillingModePayPerRequest,
-		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-	})
+	_, err := c.db.CreateTable(ctx, keyedTableInput(name))
 	if err != nil {
 		return "", fmt.Errorf("cannot create table: %w", err)
 	}

@@ -17,15 +17,23 @@ import (
 // Main is cmd/bench: it parses args, runs the harness, prints the tables on
 // stdout and, with -report, rewrites the Markdown report and its chart.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "consume" {
+		return Consume(ctx, args[1:], stderr)
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	procs := fs.String("procs", "1,2,4", "worker process counts")
-	conc := fs.String("concurrency", "1,4,16,32", "--concurrency of each worker process (and baseline goroutines)")
+	procs := fs.String("procs", "1", "worker process counts (emulator regime; the aws regime runs one)")
+	conc := fs.String("concurrency", "2,16,64", "--concurrency of each worker process (and the hand-written consumer's receive loops)")
+	regimes := fs.String("regimes", RegimeEmulator+","+RegimeAWS, "emulator (the emulators at their speed, through the SDK) and/or aws (the in-memory fakes held for AWS-like latency)")
+	fs.Float64Var(&cfg.LatencyScale, "latency-scale", 1, "aws regime: the latency model's times this (docs/BENCHMARKS.md lists the model)")
+	fs.Float64Var(&cfg.Jitter, "jitter", DefaultJitter, "aws regime: every held call varies uniformly within ± this fraction")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "aws regime: seed of the jitter")
+	fs.IntVar(&cfg.FakeGroups, "fake-groups", DefaultFakeGroups, "aws regime: message groups of the pre-filled queue")
 	fs.StringVar(&cfg.WorkerBin, "worker-bin", "", "worker binary (default: go build ./cmd/worker into a temporary directory)")
 	fs.StringVar(&cfg.Effect, "effect", DefaultEffect, "effect of the worker and the baseline: ledger or noop")
 	fs.StringVar(&cfg.Commit, "commit", DefaultCommit, "the worker's commit mode: optimistic (its default for ledger and noop: one DynamoDB write per message) or transactional (claim, then commit: two)")
-	compare := fs.String("compare", "transactional,grouped", "other commit modes run beside -commit, one worker process each, for the budget per mode: transactional, optimistic, grouped (optimistic with --group-commit 5ms); empty: none")
+	compare := fs.String("compare", "grouped", "other commit modes run beside -commit, one worker process each, for the budget per mode: transactional, optimistic, grouped (optimistic with --group-commit 5ms); empty: none")
 	fs.IntVar(&cfg.Groups, "groups", 0, "message groups of the saturated runs (0: one per message)")
 	fs.DurationVar(&cfg.Warmup, "warmup", DefaultWarmup, "warm-up after the first effect of a saturated run")
 	fs.DurationVar(&cfg.Window, "window", DefaultWindow, "measurement window of a saturated run")
@@ -34,11 +42,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LimitDuration, "limit-duration", DefaultLimitDuration, "duration of each DynamoDB limit measurement")
 	fs.DurationVar(&cfg.LatencyDuration, "latency-duration", DefaultLatencyDuration, "how long the paced producer of the latency runs sends")
 	fs.Float64Var(&cfg.LatencyLoad, "latency-load", DefaultLatencyLoad, "offered load of the latency runs, as a share of the slower consumer's saturated rate")
+	fs.BoolVar(&cfg.NoProfile, "no-profile", false, "skip the worker's CPU profile (emulator regime)")
+	fs.BoolVar(&cfg.NoRelay, "no-relay", false, "skip the relay comparison (direct producer vs outbox + relay, aws regime)")
+	fs.IntVar(&cfg.RelayWriters, "relay-writers", DefaultRelayWriters, "producer goroutines of the relay comparison")
 	fs.BoolVar(&cfg.NoLatency, "no-latency", false, "skip the latency runs")
 	fs.BoolVar(&cfg.NoBaseline, "no-baseline", false, "skip the baseline consumer")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the saturated runs this many times (limits measured before each round); rates merge over rounds")
 	fs.IntVar(&cfg.MaxPrefill, "max-prefill", DefaultMaxPrefill, "cap on the messages sent before a saturated run")
-	quick := fs.Bool("quick", false, "a short run unless flags say otherwise: procs 1,2, concurrency 4,16, 3s windows (a smoke test, not a measurement)")
+	quick := fs.Bool("quick", false, "a short run unless flags say otherwise: concurrency 2,16, 3s windows (a smoke test, not a measurement)")
 	report := fs.String("report", "", "write the Markdown report to this file and its chart beside it (docs/BENCHMARKS.md)")
 	inmem := fs.String("inmem", "", "output of `go test -bench` to include in the report")
 	command := fs.String("command", "", "the command to record in the report (default: this one)")
@@ -60,6 +71,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.LimitConcurrency, err = intList(*limitConc); err != nil {
 		return fmt.Errorf("-limit-concurrency: %w", err)
 	}
+	for _, g := range strings.Split(*regimes, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			cfg.Regimes = append(cfg.Regimes, g)
+		}
+	}
 	for _, m := range strings.Split(*compare, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			cfg.Compare = append(cfg.Compare, m)
@@ -74,8 +90,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				apply()
 			}
 		}
-		quickly("procs", func() { cfg.Procs = []int{1, 2} })
-		quickly("concurrency", func() { cfg.Concurrency = []int{4, 16} })
+		quickly("concurrency", func() { cfg.Concurrency = []int{2, 16} })
 		quickly("warmup", func() { cfg.Warmup = time.Second })
 		quickly("window", func() { cfg.Window = 3 * time.Second })
 		quickly("limit-messages", func() { cfg.LimitMessages = 2000 })

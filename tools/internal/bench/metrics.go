@@ -22,16 +22,18 @@ type Sample struct {
 
 // worker metrics read into Sample.Counts.
 var counterNames = map[string]string{
-	"exactly_effects_applied_total":      "applied",
-	"exactly_messages_received_total":    "received",
-	"exactly_duplicates_total":           "duplicates",
-	"exactly_retries_total":              "retries",
-	"exactly_busy_total":                 "busy",
-	"exactly_permanent_failures_total":   "permanent",
-	"exactly_leases_lost_total":          "leases_lost",
-	"exactly_receive_errors_total":       "receive_errors",
-	"exactly_batch_entries_failed_total": "batch_failed",
-	"exactly_dynamodb_write_units_total": "dynamodb_wru",
+	"exactly_effects_applied_total":          "applied",
+	"exactly_messages_received_total":        "received",
+	"exactly_duplicates_total":               "duplicates",
+	"exactly_retries_total":                  "retries",
+	"exactly_busy_total":                     "busy",
+	"exactly_permanent_failures_total":       "permanent",
+	"exactly_leases_lost_total":              "leases_lost",
+	"exactly_receive_errors_total":           "receive_errors",
+	"exactly_batch_entries_failed_total":     "batch_failed",
+	"exactly_dynamodb_write_units_total":     "dynamodb_wru",
+	"exactly_bench_group_wait_seconds_total": "group_wait_seconds",
+	"exactly_bench_group_waits_total":        "group_waits",
 }
 
 func newSample(at time.Time) Sample {
@@ -139,11 +141,18 @@ func sum(ss []Sample) Sample {
 	return out
 }
 
-// delta is b - a.
+// peakRSS is the Sample.Counts key of the processes' peak resident set
+// (bytes, summed over processes): a high-water mark, not a counter.
+const peakRSS = "rss_peak_bytes"
+
+// delta is b - a; a high-water mark keeps b's value.
 func delta(a, b Sample) Sample {
 	out := newSample(b.At)
 	for k, v := range b.Counts {
 		out.Counts[k] = v - a.Counts[k]
+		if k == peakRSS {
+			out.Counts[k] = v
+		}
 	}
 	for k, v := range b.Requests {
 		if d := v - a.Requests[k]; d != 0 {

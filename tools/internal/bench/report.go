@@ -47,10 +47,10 @@ func (r *Result) windows() []Sample {
 	return ss
 }
 
-// baselineRate returns the baseline's rate at conc, or 0.
-func (r *Result) baselineRate(conc int) float64 {
+// baselineRate returns the baseline's rate at conc in regime, or 0.
+func (r *Result) baselineRate(regime string, conc int) float64 {
 	for _, d := range r.Drains() {
-		if d.Consumer == "baseline" && d.Conc == conc {
+		if d.Consumer == "baseline" && d.Conc == conc && d.regime() == regime {
 			return d.Rate
 		}
 	}
@@ -59,7 +59,7 @@ func (r *Result) baselineRate(conc int) float64 {
 
 func (r *Result) find(consumer string, procs, conc int) (Drain, bool) {
 	for _, d := range r.Drains() {
-		if d.Consumer == consumer && d.Procs == procs && d.Conc == conc {
+		if d.Consumer == consumer && d.Procs == procs && d.Conc == conc && d.regime() == RegimeEmulator {
 			return d, true
 		}
 	}
@@ -70,7 +70,7 @@ func (r *Result) best(consumer string) (Drain, bool) {
 	var b Drain
 	ok := false
 	for _, d := range r.Drains() {
-		if d.Consumer == consumer && (!ok || d.Rate > b.Rate) {
+		if d.Consumer == consumer && d.regime() == RegimeEmulator && (!ok || d.Rate > b.Rate) {
 			b, ok = d, true
 		}
 	}
@@ -79,7 +79,7 @@ func (r *Result) best(consumer string) (Drain, bool) {
 
 func label(consumer string, procs int) string {
 	if consumer == "baseline" {
-		return "baseline"
+		return "hand-written"
 	}
 	if mode, ok := strings.CutPrefix(consumer, "worker/"); ok {
 		return fmt.Sprintf("worker ×%d (%s)", procs, mode)
@@ -187,24 +187,46 @@ func (r *Result) limitsTable() *table {
 	return t
 }
 
-func (r *Result) throughputTable() *table {
-	t := &table{head: []string{"consumer", "conc/proc", "msg/s", "share of limit", "× baseline (same conc)", "SQS req/msg", "DynamoDB req/msg", "msgs/receive", "msgs/delete batch"}}
+// throughputTable is the saturated runs of regime: rate, its ratio to the
+// hand-written consumer, requests, write units, CPU and memory per message.
+func (r *Result) throughputTable(regime string) *table {
+	emu := regime == RegimeEmulator
+	t := &table{head: []string{"consumer", "conc/proc", "msg/s"}}
 	if r.Config.Rounds > 1 {
-		t.head = append(t.head[:3], append([]string{"rounds: min-max msg/s"}, t.head[3:]...)...)
+		t.head = append(t.head, "rounds: min-max msg/s")
 	}
+	if emu {
+		t.head = append(t.head, "share of limit")
+	}
+	t.head = append(t.head, "× hand-written (same conc)", "SQS req/msg", "× floor", "DynamoDB req/msg", "WRU/msg", "CPU µs/msg", "CPU cores", "peak RSS MiB", "msgs/receive", "msgs/delete batch")
 	for _, d := range r.Drains() {
+		if d.regime() != regime {
+			continue
+		}
 		vs := "-"
 		if d.Consumer != "baseline" {
-			vs = ratio(d.Rate, r.baselineRate(d.Conc))
+			vs = ratio(d.Rate, r.baselineRate(regime, d.Conc))
 		}
 		cells := []string{label(d.Consumer, d.Procs), fmt.Sprint(d.Conc), fmt.Sprintf("%.0f", d.Rate)}
 		if r.Config.Rounds > 1 {
 			cells = append(cells, fmt.Sprintf("%.0f-%.0f", d.MinRate, d.MaxRate))
 		}
-		t.add(append(cells, fmt.Sprintf("%.0f%%", 100*d.Share()), vs, fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")),
+		if emu {
+			cells = append(cells, fmt.Sprintf("%.0f%%", 100*d.Share()))
+		}
+		t.add(append(cells, vs, fmt.Sprintf("%.3f", d.PerMessage("SQS")), ratio(d.PerMessage("SQS"), SQSFloor), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")),
+			orDash("%.2f", d.WriteUnits()), orDash("%.0f", d.CPUPerMessage()), orDash("%.2f", d.CPUBusy()), orDash("%.0f", d.PeakRSS()),
 			d.perReceive(), perBatch(d.Op("SQS.DeleteMessageBatch")))...)
 	}
 	return t
+}
+
+// orDash formats v, or "-" for 0 (not measured).
+func orDash(format string, v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 func (r *Result) first() Limits {
@@ -230,7 +252,7 @@ func (r *Result) opsTable() *table {
 		t.add(cells...)
 	}
 	for _, d := range r.Drains() {
-		addRow(label(d.Consumer, d.Procs)+", saturated", d.Conc, d.Window)
+		addRow(label(d.Consumer, d.Procs)+", saturated, "+regimeName(d.regime()), d.Conc, d.Window)
 	}
 	for _, p := range r.Latency {
 		addRow(label(p.Consumer, p.Procs)+fmt.Sprintf(", paced %.0f msg/s", p.Offered), p.Conc, p.Window)
@@ -249,13 +271,35 @@ func (r *Result) latencyTable() *table {
 
 // WriteText prints the tables.
 func WriteText(w io.Writer, r *Result) {
-	fmt.Fprintf(w, "Emulator benchmark, effect %s, %s (load average %s at start, %s at end)\n\n",
+	fmt.Fprintf(w, "Benchmark, effect %s, %s (load average %s at start, %s at end)\n\n",
 		r.Config.Effect, r.Started.UTC().Format(time.RFC3339), r.LoadBefore, r.LoadAfter)
-	r.limitsTable().text(w)
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Saturated runs (pre-filled queue; %s window after %s warm-up):\n", r.Config.Window, r.Config.Warmup)
-	r.throughputTable().text(w)
-	fmt.Fprintln(w)
+	if ts := r.Targets(); len(ts) > 0 {
+		fmt.Fprintln(w, "Targets of issue 22 (same-run ratios):")
+		r.targetsTable().text(w)
+		fmt.Fprintln(w)
+	}
+	for _, f := range r.Failures {
+		fmt.Fprintln(w, "FAILED, left out: "+f)
+	}
+	if len(r.Limits) > 0 {
+		r.limitsTable().text(w)
+		fmt.Fprintln(w)
+	}
+	for _, g := range r.regimes() {
+		fmt.Fprintf(w, "Saturated runs, %s (pre-filled queue; %s window after %s warm-up):\n", regimeName(g), r.Config.Window, r.Config.Warmup)
+		r.throughputTable(g).text(w)
+		fmt.Fprintln(w)
+	}
+	if len(r.HotGroup) > 0 {
+		fmt.Fprintln(w, "One hot FIFO group, aws-like latency:")
+		r.hotGroupTable().text(w)
+		fmt.Fprintln(w)
+	}
+	if len(r.Relay) > 0 {
+		fmt.Fprintln(w, "The relay against a direct producer, aws-like latency:")
+		r.relayTable().text(w)
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "Requests per message by operation:")
 	r.opsTable().text(w)
 	fmt.Fprintln(w)
@@ -307,7 +351,7 @@ func (r *Result) Findings() []string {
 				k, k, lo, hi, max(m.WritesPerMessage, 1)))
 		}
 		if bl, ok := r.best("baseline"); ok {
-			out = append(out, fmt.Sprintf("Best baseline run (receive one, %s, delete one): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best baseline run, which writes to DynamoDB once per message (the worker, in %s mode, %s) and is only at-least-once.",
+			out = append(out, fmt.Sprintf("Best hand-written run (receive 10, %s for each, one DeleteMessageBatch): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best hand-written run, which writes to DynamoDB once per message (the worker, in %s mode, %s) and is only at-least-once.",
 				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, 100*bl.Share(), ratio(w.Rate, bl.Rate), r.Config.Commit, times(m.WritesPerMessage)))
 		}
 	}
@@ -375,7 +419,7 @@ func (r *Result) steadySQS() (Drain, bool) {
 	var b Drain
 	ok := false
 	for _, d := range r.Drains() {
-		if d.Consumer == "worker" && d.Procs == 1 && (!ok || d.Rate > b.Rate) {
+		if d.Consumer == "worker" && d.Procs == 1 && d.regime() == RegimeEmulator && (!ok || d.Rate > b.Rate) {
 			b, ok = d, true
 		}
 	}

@@ -43,6 +43,23 @@ const (
 	GroupCommitWindow = 5 * time.Millisecond
 )
 
+// StopTimeout bounds a consumer's exit after SIGTERM: a worker waits for
+// its long polls under way (20 s on a queue whose only group is in flight)
+// and then drains.
+const StopTimeout = 60 * time.Second
+
+// MinPrefill is the fewest messages a saturated run at emulator speed
+// starts with.
+const MinPrefill = 2000
+
+// DefaultConcurrency is the concurrencies of the saturated runs.
+func DefaultConcurrency() []int { return []int{2, 16, 64} }
+
+// DefaultFakeGroups is the message groups of the aws regime's queue: enough
+// that no consumer waits on a group at concurrency 64; memsqs scans the
+// groups on a FIFO receive, so not one per message.
+const DefaultFakeGroups = 1024
+
 // DefaultLimitConcurrency is where the limits are measured: DynamoDB Local
 // shares its threads among its clients, so on a shared emulator a client
 // with more connections gets more; the best of a few concurrencies is the
@@ -69,6 +86,16 @@ type Config struct {
 	NoBaseline       bool          // skip the baseline consumer
 	MaxPrefill       int           // cap on the messages sent before a saturated run
 	Rounds           int           // times the matrix of saturated runs is repeated (1); limits are measured before each and at the end
+	Regimes          []string      // RegimeEmulator, RegimeAWS (both)
+	LatencyScale     float64       // the aws regime's latency, times Latencies (1)
+	Jitter           float64       // the aws regime's jitter (DefaultJitter)
+	Seed             uint64        // the aws regime's jitter seed (1)
+	FakeGroups       int           // message groups of the aws regime's queue (DefaultFakeGroups)
+	SelfBin          string        // this harness's binary, for `bench consume` ("" = os.Executable)
+	NoRelay          bool          // skip the relay comparison (aws regime)
+	NoProfile        bool          // skip the worker's CPU profile (emulator regime)
+	RelayGroups      []int         // group counts of the relay comparison (DefaultRelayGroups)
+	RelayWriters     int           // producer goroutines of the relay comparison (DefaultRelayWriters)
 	Log              io.Writer     `json:"-"` // progress lines; nil: discarded
 }
 
@@ -92,10 +119,39 @@ func (c *Config) defaults() error {
 	}
 	c.Compare = slices.DeleteFunc(c.Compare, func(m string) bool { return m == c.Commit })
 	if len(c.Procs) == 0 {
-		c.Procs = []int{1, 2, 4}
+		c.Procs = []int{1}
 	}
 	if len(c.Concurrency) == 0 {
-		c.Concurrency = []int{1, 4, 16, 32}
+		c.Concurrency = DefaultConcurrency()
+	}
+	if len(c.Regimes) == 0 {
+		c.Regimes = []string{RegimeEmulator, RegimeAWS}
+	}
+	for _, g := range c.Regimes {
+		if g != RegimeEmulator && g != RegimeAWS {
+			return fmt.Errorf("regime %q: want emulator or aws", g)
+		}
+	}
+	if c.LatencyScale <= 0 {
+		c.LatencyScale = 1
+	}
+	if c.Jitter < 0 || c.Jitter >= 1 {
+		return fmt.Errorf("jitter %v: want a fraction from 0 to below 1", c.Jitter)
+	}
+	if c.Jitter == 0 {
+		c.Jitter = DefaultJitter
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if len(c.RelayGroups) == 0 {
+		c.RelayGroups = DefaultRelayGroups()
+	}
+	if c.RelayWriters <= 0 {
+		c.RelayWriters = DefaultRelayWriters
+	}
+	if c.FakeGroups <= 0 {
+		c.FakeGroups = DefaultFakeGroups
 	}
 	for _, v := range slices.Concat(c.Procs, c.Concurrency, c.LimitConcurrency) {
 		if v < 1 {
@@ -144,7 +200,11 @@ type Result struct {
 	Command        string   // the command that ran it, for the report
 	Runs           []Drain  // every saturated run of every round
 	Latency        []Paced
-	GoBench        []GoBench // go test -bench results given with -inmem
+	GoBench        []GoBench   // go test -bench results given with -inmem
+	Relay          []RelayRun  // the relay comparison, aws regime
+	HotGroup       []Drain     // one FIFO group, aws regime: a group's wait for its next message
+	Profile        *CPUProfile `json:",omitempty"` // where the worker's CPU goes, emulator regime
+	Failures       []string    // runs that failed and were left out (the rest went on)
 }
 
 // limitAt is the limit at t, interpolated between the measurements taken
@@ -171,6 +231,9 @@ func (r *Result) limitAt(t time.Time) float64 {
 func (r *Result) setShares() {
 	for i := range r.Runs {
 		d := &r.Runs[i]
+		if d.regime() != RegimeEmulator {
+			continue
+		}
 		mid := d.Window.At.Add(-time.Duration(d.Seconds * float64(time.Second) / 2))
 		d.Limit = r.limitAt(mid)
 		d.LimitSeconds = d.Limit * d.Seconds
@@ -206,13 +269,13 @@ func (r *Result) MeanLimits() Limits {
 // MinRate and MaxRate give the spread.
 func (r *Result) Drains() []Drain {
 	type key struct {
-		consumer    string
-		procs, conc int
+		regime, consumer string
+		procs, conc      int
 	}
 	var order []key
 	by := map[key]*Drain{}
 	for _, d := range r.Runs {
-		k := key{d.Consumer, d.Procs, d.Conc}
+		k := key{d.regime(), d.Consumer, d.Procs, d.Conc}
 		a, ok := by[k]
 		if !ok {
 			c := d
@@ -222,7 +285,9 @@ func (r *Result) Drains() []Drain {
 			order = append(order, k)
 			continue
 		}
+		peak := max(a.Window.Counts[peakRSS], d.Window.Counts[peakRSS])
 		a.Window = sum([]Sample{a.Window, d.Window})
+		a.Window.Counts[peakRSS] = peak
 		a.Seconds += d.Seconds
 		a.LimitSeconds += d.LimitSeconds
 		a.Rounds++
@@ -238,8 +303,10 @@ func (r *Result) Drains() []Drain {
 
 // Drain is one saturated run: a pre-filled queue drained by a consumer.
 type Drain struct {
-	Consumer    string // worker or baseline
+	Regime      string // RegimeEmulator or RegimeAWS ("" in results from before the regimes: emulator)
+	Consumer    string // worker, worker/<mode> or baseline (the hand-written consumer)
 	Procs, Conc int
+	Groups      int // message groups of a hot-group run; 0: the regime's default
 	Prefill     int
 	Window      Sample // counter deltas over the window (At: its end)
 	Seconds     float64
@@ -302,8 +369,9 @@ type Paced struct {
 
 type harness struct {
 	cfg    Config
-	raw    *clients
+	raw    *clients // nil without the emulator regime
 	bin    string
+	self   string // this binary, for `bench consume`
 	log    io.Writer
 	limits Limits // the latest measured
 }
@@ -314,14 +382,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	raw, err := newClients(ctx, 2*slices.Max(cfg.LimitConcurrency))
-	if err != nil {
-		return nil, err
+	emu := slices.Contains(cfg.Regimes, RegimeEmulator)
+	h := &harness{cfg: cfg, log: cfg.Log, bin: cfg.WorkerBin, self: cfg.SelfBin}
+	if emu {
+		raw, err := newClients(ctx, 2*slices.Max(cfg.LimitConcurrency))
+		if err != nil {
+			return nil, err
+		}
+		defer raw.close()
+		h.raw = raw
 	}
-	defer raw.close()
-	h := &harness{cfg: cfg, raw: raw, log: cfg.Log, bin: cfg.WorkerBin}
+	if h.self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		h.self = self
+	}
 	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
-	if h.bin == "" {
+	if h.bin == "" && emu {
 		dir, err := os.MkdirTemp("", "exactly-bench")
 		if err != nil {
 			return nil, err
@@ -334,37 +413,89 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	for round := 1; round <= cfg.Rounds; round++ {
-		l, err := h.measureLimits(ctx)
+		for _, regime := range cfg.Regimes {
+			if regime == RegimeEmulator {
+				l, err := h.measureLimits(ctx)
+				if err != nil {
+					return nil, err
+				}
+				res.Limits = append(res.Limits, l)
+			}
+			for _, conc := range cfg.Concurrency {
+				type job struct {
+					kind  string
+					procs int
+				}
+				var jobs []job
+				if !cfg.NoBaseline {
+					jobs = append(jobs, job{"baseline", 1})
+				}
+				for _, procs := range cfg.Procs {
+					if regime == RegimeEmulator || procs == 1 {
+						jobs = append(jobs, job{"worker", procs})
+					}
+				}
+				for _, mode := range cfg.Compare {
+					if regime == RegimeEmulator || mode == "grouped" {
+						jobs = append(jobs, job{"worker/" + mode, 1})
+					}
+				}
+				for _, j := range jobs {
+					r, err := h.saturated(ctx, regime, j.kind, j.procs, conc, 0)
+					if err != nil {
+						if err := res.failed(ctx, h, err); err != nil {
+							return nil, err
+						}
+						continue
+					}
+					r.Round = round
+					res.Runs = append(res.Runs, r)
+				}
+			}
+		}
+	}
+	if emu && !cfg.NoProfile {
+		p, err := h.profile(ctx, ProfileConcurrency)
 		if err != nil {
-			return nil, err
-		}
-		res.Limits = append(res.Limits, l)
-		for _, conc := range cfg.Concurrency {
-			if !cfg.NoBaseline {
-				r, err := h.saturated(ctx, "baseline", 1, conc)
-				if err != nil {
-					return nil, err
-				}
-				r.Round = round
-				res.Runs = append(res.Runs, r)
-			}
-			for _, procs := range cfg.Procs {
-				r, err := h.saturated(ctx, "worker", procs, conc)
-				if err != nil {
-					return nil, err
-				}
-				r.Round = round
-				res.Runs = append(res.Runs, r)
-			}
-			for _, mode := range cfg.Compare {
-				r, err := h.saturated(ctx, "worker/"+mode, 1, conc)
-				if err != nil {
-					return nil, err
-				}
-				r.Round = round
-				res.Runs = append(res.Runs, r)
+			if err := res.failed(ctx, h, fmt.Errorf("profile: %w", err)); err != nil {
+				return nil, err
 			}
 		}
+		res.Profile = p
+	}
+	if slices.Contains(cfg.Regimes, RegimeAWS) {
+		conc := slices.Max(cfg.Concurrency)
+		kinds := []string{"worker", "worker/grouped"}
+		if !cfg.NoBaseline {
+			kinds = append([]string{"baseline"}, kinds...)
+		}
+		for _, kind := range kinds {
+			r, err := h.saturated(ctx, RegimeAWS, kind, 1, conc, 1)
+			if err != nil {
+				if err := res.failed(ctx, h, fmt.Errorf("hot group: %w", err)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			res.HotGroup = append(res.HotGroup, r)
+		}
+	}
+	if slices.Contains(cfg.Regimes, RegimeAWS) && !cfg.NoRelay {
+		for _, g := range cfg.RelayGroups {
+			for _, mode := range []string{RelayDirect, RelayOutbox} {
+				rr, err := h.measureRelay(ctx, mode, g, cfg.RelayWriters)
+				if err != nil {
+					if err := res.failed(ctx, h, fmt.Errorf("relay: %w", err)); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				res.Relay = append(res.Relay, rr)
+			}
+		}
+	}
+	if !emu {
+		cfg.NoLatency = true
 	}
 	if !cfg.NoLatency && cfg.Effect != "ledger" {
 		h.logf("latency runs skipped: they read applied_at from the ledger effect's entries")
@@ -373,7 +504,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		conc := slices.Max(cfg.Concurrency)
 		rate := math.Inf(1)
 		for _, r := range res.Drains() {
-			if r.Conc == conc && r.Procs == 1 {
+			if r.Conc == conc && r.Procs == 1 && r.regime() == RegimeEmulator {
 				rate = min(rate, r.Rate)
 			}
 		}
@@ -390,11 +521,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Latency = append(res.Latency, l)
 		}
 	}
-	l, err := h.measureLimits(ctx)
-	if err != nil {
-		return nil, err
+	if emu {
+		l, err := h.measureLimits(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Limits = append(res.Limits, l)
 	}
-	res.Limits = append(res.Limits, l)
 	res.setShares()
 	res.Ended = time.Now()
 	res.LoadAfter = loadAvg()
@@ -487,12 +620,20 @@ type consumer struct {
 
 // startConsumer starts procs worker processes or the baseline.
 func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc int, r resources) (*consumer, error) {
+	if file, ok := strings.CutPrefix(kind, "profile:"); ok {
+		return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeEmulator, "-consumer", ConsumerWorker,
+			"-queue", r.url, "-table", r.dedup, "-ledger-table", r.ledger, "-concurrency", strconv.Itoa(conc), "-cpuprofile", file})
+	}
 	if kind == "baseline" {
-		b, err := startBaseline(ctx, r.url, r.ledger, h.cfg.Effect, conc)
-		if err != nil {
-			return nil, err
+		if h.cfg.Effect != "ledger" {
+			b, err := startBaseline(ctx, r.url, r.ledger, h.cfg.Effect, conc)
+			if err != nil {
+				return nil, err
+			}
+			return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
 		}
-		return &consumer{source: b, stop: func() error { b.stop(); return nil }}, nil
+		return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeEmulator, "-consumer", ConsumerHandwritten,
+			"-queue", r.url, "-ledger-table", r.ledger, "-concurrency", strconv.Itoa(conc)})
 	}
 	commit, group := h.cfg.Commit, "0"
 	if m, ok := strings.CutPrefix(kind, "worker/"); ok {
@@ -504,11 +645,33 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 	args := []string{"run", "--queue", r.url, "--effect", h.cfg.Effect, "--commit", commit, "--group-commit", group, "--table", r.dedup, "--ledger-table", r.ledger,
 		"--concurrency", strconv.Itoa(conc), "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
 		"--progress", "0", "--shutdown-timeout", "10s"}
+	return h.startProcs(ctx, h.bin, procs, args)
+}
+
+// startFake starts a `bench consume` process of the aws regime: its own
+// fakes behind the latency layer, pre-filled with n messages.
+func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups int) (*consumer, error) {
+	c := ConsumerWorker
+	switch kind {
+	case "baseline":
+		c = ConsumerHandwritten
+	case "worker/grouped":
+		c = ConsumerGrouped
+	}
+	return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeAWS, "-consumer", c, "-concurrency", strconv.Itoa(conc),
+		"-prefill", strconv.Itoa(n), "-groups", strconv.Itoa(groups),
+		"-latency-scale", strconv.FormatFloat(h.cfg.LatencyScale, 'g', -1, 64), "-jitter", strconv.FormatFloat(h.cfg.Jitter, 'g', -1, 64),
+		"-seed", strconv.FormatUint(h.cfg.Seed+uint64(conc), 10)})
+}
+
+// startProcs starts procs processes of bin with args, each serving
+// /metrics, and returns them as one consumer.
+func (h *harness) startProcs(ctx context.Context, bin string, procs int, args []string) (*consumer, error) {
 	ws := make(workerSource, procs)
 	errs := make([]error, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
-		wg.Go(func() { ws[i], errs[i] = startWorker(ctx, h.bin, args) })
+		wg.Go(func() { ws[i], errs[i] = startWorker(ctx, bin, args) })
 	}
 	wg.Wait()
 	stop := func() error {
@@ -518,7 +681,7 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 		for _, w := range ws {
 			if w != nil {
 				wg.Go(func() {
-					if err := w.stop(20 * time.Second); err != nil {
+					if err := w.stop(StopTimeout); err != nil {
 						mu.Lock()
 						stopErrs = append(stopErrs, err)
 						mu.Unlock()
@@ -552,39 +715,59 @@ func (h *harness) expected(kind string) float64 {
 // saturated pre-fills a queue and measures how fast the consumer drains it,
 // over a window that opens Warmup after its first effect and closes after
 // Window, or earlier if the backlog runs low.
-func (h *harness) saturated(ctx context.Context, kind string, procs, conc int) (Drain, error) {
-	run := Drain{Consumer: kind, Procs: procs, Conc: conc}
+func (h *harness) saturated(ctx context.Context, regime, kind string, procs, conc, groups int) (Drain, error) {
+	run := Drain{Regime: regime, Consumer: kind, Procs: procs, Conc: conc, Groups: groups}
 	secs := (h.cfg.Warmup + h.cfg.Window).Seconds()
-	n := int(math.Ceil(h.expected(kind) * secs * 1.5))
-	n = min(max(n, 500), h.cfg.MaxPrefill)
+	var c *consumer
+	var n int
+	if regime == RegimeAWS {
+		// At most conc transactions in flight, each held ~12 ms: a
+		// generous bound of the rate.
+		n = int(math.Ceil(float64(conc) / (Base("DynamoDB", "PutItem").Seconds() * h.cfg.LatencyScale) * secs * 1.5))
+		n = min(max(n, 500), 2*h.cfg.MaxPrefill)
+		if groups <= 0 {
+			groups = h.cfg.FakeGroups
+		} else {
+			n = min(n, 2000) // one group goes no faster than one message at a time
+		}
+		var err error
+		if c, err = h.startFake(ctx, kind, conc, n, groups); err != nil {
+			return run, err
+		}
+	} else {
+		// At least enough for the window at a few times the limit: on a
+		// loaded machine the limit measured before may be far below what
+		// a consumer reaches a minute later.
+		n = int(math.Ceil(h.expected(kind) * secs * 1.5))
+		n = min(max(n, MinPrefill), h.cfg.MaxPrefill)
+		r, err := h.newResources(ctx)
+		if err != nil {
+			return run, err
+		}
+		defer h.deleteResources(r)
+		w := h.work(n, h.cfg.Groups)
+		fillRate, err := h.raw.fill(ctx, r.url, w, 8)
+		if err != nil {
+			return run, err
+		}
+		h.logf("%s procs=%d concurrency=%d: %d messages sent (%.0f msg/s)", kind, procs, conc, n, fillRate)
+		if c, err = h.startConsumer(ctx, kind, procs, conc, r); err != nil {
+			return run, err
+		}
+	}
 	run.Prefill = n
-	r, err := h.newResources(ctx)
-	if err != nil {
-		return run, err
-	}
-	defer h.deleteResources(r)
-	w := h.work(n, h.cfg.Groups)
-	fillRate, err := h.raw.fill(ctx, r.url, w, 8)
-	if err != nil {
-		return run, err
-	}
-	h.logf("%s procs=%d concurrency=%d: %d messages sent (%.0f msg/s)", kind, procs, conc, n, fillRate)
-	c, err := h.startConsumer(ctx, kind, procs, conc, r)
-	if err != nil {
-		return run, err
-	}
 	s0, s1, err := h.window(ctx, c, n)
 	if stopErr := c.stop(); err == nil {
 		err = stopErr
 	}
 	if err != nil {
-		return run, fmt.Errorf("%s procs=%d concurrency=%d: %w", kind, procs, conc, err)
+		return run, fmt.Errorf("%s %s procs=%d concurrency=%d: %w", regime, kind, procs, conc, err)
 	}
 	run.Window = delta(s0, s1)
 	run.Seconds = s1.At.Sub(s0.At).Seconds()
 	run.Rate = run.Window.Counts["applied"] / run.Seconds
-	h.logf("%s procs=%d concurrency=%d: %.0f msg/s over %.1fs (%.0f%% of the limit), SQS %.3f req/msg, DynamoDB %.3f req/msg",
-		kind, procs, conc, run.Rate, run.Seconds, 100*run.Rate/h.limits.Limit(), run.PerMessage("SQS"), run.PerMessage("DynamoDB"))
+	h.logf("%s %s procs=%d concurrency=%d: %.0f msg/s over %.1fs, SQS %.3f req/msg, DynamoDB %.3f req/msg, %.0f WRU/msg, CPU %.0f µs/msg (%.2f cores), peak RSS %.0f MiB",
+		regime, kind, procs, conc, run.Rate, run.Seconds, run.PerMessage("SQS"), run.PerMessage("DynamoDB"), run.WriteUnits(), run.CPUPerMessage(), run.CPUBusy(), run.PeakRSS())
 	for _, k := range []string{"retries", "busy", "permanent", "leases_lost", "receive_errors", "batch_failed", "failed"} {
 		if v := run.Window.Counts[k]; v > 0 {
 			h.logf("  note: %s %.0f in the window", k, v)
@@ -797,4 +980,96 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// regime is the run's regime; results from before the regimes were all at
+// emulator speed.
+func (r Drain) regime() string {
+	if r.Regime == "" {
+		return RegimeEmulator
+	}
+	return r.Regime
+}
+
+// GroupWait is the mean time a FIFO group waited for its next message:
+// from the end of one message's effect (the writes built, before the
+// commit) to the start of the next one's in the same group. 0: not
+// measured (the emulator regime's worker is cmd/worker).
+func (r Drain) GroupWait() time.Duration {
+	if n := r.Window.Counts["group_waits"]; n > 0 {
+		return time.Duration(float64(time.Second) * r.Window.Counts["group_wait_seconds"] / n)
+	}
+	return 0
+}
+
+// CPUPerMessage is the consumer processes' CPU time per applied message in
+// the window (start-up excluded), in µs; 0 if not measured.
+func (r Drain) CPUPerMessage() float64 {
+	if n := r.Window.Counts["applied"]; n > 0 {
+		return 1e6 * r.Window.Counts["cpu_seconds"] / n
+	}
+	return 0
+}
+
+// CPUBusy is the consumer processes' CPU time over the window's wall time:
+// 1.0 is one core busy.
+func (r Drain) CPUBusy() float64 {
+	if r.Seconds > 0 {
+		return r.Window.Counts["cpu_seconds"] / r.Seconds
+	}
+	return 0
+}
+
+// PeakRSS is the consumer processes' peak resident set, MiB (summed over
+// processes).
+func (r Drain) PeakRSS() float64 { return r.Window.Counts[peakRSS] / (1 << 20) }
+
+// WriteUnits is DynamoDB write units per applied message.
+func (r Drain) WriteUnits() float64 {
+	if n := r.Window.Counts["applied"]; n > 0 {
+		return r.Window.Counts["dynamodb_wru"] / n
+	}
+	return 0
+}
+
+// ProfileConcurrency is the concurrency of the profiled run.
+const ProfileConcurrency = 16
+
+// profile runs the worker (the library with the SDK clients, in a `bench
+// consume` process) through a saturated run at emulator speed with a CPU
+// profile, and sums the profile by category.
+func (h *harness) profile(ctx context.Context, conc int) (*CPUProfile, error) {
+	dir, err := os.MkdirTemp("", "exactly-bench-profile")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	file := dir + "/cpu.pprof"
+	if _, err := h.saturated(ctx, RegimeEmulator, "profile:"+file, 1, conc, 0); err != nil {
+		return nil, err
+	}
+	total, shares, err := readProfile(ctx, h.self, file)
+	if err != nil {
+		return nil, err
+	}
+	p := &CPUProfile{Consumer: "worker", Regime: RegimeEmulator, Conc: conc, Total: total, Categories: shares}
+	for _, c := range shares {
+		h.logf("profile: %5.1f%% %s", 100*float64(c.Time)/float64(max(total, 1)), c.Name)
+	}
+	return p, nil
+}
+
+// failed records a run's failure and lets the harness go on, unless ctx
+// ended (then it returns ctx's error).
+func (r *Result) failed(ctx context.Context, h *harness, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	h.logf("FAILED, left out: %v", err)
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	r.Failures = append(r.Failures, msg)
+	return nil
 }

@@ -26,14 +26,31 @@ func TestHarnessSmoke(t *testing.T) {
 		Procs: []int{1}, Concurrency: []int{2}, Warmup: 500 * time.Millisecond, Window: 3 * time.Second,
 		LimitConcurrency: []int{4}, LimitMessages: 200, LimitDuration: 500 * time.Millisecond,
 		LatencyDuration: time.Second, MaxPrefill: 500, Log: &log, Compare: []string{"transactional", "grouped"},
+		FakeGroups: 16, RelayGroups: []int{200}, RelayWriters: 2,
 	})
 	require.NoError(t, err, log.String())
 	require.Len(t, res.Limits, 2)
+	// Both regimes: the aws-like one runs the hand-written consumer, the
+	// worker and group commit (transactional is compared at emulator
+	// speed only), then one hot group and the relay.
+	require.Len(t, res.Runs, 4+3)
+	require.Len(t, res.HotGroup, 3)
+	require.Len(t, res.Relay, 2)
+	require.NotNil(t, res.Profile)
+	require.Positive(t, res.Profile.Total)
+	for _, d := range res.Runs {
+		// Every consumer is its own process: its CPU and memory are read.
+		require.Positive(t, d.CPUPerMessage(), "%s %s", d.regime(), d.Consumer)
+		require.Positive(t, d.PeakRSS(), "%s %s", d.regime(), d.Consumer)
+	}
+	for _, d := range res.HotGroup {
+		require.Positive(t, d.GroupWait(), d.Consumer)
+	}
+	require.NotEmpty(t, res.Targets())
 	require.Positive(t, res.Limits[0].SQS)
 	require.Positive(t, res.Limits[0].Put)
 	require.Positive(t, res.Limits[0].Path)
 	require.Positive(t, res.Limits[1].Put)
-	require.Len(t, res.Runs, 4)
 	for _, d := range res.Runs {
 		require.Positive(t, d.Rate, "%s: %s", d.Consumer, log.String())
 		require.Positive(t, d.Window.Requests["SQS.ReceiveMessage"], d.Consumer)

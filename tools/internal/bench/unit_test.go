@@ -225,7 +225,7 @@ func TestReports(t *testing.T) {
 	require.Contains(t, fs[1], "worker ×2 at concurrency 16, 640 msg/s = 220% of the limit and 303% of what the worker's own DynamoDB calls reach alone")
 	require.Contains(t, fs[1], ": DynamoDB Local's cost per message limits the worker, not SQS or the pool.")
 	require.Contains(t, fs[2], "about 1.5 conditional puts' worth (put rate ÷ rate of the DynamoDB calls alone − 1, per limit measurement: median 1.5, range 1.5-2.0)")
-	require.Contains(t, fs[3], "the best worker run does 0.40× the best baseline run")
+	require.Contains(t, fs[3], "the best worker run does 0.40× the best hand-written run")
 	require.Contains(t, fs[3], "(the worker, in transactional mode, twice)")
 
 	// In optimistic mode (the worker's default), one write per message.
@@ -246,7 +246,7 @@ func TestReports(t *testing.T) {
 	r.Command = "make bench-report"
 	md := Markdown(r)
 	for _, want := range []string{"# Benchmarks", "`make bench-report`", "2 × Test CPU <x>", "fauxqs 2.4.1", "DynamoDB Local 3.3.1",
-		"![throughput against concurrency](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 109% | 0.20 | 1.300 | 2.000 | 1.1 | 2.5 |", "## In memory", "| X | 3 | 5 |"} {
+		"![throughput against concurrency, both regimes](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 109% | 0.20 | 1.300 | 6.50 | 2.000 | 6.00 | - | - | - | 1.1 | 2.5 |", "## In memory", "| X | 3 | 5 |"} {
 		require.Contains(t, md, want)
 	}
 }
@@ -266,9 +266,10 @@ func TestChartIsWellFormedSVG(t *testing.T) {
 			polylines++
 		}
 	}
-	require.Equal(t, 3, polylines, "one line per process count and one for the baseline")
+	require.Equal(t, 3, polylines, "one line per process count and one for the hand-written consumer")
 	require.Contains(t, svg, "Test CPU &lt;x&gt;")
-	require.Contains(t, svg, "worker, 2 processes")
+	require.Contains(t, svg, "worker ×2")
+	require.Contains(t, svg, "hand-written")
 }
 
 func TestDrainsMergeRounds(t *testing.T) {

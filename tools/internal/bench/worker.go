@@ -126,7 +126,17 @@ func (w *workerProc) scrape(ctx context.Context) (Sample, error) {
 	if resp.StatusCode != http.StatusOK {
 		return Sample{}, fmt.Errorf("scrape: %s", resp.Status)
 	}
-	return parseMetrics(resp.Body, time.Now())
+	s, err := parseMetrics(resp.Body, time.Now())
+	if err != nil {
+		return s, err
+	}
+	// The process's own CPU time and peak memory, read by the harness, so
+	// that the worker and the hand-written consumer are measured alike.
+	if cpu, rss, err := procStats(w.cmd.Process.Pid); err == nil {
+		s.Counts["cpu_seconds"] = cpu
+		s.Counts[peakRSS] = rss
+	}
+	return s, nil
 }
 
 // stop sends SIGTERM and waits for a clean exit; after timeout it kills.

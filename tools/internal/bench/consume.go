@@ -1,0 +1,364 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/exactlyonce/exactly"
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
+	"github.com/exactlyonce/exactly/internal/telemetry"
+)
+
+// Regimes of a run.
+const (
+	// RegimeEmulator is the local emulators at their own speed, through the
+	// SDK: what the consumers' own CPU (signing, serialisation) costs.
+	RegimeEmulator = "emulator"
+	// RegimeAWS is the in-memory fakes behind a layer that holds each call
+	// for the AWS-like latency of Latencies: bound by latency, not by an
+	// emulator's CPU. No SDK: its marshalling is in the emulator regime.
+	RegimeAWS = "aws"
+)
+
+// Consumers a `bench consume` process runs.
+const (
+	ConsumerHandwritten = "handwritten" // receive 10, one transaction per message, one DeleteMessageBatch
+	ConsumerWorker      = "worker"      // the library's worker, optimistic commit
+	ConsumerGrouped     = "grouped"     // the same with group commit (GroupCommitWindow)
+)
+
+// consumeOpts are the flags of `bench consume`.
+type consumeOpts struct {
+	consumer, regime        string
+	queue, dedup, ledger    string
+	concurrency             int
+	prefill, groups         int
+	scale, jitter           float64
+	seed                    uint64
+	cpuProfile, metricsAddr string
+}
+
+// Consume is `bench consume`: one consumer in its own process, so that its
+// CPU and memory are its own. It serves /metrics (the worker's names) and
+// logs the worker's "serving" line, so that the harness reads it as it
+// reads `worker run`. In the aws regime it makes its own fakes and fills
+// the queue before it serves.
+func Consume(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench consume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o consumeOpts
+	fs.StringVar(&o.consumer, "consumer", ConsumerHandwritten, "handwritten, worker or grouped")
+	fs.StringVar(&o.regime, "regime", RegimeEmulator, "emulator (the SDK against AWS_ENDPOINT_URL*) or aws (in-memory fakes held for AWS-like latency)")
+	fs.StringVar(&o.queue, "queue", "", "queue URL (emulator regime)")
+	fs.StringVar(&o.dedup, "table", "", "dedup table (emulator regime, worker)")
+	fs.StringVar(&o.ledger, "ledger-table", "", "ledger table (emulator regime)")
+	fs.IntVar(&o.concurrency, "concurrency", 16, "messages in flight: the worker's --concurrency; the hand-written consumer's receive loops")
+	fs.IntVar(&o.prefill, "prefill", 0, "aws regime: messages sent to the fake queue before serving")
+	fs.IntVar(&o.groups, "groups", 1024, "aws regime: message groups of the pre-fill")
+	fs.Float64Var(&o.scale, "latency-scale", 1, "aws regime: latency scale (0: the fakes at their own speed)")
+	fs.Float64Var(&o.jitter, "jitter", DefaultJitter, "aws regime: latency jitter, a fraction")
+	fs.Uint64Var(&o.seed, "seed", 1, "aws regime: seed of the jitter")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the process, from serving to exit")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:0", "address of /metrics")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch o.consumer {
+	case ConsumerHandwritten, ConsumerWorker, ConsumerGrouped:
+	default:
+		return fmt.Errorf("-consumer %q: want handwritten, worker or grouped", o.consumer)
+	}
+	reg := prometheus.NewRegistry()
+	// As `worker run`: the Go and process collectors.
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var (
+		sq  fakeSQS
+		db  fakeDynamoDB
+		err error
+	)
+	switch o.regime {
+	case RegimeAWS:
+		sq, db, err = o.fakes(ctx, reg)
+	case RegimeEmulator:
+		var cl *clients
+		if cl, err = newClients(ctx, 0); err == nil {
+			reg.MustRegister(requestsCollector{cl.reqs})
+			sq, db = cl.sqs, cl.db
+		}
+		if o.queue == "" || o.ledger == "" {
+			err = errors.New("emulator regime: -queue and -ledger-table are required")
+		}
+	default:
+		err = fmt.Errorf("-regime %q: want emulator or aws", o.regime)
+	}
+	if err != nil {
+		return err
+	}
+	waits := newGroupWaits(reg)
+	var run func(context.Context) error
+	if o.consumer == ConsumerHandwritten {
+		h := newHandwritten(sq, db, o.queue, o.ledger, reg)
+		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits}
+		run = func(ctx context.Context) error { return h.run(ctx, o.concurrency) }
+	} else {
+		cfg := exactly.Config{
+			SQS: sq, DynamoDB: db, Queues: []string{o.queue}, Table: o.dedup,
+			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits}, Commit: exactly.CommitMode(DefaultCommit),
+			Concurrency: o.concurrency, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Registerer: reg,
+		}
+		if o.consumer == ConsumerGrouped {
+			cfg.GroupCommit = GroupCommitWindow
+		}
+		w, err := exactly.New(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		run = w.Run
+	}
+	srv, err := telemetry.Listen(o.metricsAddr, reg)
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go srv.Serve(sctx, slog.New(slog.DiscardHandler))
+	srv.SetReady(true)
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
+	line, _ := json.Marshal(map[string]string{"msg": metricsLine, "addr": srv.Addr()})
+	fmt.Fprintln(stderr, string(line))
+	return run(ctx)
+}
+
+// fakes makes the aws regime's fake queue and tables, fills the queue at
+// full speed and returns the fakes behind the latency layer.
+func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer) (fakeSQS, fakeDynamoDB, error) {
+	srv := memsqs.New()
+	mdb := memdynamo.New()
+	out, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{
+		QueueName: aws.String("bench.fifo"), Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "30"},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	o.queue, o.dedup, o.ledger = aws.ToString(out.QueueUrl), "bench-dedup", "bench-ledger"
+	for _, t := range []string{o.dedup, o.ledger} {
+		if _, err := mdb.CreateTable(ctx, keyedTableInput(t)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := mdb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               &o.dedup,
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
+	}); err != nil {
+		return nil, nil, err
+	}
+	w := Workload(o.prefill, o.groups)
+	for _, batch := range w.Batches() {
+		r, err := srv.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &o.queue, Entries: batch})
+		if err == nil && len(r.Failed) > 0 {
+			err = errors.New(aws.ToString(r.Failed[0].Message))
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("pre-fill: %w", err)
+		}
+	}
+	l := NewLatency(o.scale, o.jitter, o.seed)
+	c := newCounter(reg)
+	return &heldSQS{s: srv, l: l, c: c}, &heldDynamoDB{d: mdb, l: l, c: c}, nil
+}
+
+// groupWaits measures how long each FIFO group waits for its next
+// message: from the end of one effect to the start of the next in the
+// same group.
+type groupWaits struct {
+	mu    sync.Mutex
+	last  map[string]time.Time
+	sum   prometheus.Counter
+	count prometheus.Counter
+}
+
+func newGroupWaits(reg prometheus.Registerer) *groupWaits {
+	g := &groupWaits{
+		last: map[string]time.Time{},
+		sum: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: "bench_group_wait_seconds_total",
+			Help: "time groups waited between the end of one effect and the start of the next"}),
+		count: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: "bench_group_waits_total",
+			Help: "waits counted in exactly_bench_group_wait_seconds_total"}),
+	}
+	reg.MustRegister(g.sum, g.count)
+	return g
+}
+
+func (g *groupWaits) start(group string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t, ok := g.last[group]; ok {
+		g.sum.Add(time.Since(t).Seconds())
+		g.count.Inc()
+	}
+}
+
+func (g *groupWaits) done(group string) {
+	g.mu.Lock()
+	g.last[group] = time.Now()
+	g.mu.Unlock()
+}
+
+// timedLedger is the ledger effect timed per group; it stays WritesOnly.
+type timedLedger struct {
+	*builtin.Ledger
+	waits *groupWaits
+}
+
+func (t *timedLedger) Apply(ctx context.Context, in effect.Input) (effect.Output, error) {
+	t.waits.start(in.Message.Group)
+	defer t.waits.done(in.Message.Group)
+	return t.Ledger.Apply(ctx, in)
+}
+
+func keyedTableInput(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:            &name,
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+	}
+}
+
+// requestsCollector exports a telemetry.Requests registered nowhere.
+type requestsCollector struct{ r *telemetry.Requests }
+
+var (
+	requestsDesc = prometheus.NewDesc("exactly_aws_requests_total", "AWS requests by service and operation", []string{"service", "operation"}, nil)
+	unitsDesc    = prometheus.NewDesc("exactly_dynamodb_write_units_total", "DynamoDB write units as AWS bills them", nil, nil)
+)
+
+func (c requestsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- requestsDesc; ch <- unitsDesc }
+
+func (c requestsCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, v := range c.r.Snapshot() {
+		svc, op := splitOp(k)
+		ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(v), svc, op)
+	}
+	ch <- prometheus.MustNewConstMetric(unitsDesc, prometheus.CounterValue, float64(c.r.WriteUnitsTotal()))
+}
+
+func splitOp(k string) (string, string) {
+	for i := range len(k) {
+		if k[i] == '.' {
+			return k[:i], k[i+1:]
+		}
+	}
+	return k, ""
+}
+
+// handwritten is the at-least-once consumer a careful engineer writes by
+// hand: loops that each receive up to 10 messages (20 s long poll), apply
+// each message's ledger writes (account update and entry) in one
+// TransactWriteItems, one after the other, and delete the applied ones in
+// one DeleteMessageBatch. No dedup record, no claim, no lease: a redelivery
+// applies twice. A message whose writes fail is left to come back after
+// its visibility timeout. With N loops at most N transactions are in
+// flight, as with the worker's --concurrency N.
+type handwritten struct {
+	sqs    fakeSQS
+	db     fakeDynamoDB
+	url    string
+	ledger effect.Effect
+
+	applied, received, failed prometheus.Counter
+}
+
+func newHandwritten(sq fakeSQS, db fakeDynamoDB, url, ledgerTable string, reg prometheus.Registerer) *handwritten {
+	c := func(name string) prometheus.Counter {
+		v := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: name, Help: name})
+		reg.MustRegister(v)
+		return v
+	}
+	return &handwritten{
+		sqs: sq, db: db, url: url, ledger: &builtin.Ledger{Table: ledgerTable},
+		applied: c("effects_applied_total"), received: c("messages_received_total"), failed: c("permanent_failures_total"),
+	}
+}
+
+// run runs conc receive loops until ctx ends; work received is finished.
+func (h *handwritten) run(ctx context.Context, conc int) error {
+	done := make(chan struct{}, conc)
+	for range conc {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for ctx.Err() == nil {
+				h.batch(ctx)
+			}
+		}()
+	}
+	for range conc {
+		<-done
+	}
+	return nil
+}
+
+func (h *handwritten) batch(ctx context.Context) {
+	out, err := h.sqs.ReceiveMessage(ctx, receiveInput(h.url, 10, 20))
+	if err != nil {
+		if ctx.Err() == nil {
+			h.failed.Inc()
+			_ = sleep(ctx, 100*time.Millisecond)
+		}
+		return
+	}
+	h.received.Add(float64(len(out.Messages)))
+	wctx := context.WithoutCancel(ctx)
+	ok := out.Messages[:0]
+	for _, m := range out.Messages {
+		msg := sqsmsg.ToMessage(h.url, m)
+		o, err := h.ledger.Apply(wctx, effect.Input{Message: msg, Key: msg.DedupID})
+		if err == nil {
+			_, err = h.db.TransactWriteItems(wctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.Writes})
+		}
+		if err != nil {
+			h.failed.Inc()
+			continue
+		}
+		ok = append(ok, m)
+	}
+	if len(ok) == 0 {
+		return
+	}
+	res, err := h.sqs.DeleteMessageBatch(wctx, &sqs.DeleteMessageBatchInput{QueueUrl: &h.url, Entries: deleteEntries(ok)})
+	if err != nil {
+		h.failed.Add(float64(len(ok)))
+		return
+	}
+	h.failed.Add(float64(len(res.Failed)))
+	h.applied.Add(float64(len(res.Successful)))
+}

@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+)
+
+// CPUProfile is where a consumer process's CPU went, by category.
+type CPUProfile struct {
+	Consumer   string
+	Regime     string
+	Conc       int
+	Total      time.Duration
+	Categories []ProfileShare // largest first
+}
+
+// ProfileShare is one category's CPU time.
+type ProfileShare struct {
+	Name string
+	Time time.Duration
+}
+
+// Share is the category's share of the total.
+func (p CPUProfile) Share(name string) float64 {
+	for _, c := range p.Categories {
+		if c.Name == name && p.Total > 0 {
+			return float64(c.Time) / float64(p.Total)
+		}
+	}
+	return 0
+}
+
+// profileCategories classify a stack by its leaf-most frame that matches
+// one of them (runtime frames pass to their caller): so the SHA-256 of a
+// signature counts as signing, the one of a TLS record as network, an
+// allocation as what allocated.
+var profileCategories = []struct{ name, pattern string }{
+	{"signing (SigV4)", "aws-sdk-go-v2/aws/signer"},
+	{"serialisation (JSON, attribute values)", "encoding/json"},
+	{"serialisation (JSON, attribute values)", "smithy-go/encoding"},
+	{"serialisation (JSON, attribute values)", "awsAwsjson10_"},
+	{"serialisation (JSON, attribute values)", "smithy-go/document"},
+	{"serialisation (JSON, attribute values)", "aws/protocol"},
+	{"HTTP, TLS and syscalls", "net/http"},
+	{"HTTP, TLS and syscalls", "crypto/tls"},
+	{"HTTP, TLS and syscalls", "net."},
+	{"HTTP, TLS and syscalls", "internal/poll"},
+	{"HTTP, TLS and syscalls", "syscall."},
+	{"metrics (Prometheus)", "prometheus"},
+	{"logging (slog)", "log/slog"},
+	{"tracing (OpenTelemetry)", "opentelemetry"},
+	{"the fakes and the latency layer (aws regime only)", "internal/memsqs"},
+	{"the fakes and the latency layer (aws regime only)", "internal/memdynamo"},
+	{"the fakes and the latency layer (aws regime only)", "tools/internal/bench"},
+	{"SDK middleware, retries, endpoints", "aws-sdk-go-v2"},
+	{"SDK middleware, retries, endpoints", "smithy-go"},
+	{"the worker's own code (pool, processor, dedup, effect)", "exactlyonce/exactly"},
+}
+
+// Uncategorised stacks: the garbage collector, the scheduler, the rest.
+const (
+	catGC        = "garbage collector"
+	catScheduler = "scheduler and idle polling"
+	catOther     = "other"
+)
+
+// classify returns the category of a stack, leaf first.
+func classify(frames []string) string {
+	for _, f := range frames {
+		if strings.HasPrefix(f, "runtime.") || strings.HasPrefix(f, "internal/runtime") || strings.HasPrefix(f, "runtime/") {
+			continue
+		}
+		for _, c := range profileCategories {
+			if strings.Contains(f, c.pattern) {
+				return c.name
+			}
+		}
+	}
+	for _, f := range frames {
+		if strings.Contains(f, "gcBgMarkWorker") || strings.Contains(f, "runtime.gc") || strings.Contains(f, "bgsweep") || strings.Contains(f, "bgscavenge") {
+			return catGC
+		}
+	}
+	for _, f := range frames {
+		if strings.Contains(f, "runtime.schedule") || strings.Contains(f, "runtime.mcall") || strings.Contains(f, "runtime.sysmon") {
+			return catScheduler
+		}
+	}
+	return catOther
+}
+
+// parseTraces reads `go tool pprof -traces` and sums the samples by
+// category.
+func parseTraces(text string) (total time.Duration, shares []ProfileShare, err error) {
+	by := map[string]time.Duration{}
+	var frames []string
+	var cur time.Duration
+	flush := func() {
+		if len(frames) > 0 {
+			by[classify(frames)] += cur
+			total += cur
+		}
+		frames, cur = nil, 0
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "-----------+") {
+			flush()
+			in = true
+			continue
+		}
+		if !in || strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(frames) == 0 && cur == 0 && len(f) >= 2 {
+			d, perr := time.ParseDuration(f[0])
+			if perr != nil {
+				return 0, nil, fmt.Errorf("pprof traces: %q: %w", line, perr)
+			}
+			cur = d
+			frames = append(frames, f[1])
+			continue
+		}
+		if len(f) >= 1 {
+			frames = append(frames, f[0])
+		}
+	}
+	flush()
+	for k, v := range by {
+		shares = append(shares, ProfileShare{Name: k, Time: v})
+	}
+	slices.SortFunc(shares, func(a, b ProfileShare) int {
+		if a.Time != b.Time {
+			return int(b.Time - a.Time)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return total, shares, sc.Err()
+}
+
+// readProfile summarises a CPU profile of bin with the go tool.
+func readProfile(ctx context.Context, bin, file string) (time.Duration, []ProfileShare, error) {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-traces", bin, file).Output()
+	if err != nil {
+		return 0, nil, fmt.Errorf("go tool pprof: %w", err)
+	}
+	return parseTraces(string(out))
+}
+
+func (p *CPUProfile) table() *table {
+	t := &table{head: []string{"where the CPU went", "share", "CPU time"}}
+	seen := map[string]bool{}
+	for _, c := range p.Categories {
+		seen[c.Name] = true
+		t.add(c.Name, fmt.Sprintf("%.1f%%", 100*float64(c.Time)/float64(max(p.Total, 1))), c.Time.Round(time.Millisecond).String())
+	}
+	// The categories the profile never met, so that a reader sees them
+	// at zero rather than wonders.
+	for _, c := range profileCategories {
+		if !seen[c.name] {
+			seen[c.name] = true
+			t.add(c.name, "0%", "0s")
+		}
+	}
+	return t
+}
+
+// profileMarkdown says where the worker's CPU goes.
+func profileMarkdown(b *strings.Builder, r *Result) {
+	if r.Profile == nil {
+		return
+	}
+	p := r.Profile
+	b.WriteString("## Where the worker's CPU goes\n\n")
+	fmt.Fprintf(b, "A CPU profile (`runtime/pprof`) of the worker in its own process at %s, concurrency %d, from the moment it serves to its exit (a saturated run as above, start-up checks excluded): ", regimeName(p.Regime), p.Conc)
+	b.WriteString("`bench consume -consumer worker -cpuprofile` runs the library's worker with the SDK clients, the JSON logger at info and the Prometheus registry, as `worker run` does. ")
+	b.WriteString("Each sample counts once, for the leaf-most frame that belongs to a category (an allocation counts for what allocated; SHA-256 under the signer for signing, under TLS for the network); `go tool pprof -traces` gives the stacks.\n\n")
+	p.table().markdown(b)
+	n := int(p.Total / (10 * time.Millisecond))
+	fmt.Fprintf(b, "\nTotal %s of CPU samples (%d samples at pprof's 100 Hz; a share is known to about ±%.0f points, two standard errors, at this count).\n\n",
+		p.Total.Round(time.Millisecond), n, 100/math.Sqrt(float64(max(n, 1))))
+}

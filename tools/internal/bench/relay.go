@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/outbox"
+)
+
+// Producers of the relay comparison.
+const (
+	// RelayDirect writes the business item (PutItem), then sends the
+	// message straight to SQS (SendMessage): the dual write the outbox
+	// replaces.
+	RelayDirect = "direct"
+	// RelayOutbox commits the business item and the message in one
+	// outbox.Write; an outbox.Relay with its defaults publishes it.
+	RelayOutbox = "outbox"
+)
+
+// DefaultRelayGroups are the group counts of the relay comparison: one hot
+// group, and many.
+func DefaultRelayGroups() []int { return []int{1, 200} }
+
+// DefaultRelayWriters is the producer goroutines of the relay comparison.
+const DefaultRelayWriters = 16
+
+// RelayRun is one producer's run at AWS-like latency, in this process, on
+// the fakes: messages per second that reached SQS, and what they cost.
+type RelayRun struct {
+	Mode           string
+	Groups         int
+	Writers        int
+	Seconds        float64
+	Rate           float64 // messages that reached SQS per second
+	Written        float64 // messages the producers committed (outbox) or sent (direct) in the window
+	Window         Sample  // requests and write units in the window; Counts["applied"] = messages that reached SQS
+	ProducerErrors float64
+}
+
+// relayRun returns the run of mode at groups.
+func (r *Result) relayRun(mode string, groups int) (RelayRun, bool) {
+	for _, x := range r.Relay {
+		if x.Mode == mode && x.Groups == groups {
+			return x, true
+		}
+	}
+	return RelayRun{}, false
+}
+
+// measureRelay runs mode with writers producers over groups groups for
+// warmup + window on fresh fakes behind the latency layer.
+func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers int) (RelayRun, error) {
+	run := RelayRun{Mode: mode, Groups: groups, Writers: writers}
+	srv := memsqs.New()
+	mdb := memdynamo.New()
+	q, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{
+		QueueName: aws.String("relay.fifo"), Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "30"},
+	})
+	if err != nil {
+		return run, err
+	}
+	url := aws.ToString(q.QueueUrl)
+	if _, err := mdb.CreateTable(ctx, keyedTableInput("business")); err != nil {
+		return run, err
+	}
+	if _, err := mdb.CreateTable(ctx, outbox.CreateTableInput("outbox")); err != nil {
+		return run, err
+	}
+	l := NewLatency(h.cfg.LatencyScale, h.cfg.Jitter, h.cfg.Seed+uint64(groups))
+	c := newCounter(prometheus.NewRegistry())
+	sq := &heldSQS{s: srv, l: l, c: c}
+	db := &heldDynamoDB{d: mdb, l: l, c: c}
+
+	var reached, written, failed atomic.Int64
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var seq atomic.Int64
+	business := func(i int64) ddbtypes.Put {
+		return ddbtypes.Put{TableName: aws.String("business"), Item: map[string]ddbtypes.AttributeValue{
+			"pk": str("order-" + strconv.FormatInt(i, 10)), "amount_cents": num(i % 97),
+		}}
+	}
+	body := func(i int64) string { return fmt.Sprintf(`{"order":%d}`, i) }
+	group := func(i int64) string { return "g" + strconv.FormatInt(i%int64(groups), 10) }
+	switch mode {
+	case RelayDirect:
+		for range writers {
+			wg.Go(func() {
+				for rctx.Err() == nil {
+					i := seq.Add(1)
+					p := business(i)
+					if _, err := db.PutItem(rctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item}); err != nil {
+						failed.Add(1)
+						continue
+					}
+					_, err := sq.SendMessage(rctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(body(i)),
+						MessageGroupId: aws.String(group(i)), MessageDeduplicationId: aws.String(strconv.FormatInt(i, 10))})
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					written.Add(1)
+					reached.Add(1)
+				}
+			})
+		}
+	case RelayOutbox:
+		ob := outbox.New(db, "outbox")
+		for range writers {
+			wg.Go(func() {
+				for rctx.Err() == nil {
+					i := seq.Add(1)
+					p := business(i)
+					err := ob.Write(rctx, []outbox.Message{{QueueURL: url, Group: group(i), Body: body(i), ID: strconv.FormatInt(i, 10)}},
+						ddbtypes.TransactWriteItem{Put: &p})
+					if err != nil {
+						if rctx.Err() == nil {
+							failed.Add(1)
+						}
+						continue
+					}
+					written.Add(1)
+				}
+			})
+		}
+		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
+			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
+		wg.Go(func() { _ = relay.Run(rctx) })
+	default:
+		return run, fmt.Errorf("relay mode %q", mode)
+	}
+	snap := func() Sample {
+		s := c.sample()
+		s.Counts["applied"] = float64(reached.Load())
+		s.Counts["written"] = float64(written.Load())
+		s.Counts["failed"] = float64(failed.Load())
+		return s
+	}
+	err = sleep(ctx, h.cfg.Warmup)
+	s0 := snap()
+	if err == nil {
+		err = sleep(ctx, h.cfg.Window)
+	}
+	s1 := snap()
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return run, err
+	}
+	run.Window = delta(s0, s1)
+	run.Seconds = s1.At.Sub(s0.At).Seconds()
+	run.Rate = run.Window.Counts["applied"] / run.Seconds
+	run.Written = run.Window.Counts["written"]
+	run.ProducerErrors = run.Window.Counts["failed"]
+	h.logf("relay %s, %d groups, %d writers: %.0f msg/s reached SQS (%.0f msg/s written), DynamoDB %.2f req/msg, SQS %.2f req/msg, %.1f WRU/msg",
+		mode, groups, writers, run.Rate, run.Written/run.Seconds, perMessage(run.Window, "DynamoDB"), perMessage(run.Window, "SQS"), run.WriteUnits())
+	return run, nil
+}
+
+// WriteUnits is DynamoDB write units per message that reached SQS.
+func (r RelayRun) WriteUnits() float64 {
+	if n := r.Window.Counts["applied"]; n > 0 {
+		return r.Window.Counts["dynamodb_wru"] / n
+	}
+	return 0
+}

@@ -225,7 +225,13 @@ func (w *world) obWorkload() {
 				// Around the lowered limit: held while it lasts.
 				size = []int{o.lowerTo - 1, o.lowerTo, o.lowerTo + 1, o.lowerTo + 1, outbox.MaxBodyBytes}[int(x>>16)%5]
 			}
-			t += time.Duration(5+r("gap", strconv.Itoa(lid))%60) * time.Second
+			if o.s.OneQueue {
+				// The groups' messages at the same times: a sweep finds
+				// more groups than a batch takes.
+				t = time.Duration(1+gseq) * 40 * time.Second
+			} else {
+				t += time.Duration(5+r("gap", strconv.Itoa(lid))%60) * time.Second
+			}
 			acct := q[:2] + "-" + group
 			body := obBody(acct, lid, group, id, size)
 			if over {
@@ -472,6 +478,22 @@ func (c *obSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 			o.w.stat("outbox: batches refused as too long (injected)", 1)
 			return nil, &types.BatchRequestTooLong{Message: aws.String("sim: Batch requests cannot be longer than 1048576 bytes.")}
 		}
+	}
+	total := 0
+	for _, e := range in.Entries {
+		total += len(aws.ToString(e.MessageBody))
+		for k, v := range e.MessageAttributes {
+			total += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue))
+		}
+	}
+	switch {
+	case total == 1<<20:
+		o.w.stat("outbox: batches of exactly 1 MiB", 1)
+	case total > 1<<20-256*1024:
+		o.w.stat("outbox: batches over 768 KiB", 1)
+	}
+	if len(in.Entries) == 10 {
+		o.w.stat("outbox: batches of 10 entries", 1)
 	}
 	out, err := c.Server.SendMessageBatch(ctx, in, opt...)
 	if err != nil {

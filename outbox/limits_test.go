@@ -175,6 +175,41 @@ func TestASizeRefusalHoldsTheGroup(t *testing.T) {
 	})
 }
 
+// TestAGroupHeldAtItsFirstMessageMovesOnWhenReleased: the hold records the
+// head's published mark (0 when nothing of the group was published yet);
+// after a release, the relay's progress must still be recordable from that
+// mark. Found by the simulation's outbox half (seed 47): the relay
+// conditioned a mark of 0 on there being none, so a group held at its first
+// message and released was published again and again, never recorded, and
+// never drained.
+func TestAGroupHeldAtItsFirstMessageMovesOnWhenReleased(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		q := newQueue(t, e, nil)
+		ob := outbox.New(e.db, e.table)
+		for _, m := range []outbox.Message{{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2")} {
+			require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
+		}
+		setMaxSize(t, e, q, 1024)
+		r := e.relay()
+		round, err := r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, round.Held)
+		setMaxSize(t, e, q, 262144)
+		require.NoError(t, outbox.Release(ctx, e.db, e.table, q, "a"))
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, round.Published)
+		require.Zero(t, round.Errors, "the progress is recorded")
+		pending, err := outbox.ListPending(ctx, e.db, e.table, 10)
+		require.NoError(t, err)
+		require.Empty(t, pending, "the group is drained")
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, outbox.Round{}, round, "nothing published again")
+	})
+}
+
 func TestDropSkipsTheHeldMessage(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		ctx := context.Background()

@@ -688,11 +688,12 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 	names := map[string]string{"#sent": outboxschema.AttrSent, "#held": outboxschema.AttrHeld}
 	values := map[string]types.AttributeValue{":last": num(last)}
 	// A held group's head is an operator's to change (a relay that read
-	// it before the hold records nothing).
-	cond := "attribute_not_exists(#held) AND attribute_not_exists(#sent)"
-	if l.h.sent > 0 {
-		cond = "attribute_not_exists(#held) AND #sent = :read"
-		values[":read"] = num(l.h.sent)
+	// it before the hold records nothing). A mark of 0 is no mark, or the
+	// 0 a hold at the group's first message recorded.
+	cond := "attribute_not_exists(#held) AND #sent = :read"
+	values[":read"] = num(l.h.sent)
+	if l.h.sent == 0 {
+		cond = "attribute_not_exists(#held) AND (attribute_not_exists(#sent) OR #sent = :read)"
 	}
 	upd := "SET #sent = :last"
 	if l.hold != "" {

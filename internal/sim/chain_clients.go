@@ -51,8 +51,23 @@ func (p *cproc) after(ctx context.Context, op string, k Kind, id string) error {
 	return after(ctx, p, op, k, id)
 }
 
+func (p *cproc) seed() uint64            { return p.c.cfg.Seed }
+func (p *cproc) nextRead() int64         { return p.c.reads.Add(1) }
+func (p *cproc) stat(name string, n int) { p.c.stat(name, n) }
+
+// dynProc is a process whose DynamoDB calls cDynamo runs through the
+// injector: the chain's (cproc) or the world's outbox half's (proc).
+type dynProc interface {
+	faulted
+	before(ctx context.Context, op, subject string) (Kind, string, error)
+	after(ctx context.Context, op string, k Kind, id string) error
+	seed() uint64
+	nextRead() int64 // counts reads of outbox items (staleMarks)
+	stat(name string, n int)
+}
+
 // call runs one call through the injector: before, the call, after.
-func call[T any](ctx context.Context, p *cproc, op, subject string, f func() (T, error)) (T, error) {
+func call[T any](ctx context.Context, p dynProc, op, subject string, f func() (T, error)) (T, error) {
 	var zero T
 	k, id, err := p.before(ctx, op, subject)
 	if err != nil {
@@ -70,7 +85,7 @@ func call[T any](ctx context.Context, p *cproc, op, subject string, f func() (T,
 
 // cDynamo is a process's DynamoDB client.
 type cDynamo struct {
-	p     *cproc
+	p     dynProc
 	inner *memdynamo.DB
 }
 
@@ -115,7 +130,7 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 			var kept []map[string]ddbtypes.AttributeValue
 			var left []map[string]ddbtypes.AttributeValue
 			for _, it := range items {
-				if c.p.c.inj.entryFails(id, keyStr(it)) {
+				if c.p.injector().entryFails(id, keyStr(it)) {
 					left = append(left, map[string]ddbtypes.AttributeValue{"pk": it["pk"], "sk": it["sk"]})
 					continue
 				}
@@ -127,7 +142,7 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 					out.UnprocessedKeys = map[string]ddbtypes.KeysAndAttributes{}
 				}
 				out.UnprocessedKeys[table] = ddbtypes.KeysAndAttributes{Keys: left, ConsistentRead: in.RequestItems[table].ConsistentRead}
-				c.p.c.stat("chain: BatchGetItem keys left unprocessed", len(left))
+				c.p.stat("outbox: BatchGetItem keys left unprocessed", len(left))
 			}
 		}
 	}
@@ -157,7 +172,7 @@ func (c *cDynamo) staleMarks(subject string, items []map[string]ddbtypes.Attribu
 	if len(marked) == 0 {
 		return
 	}
-	h := hash64(c.p.c.cfg.Seed, "stale", subject, c.p.id, strconv.Itoa(int(c.p.c.reads.Add(1))))
+	h := hash64(c.p.seed(), "stale", subject, c.p.name(), strconv.Itoa(int(c.p.nextRead())))
 	if h%2 == 0 {
 		return
 	}
@@ -166,7 +181,7 @@ func (c *cDynamo) staleMarks(subject string, items []map[string]ddbtypes.Attribu
 	delete(stale, outboxschema.AttrSentAt)
 	delete(stale, outboxschema.AttrTTL)
 	items[i] = stale
-	c.p.c.stat("chain: reads showing a marked message unmarked", 1)
+	c.p.stat("outbox: reads showing a marked message unmarked", 1)
 }
 
 func (c *cDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {

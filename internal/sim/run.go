@@ -42,13 +42,18 @@ func run(cfg Config) Result {
 	for n := range cfg.Lambdas {
 		w.wg.Go(func() { w.esm(wctx, n) })
 	}
+	if err := w.obStart(wctx); err != nil {
+		stopWorkers()
+		w.wg.Wait()
+		return Result{Violations: []string{"set-up: outbox: " + err.Error()}}
+	}
 	produced := make(chan struct{})
 	go func() { w.produce(ctx); close(produced) }()
 	redriven := make(chan struct{})
 	go func() { w.redriveDLQ1(ctx); close(redriven) }()
 	<-produced
 	<-redriven
-	for !w.settled(ctx) {
+	for !w.settled(ctx) || !w.obSettled(ctx) {
 		if time.Since(w.start) > settleCap {
 			w.violate("not settled after %s of virtual time: messages left in the source queues", settleCap)
 			break
@@ -58,6 +63,7 @@ func run(cfg Config) Result {
 	stopWorkers()
 	w.wg.Wait()
 	w.check(ctx)
+	w.obCheck(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for k, n := range w.inj.counts {
@@ -96,6 +102,9 @@ func (w *world) check(ctx context.Context) {
 	for _, s := range w.msgs {
 		dlq := dlqOf[s.queue]
 		n := w.applied[s.lid]
+		if n == 0 && w.obDropped(s.lid) {
+			continue // an outbox message the operator dropped: never published
+		}
 		switch {
 		case s.deadEnd():
 			if n > 0 && !s.conflict {

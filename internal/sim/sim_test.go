@@ -33,6 +33,17 @@ var (
 
 // classes name the kinds of violations, for the summary.
 var classes = []struct{ name, match, also string }{
+	// The outbox half (outboxworld.go).
+	{"outbox: a message SQS refused for its size marked failed and passed (the group must be held)", "marked failed", "outbox: relay"},
+	{"outbox: a group's message published before an earlier one", "outbox order:", ""},
+	{"outbox: published though its write did not commit, or after it was dropped", "published, and its business write", ""},
+	{"outbox: published after the operator dropped it", "published after the operator dropped it", ""},
+	{"outbox: a failed SendMessageBatch not counted (Round.Errors; hole 1)", "counted no error", ""},
+	{"outbox: a batch refused as too long neither split nor counted (hole 1)", "neither sent again in parts nor counted", ""},
+	{"outbox: Write took a message over SQS's limit, or refused one at it", "outbox: Write ", ""},
+	{"outbox: held wrongly, or not shown held", "outbox: group ", "held"},
+	{"outbox: operator's release or drop failed", "outbox: operator:", ""},
+	{"outbox: end: pending, or marked published and never sent", "outbox: end:", ""},
 	{"fencing: a complete/extend/release took effect from a token that did not hold the record", "fencing: a ", " took effect, but the record"},
 	{"fencing: a live lease taken over", "fencing: a live lease taken over", ""},
 	{"expiry: a COMPLETED record claimed again before its TTL ended", "before its TTL (", ""},
@@ -422,7 +433,7 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, sect := range []string{"shape:", "fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "log:"} {
+	for _, sect := range []string{"shape:", "fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "outbox", "log:"} {
 		for _, k := range names {
 			if strings.HasPrefix(k, sect) {
 				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])

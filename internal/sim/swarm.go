@@ -31,6 +31,7 @@ type shape struct {
 	Pad             int           // bytes of padding in every body (message sizes)
 	Burst           bool          // Q2's groups sent in bursts, its downstream failing retryably at first
 	Graceful        bool          // some incarnations stop gracefully (Worker.Stop) while holding messages
+	Outbox          obShape       // the outbox half (outboxworld.go)
 }
 
 // fixedShape is the world without swarm: the settings of before.
@@ -93,6 +94,7 @@ func drawShape(cfg Config) shape {
 	}
 	s.Burst = pick("burst", 3) == 0
 	s.Graceful = pick("graceful", 2) == 0
+	s.Outbox = drawOutbox(pick)
 	return s
 }
 
@@ -116,7 +118,7 @@ func (s shape) choices() []string {
 			ks = append(ks, k.String())
 		}
 	}
-	return []string{
+	return append([]string{
 		fmt.Sprintf("rate=%g", s.Rate),
 		fmt.Sprintf("kinds=%d of %d", len(ks), int(numKinds)-1),
 		fmt.Sprintf("ops faulted=%d of %d", len(s.Ops), len(Ops)),
@@ -135,7 +137,7 @@ func (s shape) choices() []string {
 		fmt.Sprintf("message size=%s", size),
 		fmt.Sprintf("bursts=%v", s.Burst),
 		fmt.Sprintf("graceful stops=%v", s.Graceful),
-	}
+	}, s.Outbox.choices()...)
 }
 
 // String is the shape of a red seed, on one line.

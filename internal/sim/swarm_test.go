@@ -45,6 +45,8 @@ func TestShapeIsTheSeeds(t *testing.T) {
 		"group commit window=1s", "shutdown timeout=3s", "lambda batch=1", "fail rest=batch",
 		"payload hash=json:/account,/amount_cents", "message size=1-16KiB", "message size=16-200KiB",
 		"bursts=true", "graceful stops=true",
+		"outbox=on", "outbox=off", "outbox groups=12", "outbox relays=3", "outbox per group=1", "outbox sizes=limits", "outbox sizes=big",
+		"outbox multi-message writes=true", "outbox limit lowered=true", "outbox batches refused as too long=true",
 	} {
 		if !taken[want] {
 			t.Errorf("no seed of 200 took %s", want)

@@ -143,6 +143,7 @@ type world struct {
 	dlqTry     map[string]time.Duration // proc|key -> last DLQ copy tried (invalid messages)
 
 	wide *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
+	ob   *obHalf  // outboxworld.go
 }
 
 // worldMoved notes a DLQ message seen with the id it had in its source
@@ -517,6 +518,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		return nil, err
 	}
 	w.workload()
+	w.obWorkload()
 	w.worldStats()
 	return w, nil
 }

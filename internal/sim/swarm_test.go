@@ -44,7 +44,7 @@ func TestShapeIsTheSeeds(t *testing.T) {
 		"concurrency=1", "concurrency=10", "receivers=2", "max in flight=1", "ack delay=500ms", "retry in place=-1",
 		"group commit window=1s", "shutdown timeout=3s", "lambda batch=1", "fail rest=batch",
 		"payload hash=json:/account,/amount_cents", "message size=1-16KiB", "message size=16-200KiB",
-		"bursts=true", "graceful stops=true",
+		"bursts=true", "graceful stops=true", "q1 type=standard", "q2 type=standard",
 	} {
 		if !taken[want] {
 			t.Errorf("no seed of 200 took %s", want)

@@ -34,11 +34,11 @@ import (
 // standard queue's real name is that without ".fifo", as SQS wants it.
 
 // logicalQ is the simulation's name of a queue from its real name.
-func logicalQ(real string) string {
-	if !sqsmsg.IsFIFO(real) {
-		return real + ".fifo"
+func logicalQ(name string) string {
+	if !sqsmsg.IsFIFO(name) {
+		return name + ".fifo"
 	}
-	return real
+	return name
 }
 
 // qname is the logical name of the queue of a URL.

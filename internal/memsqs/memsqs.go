@@ -8,8 +8,10 @@
 // or per message group (DeduplicationScope); receipt handles go stale when a
 // message is received again, and in FIFO queues when its visibility expires;
 // redrive moves a message to the dead-letter queue on the receive after
-// maxReceiveCount. The contract suite in sqscontract runs against it and
-// against a real endpoint alike.
+// maxReceiveCount. Standard queues keep no order, no groups and no
+// deduplication, take a delay per message and, with WithDuplicates, deliver
+// a message twice now and then, as SQS may. The contract suite in
+// sqscontract runs against it and against a real endpoint alike.
 //
 // A Server is safe for concurrent use. Long polls park on a notification
 // channel and a timer for the next visibility or delay expiry; they never spin.
@@ -65,7 +67,8 @@ type Server struct {
 	clock   Clock
 	region  string
 	account string
-	ids     *jitter.Rand // message ids and receipt nonces; nil: crypto/rand
+	ids     *jitter.Rand  // message ids and receipt nonces; nil: crypto/rand
+	dup     DuplicateFunc // standard queues: SQS's own duplicate deliveries; nil: none
 
 	mu     sync.Mutex
 	queues map[string]*queue // by name
@@ -83,6 +86,24 @@ func WithRegion(r string) Option { return func(s *Server) { s.region = r } }
 // WithIDs draws message ids and receipt handles from src instead of
 // crypto/rand, so that a seeded test (the simulation) replays them.
 func WithIDs(src rand.Source) Option { return func(s *Server) { s.ids = jitter.New(src) } }
+
+// DuplicateFunc decides, at the receive-th receive of a message of the
+// standard queue named queue, whether SQS leaves a second copy of it that
+// comes back after delay (see WithDuplicates).
+type DuplicateFunc func(queue, body string, receive int) (delay time.Duration, ok bool)
+
+// WithDuplicates makes standard queues deliver a message twice now and
+// then, as SQS documents it may (at-least-once delivery: a copy on a server
+// that was unavailable when the message was received or deleted comes back
+// later). At each receive of a message of a standard queue, dup says whether
+// such a copy is left and when it becomes receivable: while the message is
+// still in flight, or after it was deleted. The copy has the message's id,
+// body and attributes and a receive count of its own; only its own receipt
+// handles delete it (deleting the original leaves it), and it leaves no
+// copy itself. FIFO queues never duplicate. Without this option a standard
+// queue delivers each message once until it is deleted, which is what the
+// contract suite can hold an emulator to.
+func WithDuplicates(dup DuplicateFunc) Option { return func(s *Server) { s.dup = dup } }
 
 // New returns an empty server.
 func New(opts ...Option) *Server {
@@ -113,6 +134,7 @@ type queue struct {
 	groups map[string]*group // FIFO: messages by group, in sequence order
 	byID   map[string]*message
 	seq    uint64
+	copies int // duplicate copies made (WithDuplicates)
 
 	dedup      map[string]dedupEntry
 	dedupOrder []dedupRef
@@ -159,6 +181,7 @@ type message struct {
 	dedupID  string
 	seq      string
 	sent     time.Time
+	copyN    int // a standard queue's duplicate copy (WithDuplicates): 1, 2, ...; 0 for the message itself
 
 	delayUntil   time.Time
 	receives     int
@@ -169,6 +192,15 @@ type message struct {
 
 	elem *list.Element
 	grp  *group
+}
+
+// ref is the message's key in its queue: its id, and for a duplicate copy
+// the copy's number.
+func (m *message) ref() string {
+	if m.copyN == 0 {
+		return m.id
+	}
+	return m.id + "/" + strconv.Itoa(m.copyN)
 }
 
 func (m *message) inFlight(now time.Time) bool { return m.receives > 0 && now.Before(m.visibleAt) }
@@ -670,7 +702,7 @@ func (q *queue) send(now time.Time, r sendReq) *message {
 }
 
 func (q *queue) enqueue(m *message) {
-	q.byID[m.id] = m
+	q.byID[m.ref()] = m
 	if q.fifo {
 		g := q.groups[m.group]
 		if g == nil {
@@ -686,7 +718,7 @@ func (q *queue) enqueue(m *message) {
 }
 
 func (q *queue) remove(m *message) {
-	delete(q.byID, m.id)
+	delete(q.byID, m.ref())
 	if m.grp != nil {
 		m.grp.msgs.Remove(m.elem)
 		if m.grp.msgs.Len() == 0 {
@@ -982,7 +1014,15 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 		}
 		m.receivedAt = now
 		m.visibleAt = now.Add(vis)
-		m.handle = q.receipt(m.id, m.receives)
+		m.handle = q.receipt(m)
+		if !q.fifo && s.dup != nil && m.copyN == 0 {
+			if d, ok := s.dup(q.name, m.body, m.receives); ok {
+				q.copies++
+				c := &message{id: m.id, body: m.body, attrs: m.attrs, md5Body: m.md5Body, md5Attrs: m.md5Attrs,
+					sent: m.sent, copyN: q.copies, delayUntil: now.Add(max(d, time.Millisecond))}
+				q.enqueue(c) // at the back, delayed: not taken by this receive
+			}
+		}
 		got = append(got, m)
 		return true
 	}
@@ -1037,7 +1077,7 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 
 func (a *attempt) stillHeld(q *queue, now time.Time) bool {
 	for i, m := range a.messages {
-		if q.byID[m.id] != m || m.receives != a.receives[i] || !m.inFlight(now) {
+		if q.byID[m.ref()] != m || m.receives != a.receives[i] || !m.inFlight(now) {
 			return false
 		}
 	}
@@ -1144,11 +1184,16 @@ func seqLess(a, b string) bool {
 var receiptEnc = base64.RawURLEncoding
 
 // receipt encodes which receive of which message a handle belongs to.
-func (q *queue) receipt(id string, n int) string {
+// A duplicate copy's handles carry its number after the receive count.
+func (q *queue) receipt(m *message) string {
 	queue := q.name
 	var nonce [6]byte
 	_ = q.ids.Read(nonce[:])
-	return receiptEnc.EncodeToString([]byte("memsqs1\x00" + queue + "\x00" + id + "\x00" + strconv.Itoa(n) + "\x00" + hex.EncodeToString(nonce[:])))
+	n := strconv.Itoa(m.receives)
+	if m.copyN > 0 {
+		n += "/" + strconv.Itoa(m.copyN)
+	}
+	return receiptEnc.EncodeToString([]byte("memsqs1\x00" + queue + "\x00" + m.id + "\x00" + n + "\x00" + hex.EncodeToString(nonce[:])))
 }
 
 type handleState int
@@ -1170,11 +1215,16 @@ func (q *queue) resolve(h *string, now time.Time) (*message, handleState) {
 	if len(parts) != 5 || parts[0] != "memsqs1" || parts[1] != q.name {
 		return nil, handleInvalid
 	}
-	n, err := strconv.Atoi(parts[3])
+	count, copyN, isCopy := strings.Cut(parts[3], "/")
+	n, err := strconv.Atoi(count)
 	if err != nil {
 		return nil, handleInvalid
 	}
-	m := q.byID[parts[2]]
+	ref := parts[2]
+	if isCopy {
+		ref += "/" + copyN
+	}
+	m := q.byID[ref]
 	switch {
 	case m == nil:
 		return nil, handleGone

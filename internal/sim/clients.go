@@ -21,7 +21,6 @@ import (
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/redrive"
-	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // proc is one process of the simulated system: a pool worker's incarnation,
@@ -175,7 +174,7 @@ func receiptID(h string) string {
 }
 
 func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	q := qname(in.QueueUrl)
 	k, id, err := c.p.before(ctx, "ReceiveMessage", q+"|"+c.p.id)
 	if err != nil {
 		return nil, err
@@ -204,7 +203,7 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 }
 
 func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	q := qname(in.QueueUrl)
 	first := ""
 	if len(in.Entries) > 0 {
 		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
@@ -243,7 +242,7 @@ func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessag
 }
 
 func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	q := qname(in.QueueUrl)
 	first := ""
 	if len(in.Entries) > 0 {
 		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
@@ -306,7 +305,7 @@ func read[T any](ctx context.Context, p *proc, op, subject string, call func() (
 }
 
 func (c *faultySQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opt ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	return read(ctx, c.p, "GetQueueAttributes", sqsmsg.QueueName(aws.ToString(in.QueueUrl)), func() (*sqs.GetQueueAttributesOutput, error) {
+	return read(ctx, c.p, "GetQueueAttributes", qname(in.QueueUrl), func() (*sqs.GetQueueAttributesOutput, error) {
 		return c.inner.GetQueueAttributes(ctx, in, opt...)
 	})
 }
@@ -318,7 +317,7 @@ func (c *faultySQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, o
 }
 
 func (c *faultySQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
-	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	q := qname(in.QueueUrl)
 	k, id, err := c.p.before(ctx, "DeleteMessage", q+"|"+c.p.w.lidOfReceipt(aws.ToString(in.ReceiptHandle)))
 	if err != nil {
 		return nil, err
@@ -335,7 +334,7 @@ func (c *faultySQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInpu
 }
 
 func (c *faultySQS) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
-	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	q := qname(in.QueueUrl)
 	k, id, err := c.p.before(ctx, "ChangeMessageVisibility", q+"|"+c.p.w.lidOfReceipt(aws.ToString(in.ReceiptHandle)))
 	if err != nil {
 		return nil, err
@@ -351,7 +350,7 @@ func (c *faultySQS) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeM
 }
 
 func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	q := qname(in.QueueUrl)
 	lid := lidOf(aws.ToString(in.MessageBody))
 	if isDLQ(q) {
 		c.p.w.observeDLQTry(c.p, lidNum(aws.ToString(in.MessageBody)))
@@ -372,7 +371,7 @@ func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o
 }
 
 func (c *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	q := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
+	q := qname(in.QueueUrl)
 	first := ""
 	if len(in.Entries) > 0 {
 		first = lidOf(aws.ToString(in.Entries[0].MessageBody))

@@ -66,6 +66,7 @@ func run(cfg Config) Result {
 	w.obCheck(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stats["path: SQS duplicate delivery left (standard queue)"] += int(w.sqsDups.Load())
 	for k, n := range w.inj.counts {
 		w.stats["fault: "+k.String()] += n
 	}
@@ -198,6 +199,9 @@ func (w *world) check(ctx context.Context) {
 	// yet. Messages that both went through the DLQ before being applied are
 	// redriven in the order they reached it.
 	for k, lids := range w.order {
+		if w.std(k[:strings.IndexByte(k, '|')]) {
+			continue // a standard queue keeps no order (standard.go)
+		}
 		pos := map[int]int{}
 		for i, lid := range lids {
 			pos[lid] = i

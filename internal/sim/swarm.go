@@ -32,6 +32,7 @@ type shape struct {
 	Burst           bool          // Q2's groups sent in bursts, its downstream failing retryably at first
 	Graceful        bool          // some incarnations stop gracefully (Worker.Stop) while holding messages
 	Outbox          obShape       // the outbox half (outboxworld.go)
+	Q1Std, Q2Std    bool          // the queue (and its DLQ) is a standard queue, not a FIFO one (standard.go)
 }
 
 // fixedShape is the world without swarm: the settings of before.
@@ -95,6 +96,8 @@ func drawShape(cfg Config) shape {
 	s.Burst = pick("burst", 3) == 0
 	s.Graceful = pick("graceful", 2) == 0
 	s.Outbox = drawOutbox(pick)
+	s.Q1Std = pick("q1 standard", 4) == 0
+	s.Q2Std = pick("q2 standard", 4) == 0
 	return s
 }
 
@@ -122,7 +125,9 @@ func (s shape) choices() []string {
 		fmt.Sprintf("rate=%g", s.Rate),
 		fmt.Sprintf("kinds=%d of %d", len(ks), int(numKinds)-1),
 		fmt.Sprintf("ops faulted=%d of %d", len(s.Ops), len(Ops)),
-		fmt.Sprintf("q1 dedup scope=%s", map[bool]string{true: "queue", false: "messageGroup"}[s.Q1QueueScoped]),
+		fmt.Sprintf("q1 type=%s", map[bool]string{true: "standard", false: "FIFO"}[s.Q1Std]),
+		fmt.Sprintf("q2 type=%s", map[bool]string{true: "standard", false: "FIFO"}[s.Q2Std]),
+		fmt.Sprintf("q1 dedup scope=%s", map[bool]string{true: "queue", false: "messageGroup"}[s.Q1QueueScoped || s.Q1Std]),
 		fmt.Sprintf("q1 visibility=%s", s.Vis1),
 		fmt.Sprintf("concurrency=%d", s.Concurrency),
 		fmt.Sprintf("receivers=%d", s.Receivers),

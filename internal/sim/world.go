@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -144,6 +145,8 @@ type world struct {
 
 	wide *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
 	ob   *obHalf  // outboxworld.go
+
+	sqsDups atomic.Int64 // standard.go: SQS's duplicate deliveries left
 }
 
 // worldMoved notes a DLQ message seen with the id it had in its source
@@ -446,13 +449,13 @@ func (w *world) crash(p *proc, why string) {
 // which is not told about it, must read its scope); Q1 too, unless the
 // shape makes it queue-scoped.
 func (w *world) perGroup(q string) bool {
-	return q == q2Name || (q == q1Name && !w.shape.Q1QueueScoped)
+	return !w.std(q) && (q == q2Name || (q == q1Name && !w.shape.Q1QueueScoped))
 }
 
 func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	w := &world{
 		cfg: cfg, shape: drawShape(cfg),
-		sqs: memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95))), db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
+		db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{},
@@ -461,6 +464,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		wide:     newWidened(cfg.Seed),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
+	w.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithDuplicates(w.duplicate))
 	w.inj = newInjector(cfg.Seed, w.shape.Rate, w.shape.Kinds, w.shape.Ops, cfg.Only)
 	w.inj.stall = w.shape.maxVis()
 	if cfg.Swarm {
@@ -483,8 +487,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		return nil, err
 	}
 	mk := func(name string, attrs map[string]string) error {
-		attrs["FifoQueue"] = "true"
-		out, err := w.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		out, err := w.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(w.realName(name)), Attributes: w.queueAttrs(name, attrs)})
 		if err != nil {
 			return fmt.Errorf("create %s: %w", name, err)
 		}
@@ -535,6 +538,10 @@ func (w *world) workload() {
 				lid++
 				id := strconv.Itoa(lid)
 				s := &msgSpec{lid: lid, queue: q, group: group, gseq: i}
+				if w.std(q) {
+					// No groups: each message its own account (standard.go).
+					s.group = fmt.Sprintf("%s.%d", group, i)
+				}
 				x := r(id)
 				switch {
 				case x%100 < 6:
@@ -546,8 +553,8 @@ func (w *world) workload() {
 					s.fixable = true
 				}
 				s.dedupID = "d" + id
-				if (x>>8)%3 == 0 {
-					s.keyAttr = "k" + id
+				if (x>>8)%3 == 0 || w.std(q) {
+					s.keyAttr = "k" + id // always on a standard queue (standard.go)
 				}
 				if (x>>16)%5 == 0 && g%2 == 1 && w.perGroup(q) {
 					// The same dedup id as the message of the previous
@@ -591,8 +598,8 @@ func (w *world) workload() {
 				if raw == "" {
 					raw = s.dedupID
 				}
-				s.key = dedup.Scope{Namespace: namespace, Queue: q, PerGroup: w.perGroup(q)}.Key(group, raw)
-				acct := q[:2] + "-" + group
+				s.key = dedup.Scope{Namespace: namespace, Queue: w.realName(q), PerGroup: w.perGroup(q)}.Key(s.group, raw)
+				acct := q[:2] + "-" + s.group
 				s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d}`, acct, lid)
 				if w.shape.Pad > 0 {
 					s.body = fmt.Sprintf(`{"account":%q,"amount_cents":%d,"pad":"`, acct, lid) + strings.Repeat("x", w.shape.Pad) + `"}`
@@ -636,16 +643,7 @@ func (w *world) produce(ctx context.Context) {
 		if d := e.at - time.Since(w.start); d > 0 {
 			time.Sleep(d)
 		}
-		in := &sqs.SendMessageInput{
-			QueueUrl: aws.String(w.urls[e.s.queue]), MessageBody: aws.String(e.s.body),
-			MessageGroupId: aws.String(e.s.group), MessageDeduplicationId: aws.String(e.dedupID),
-		}
-		if e.s.keyAttr != "" {
-			in.MessageAttributes = map[string]types.MessageAttributeValue{
-				dedup.IdempotencyKeyAttribute: {DataType: aws.String("String"), StringValue: aws.String(e.s.keyAttr)},
-			}
-		}
-		if _, err := w.sqs.SendMessage(ctx, in); err != nil {
+		if _, err := w.sqs.SendMessage(ctx, w.sendInput(e.s, e.send)); err != nil {
 			w.violate("producer: send %d: %v", e.s.lid, err)
 		}
 		w.stat("workload: "+e.kind, 1)
@@ -740,7 +738,7 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		// Q2's well inside the Lambda function's timeout.
 		x := hash64(w.cfg.Seed, "latency", strconv.Itoa(s.lid))
 		d := time.Duration(x%2000) * time.Millisecond
-		if in.Message.QueueName == q1Name && x%100 < 15 {
+		if logicalQ(in.Message.QueueName) == q1Name && x%100 < 15 {
 			d = 20*time.Second + time.Duration(x%30000)*time.Millisecond
 		}
 		t := time.NewTimer(d)
@@ -751,7 +749,7 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 			w.retryable(p, s.lid, "effect's context ended")
 			return effect.Output{}, ctx.Err()
 		}
-		if in.Message.QueueName == q1Name {
+		if logicalQ(in.Message.QueueName) == q1Name {
 			out, err := w.ledgerApply(ctx, p, ledger, in, s)
 			if err == nil && s.invalid && len(out.Writes) > 0 {
 				// The same item written twice: DynamoDB rejects the

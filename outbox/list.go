@@ -82,40 +82,56 @@ func ListPending(ctx context.Context, db API, table string, limit int) ([]Item, 
 // ListGroup returns up to limit of a group's messages still in the table
 // (published ones until their TTL): the newest ones, in sequence order.
 func ListGroup(ctx context.Context, db API, table, queue, group string, limit int) ([]Item, error) {
-	out, err := db.Query(ctx, &dynamodb.QueryInput{
+	// Newest first, then reversed: a Query answers at most 1 MB a page, so
+	// a group of large messages spans pages; the paginator reads on until
+	// limit items or the group's end.
+	raw, err := queryItems(ctx, db, &dynamodb.QueryInput{
 		TableName:                 &table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :zero"),
 		ExpressionAttributeNames:  map[string]string{"#pk": outboxschema.AttrPK, "#sk": outboxschema.AttrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(partitionKey(queue, group)), ":zero": num(0)},
 		ConsistentRead:            aws.Bool(true),
 		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(limit)),
-	})
+	}, limit)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: read group: %w", err)
+		return nil, err
 	}
-	items := make([]Item, 0, len(out.Items))
-	for i := len(out.Items) - 1; i >= 0; i-- {
-		items = append(items, readItem(out.Items[i]))
+	items := make([]Item, 0, len(raw))
+	for i := len(raw) - 1; i >= 0; i-- {
+		items = append(items, readItem(raw[i]))
 	}
 	return items, nil
 }
 
 func queryGroup(ctx context.Context, db API, table, pk string, after int64, limit int) ([]Item, error) {
-	out, err := db.Query(ctx, &dynamodb.QueryInput{
+	raw, err := queryItems(ctx, db, &dynamodb.QueryInput{
 		TableName:                 &table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk > :after"),
 		ExpressionAttributeNames:  map[string]string{"#pk": outboxschema.AttrPK, "#sk": outboxschema.AttrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":after": num(after)},
 		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(int32(max(limit, 1))),
-	})
+	}, max(limit, 1))
 	if err != nil {
-		return nil, fmt.Errorf("outbox: read group: %w", err)
+		return nil, err
 	}
-	items := make([]Item, 0, len(out.Items))
-	for _, it := range out.Items {
+	items := make([]Item, 0, len(raw))
+	for _, it := range raw {
 		items = append(items, readItem(it))
 	}
 	return items, nil
+}
+
+// queryItems reads a group's items page by page (a page holds at most
+// 1 MB) until it has limit of them or the group ends.
+func queryItems(ctx context.Context, db API, in *dynamodb.QueryInput, limit int) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
+	p := dynamodb.NewQueryPaginator(db, in, func(o *dynamodb.QueryPaginatorOptions) { o.Limit = int32(limit) })
+	for p.HasMorePages() && len(out) < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: read group: %w", err)
+		}
+		out = append(out, page.Items...)
+	}
+	return out[:min(len(out), limit)], nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/awserr"
 	"github.com/exactlyonce/exactly/internal/config"
+	"github.com/exactlyonce/exactly/internal/idleconns"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
@@ -24,18 +25,25 @@ func denied(err error, action, resource string) error {
 	return err
 }
 
-// clients are the AWS clients of one process. Endpoints, region and
+// clients are the AWS clients of one command. Endpoints, region and
 // credentials come only from the SDK's standard sources (AWS_ENDPOINT_URL*,
 // AWS_REGION, the credential chain); retries are the SDK's standard retryer.
+// close ends their kept-alive connections when the command is done (a
+// command run in-process, as the tests do, leaves none behind).
 type clients struct {
 	cfg    aws.Config
 	sqs    *sqs.Client
 	dynamo *dynamodb.Client
+	conns  *idleconns.Set
 }
+
+// close closes the connections the clients opened; they are not used after.
+func (c *clients) close() { c.conns.Close() }
 
 // newClients loads the SDK configuration; reqs, when set, counts every request.
 func newClients(ctx context.Context, _ func(string) (string, bool), reqs *telemetry.Requests) (*clients, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	conns := &idleconns.Set{}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithHTTPClient(conns.Client()))
 	if err != nil {
 		return nil, fmt.Errorf("cannot load AWS configuration: %w", err)
 	}
@@ -46,7 +54,7 @@ func newClients(ctx context.Context, _ func(string) (string, bool), reqs *teleme
 		return nil, config.Errorf("no AWS region: set AWS_REGION (for example AWS_REGION=us-east-1)")
 	}
 	return &clients{
-		cfg: cfg,
+		cfg: cfg, conns: conns,
 		sqs: sqs.NewFromConfig(cfg),
 		// Without the CRC32 check against a custom endpoint, which DynamoDB
 		// Local fails on every error response.

@@ -89,6 +89,7 @@ func consoleCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	c, err := console.New(console.Config{SQS: cl.sqs, DB: cl.dynamo, Queues: s.queues, DedupTable: s.table, OutboxTable: s.outboxTable,
 		Namespace: s.namespace, Write: s.write, User: user, Password: pass, Metrics: s.metrics, Logger: log})
 	if err != nil {

@@ -127,7 +127,7 @@ func initLambda(ctx context.Context, effects Effects, args []string, stdout, std
 		"queues", strings.Join(s.queueNames(), ","), "dedup_scope_default", scope, "fifo_fail_rest", s.fifoFailRest,
 		"concurrency", s.concurrency, "dedup_key", s.dedupKey, "payload_hash", s.payloadHash, "dedup_ttl_ms", s.dedupTTL.Milliseconds(), "move_to_dlq", s.moveToDLQ,
 		"tracing", tp != nil)
-	return handle, func() { shutdownTracing(tp, log) }, nil
+	return handle, func() { shutdownTracing(tp, log); cl.close() }, nil
 }
 
 // reportInitError tells the Runtime API why init failed; Lambda then reports

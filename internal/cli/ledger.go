@@ -61,6 +61,7 @@ func ledgerCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	bs, err := ReadBalances(ctx, cl.dynamo, table)
 	if err != nil {
 		return err

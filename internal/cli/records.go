@@ -148,6 +148,7 @@ func inspectCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	return inspect(ctx, cl.dynamo, cl.sqs, a, fs, stdout, time.Now())
 }
 
@@ -198,6 +199,7 @@ func stuckCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	return stuck(ctx, cl.dynamo, table, limit, stdout, time.Now())
 }
 
@@ -246,6 +248,7 @@ func forgetCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	return forget(ctx, cl.dynamo, table, fs.FlagSet().Arg(0), yes, stdout, time.Now())
 }
 

@@ -38,6 +38,7 @@ func redriveCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	res, err := redrive.Run(ctx, cl.sqs, cfg)
 	if cfg.DryRun {
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)

@@ -112,6 +112,7 @@ func relayCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	var emf io.Writer
 	if s.metricsFormat == "emf" || s.metricsFormat == "both" {
 		emf = stdout
@@ -234,6 +235,7 @@ func outboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	var items []outbox.Item
 	if queue != "" {
 		items, err = outbox.ListGroup(ctx, cl.dynamo, table, queue, group, limit)
@@ -310,6 +312,7 @@ func outboxHeldCommand(ctx context.Context, sub string, args []string, stdout, s
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	if sub == "release" {
 		if err := outbox.Release(ctx, cl.dynamo, table, queue, group); err != nil {
 			return err

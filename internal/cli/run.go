@@ -259,6 +259,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, effects Effects, arg
 	if err != nil {
 		return err
 	}
+	defer cl.close()
 	eff, err := buildEffect(s, cl, log, lookup)
 	if err != nil {
 		return err

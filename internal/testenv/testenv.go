@@ -11,8 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,13 +20,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/exactlyonce/exactly/internal/idleconns"
 )
 
 // Require reports whether integration tests must run (EXACTLY_REQUIRE_INTEGRATION=1).
@@ -61,46 +60,14 @@ func Config(t testing.TB, opts ...func(*awsconfig.LoadOptions) error) aws.Config
 	// The connections this config's clients open are closed when the test
 	// ends, so that none is left in the SDK's pool with its two goroutines:
 	// the packages' TestMain checks for goroutines left running (goleak).
-	conns := &connSet{}
-	t.Cleanup(conns.closeAll)
-	base = append(base, awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(conns.track)))
+	conns := &idleconns.Set{}
+	t.Cleanup(conns.Close)
+	base = append(base, awsconfig.WithHTTPClient(conns.Client()))
 	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), append(base, opts...)...)
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
 	}
 	return cfg
-}
-
-// connSet holds the connections a transport dialled.
-type connSet struct {
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-// track makes tr's dialler record the connections it opens.
-func (s *connSet) track(tr *http.Transport) {
-	dial := tr.DialContext
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err == nil {
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-		}
-		return c, err
-	}
-}
-
-func (s *connSet) closeAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.conns {
-		_ = c.Close() // closed already when the server hung up
-	}
-	s.conns = nil
 }
 
 // DynamoDB returns a client for the local DynamoDB.

@@ -21,7 +21,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/internal/telemetry"
-	"github.com/exactlyonce/exactly/tools/internal/idleconns"
+	"github.com/exactlyonce/exactly/internal/idleconns"
 )
 
 // clients are one set of SDK clients whose requests are counted; close

@@ -46,7 +46,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/exactlyonce/exactly/tools/internal/idleconns"
+	"github.com/exactlyonce/exactly/internal/idleconns"
 )
 
 // Defaults of a run, sized for CI: a couple of minutes on a small machine.

@@ -96,8 +96,10 @@ func drawShape(cfg Config) shape {
 	s.Burst = pick("burst", 3) == 0
 	s.Graceful = pick("graceful", 2) == 0
 	s.Outbox = drawOutbox(pick)
-	s.Q1Std = pick("q1 standard", 4) == 0
-	s.Q2Std = pick("q2 standard", 4) == 0
+	// The outbox half's judgements (a group published and applied in write
+	// order, a held group) rest on FIFO queues: its worlds keep both FIFO.
+	s.Q1Std = pick("q1 standard", 4) == 0 && !s.Outbox.On
+	s.Q2Std = pick("q2 standard", 4) == 0 && !s.Outbox.On
 	return s
 }
 

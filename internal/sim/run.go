@@ -135,6 +135,7 @@ func (w *world) check(ctx context.Context) {
 						// The faults left it no chance (starved.go): excused,
 						// and its amount is not owed to the balances.
 						w.stats["end: moved by the redrive policy, every receive spoiled by faults (starved.go)"]++
+						w.tr(s.lid, "starved: %s", why)
 						continue
 					}
 					where += "; not starved by faults: " + why

@@ -241,8 +241,9 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 			default:
 				// Busy: a key of its group (its own, or one ahead of it
 				// in its lane) is held, uncommitted, by another process
-				// that has stopped since its claim, recently enough for
-				// its lease to live on.
+				// that has stopped, or met a fault on the group's calls,
+				// since its claim, recently enough for its lease to live
+				// on.
 				holder := ""
 				for key := range keys {
 					var last claimAt
@@ -264,7 +265,7 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 				if holder == "" {
 					return false, fmt.Sprintf("#%d (+%s, %s) met no fault", r.count, r.at.Round(time.Millisecond), r.proc)
 				}
-				whys = append(whys, fmt.Sprintf("#%d met the lease of %s, stopped since its claim", r.count, holder))
+				whys = append(whys, fmt.Sprintf("#%d met the lease of %s, stopped or failing since its claim", r.count, holder))
 			}
 		}
 		for n := 1; n <= w.maxReceive(); n++ {

@@ -179,7 +179,7 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.inner.ReceiveMessage(ctx, in, opt...)
+	out, err := c.receive(ctx, q, in, opt...)
 	if err != nil {
 		return nil, err
 	}
@@ -512,12 +512,14 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	// order is the order in which the transactions took effect.
 	c.p.w.txMu.Lock()
 	pre := c.p.w.preState(txKeys(in)...)
+	rmw := c.p.w.rmwBefore(in)
 	out, err := c.inner.TransactWriteItems(ctx, in, opt...)
 	c.p.w.afterTx(c.p, in, pre, err)
 	if err == nil {
 		for _, k := range keys {
 			c.p.w.observeCommit(c.p, k, true)
 		}
+		c.p.w.judgeRMW(c.p, in, keys, rmw)
 	}
 	// A group's transaction refused as a whole is no verdict on any of its
 	// commits (each is then tried alone): only a commit alone is judged.

@@ -45,6 +45,7 @@ type widened struct {
 	frozeAt  map[string]time.Duration // proc -> its last freeze
 	failedAt map[string]time.Duration // proc|lid -> its effect's last retryable failure
 	justMet  map[string]bool          // proc|key -> its claim just replaced an expired COMPLETED record
+	rmwLost  map[string][2]int64      // account -> balance and applications lost to excused stale commits (rmw.go)
 
 	ttl     time.Duration // the dedup records' TTL in this world
 	guarded bool          // Q1's ledger writes its entry item (attribute_not_exists) too
@@ -55,7 +56,8 @@ func newWidened(seed uint64) *widened {
 		tokOwner: map[string]*proc{}, lastTok: map[string]string{}, commitAt: map[string]time.Duration{},
 		grants: map[int]int{}, verdict: map[string]time.Duration{}, retryErr: map[string]string{},
 		recvAt: map[string]time.Duration{}, maxRC: map[string]int{}, judged: map[string]bool{}, frozeAt: map[string]time.Duration{}, failedAt: map[string]time.Duration{}, justMet: map[string]bool{},
-		ttl: ttl, guarded: hash64(seed, "guarded")%2 == 0,
+		rmwLost: map[string][2]int64{},
+		ttl:     ttl, guarded: hash64(seed, "guarded")%2 == 0,
 	}
 	if ttlWorld(seed) {
 		x.ttl = shortTTL(seed)

@@ -120,6 +120,7 @@ func (w *world) gracefulStop(ctx context.Context, p *proc, slot, inc int, ws []*
 		return
 	}
 	w.stat("pool: graceful stops", 1)
+	w.noteStop(p)
 	for _, wk := range ws {
 		_ = wk.Stop(context.Background())
 	}

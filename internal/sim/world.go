@@ -143,8 +143,9 @@ type world struct {
 	rejectedAt map[string]time.Duration // proc|key -> last rejection
 	dlqTry     map[string]time.Duration // proc|key -> last DLQ copy tried (invalid messages)
 
-	wide *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
-	ob   *obHalf  // outboxworld.go
+	wide   *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
+	starve *starved // starved.go
+	ob     *obHalf  // outboxworld.go
 
 	sqsDups atomic.Int64 // standard.go: SQS's duplicate deliveries left
 }
@@ -242,6 +243,7 @@ func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
 		default:
 			w.lastSrcRecv[aws.ToString(m.MessageId)] = time.Since(w.start)
 			w.delivered(p, lid, m)
+			w.noteRecv(p, lid, m, false)
 		}
 	}
 }
@@ -259,6 +261,7 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 		w.stats["path: DLQ move (product)"]++
 	case strings.HasPrefix(p.id, "redrive"):
 		w.redriven[lid] = true
+		w.noteCopy(lid, msgID)
 		if _, ok := w.redrivenAt[lid]; !ok {
 			w.redrivenAt[lid] = time.Since(w.start)
 		}
@@ -283,6 +286,7 @@ func (w *world) checkDelete(p *proc, q, receipt string) {
 	lid, ok := w.msgLid[id]
 	if ok {
 		w.tr(lid, "%s deletes %s from %s", p.id, id, q)
+		w.noteDelete(p, lid, id)
 	}
 	okDel := w.committed[lid] || w.dlqSent[lid]
 	if isDLQ(q) {
@@ -326,6 +330,7 @@ func (w *world) observeClaim(p *proc, key string) {
 	w.mu.Lock()
 	reopened := w.reopened(p, key)
 	w.tr(s.lid, "%s claimed %s", p.id, key)
+	w.noteClaim(p, key)
 	w.stats["dynamo: claim written"]++
 	w.mu.Unlock()
 	if reopened {
@@ -342,6 +347,7 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	defer w.mu.Unlock()
 	w.committed[s.lid] = true
 	w.tr(s.lid, "%s committed %s (applied: %v)", p.id, key, tx)
+	w.noteCommit(key)
 	p.mu.Lock()
 	delete(p.open, key)
 	p.mu.Unlock()
@@ -461,7 +467,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
-		wide:     newWidened(cfg.Seed),
+		wide: newWidened(cfg.Seed), starve: newStarved(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
 	w.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithDuplicates(w.duplicate))

@@ -1,0 +1,376 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Starved messages (seed 2581@f44fef1). A message SQS's redrive policy
+// moves after maxReceiveCount receives, never applied, is lost: unless the
+// faults left it no chance, which the end check decides from what each of
+// its receives met, and excuses then only that message.
+//
+// In the seed's world (freeze on, Q1's visibility 60 s) message 12's effect
+// takes 49.3 s, and each worker that claimed it crashed or froze 0.2 to 47 s
+// short of its commit; the receives in between met a frozen holder's live
+// lease (busy), or were taken by the long poll of a process that had died
+// (SQS serves a poll its caller gave up on: memsqs.Server.poll). Ten such
+// receives and SQS moves it. No product could have applied it; a product
+// that wastes a receive on its own (a lease left behind by a live worker, a
+// retry in place past the visibility, a stop that hands back what it should
+// not) leaves a receive unspoiled, and the loss is reported.
+
+// starved is what the judge needs, recorded as it happens.
+type starved struct {
+	polls  sync.WaitGroup // long polls given up by their callers, until their wait ends
+	mu     sync.Mutex
+	recvs  map[string][]srcRecv        // SQS message id -> its receives from its source queue
+	claims map[string][]claimAt        // dedup key -> claims written
+	ids    map[int]map[string]struct{} // logical id -> its SQS message ids in a source queue
+	copies map[int][]string            // logical id -> the SQS ids of its redrive copies
+	stops  map[string]time.Duration    // process -> when its graceful stop began
+	dels   map[int][]claimAt           // logical id -> deletes of its SQS messages (proc, time, message id)
+	done   map[string]time.Duration    // dedup key -> its first commit
+}
+
+type srcRecv struct {
+	at     time.Duration
+	proc   string
+	count  int  // ApproximateReceiveCount
+	orphan bool // taken by a long poll whose caller had given up
+	dead   bool // orphan: its caller's process was dead by then
+}
+
+// maxWait is the longest long poll (SQS's WaitTimeSeconds limit).
+const maxWait = 20 * time.Second
+
+type claimAt struct {
+	at   time.Duration
+	proc string
+	id   string // a delete's SQS message id
+}
+
+func newStarved() *starved {
+	return &starved{recvs: map[string][]srcRecv{}, claims: map[string][]claimAt{}, ids: map[int]map[string]struct{}{}, copies: map[int][]string{}, stops: map[string]time.Duration{}, dels: map[int][]claimAt{}, done: map[string]time.Duration{}}
+}
+
+// noteRecv records a receive of a source queue's message by p (nil: the
+// event source mapping's). orphan: p's long poll, given up, took it.
+func (w *world) noteRecv(p *proc, lid int, m types.Message, orphan bool) {
+	if p == nil {
+		return
+	}
+	x := w.starve
+	n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+	id := aws.ToString(m.MessageId)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.recvs[id] = append(x.recvs[id], srcRecv{at: time.Since(w.start), proc: p.id, count: n, orphan: orphan, dead: orphan && p.dead.Load()})
+	if x.ids[lid] == nil {
+		x.ids[lid] = map[string]struct{}{}
+	}
+	x.ids[lid][id] = struct{}{}
+}
+
+// noteClaim records that p wrote a claim of key.
+func (w *world) noteClaim(p *proc, key string) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.claims[key] = append(x.claims[key], claimAt{at: time.Since(w.start), proc: p.id})
+}
+
+// noteCommit records key's first commit. w.mu held.
+func (w *world) noteCommit(key string) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.done[key]; !ok {
+		x.done[key] = time.Since(w.start)
+	}
+}
+
+// noteDelete records p's delete of lid's SQS message id. w.mu held.
+func (w *world) noteDelete(p *proc, lid int, id string) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dels[lid] = append(x.dels[lid], claimAt{at: time.Since(w.start), proc: p.id, id: id})
+}
+
+// noteStop records that p's graceful stop begins: what it holds and has
+// not started, or waits to retry in place, goes back to SQS (pool.Run).
+func (w *world) noteStop(p *proc) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.stops[p.id] = time.Since(w.start)
+}
+
+// stall is a fault injected into a process's call: one that stops all of
+// it (crash, crash-after, freeze) or any other, on a call about subject
+// (a dedup key, a balance item, or for an SQS batch the queue and the
+// logical id of its first entry).
+type stall struct {
+	at, end time.Duration
+	whole   bool // the process
+	op      string
+	subject string
+	lid     string // an SQS batch's first entry
+	kind    Kind
+}
+
+func (w *world) stalls() map[string][]stall {
+	out := map[string][]stall{}
+	for _, f := range w.inj.Injected() {
+		parts := strings.Split(f.ID, "|")
+		st := stall{at: f.At, end: f.At, op: parts[0], kind: f.Kind}
+		if len(parts) > 1 {
+			st.subject = parts[1]
+		}
+		if len(parts) > 3 && strings.HasSuffix(st.op, "Batch") {
+			st.lid = parts[2]
+		}
+		switch f.Kind {
+		case Crash, CrashAfter:
+			st.whole, st.end = true, 1<<62
+		case Freeze:
+			st.whole, st.end = true, f.At+w.inj.delay(f.ID)
+		}
+		out[f.Proc] = append(out[f.Proc], st)
+	}
+	return out
+}
+
+// starvedOut reports whether the faults left lid no chance before SQS's
+// redrive policy moved it: each of the maxReceiveCount receives of each of
+// its source messages was spoiled. why tells how, receive by receive.
+// w.mu held.
+func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ids := x.ids[s.lid]
+	if len(ids) == 0 {
+		return false, "no receive by a worker seen"
+	}
+	st := w.stalls()
+	vis := w.shape.Vis1
+	if s.queue != q1Name {
+		vis = visibility
+	}
+	// The group's calls: a fault on any of them holds up the group's lane
+	// (its messages run in order: one that goes back to SQS takes the
+	// rest of the group with it).
+	keys, lids := map[string]bool{rmwKey(s.queue[:2] + "-" + s.group): true}, map[string]bool{}
+	for _, m := range w.msgs {
+		if m.queue == s.queue && m.group == s.group {
+			keys[m.key] = true
+			lids[strconv.Itoa(m.lid)] = true
+		}
+	}
+	mine := func(f stall) bool {
+		return keys[f.subject] || (f.lid != "" && f.subject == s.queue && lids[f.lid])
+	}
+	// stalled: a stall of proc that matters to this message starts in [from, to).
+	stalled := func(proc string, from, to time.Duration) (stall, bool) {
+		for _, f := range st[proc] {
+			if (f.whole || mine(f)) && f.at >= from && f.at < to {
+				return f, true
+			}
+		}
+		return stall{}, false
+	}
+	// lateAnswer: the receive's own answer was lost or delayed past the
+	// visibility (the fault is drawn when the long poll starts).
+	lateAnswer := func(proc string, t time.Duration) bool {
+		for _, f := range st[proc] {
+			if f.op == "ReceiveMessage" && (f.kind == Lost || f.kind == Slow) && f.subject == s.queue && f.at <= t && f.at >= t-maxWait {
+				return true
+			}
+		}
+		return false
+	}
+	frozenAt := func(proc string, t time.Duration) bool {
+		for _, f := range st[proc] {
+			if f.kind == Freeze && f.at <= t && t < f.end {
+				return true
+			}
+		}
+		return false
+	}
+	var whys []string
+	sorted := make([]string, 0, len(ids))
+	for id := range ids {
+		sorted = append(sorted, id)
+	}
+	sort.Strings(sorted)
+	for _, id := range sorted {
+		rs := x.recvs[id]
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].count < rs[j].count })
+		seen := map[int]bool{}
+		for i, r := range rs {
+			seen[r.count] = true
+			end := r.at + vis
+			if i+1 < len(rs) {
+				end = min(end, rs[i+1].at)
+			}
+			switch f, stalledIn := stalled(r.proc, r.at, end); {
+			case r.orphan && r.dead:
+				whys = append(whys, fmt.Sprintf("#%d taken by the orphaned long poll of dead %s", r.count, r.proc))
+			case r.orphan:
+				return false, fmt.Sprintf("#%d taken by the given-up long poll of live %s", r.count, r.proc)
+			case lateAnswer(r.proc, r.at):
+				whys = append(whys, fmt.Sprintf("#%d: its answer to %s was lost or late", r.count, r.proc))
+			case frozenAt(r.proc, r.at):
+				whys = append(whys, fmt.Sprintf("#%d answered to %s, frozen", r.count, r.proc))
+			case stalledIn:
+				whys = append(whys, fmt.Sprintf("#%d: %s met %s on %s %s later", r.count, r.proc, f.kind, f.op, (f.at-r.at).Round(time.Millisecond)))
+			case x.stopping(r.proc, r.at, end):
+				whys = append(whys, fmt.Sprintf("#%d: %s began a graceful stop %s later", r.count, r.proc, (x.stops[r.proc]-r.at).Round(time.Millisecond)))
+			default:
+				// Busy: a key of its group (its own, or one ahead of it
+				// in its lane) is held, uncommitted, by another process
+				// that has stopped, or met a fault on the group's calls,
+				// since its claim, recently enough for its lease to live
+				// on.
+				holder := ""
+				for key := range keys {
+					var last claimAt
+					for _, c := range x.claims[key] {
+						if c.at <= r.at {
+							last = c
+						}
+					}
+					if d, ok := x.done[key]; last.proc == "" || last.proc == r.proc || (ok && d <= r.at) {
+						continue
+					}
+					// Its lease, extended at most until it stopped, can be
+					// live only if it stopped within a lease (< vis) of now.
+					if _, ok := stalled(last.proc, max(last.at, r.at-vis), r.at+time.Nanosecond); ok {
+						holder = last.proc
+						break
+					}
+				}
+				if holder == "" {
+					return false, fmt.Sprintf("#%d (+%s, %s) met no fault", r.count, r.at.Round(time.Millisecond), r.proc)
+				}
+				whys = append(whys, fmt.Sprintf("#%d met the lease of %s, stopped or failing since its claim", r.count, holder))
+			}
+		}
+		for n := 1; n <= w.maxReceive(); n++ {
+			if !seen[n] {
+				return false, fmt.Sprintf("receive #%d of %s not seen", n, id)
+			}
+		}
+	}
+	return true, strings.Join(whys, "; ")
+}
+
+// receive is the fake's ReceiveMessage with a context the caller's end does
+// not cancel: SQS (and memsqs) serve a long poll its caller gave up on, and
+// what that poll takes is in flight for nobody until its visibility timeout.
+// The sim sees what it takes (noteRecv, orphan) instead of losing sight of
+// it; the poll ends within its wait time (run waits for it).
+func (c *faultySQS) receive(ctx context.Context, q string, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	type answer struct {
+		out *sqs.ReceiveMessageOutput
+		err error
+	}
+	w := c.p.w
+	var mu sync.Mutex
+	gaveUp := false
+	done := make(chan answer, 1)
+	w.starve.polls.Go(func() {
+		out, err := c.inner.ReceiveMessage(context.WithoutCancel(ctx), in, opt...)
+		mu.Lock()
+		defer mu.Unlock()
+		if !gaveUp {
+			done <- answer{out, err}
+			return
+		}
+		if err == nil && !isDLQ(q) {
+			w.orphaned(c.p, q, out.Messages)
+		}
+	})
+	select {
+	case a := <-done:
+		return a.out, a.err
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case a := <-done:
+		return a.out, a.err
+	default:
+		gaveUp = true
+		return nil, ctx.Err()
+	}
+}
+
+// orphaned notes what p's given-up long poll took.
+func (w *world) orphaned(p *proc, q string, ms []types.Message) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range ms {
+		lid := lidNum(aws.ToString(m.Body))
+		w.tr(lid, "the given-up long poll of %s (dead: %v) took %s from %s (receive count %s)", p.id, p.dead.Load(), aws.ToString(m.MessageId), q, m.Attributes["ApproximateReceiveCount"])
+		w.noteRecv(p, lid, m, true)
+	}
+}
+
+// noteCopy records a redrive copy of lid sent back to its queue. w.mu held.
+func (w *world) noteCopy(lid int, id string) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.copies[lid] = append(x.copies[lid], id)
+}
+
+// appliedFromCopy reports whether lid's first application was made by a
+// process that had received one of its redrive copies by then (and not by
+// a zombie still holding its first delivery, seed 2581: a frozen worker
+// that commits after SQS's redrive policy moved the message and the
+// operator's redrive sent it back). w.mu held.
+func (w *world) appliedFromCopy(lid int) bool {
+	if len(w.callers[lid]) == 0 {
+		return false
+	}
+	who, at := w.callers[lid][0], w.appliedAt[lid]
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	// The delete that follows the commit names the delivery it came from
+	// (a process may hold the first delivery and a redrive copy at once,
+	// the copy waiting behind it in the group's lane).
+	for _, d := range x.dels[lid] {
+		if d.proc == who && d.at >= at {
+			return slices.Contains(x.copies[lid], d.id)
+		}
+	}
+	for _, id := range x.copies[lid] {
+		for _, r := range x.recvs[id] {
+			if r.proc == who && r.at <= at {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stopping: proc's graceful stop began in [from, to). x.mu held.
+func (x *starved) stopping(proc string, from, to time.Duration) bool {
+	at, ok := x.stops[proc]
+	return ok && at >= from && at < to
+}

@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// judgeWorld is a world with one group of two Q1 messages, for the
+// judges' unit tests: no fakes, no processes running.
+func judgeWorld(t *testing.T) (*world, *msgSpec) {
+	t.Helper()
+	w := &world{start: time.Now(), stats: map[string]int{}, trace: map[int][]string{}, applied: map[int]int{},
+		callers: map[int][]string{}, appliedAt: map[int]time.Duration{}, byKey: map[string]*msgSpec{}, byLid: map[int]*msgSpec{},
+		wide: newWidened(1), starve: newStarved()}
+	w.shape = fixedShape(Config{})
+	w.shape.Vis1 = time.Minute
+	ops, _ := ParseOps("")
+	w.inj = newInjector(1, 0, map[Kind]bool{}, ops, nil)
+	w.inj.stall = w.shape.Vis1
+	for lid := 1; lid <= 2; lid++ {
+		s := &msgSpec{lid: lid, queue: q1Name, group: "g0", gseq: lid - 1, key: "sim#q1#g0#d" + strconv.Itoa(lid)}
+		w.msgs = append(w.msgs, s)
+		w.byLid[lid], w.byKey[s.key] = s, s
+	}
+	return w, w.msgs[1]
+}
+
+// receive notes receive number n of message id of s, by proc, at +at.
+func (w *world) receiveAt(s *msgSpec, id, proc string, n int, at time.Duration, orphan, dead bool) {
+	x := w.starve
+	x.recvs[id] = append(x.recvs[id], srcRecv{at: at, proc: proc, count: n, orphan: orphan, dead: dead})
+	if x.ids[s.lid] == nil {
+		x.ids[s.lid] = map[string]struct{}{}
+	}
+	x.ids[s.lid][id] = struct{}{}
+}
+
+// A message moved by the redrive policy is excused only when every one of
+// its maxReceiveCount receives was spoiled by a fault; one receive that met
+// none leaves it lost.
+func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
+	w, s := judgeWorld(t)
+	for n := 1; n <= maxReceive; n++ {
+		at := time.Duration(n) * time.Minute
+		proc := "w" + strconv.Itoa(n%3) + "." + strconv.Itoa(n)
+		switch n {
+		case 3: // taken by the given-up long poll of a process that died
+			w.receiveAt(s, "m", proc, n, at, true, true)
+		case 5: // met the lease of w2.4, which claimed and then froze
+			w.starve.claims[s.key] = append(w.starve.claims[s.key], claimAt{at: at - 40*time.Second, proc: "w2.4"})
+			w.inj.record(Fault{ID: "GetItem|rmw#q1-g0|w2.4|1", Kind: Freeze, At: at - 10*time.Second, Proc: "w2.4"})
+			w.receiveAt(s, "m", proc, n, at, false, false)
+		case 7: // its predecessor's claim timed out in the same process: the lane went back
+			w.inj.record(Fault{ID: "PutItem|" + w.msgs[0].key + "|1", Kind: Timeout, At: at + time.Second, Proc: proc})
+			w.receiveAt(s, "m", proc, n, at, false, false)
+		default: // the receiving process froze 30 s later
+			w.inj.record(Fault{ID: "UpdateItem|x|1", Kind: Freeze, At: at + 30*time.Second, Proc: proc})
+			w.receiveAt(s, "m", proc, n, at, false, false)
+		}
+	}
+	if ok, why := w.starvedOut(s); !ok {
+		t.Fatalf("every receive was spoiled, yet not excused: %s", why)
+	}
+
+	// Receive 9 met no fault: a product that wastes a receive on its own.
+	w2, s2 := judgeWorld(t)
+	for _, r := range w.starve.recvs["m"] {
+		w2.receiveAt(s2, "m", r.proc, r.count, r.at, r.orphan, r.dead)
+	}
+	w2.starve.claims = w.starve.claims
+	for _, f := range w.inj.Injected() {
+		if f.Proc != "w0.9" {
+			w2.inj.record(f)
+		}
+	}
+	if ok, why := w2.starvedOut(s2); ok || !strings.Contains(why, "#9") {
+		t.Fatalf("receive 9 met no fault, yet excused (%v): %s", ok, why)
+	}
+
+	// A receive nobody saw (a count missing) is not known to be spoiled.
+	w3, s3 := judgeWorld(t)
+	for _, r := range w.starve.recvs["m"] {
+		if r.count != 4 {
+			w3.receiveAt(s3, "m", r.proc, r.count, r.at, r.orphan, r.dead)
+		}
+	}
+	w3.starve.claims = w.starve.claims
+	for _, f := range w.inj.Injected() {
+		w3.inj.record(f)
+	}
+	if ok, why := w3.starvedOut(s3); ok || !strings.Contains(why, "#4") {
+		t.Fatalf("receive 4 unseen, yet excused (%v): %s", ok, why)
+	}
+
+	// The lease met was another's that no fault stopped: busy for nothing.
+	w4, s4 := judgeWorld(t)
+	for _, r := range w.starve.recvs["m"] {
+		w4.receiveAt(s4, "m", r.proc, r.count, r.at, r.orphan, r.dead)
+	}
+	w4.starve.claims = w.starve.claims
+	for _, f := range w.inj.Injected() {
+		if f.Proc != "w2.4" {
+			w4.inj.record(f)
+		}
+	}
+	if ok, why := w4.starvedOut(s4); ok || !strings.Contains(why, "#5") {
+		t.Fatalf("receive 5 met a live holder's lease, yet excused (%v): %s", ok, why)
+	}
+}
+
+// rmwTx is a commit of s's record with its read-dependent write, computed
+// from the balance and count it read.
+func rmwTx(s *msgSpec, read [2]int64) *dynamodb.TransactWriteItemsInput {
+	return &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{
+		{Update: &ddbtypes.Update{Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: s.key}}}},
+		{Update: &ddbtypes.Update{TableName: aws.String(table),
+			Key:                       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: rmwKey("q1-g0")}},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":b": numAV(read[0] + int64(s.lid)), ":n": numAV(read[1] + 1)}}},
+	}}
+}
+
+// A commit on a stale read is a lost update unless it re-applies its
+// message past its record's TTL; then exactly what it lost is excused.
+func TestStaleCommitJudged(t *testing.T) {
+	w, s := judgeWorld(t)
+	p := w.newProc("w0.0")
+	held := [2]int64{1, 1} // message 1 applied
+	before := map[string][2]int64{rmwKey("q1-g0"): held}
+
+	// Fresh: read what the item held.
+	w.applied[s.lid] = 1
+	w.judgeRMW(p, rmwTx(s, held), []string{s.key}, before)
+	if len(w.violations) != 0 {
+		t.Fatalf("a fresh commit judged stale: %v", w.violations)
+	}
+
+	// Stale, a first application: a lost update.
+	w.judgeRMW(p, rmwTx(s, [2]int64{}), []string{s.key}, before)
+	if len(w.violations) != 1 || !strings.Contains(w.violations[0], "read-dependent balance: w0.0 committed message 2") {
+		t.Fatalf("a stale first application not reported: %v", w.violations)
+	}
+
+	// Stale, applied again after its expired record was met: excused, and
+	// the update it lost (message 1's) taken off what the account is owed.
+	w.violations = nil
+	w.applied[s.lid] = 2
+	w.wide.grants[s.lid] = 1
+	w.judgeRMW(p, rmwTx(s, [2]int64{}), []string{s.key}, before)
+	if len(w.violations) != 0 {
+		t.Fatalf("a re-application past its TTL judged a lost update: %v", w.violations)
+	}
+	if got := w.wide.rmwLost["q1-g0"]; got != held {
+		t.Fatalf("lost %v excused, want exactly %v", got, held)
+	}
+}

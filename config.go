@@ -138,11 +138,14 @@ type Config struct {
 	// handler.
 	Concurrency int
 	// Receivers is the number of concurrent long polls per queue. Defaults
-	// to 2. Worker only.
+	// to one per 8 of Concurrency, at least 2: with Concurrency at its
+	// default, defaults to 4. A receive brings at most 10 messages per
+	// SQS round trip (10-20 ms), about what 8 handlers finish meanwhile;
+	// fewer receivers cap the rate whatever the concurrency. Worker only.
 	Receivers int
 	// MaxInFlight bounds the messages received and not yet finished; no
 	// receive is made above it. Defaults to 2×Concurrency + 10 per receiver
-	// of every queue (84 for one queue with the other defaults). Worker
+	// of every queue (104 for one queue with the other defaults). Worker
 	// only.
 	MaxInFlight int
 	// WaitTime is the long-poll wait, whole seconds from 1 s to 20 s; it
@@ -460,7 +463,7 @@ func (s *settings) checkWorker() error {
 		s.Concurrency = DefaultConcurrency
 	}
 	if s.Receivers == 0 {
-		s.Receivers = DefaultReceivers
+		s.Receivers = pool.ReceiversFor(s.Concurrency)
 	}
 	switch {
 	case s.Receivers < 0:

@@ -126,7 +126,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Duration(&s.lease, "lease", "WORKER_LEASE", 0, "dedup lease per claim, extended by heartbeats (0: the queue's visibility timeout less a tenth, at least 1s)")
 	fs.Duration(&s.visibility, "visibility", "WORKER_VISIBILITY", 0, "override the queue's visibility timeout used for heartbeats (0: read from the queue)")
 	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.DefaultConcurrency, "handlers running at once (message groups in parallel)")
-	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", pool.DefaultReceivers, "concurrent long polls per queue")
+	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", 0, "concurrent long polls per queue (0: one per 8 of --concurrency, at least 2)")
 	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.DefaultWaitTime, "long-poll wait, 1s to 20s; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
 	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.DefaultAckDelay, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes); with no other message of the queue held they go at once")
 	fs.Int(&s.retryInPlace, "retry-in-place", "WORKER_RETRY_IN_PLACE", DefaultRetryInPlace, "retryable failures retried in place, with backoff, before the message goes back to SQS: the worker keeps it and the rest of its FIFO group hidden meanwhile, so that their receive counts do not climb towards maxReceiveCount (0: back to SQS at once)")
@@ -167,8 +167,8 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 		return cliError(fs, cfg.ValidateLambda())
 	}
 	switch {
-	case s.receivers < 1:
-		return config.Errorf("%s must be at least 1", fs.Name("receivers"))
+	case s.receivers < 0:
+		return config.Errorf("%s must be at least 1 (0: one per 8 of %s, at least 2)", fs.Name("receivers"), fs.Name("concurrency"))
 	case s.retryInPlace < 0:
 		return config.Errorf("%s must be between 0 and 20", fs.Name("retry-in-place"))
 	case s.shutdownTimeout <= 0:

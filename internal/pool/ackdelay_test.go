@@ -173,3 +173,26 @@ func TestGroupWaitsAtMostTheAckDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestRateAtAWSLatencyGrowsWithConcurrency: with the receivers at their
+// default, the pool's rate at AWS-like latency follows its concurrency. A
+// receiver brings at most 10 messages per receive round trip (15 ms): two
+// of them, the old fixed default, capped a pool near 1,333 msg/s whatever
+// its concurrency, so at concurrency 64 it ran at a sixth of what its
+// handlers could do (64 / 8 ms), where a hand-written consumer with one
+// receive loop per handler did not stop.
+func TestRateAtAWSLatencyGrowsWithConcurrency(t *testing.T) {
+	t.Parallel()
+	const n = 2000
+	for _, conc := range []int{2, 16, 64} {
+		t.Run(fmt.Sprintf("concurrency-%d", conc), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := drainAtLatency(t, n, 0, conc)
+				rate := n / s.took.Seconds()
+				handlers := float64(conc) / effectLatency.Seconds()
+				t.Logf("concurrency %d: %.0f msg/s in virtual time, %.2f of what its handlers could do (%.0f msg/s)", conc, rate, rate/handlers, handlers)
+				require.GreaterOrEqual(t, rate, 0.5*handlers)
+			})
+		})
+	}
+}

@@ -45,6 +45,7 @@ const (
 	ConsumerHandwritten = "handwritten" // receive 10, one transaction per message, one DeleteMessageBatch
 	ConsumerWorker      = "worker"      // the library's worker, optimistic commit
 	ConsumerGrouped     = "grouped"     // the same with group commit (GroupCommitWindow)
+	ConsumerCarried     = "carried"     // the worker, carried commit: the ledger's entry carries the dedup record
 )
 
 // consumeOpts are the flags of `bench consume`.
@@ -67,7 +68,7 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench consume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o consumeOpts
-	fs.StringVar(&o.consumer, "consumer", ConsumerHandwritten, "handwritten, worker or grouped")
+	fs.StringVar(&o.consumer, "consumer", ConsumerHandwritten, "handwritten, worker, grouped or carried")
 	fs.StringVar(&o.regime, "regime", RegimeEmulator, "emulator (the SDK against AWS_ENDPOINT_URL*) or aws (in-memory fakes held for AWS-like latency)")
 	fs.StringVar(&o.queue, "queue", "", "queue URL (emulator regime)")
 	fs.StringVar(&o.dedup, "table", "", "dedup table (emulator regime, worker)")
@@ -84,9 +85,9 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	switch o.consumer {
-	case ConsumerHandwritten, ConsumerWorker, ConsumerGrouped:
+	case ConsumerHandwritten, ConsumerWorker, ConsumerGrouped, ConsumerCarried:
 	default:
-		return fmt.Errorf("-consumer %q: want handwritten, worker or grouped", o.consumer)
+		return fmt.Errorf("-consumer %q: want handwritten, worker, grouped or carried", o.consumer)
 	}
 	reg := prometheus.NewRegistry()
 	// As `worker run`: the Go and process collectors.
@@ -126,8 +127,11 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits}, Commit: exactly.CommitMode(DefaultCommit),
 			Concurrency: o.concurrency, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Registerer: reg,
 		}
-		if o.consumer == ConsumerGrouped {
+		switch o.consumer {
+		case ConsumerGrouped:
 			cfg.GroupCommit = GroupCommitWindow
+		case ConsumerCarried:
+			cfg.Commit = exactly.CommitCarried
 		}
 		w, err := exactly.New(ctx, cfg)
 		if err != nil {

@@ -33,7 +33,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.WorkerBin, "worker-bin", "", "worker binary (default: go build ./cmd/worker into a temporary directory)")
 	fs.StringVar(&cfg.Effect, "effect", DefaultEffect, "effect of the worker and the baseline: ledger or noop")
 	fs.StringVar(&cfg.Commit, "commit", DefaultCommit, "the worker's commit mode: optimistic (its default for ledger and noop: one DynamoDB write per message) or transactional (claim, then commit: two)")
-	compare := fs.String("compare", "grouped", "other commit modes run beside -commit, one worker process each, for the budget per mode: transactional, optimistic, grouped (optimistic with --group-commit 5ms); empty: none")
+	compare := fs.String("compare", "grouped,carried", "other commit modes run beside -commit, one worker process each, for the budget per mode: transactional, optimistic, grouped (optimistic with --group-commit 5ms), carried (the ledger's entry carries the dedup record); empty: none")
 	fs.IntVar(&cfg.Groups, "groups", 0, "message groups of the saturated runs (0: one per message)")
 	fs.DurationVar(&cfg.Warmup, "warmup", DefaultWarmup, "warm-up after the first effect of a saturated run")
 	fs.DurationVar(&cfg.Window, "window", DefaultWindow, "measurement window of a saturated run")

@@ -113,8 +113,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("commit mode %q: want optimistic or transactional", c.Commit)
 	}
 	for _, m := range c.Compare {
-		if m != "optimistic" && m != "transactional" && m != "grouped" {
-			return fmt.Errorf("compared mode %q: want optimistic, transactional or grouped", m)
+		if m != "optimistic" && m != "transactional" && m != "grouped" && m != "carried" {
+			return fmt.Errorf("compared mode %q: want optimistic, transactional, grouped or carried", m)
 		}
 	}
 	c.Compare = slices.DeleteFunc(c.Compare, func(m string) bool { return m == c.Commit })
@@ -436,7 +436,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					}
 				}
 				for _, mode := range cfg.Compare {
-					if regime == RegimeEmulator || mode == "grouped" {
+					if regime == RegimeEmulator || mode == "grouped" || mode == "carried" {
 						jobs = append(jobs, job{"worker/" + mode, 1})
 					}
 				}
@@ -657,6 +657,8 @@ func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups in
 		c = ConsumerHandwritten
 	case "worker/grouped":
 		c = ConsumerGrouped
+	case "worker/carried":
+		c = ConsumerCarried
 	}
 	return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeAWS, "-consumer", c, "-concurrency", strconv.Itoa(conc),
 		"-prefill", strconv.Itoa(n), "-groups", strconv.Itoa(groups),

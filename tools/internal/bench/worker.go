@@ -17,10 +17,18 @@ import (
 )
 
 // buildWorker builds cmd/worker into dir with the go tool, as the end-to-end
-// tests do, and returns the binary's path.
+// tests do, and returns the binary's path. It builds in the root module,
+// whose go.sum holds the worker's own dependencies (from tools/, a test's
+// directory, the tools module's go.sum would not).
 func buildWorker(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "worker")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/exactlyonce/exactly/cmd/worker").CombinedOutput()
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/exactlyonce/exactly").Output()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the root module: %w", err)
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/worker")
+	build.Dir = strings.TrimSpace(string(root))
+	out, err := build.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("cannot build the worker: %w\n%s", err, out)
 	}

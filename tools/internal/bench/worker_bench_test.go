@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/exactlyonce/exactly"
@@ -30,16 +31,18 @@ import (
 // the worker's own share against regressions without the emulators.
 func BenchmarkWorker(b *testing.B) {
 	const conc = 16
-	hand := cpuPerMessage(b, b.N, func(ctx context.Context, srv *memsqs.Server, db *memdynamo.DB, url string, done func() bool) {
+	hand := cpuPerMessage(b, b.N, func(ctx context.Context, srv *memsqs.Server, db *memdynamo.DB, url string, done func() bool) (wait func()) {
 		reg := prometheus.NewRegistry()
 		h := newHandwritten(srv, db, url, "ledger", reg)
-		go func() { _ = h.run(ctx, conc) }()
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); _ = h.run(ctx, conc) }()
 		for !done() && gathered(b, reg, "exactly_effects_applied_total") < float64(b.N) {
 			time.Sleep(time.Millisecond)
 		}
+		return func() { <-stopped }
 	})
 	b.ResetTimer()
-	worker := cpuPerMessage(b, b.N, func(ctx context.Context, srv *memsqs.Server, db *memdynamo.DB, url string, done func() bool) {
+	worker := cpuPerMessage(b, b.N, func(ctx context.Context, srv *memsqs.Server, db *memdynamo.DB, url string, done func() bool) (wait func()) {
 		w, err := exactly.New(ctx, exactly.Config{
 			SQS: srv, DynamoDB: db, Queues: []string{url}, Table: "dedup", Effect: &builtin.Ledger{Table: "ledger"},
 			Concurrency: conc, WaitTime: time.Second, Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
@@ -47,10 +50,12 @@ func BenchmarkWorker(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		go func() { _ = w.Run(ctx) }()
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); _ = w.Run(ctx) }()
 		for !done() && w.Stats().Applied < int64(b.N) {
 			time.Sleep(time.Millisecond)
 		}
+		return func() { <-stopped }
 	})
 	b.StopTimer()
 	b.ReportMetric(worker, "cpu-us/msg")
@@ -61,9 +66,10 @@ func BenchmarkWorker(b *testing.B) {
 }
 
 // cpuPerMessage fills fresh fakes with n messages, runs consume until it
-// returns (it waits for n effects) and returns the process's CPU time per
-// message in µs, the fill excluded.
-func cpuPerMessage(b *testing.B, n int, consume func(ctx context.Context, srv *memsqs.Server, db *memdynamo.DB, url string, done func() bool)) float64 {
+// returns (it waits for n effects), stops the consumer and waits for it
+// (wait: every goroutine it started has ended) and returns the process's
+// CPU time per message in µs, the fill excluded.
+func cpuPerMessage(b *testing.B, n int, consume func(ctx context.Context, srv *memsqs.Server, db *memdynamo.DB, url string, done func() bool) (wait func())) float64 {
 	b.Helper()
 	srv := memsqs.New()
 	db := memdynamo.New()
@@ -80,9 +86,15 @@ func cpuPerMessage(b *testing.B, n int, consume func(ctx context.Context, srv *m
 	ctx, cancel := context.WithCancel(context.Background())
 	deadline := time.Now().Add(5 * time.Minute)
 	before := rusage(b)
-	consume(ctx, srv, db, url, func() bool { return time.Now().After(deadline) })
+	wait := consume(ctx, srv, db, url, func() bool { return time.Now().After(deadline) })
 	after := rusage(b)
 	cancel()
+	wait()
+	// Long polls the consumer gave up on go on in memsqs, as on SQS, until
+	// their wait time ends: deleting the queue ends them now.
+	if _, err := srv.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: &url}); err != nil {
+		b.Fatal(err)
+	}
 	if time.Now().After(deadline) {
 		b.Fatal("not every message applied within 5 minutes")
 	}

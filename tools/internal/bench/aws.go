@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/exactlyonce/exactly/internal/telemetry"
 	"github.com/exactlyonce/exactly/internal/idleconns"
+	"github.com/exactlyonce/exactly/internal/telemetry"
 )
 
 // clients are one set of SDK clients whose requests are counted; close

@@ -85,13 +85,15 @@ func (e *env) relay() *outbox.Relay {
 }
 
 // received drains a queue: per group, the bodies in delivery order, and the
-// idempotency-key of each.
+// idempotency-key of each. It long-polls (1 s): a short poll may answer
+// empty while messages wait, as SQS documents (and fauxqs did once, on a
+// loaded machine, with 1.5 MB waiting).
 func (e *env) received(t *testing.T, queue string) (bodies map[string][]string, keys map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	bodies, keys = map[string][]string{}, map[string]string{}
 	for {
-		out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queue, MaxNumberOfMessages: 10,
+		out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queue, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"}})
 		require.NoError(t, err)
 		if len(out.Messages) == 0 {

@@ -63,8 +63,8 @@ func lambdaCommand(ctx context.Context, effects Effects, args []string, stdout, 
 type lambdaHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 
 // initLambda builds the handler, and stop, which ends what it started (the
-// tracer provider's exporter).
-func initLambda(ctx context.Context, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (lambdaHandler, func(), error) {
+// tracer provider's exporter, the clients' connections).
+func initLambda(ctx context.Context, effects Effects, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (_ lambdaHandler, _ func(), err error) {
 	s := settings{effects: effects}
 	fs := newLambdaSet(&s, lookup)
 	fs.SetOutput(stderr)
@@ -85,6 +85,11 @@ func initLambda(ctx context.Context, effects Effects, args []string, stdout, std
 	if err != nil {
 		return nil, nil, err
 	}
+	defer func() {
+		if err != nil {
+			cl.close() // no handler: nothing uses the clients
+		}
+	}()
 	eff, err := buildEffect(s, cl, log, lookup)
 	if err != nil {
 		return nil, nil, err

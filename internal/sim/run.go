@@ -132,14 +132,14 @@ func (w *world) check(ctx context.Context) {
 				where := "nowhere"
 				if inDLQ[dlq][s.lid] > 0 {
 					where = "in " + dlq
-					if !w.dlqSent[s.lid] {
+					if !w.productCopyInDLQ(s.lid) {
 						where += " (moved by the queue's redrive policy after " + strconv.Itoa(w.maxReceive()) + " receives)"
 					}
 				}
 				if left[s.lid] {
 					where = "still in " + s.queue
 				}
-				if policy := !left[s.lid] && inDLQ[dlq][s.lid] > 0 && !w.dlqSent[s.lid]; policy {
+				if policy := !left[s.lid] && inDLQ[dlq][s.lid] > 0 && !w.productCopyInDLQ(s.lid); policy {
 					ok, why := w.starvedOut(s)
 					if ok {
 						// The faults left it no chance (starved.go): excused,

@@ -125,6 +125,7 @@ type world struct {
 	// end that kept their source id: moved there by SQS's redrive policy.
 	policyAtEnd map[int]int
 	dlqSent     map[int]bool
+	dlqSentLast map[int]time.Duration // the product's last DLQ copy of lid, since the start
 	redriven    map[int]bool
 	stats       map[string]int
 	trace       map[int][]string         // per logical message: its SQS story, for the report of a violation
@@ -165,6 +166,19 @@ func (w *world) worldMoved(id string, lid int) {
 	if cur, has := w.dlqAt[lid]; !has || at < cur {
 		w.dlqAt[lid] = at
 	}
+}
+
+// productCopyInDLQ: the product's own DLQ move accounts for lid's copy in
+// the DLQ, not SQS's redrive policy: it sent one after the operator's
+// redrive (or there was no redrive). A poison message the product moved,
+// redriven, and then moved by the policy after maxReceiveCount receives is
+// the policy's (seed 14811@1a15092). w.mu held or the world stopped.
+func (w *world) productCopyInDLQ(lid int) bool {
+	if !w.dlqSent[lid] {
+		return false
+	}
+	r, redriven := w.redrivenAt[lid]
+	return !redriven || w.dlqSentLast[lid] > r
 }
 
 // markDLQ records that lid went to a DLQ now (if it had not before). w.mu held.
@@ -257,6 +271,7 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 	case isDLQ(q):
 		w.judgeCopy(p, q, lid)
 		w.dlqSent[lid] = true
+		w.dlqSentLast[lid] = time.Since(w.start)
 		w.markDLQ(lid)
 		w.stats["path: DLQ move (product)"]++
 	case strings.HasPrefix(p.id, "redrive"):
@@ -464,7 +479,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
-		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{},
+		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{}, dlqSentLast: map[int]time.Duration{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
 		wide: newWidened(cfg.Seed), starve: newStarved(),

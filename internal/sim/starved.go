@@ -221,9 +221,13 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 		seen := map[int]bool{}
 		for i, r := range rs {
 			seen[r.count] = true
+			// Until the message was receivable again: the next receive
+			// (a holder's heartbeat may have kept it past one visibility,
+			// and a stall after that is what let it go: seed 138@281ea66),
+			// or one visibility after the last.
 			end := r.at + vis
 			if i+1 < len(rs) {
-				end = min(end, rs[i+1].at)
+				end = rs[i+1].at
 			}
 			switch f, stalledIn := stalled(r.proc, r.at, end); {
 			case r.orphan && r.dead:

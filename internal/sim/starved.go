@@ -223,7 +223,7 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 			seen[r.count] = true
 			// Until the message was receivable again: the next receive
 			// (a holder's heartbeat may have kept it past one visibility,
-			// and a stall after that is what let it go: seed 138@281ea66),
+			// and a stall after that is what let it go: seed 138@187ede5),
 			// or one visibility after the last.
 			end := r.at + vis
 			if i+1 < len(rs) {

@@ -172,7 +172,7 @@ func (w *world) worldMoved(id string, lid int) {
 // the DLQ, not SQS's redrive policy: it sent one after the operator's
 // redrive (or there was no redrive). A poison message the product moved,
 // redriven, and then moved by the policy after maxReceiveCount receives is
-// the policy's (seed 14811@1a15092). w.mu held or the world stopped.
+// the policy's (seed 14811@37757a1). w.mu held or the world stopped.
 func (w *world) productCopyInDLQ(lid int) bool {
 	if !w.dlqSent[lid] {
 		return false
@@ -1062,7 +1062,7 @@ func (w *world) drain(ctx context.Context, name string) []int {
 // takes several of them and a failure fails the rest of the batch
 // (FailRest "batch"): behind one record busy on a crashed invocation's
 // live claim, the other groups' messages are reported unstarted at every
-// receive (seed 10502@1a15092: two messages of other groups moved after ten
+// receive (seed 10502@37757a1: two messages of other groups moved after ten
 // such receives, none of them tried).
 func (w *world) maxReceive() int {
 	if w.shape.Burst || (w.shape.Outbox.On && w.shape.FailRest == "batch" && w.shape.LambdaBatch > 1) {

@@ -121,7 +121,7 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 	s.log.Info("commit mode", "commit", string(s.Commit), "group_commit_ms", s.GroupCommit.Milliseconds(), "effect", fmt.Sprintf("%T", s.Effect))
 	p := &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
-		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic || s.Commit == CommitCarried, Carried: s.Commit == CommitCarried, Outbox: s.Outbox, Rand: s.rand,
+		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic || s.Commit == CommitCarried, Carried: s.Commit == CommitCarried, WritesOnly: s.Commit == CommitTransactional, Outbox: s.Outbox, Rand: s.rand,
 	}
 	if c, ok := s.Effect.(effect.CarriesRecord); ok && p.Carried {
 		p.Carrier = c.Carrier()

@@ -139,7 +139,7 @@ func PayloadHash(s string) Option {
 // effect.WritesOnly, carried an effect.CarriesRecord.
 func Commit(mode exactly.CommitMode) Option {
 	return func(h *Harness) error {
-		h.proc.Carried = false
+		h.proc.Carried, h.proc.WritesOnly = false, mode == exactly.CommitTransactional
 		switch mode {
 		case exactly.CommitClaim, exactly.CommitTransactional:
 			h.proc.Optimistic = false

@@ -260,3 +260,42 @@ func TestStaleReceiptMarksTheDeliveryLost(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldThroughANewerReceipt: while a message runs, its extensions fail
+// until SQS hands it out again, to this same worker (a second receipt, which
+// waits in the lane behind the first). The message is still the worker's:
+// Hooks.Held, asked when the run commits, says so (before the fix it said no,
+// for the first receipt's visibility had passed, and a transactional or
+// optimistic commit was dropped, the newer receipt handed back with it: a
+// receive wasted towards maxReceiveCount, seed 138@59ba4b0).
+func TestHeldThroughANewerReceipt(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, k, _ := keeperSetup(t)
+		k.entryFault = func(_ string, receiptNo int) string {
+			if receiptNo == 1 {
+				return "InternalError" // the first receipt is never extended
+			}
+			return ""
+		}
+		var held []bool
+		var receipts []int
+		done := make(chan struct{})
+		b.proc.ProcessFunc = func(_ context.Context, m effect.Message, h process.Hooks) process.Result {
+			receipts = append(receipts, m.ReceiveCount)
+			if m.ReceiveCount == 1 {
+				time.Sleep(12 * time.Second) // past the 8 s visibility: SQS hands it out again
+				held = append(held, h.Held())
+				return deleted()
+			}
+			close(done)
+			return deleted()
+		}
+		b.sendFIFO(t, "A", "a1")
+		b.start(t)
+		<-done
+		b.stop(t)
+		require.Equal(t, []bool{true}, held, "held through the newer receipt")
+		require.Equal(t, []int{1, 2}, receipts)
+	})
+}

@@ -612,6 +612,21 @@ func (qs *queueState) expired(d *delivery, now time.Time) bool {
 	return d.lost || !now.Before(d.visibleUntil)
 }
 
+// holds reports whether the worker still holds d's message: through d,
+// or through a newer receipt of it (SQS handed it out again, to this
+// worker, after d's visibility passed: it waits in d's lane). Either way
+// nobody else has it, and the rest of its group waits behind it.
+func (qs *queueState) holds(d *delivery, now time.Time) bool {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	for o := range qs.held {
+		if o.msg.ID == d.msg.ID && !o.lost && now.Before(o.visibleUntil) {
+			return true
+		}
+	}
+	return false
+}
+
 // dispatch adds deliveries to their lanes, starting a runner for a lane that
 // has none. In a FIFO queue a lane is a message group; in a standard queue
 // every message is its own lane.
@@ -810,7 +825,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 		if errors.Is(r.Err, process.ErrNotHeld) {
 			// As for a delivery whose visibility passed before it started:
 			// SQS may have handed it to someone else already.
-			logger().Warn("visibility timeout passed while the message ran, before its claim; leaving it to SQS", "err", r.Err)
+			logger().Warn("visibility timeout passed while the message ran, before its claim or commit; leaving it to SQS", "err", r.Err)
 			holdBack()
 			qs.release(d)
 			break
@@ -857,7 +872,7 @@ func (p *Pool) process(qs *queueState, d *delivery) (r process.Result) {
 	// the dedup lease at the same pace.
 	return p.cfg.Processor.Process(p.workCtx, d.msg, process.Hooks{
 		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease, ReceivedAt: d.receivedAt,
-		Held: func() bool { return !qs.expired(d, time.Now()) },
+		Held: func() bool { return qs.holds(d, time.Now()) },
 	})
 }
 

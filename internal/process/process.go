@@ -61,9 +61,10 @@ const DefaultCommitTimeout = time.Minute
 var ErrLeaseExpired = errors.New("process: the claim's lease is ending without a confirmed extension")
 
 // ErrNotHeld: the caller no longer held the message (Hooks.Held) when a
-// claim was due after an optimistic effect failed; nothing was claimed,
-// and the message is left to SQS.
-var ErrNotHeld = errors.New("process: the message's visibility passed before its claim; left to SQS")
+// claim was due after an optimistic effect failed, or when a commit that
+// applies only the effect's writes was due (Optimistic, WritesOnly);
+// nothing was claimed or committed, and the message is left to SQS.
+var ErrNotHeld = errors.New("process: the message's visibility passed before its claim or commit; left to SQS")
 
 // claimAttempts is how many times a claim that fails without an answer is
 // tried, with the same token, before the message is handed back.
@@ -162,6 +163,12 @@ type Processor struct {
 	// dropped. An effect that fails is tried again at once under a claim,
 	// which tells a duplicate from a failure before the failure is judged.
 	Optimistic bool
+	// WritesOnly: the effect's whole effect is the writes it returns
+	// (effect.WritesOnly, in transactional mode), as in Optimistic mode.
+	// Such a commit applies everything it does, so it is made only while
+	// Hooks.Held: past the message's visibility SQS may have moved on
+	// without it, and a commit then would break its group's order.
+	WritesOnly bool
 	// Carried, with Optimistic, commits with no record item of its own:
 	// the effect, an effect.CarriesRecord, returns at Writes[Carrier()] a
 	// Put of an item that exists once per message, which carries the
@@ -475,6 +482,8 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 	case err == nil && got.Outcome == dedup.Won:
 		res.Action, res.Outcome, res.Applied, res.Result = Delete, dedup.Won, true, out.Result
 		return res
+	case errors.Is(err, ErrNotHeld):
+		res.Action, res.Err = Retry, err
 	case err == nil:
 		p.noteConflict(ctx, got, c)
 		b := blocked(got, c.PayloadSHA256)
@@ -609,6 +618,15 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
+		if (p.Optimistic || p.WritesOnly) && h.Held != nil && !h.Held() {
+			// Past the message's visibility: see WritesOnly. Nothing this
+			// commit would apply has been (a previous attempt's lost
+			// response aside: the next delivery finds that a duplicate).
+			if err == nil {
+				err = errors.New("before its first attempt")
+			}
+			return attempt - 1, fmt.Errorf("%w (the commit: %w)", ErrNotHeld, err)
+		}
 		err = try(cctx)
 		if err == nil || !retryableCommit(err) {
 			return attempt - 1, err

@@ -519,7 +519,7 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 		for _, k := range keys {
 			c.p.w.observeCommit(c.p, k, true)
 		}
-		c.p.w.judgeRMW(c.p, in, keys, rmw)
+		c.p.w.judgeRMW(c.p, in, keys, rmw, k == Freeze || k == Pause)
 	}
 	// A group's transaction refused as a whole is no verdict on any of its
 	// commits (each is then tried alone): only a commit alone is judged.

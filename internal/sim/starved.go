@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -49,6 +50,9 @@ type srcRecv struct {
 	count  int  // ApproximateReceiveCount
 	orphan bool // taken by a long poll whose caller had given up
 	dead   bool // orphan: its caller's process was dead by then
+	// receipt: its receipt handle, whose visibility the holder's
+	// heartbeat may have extended (w.receipts: holes.go).
+	receipt string
 }
 
 // maxWait is the longest long poll (SQS's WaitTimeSeconds limit).
@@ -75,7 +79,7 @@ func (w *world) noteRecv(p *proc, lid int, m types.Message, orphan bool) {
 	id := aws.ToString(m.MessageId)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.recvs[id] = append(x.recvs[id], srcRecv{at: time.Since(w.start), proc: p.id, count: n, orphan: orphan, dead: orphan && p.dead.Load()})
+	x.recvs[id] = append(x.recvs[id], srcRecv{at: time.Since(w.start), proc: p.id, count: n, orphan: orphan, dead: orphan && p.dead.Load(), receipt: aws.ToString(m.ReceiptHandle)})
 	if x.ids[lid] == nil {
 		x.ids[lid] = map[string]struct{}{}
 	}
@@ -157,12 +161,29 @@ func (w *world) stalls() map[string][]stall {
 // its source messages was spoiled. why tells how, receive by receive.
 // w.mu held.
 func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
+	moved := w.policyMoved()
 	x := w.starve
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	ids := x.ids[s.lid]
 	if len(ids) == 0 {
 		return false, "no receive by a worker seen"
+	}
+	// Only the SQS messages the policy moved are judged: a poison
+	// message's first delivery, moved by the product and deleted, whose
+	// redrive copy the policy later moved, had no maxReceiveCount receives
+	// to spoil (seed 138@59ba4b0).
+	var byPolicy map[string]struct{}
+	for id := range ids {
+		if moved[id] {
+			if byPolicy == nil {
+				byPolicy = map[string]struct{}{}
+			}
+			byPolicy[id] = struct{}{}
+		}
+	}
+	if byPolicy != nil {
+		ids = byPolicy
 	}
 	st := w.stalls()
 	vis := w.shape.Vis1
@@ -201,9 +222,33 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 		}
 		return false
 	}
-	frozenAt := func(proc string, t time.Duration) bool {
+	// lateHead: an earlier message of the group came to proc in a late
+	// answer shortly before t. Its delivery was stale on arrival, so it
+	// heads proc's lane for the group until the worker finds it no longer
+	// holds it, and what waits behind it goes back to SQS with it (seed
+	// 138@59ba4b0: a slow receive, message 31 run on a stale receipt for
+	// 46 s, then left to SQS with 32's fresh delivery).
+	lateHead := func(proc string, t time.Duration) (int, bool) {
+		for _, m := range w.msgs {
+			if m.queue != s.queue || m.group != s.group || m.gseq >= s.gseq {
+				continue
+			}
+			for id := range x.ids[m.lid] {
+				for _, r := range x.recvs[id] {
+					if r.proc == proc && r.at < t && r.at >= t-3*vis-maxWait && lateAnswer(proc, r.at) {
+						return m.lid, true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	// stoppedAt: proc was frozen or dead at t. A receive can be answered
+	// to one: the long poll met freeze or crash-after when it began, and
+	// its answer came back while the process was stopped (seed 138@59ba4b0).
+	stoppedAt := func(proc string, t time.Duration) bool {
 		for _, f := range st[proc] {
-			if f.kind == Freeze && f.at <= t && t < f.end {
+			if f.whole && f.at <= t && t < f.end {
 				return true
 			}
 		}
@@ -224,11 +269,17 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 			// Until the message was receivable again: the next receive
 			// (a holder's heartbeat may have kept it past one visibility,
 			// and a stall after that is what let it go: seed 138@187ede5),
-			// or one visibility after the last.
+			// or after the last, its visibility as the holder last set it
+			// (seed 138@59ba4b0: a crash 47 s into a commit that the
+			// heartbeat had kept visible).
 			end := r.at + vis
+			if g := w.receipts[r.receipt]; g != nil && g.proc == r.proc {
+				end = max(end, g.until)
+			}
 			if i+1 < len(rs) {
 				end = rs[i+1].at
 			}
+			headLid, lateHd := lateHead(r.proc, r.at)
 			switch f, stalledIn := stalled(r.proc, r.at, end); {
 			case r.orphan && r.dead:
 				whys = append(whys, fmt.Sprintf("#%d taken by the orphaned long poll of dead %s", r.count, r.proc))
@@ -236,11 +287,13 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 				return false, fmt.Sprintf("#%d taken by the given-up long poll of live %s", r.count, r.proc)
 			case lateAnswer(r.proc, r.at):
 				whys = append(whys, fmt.Sprintf("#%d: its answer to %s was lost or late", r.count, r.proc))
-			case frozenAt(r.proc, r.at):
-				whys = append(whys, fmt.Sprintf("#%d answered to %s, frozen", r.count, r.proc))
+			case lateHd:
+				whys = append(whys, fmt.Sprintf("#%d: %s's lane was headed by message %d, answered to it late", r.count, r.proc, headLid))
+			case stoppedAt(r.proc, r.at):
+				whys = append(whys, fmt.Sprintf("#%d answered to %s, frozen or dead", r.count, r.proc))
 			case stalledIn:
 				whys = append(whys, fmt.Sprintf("#%d: %s met %s on %s %s later", r.count, r.proc, f.kind, f.op, (f.at-r.at).Round(time.Millisecond)))
-			case x.stopping(r.proc, r.at, end):
+			case x.stopping(r.proc, end):
 				whys = append(whys, fmt.Sprintf("#%d: %s began a graceful stop %s later", r.count, r.proc, (x.stops[r.proc]-r.at).Round(time.Millisecond)))
 			default:
 				// Busy: a key of its group (its own, or one ahead of it
@@ -279,6 +332,15 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 		}
 	}
 	return true, strings.Join(whys, "; ")
+}
+
+// policyMoved is the set of SQS message ids moved by a redrive policy
+// (judgeSQSMove), as far as seen.
+func (w *world) policyMoved() map[string]bool {
+	x := w.wide
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return maps.Clone(x.judged)
 }
 
 // receive is the fake's ReceiveMessage with a context the caller's end does
@@ -373,8 +435,10 @@ func (w *world) appliedFromCopy(lid int) bool {
 	return false
 }
 
-// stopping: proc's graceful stop began in [from, to). x.mu held.
-func (x *starved) stopping(proc string, from, to time.Duration) bool {
+// stopping: proc's graceful stop began before to: in [from, to), or
+// before the receive, whose long poll was under way then (what a stopping
+// pool's polls bring is handed back: seed 138@59ba4b0). x.mu held.
+func (x *starved) stopping(proc string, to time.Duration) bool {
 	at, ok := x.stops[proc]
-	return ok && at >= from && at < to
+	return ok && at < to
 }

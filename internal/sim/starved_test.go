@@ -17,7 +17,7 @@ func judgeWorld(t *testing.T) (*world, *msgSpec) {
 	t.Helper()
 	w := &world{start: time.Now(), stats: map[string]int{}, trace: map[int][]string{}, applied: map[int]int{},
 		callers: map[int][]string{}, appliedAt: map[int]time.Duration{}, byKey: map[string]*msgSpec{}, byLid: map[int]*msgSpec{},
-		wide: newWidened(1), starve: newStarved()}
+		wide: newWidened(1), starve: newStarved(), receipts: map[string]*rcpt{}}
 	w.shape = fixedShape(Config{})
 	w.shape.Vis1 = time.Minute
 	ops, _ := ParseOps("")
@@ -59,11 +59,31 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 		case 7: // its predecessor's claim timed out in the same process: the lane went back
 			w.inj.record(Fault{ID: "PutItem|" + w.msgs[0].key + "|1", Kind: Timeout, At: at + time.Second, Proc: proc})
 			w.receiveAt(s, "m", proc, n, at, false, false)
+		case 8: // answered to a long poll that met crash-after 11 s before (seed 138@59ba4b0)
+			w.inj.record(Fault{ID: "ReceiveMessage|" + q1Name + "|" + proc + "|3", Kind: CrashAfter, At: at - 11*time.Second, Proc: proc})
+			w.receiveAt(s, "m", proc, n, at, false, false)
+		case 9: // answered to a long poll under way after its process began a graceful stop (seed 138@59ba4b0)
+			w.starve.stops[proc] = at - 3*time.Second
+			w.receiveAt(s, "m", proc, n, at, false, false)
+		case 10: // the last: its holder's heartbeat kept it past one visibility, and it crashed 90 s in (seed 138@59ba4b0)
+			w.receipts["r10"] = &rcpt{proc: proc, until: at + 2*time.Minute}
+			w.inj.record(Fault{ID: "TransactWriteItems|" + s.key + "|1", Kind: Crash, At: at + 90*time.Second, Proc: proc})
+			w.receiveAt(s, "m", proc, n, at, false, false)
+			w.starve.recvs["m"][len(w.starve.recvs["m"])-1].receipt = "r10"
+		case 6: // the lane was headed by message 1, answered late to the same process a minute before (seed 138@59ba4b0)
+			w.inj.record(Fault{ID: "ReceiveMessage|" + q1Name + "|" + proc + "|2", Kind: Slow, At: at - 62*time.Second, Proc: proc})
+			w.receiveAt(w.msgs[0], "m1", proc, 1, at-60*time.Second, false, false)
+			w.receiveAt(s, "m", proc, n, at, false, false)
 		default: // the receiving process froze 30 s later
 			w.inj.record(Fault{ID: "UpdateItem|x|1", Kind: Freeze, At: at + 30*time.Second, Proc: proc})
 			w.receiveAt(s, "m", proc, n, at, false, false)
 		}
 	}
+	// Its first delivery, another SQS message, was moved by the product
+	// (poison) and deleted after one receive; "m" is the redrive copy the
+	// policy moved: only that one had receives to spoil.
+	w.receiveAt(s, "m0", "w9.9", 1, 30*time.Second, false, false)
+	w.wide.judged["m"] = true
 	if ok, why := w.starvedOut(s); !ok {
 		t.Fatalf("every receive was spoiled, yet not excused: %s", why)
 	}
@@ -72,7 +92,11 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 	w2, s2 := judgeWorld(t)
 	for _, r := range w.starve.recvs["m"] {
 		w2.receiveAt(s2, "m", r.proc, r.count, r.at, r.orphan, r.dead)
+		w2.starve.recvs["m"][len(w2.starve.recvs["m"])-1].receipt = r.receipt
 	}
+	w2.receipts = w.receipts
+	w2.wide.judged = w.wide.judged
+	w2.starve.recvs["m1"], w2.starve.ids[1] = w.starve.recvs["m1"], w.starve.ids[1] // message 1, ahead of it (case 6)
 	w2.starve.claims = w.starve.claims
 	for _, f := range w.inj.Injected() {
 		if f.Proc != "w0.9" {
@@ -88,9 +112,13 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 	for _, r := range w.starve.recvs["m"] {
 		if r.count != 4 {
 			w3.receiveAt(s3, "m", r.proc, r.count, r.at, r.orphan, r.dead)
+			w3.starve.recvs["m"][len(w3.starve.recvs["m"])-1].receipt = r.receipt
 		}
 	}
-	w3.starve.claims = w.starve.claims
+	w3.receipts = w.receipts
+	w3.wide.judged = w.wide.judged
+	w3.starve.recvs["m1"], w3.starve.ids[1] = w.starve.recvs["m1"], w.starve.ids[1] // message 1, ahead of it (case 6)
+	w3.starve.claims, w3.starve.stops = w.starve.claims, w.starve.stops
 	for _, f := range w.inj.Injected() {
 		w3.inj.record(f)
 	}
@@ -102,8 +130,12 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 	w4, s4 := judgeWorld(t)
 	for _, r := range w.starve.recvs["m"] {
 		w4.receiveAt(s4, "m", r.proc, r.count, r.at, r.orphan, r.dead)
+		w4.starve.recvs["m"][len(w4.starve.recvs["m"])-1].receipt = r.receipt
 	}
-	w4.starve.claims = w.starve.claims
+	w4.receipts = w.receipts
+	w4.wide.judged = w.wide.judged
+	w4.starve.recvs["m1"], w4.starve.ids[1] = w.starve.recvs["m1"], w.starve.ids[1] // message 1, ahead of it (case 6)
+	w4.starve.claims, w4.starve.stops = w.starve.claims, w.starve.stops
 	for _, f := range w.inj.Injected() {
 		if f.Proc != "w2.4" {
 			w4.inj.record(f)
@@ -135,13 +167,13 @@ func TestStaleCommitJudged(t *testing.T) {
 
 	// Fresh: read what the item held.
 	w.applied[s.lid] = 1
-	w.judgeRMW(p, rmwTx(s, held), []string{s.key}, before)
+	w.judgeRMW(p, rmwTx(s, held), []string{s.key}, before, false)
 	if len(w.violations) != 0 {
 		t.Fatalf("a fresh commit judged stale: %v", w.violations)
 	}
 
 	// Stale, a first application: a lost update.
-	w.judgeRMW(p, rmwTx(s, [2]int64{}), []string{s.key}, before)
+	w.judgeRMW(p, rmwTx(s, [2]int64{}), []string{s.key}, before, false)
 	if len(w.violations) != 1 || !strings.Contains(w.violations[0], "read-dependent balance: w0.0 committed message 2") {
 		t.Fatalf("a stale first application not reported: %v", w.violations)
 	}
@@ -151,11 +183,25 @@ func TestStaleCommitJudged(t *testing.T) {
 	w.violations = nil
 	w.applied[s.lid] = 2
 	w.wide.grants[s.lid] = 1
-	w.judgeRMW(p, rmwTx(s, [2]int64{}), []string{s.key}, before)
+	w.judgeRMW(p, rmwTx(s, [2]int64{}), []string{s.key}, before, false)
 	if len(w.violations) != 0 {
 		t.Fatalf("a re-application past its TTL judged a lost update: %v", w.violations)
 	}
 	if got := w.wide.rmwLost["q1-g0"]; got != held {
 		t.Fatalf("lost %v excused, want exactly %v", got, held)
+	}
+
+	// Stale, a first application whose commit request itself stalled
+	// (freeze, pause) after the worker's check that it held the message:
+	// the documented window, excused exactly as well.
+	w.violations = nil
+	w.applied[s.lid] = 1
+	w.wide.grants[s.lid] = 0
+	w.judgeRMW(p, rmwTx(s, [2]int64{}), []string{s.key}, before, true)
+	if len(w.violations) != 0 {
+		t.Fatalf("a commit stalled in the documented window judged a lost update: %v", w.violations)
+	}
+	if got := w.wide.rmwLost["q1-g0"]; got != [2]int64{2 * held[0], 2 * held[1]} {
+		t.Fatalf("lost %v excused, want exactly %v", got, [2]int64{2 * held[0], 2 * held[1]})
 	}
 }

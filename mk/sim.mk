@@ -9,6 +9,8 @@
 #   make sim FAULTS=lost,partial OPS=SendMessageBatch,DeleteMessageBatch
 #                            only these fault kinds / only faults on these operations
 #   make sim RATE=0.08       probability that a call gets a fault (default: drawn per seed)
+#   make sim SEED=123 LOGS=1 a red run also prints its processes' log lines (Debug and up)
+#                            about the groups and keys its violations name
 #
 # Swarm testing: each seed draws the world's shape (fault rate, kinds and
 # operations unless RATE/FAULTS/OPS fix them, Q1's dedup scope and
@@ -43,6 +45,7 @@ REPEAT ?=
 FAULTS ?=
 OPS ?=
 RATE ?=
+LOGS ?=
 SIM_ARGS ?=
 SIM_REPORT ?= $(SIM_ROOT)/sim-report.txt
 
@@ -50,7 +53,7 @@ SIM_COMMIT ?= $(shell git -C $(SIM_ROOT) rev-parse --short HEAD 2>/dev/null)$(sh
 
 sim_flags = -sim.commit=$(SIM_COMMIT) -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) $(if $(RATE),-sim.rate=$(RATE)) -sim.report=$(SIM_REPORT) \
 	$(if $(SEED),-sim.seed=$(SEED) -sim.repeat=$(or $(REPEAT),20),$(if $(REPEAT),-sim.repeat=$(REPEAT))) \
-	$(if $(FAULTS),-sim.faults=$(FAULTS)) $(if $(OPS),-sim.ops=$(OPS)) $(SIM_ARGS)
+	$(if $(FAULTS),-sim.faults=$(FAULTS)) $(if $(OPS),-sim.ops=$(OPS)) $(if $(LOGS),-sim.logs) $(SIM_ARGS)
 
 .PHONY: sim
 sim: ## deterministic simulation: real pool/processor/ledger/Lambda/redrive on in-memory AWS with seeded faults (SEED= SEEDS= FAULTS= OPS=)

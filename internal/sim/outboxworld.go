@@ -387,7 +387,7 @@ func (o *obHalf) produce(ctx context.Context, p *proc) {
 func (o *obHalf) relay(ctx context.Context, p *proc) {
 	w := o.w
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: w.db}, SQS: &relaySQS{o: o, p: p, inner: &faultySQS{p: p, inner: &obSQS{Server: w.sqs, o: o}}},
-		Table: obTable, PerGroup: o.s.PerGroup, Concurrency: o.s.Concurrency, Poll: o.s.Poll, Logger: w.log(),
+		Table: obTable, PerGroup: o.s.PerGroup, Concurrency: o.s.Concurrency, Poll: o.s.Poll, Logger: w.log(p),
 		OnRound: func(r outbox.Round) { o.round(p, r) }}
 	_ = r.Run(ctx)
 }

@@ -69,7 +69,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 	w.wg.Go(func() {
 		for i, cfg := range []exactly.Config{q1, q2} {
 			cfg.SQS, cfg.DynamoDB = &faultySQS{p: p, inner: w.sqs}, &faultyDynamo{p: p, inner: w.db}
-			cfg.Table, cfg.Namespace, cfg.TTL, cfg.Logger = table, namespace, w.wide.ttl, w.log()
+			cfg.Table, cfg.Namespace, cfg.TTL, cfg.Logger = table, namespace, w.wide.ttl, w.log(p)
 			sh := w.shape
 			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace, cfg.AckDelay = sh.Concurrency, sh.Receivers, sh.RetryInPlace, sh.AckDelay
 			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, sh.Payload, sh.MaxInFlight

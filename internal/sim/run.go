@@ -22,6 +22,8 @@ type Result struct {
 	// Faults and Stats, what a replay of the seed must reproduce.
 	Trace []string
 	Shape string // the world's shape (swarm.go)
+	// Logs: every process's log lines, in order, with Config.Logs.
+	Logs []string
 }
 
 // Failed reports whether an invariant broke.
@@ -75,7 +77,10 @@ func run(cfg Config) Result {
 	for _, s := range w.msgs {
 		trace = append(trace, fmt.Sprintf("%d: %s", s.lid, strings.Join(w.trace[s.lid], " | ")))
 	}
-	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start), Trace: trace, Shape: w.shape.String()}
+	w.logMu.Lock()
+	logs := w.logs
+	w.logMu.Unlock()
+	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start), Trace: trace, Shape: w.shape.String(), Logs: logs}
 }
 
 // check verifies the end-of-run invariants.

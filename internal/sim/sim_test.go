@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -29,6 +30,7 @@ var (
 	flagShrinkN = flag.Int("sim.shrinkmax", 3, "shrink at most this many red seeds (the first found)")
 	flagRepeat  = flag.Int("sim.repeat", 1, "runs per seed: a seed is red when any run is (goroutine scheduling, map order and the product's backoff jitter are not the seed's, so a replay may need a few)")
 	flagVerbose = flag.Bool("sim.verbose", false, "log every seed, green ones too")
+	flagLogs    = flag.Bool("sim.logs", false, "keep every process's log lines (Debug and up) and print, for a red seed, those about the groups and keys its violations name")
 )
 
 // classes name the kinds of violations, for the summary.
@@ -221,7 +223,7 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 	{
 		{
 			cfg := Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas,
-				Swarm: *flagSwarm, FixedRate: *flagRate != 0, FixedKinds: *flagFaults != "", FixedOps: *flagOps != ""}
+				Swarm: *flagSwarm, FixedRate: *flagRate != 0, FixedKinds: *flagFaults != "", FixedOps: *flagOps != "", Logs: *flagLogs}
 			t0 := time.Now()
 			res, runs := runRepeat(t, cfg, *flagRepeat)
 			took := time.Since(t0)
@@ -242,6 +244,13 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 				fmt.Fprintf(&b, "  - %s\n", v)
 			}
 			fmt.Fprintf(&b, "classes: %s\n", strings.Join(classify(res.Violations), "; "))
+			if *flagLogs {
+				lines := logsAbout(res.Logs, first(res.Violations, 6))
+				fmt.Fprintf(&b, "log lines about the groups and keys named above (%d of %d):\n", len(lines), len(res.Logs))
+				for _, l := range lines {
+					fmt.Fprintf(&b, "  %s\n", l)
+				}
+			}
 			sum.addClasses(seed, classify(res.Violations), time.Since(start))
 			minimal := res.Faults
 			if sum.shrinkSlot() {
@@ -268,6 +277,33 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 		}
 	}
 }
+
+// logsAbout picks the log lines that mention a message group ("group=g5")
+// or a dedup key ("sim#...") named in the violations.
+func logsAbout(logs, violations []string) []string {
+	var marks []string
+	for _, v := range violations {
+		for _, m := range groupRE.FindAllStringSubmatch(v, -1) {
+			marks = append(marks, "group="+m[1]+" ")
+		}
+		marks = append(marks, keyRE.FindAllString(v, -1)...)
+	}
+	var out []string
+	for _, l := range logs {
+		for _, m := range marks {
+			if strings.Contains(l+" ", m) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
+
+var (
+	groupRE = regexp.MustCompile(`group ([A-Za-z0-9_-]+)`)
+	keyRE   = regexp.MustCompile(`sim#[^ ,;)]+`)
+)
 
 func extraFlags() string {
 	s := ""

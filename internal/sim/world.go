@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +65,10 @@ type Config struct {
 	// settings keep the command line's rate, kinds and operations.
 	Swarm                           bool
 	FixedRate, FixedKinds, FixedOps bool
+	// Logs keeps every process's log lines (Debug and up, with their
+	// attributes) in Result.Logs: what each worker made of each message,
+	// for reading a red seed (-sim.logs). Off: only counted, as ever.
+	Logs bool
 }
 
 // msgSpec is one logical message of the workload.
@@ -95,6 +100,8 @@ type send struct {
 
 // world is one run: the fakes, the processes, what the sim saw.
 type world struct {
+	logMu sync.Mutex
+	logs  []string // every process's log lines, with Config.Logs
 	cfg   Config
 	shape shape
 	inj   *Injector
@@ -674,10 +681,25 @@ func (w *world) produce(ctx context.Context) {
 // ---------------------------------------------------------------- processes
 
 // logger counts what the product logs at Info and above: the code paths.
-type logCounter struct{ w *world }
+// With Config.Logs it also keeps every line, Debug and up, named by its
+// process (Result.Logs).
+type logCounter struct {
+	w     *world
+	proc  string
+	attrs []slog.Attr
+}
 
-func (h logCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h logCounter) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || (h.w.cfg.Logs && l >= slog.LevelDebug)
+}
+
 func (h logCounter) Handle(_ context.Context, r slog.Record) error {
+	if h.w.cfg.Logs {
+		h.keep(r)
+		if r.Level < slog.LevelInfo {
+			return nil
+		}
+	}
 	if r.Message == "batch done" {
 		r.Attrs(func(a slog.Attr) bool {
 			switch a.Key {
@@ -718,10 +740,33 @@ func (w *world) excuseCalled(key string) {
 		w.excused[s.lid] = true
 	}
 }
-func (h logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h logCounter) WithGroup(string) slog.Handler      { return h }
 
-func (w *world) log() *slog.Logger { return slog.New(logCounter{w}) }
+// keep records r's line, with the logger's attributes and its own.
+func (h logCounter) keep(r slog.Record) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "+%s %s %s: %s", time.Since(h.w.start).Round(time.Millisecond), h.proc, r.Level, r.Message)
+	for _, a := range h.attrs {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	h.w.logMu.Lock()
+	defer h.w.logMu.Unlock()
+	h.w.logs = append(h.w.logs, b.String())
+}
+
+func (h logCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	if h.w.cfg.Logs {
+		h.attrs = append(slices.Clip(h.attrs), as...)
+	}
+	return h
+}
+func (h logCounter) WithGroup(string) slog.Handler { return h }
+
+// log is the logger of process p's product code.
+func (w *world) log(p *proc) *slog.Logger { return slog.New(logCounter{w: w, proc: p.id}) }
 func (w *world) skew(id string) time.Duration {
 	return time.Duration(int64(hash64(w.cfg.Seed, "skew", id)%uint64(2*maxSkew)) - int64(maxSkew))
 }
@@ -860,7 +905,7 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 	now := func() time.Time { return time.Now().Add(skew) }
 	cfg := exactly.Config{
 		SQS: &faultySQS{p: p, inner: w.sqs}, DynamoDB: &faultyDynamo{p: p, inner: w.db},
-		Table: table, Effect: w.effectFor(p, now), Namespace: namespace, TTL: w.wide.ttl, Logger: w.log(),
+		Table: table, Effect: w.effectFor(p, now), Namespace: namespace, TTL: w.wide.ttl, Logger: w.log(p),
 		LeaveToRedrivePolicy: false, // moves to the DLQ on
 		Queues:               nil,   // the event source queue is not listed
 		Test:                 w.testSeam(p.id, now),

@@ -825,7 +825,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 		if errors.Is(r.Err, process.ErrNotHeld) {
 			// As for a delivery whose visibility passed before it started:
 			// SQS may have handed it to someone else already.
-			logger().Warn("visibility timeout passed while the message ran, before its claim or commit; leaving it to SQS", "err", r.Err)
+			logger().Warn("visibility timeout passed while the message ran; nothing more claimed, run or committed on it; leaving it to SQS", "err", r.Err)
 			holdBack()
 			qs.release(d)
 			break

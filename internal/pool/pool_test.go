@@ -665,5 +665,5 @@ func TestNotHeldIsLeftToSQS(t *testing.T) {
 	b.rec.mu.Lock()
 	defer b.rec.mu.Unlock()
 	require.Empty(t, b.rec.changes, "its visibility is not SQS's to be changed by this worker any more")
-	require.Contains(t, b.logs.String(), "before its claim or commit; leaving it to SQS")
+	require.Contains(t, b.logs.String(), "nothing more claimed, run or committed on it; leaving it to SQS")
 }

@@ -310,3 +310,32 @@ func TestCommitsOnlyWhileHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimGivenBackWhenNotHeld: a claim made after the message's
+// visibility passed (its request went out late: a process frozen at the
+// call) is released at once, the effect not run: another consumer may have
+// the message, and would otherwise find this claim busy for a whole lease
+// (seed 138@59ba4b0: a worker thawed into its claim and blocked the group's
+// next receive).
+func TestClaimGivenBackWhenNotHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := withFaults(t, b)
+	ran := false
+	b.effect = func(context.Context, effect.Input) (effect.Output, error) {
+		ran = true
+		return effect.Output{}, nil
+	}
+	h := process.Hooks{Held: func() bool { return f.count("claim") == 0 }} // held until the claim went out
+	r := b.proc.Process(context.Background(), msg("1", deposit), h)
+	require.Equal(t, process.Retry, r.Action)
+	require.ErrorIs(t, r.Err, process.ErrNotHeld)
+	require.False(t, ran, "the effect must not run")
+	require.Equal(t, 1, f.count("claim"))
+
+	// The next delivery claims at once: nothing stands in its way.
+	r = b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{})
+	require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
+	require.Equal(t, dedup.Won, r.Outcome)
+	require.True(t, ran)
+}

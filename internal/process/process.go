@@ -61,9 +61,10 @@ const DefaultCommitTimeout = time.Minute
 var ErrLeaseExpired = errors.New("process: the claim's lease is ending without a confirmed extension")
 
 // ErrNotHeld: the caller no longer held the message (Hooks.Held) when a
-// claim was due after an optimistic effect failed, or when a commit that
-// applies only the effect's writes was due (Optimistic, WritesOnly);
-// nothing was claimed or committed, and the message is left to SQS.
+// claim was due after an optimistic effect failed, when a claim was made
+// (it is released, nothing run), or when a commit that applies only the
+// effect's writes was due (Optimistic, WritesOnly); nothing was committed,
+// and the message is left to SQS.
 var ErrNotHeld = errors.New("process: the message's visibility passed before its claim or commit; left to SQS")
 
 // claimAttempts is how many times a claim that fails without an answer is
@@ -288,6 +289,14 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		p.release(ctx, claim)
 		return Result{Action: Retry, Outcome: dedup.Won, Key: key, Err: fmt.Errorf(
 			"dedup key %q: the claim answered with %v of its %v lease left; not started on it", key, left.Round(time.Millisecond), lease)}
+	}
+	if h.Held != nil && !h.Held() {
+		// The message's visibility passed while the claim was made (its
+		// request went out late: a process stalled at the call). Another
+		// consumer may have the message, and would find this claim busy
+		// for a whole lease: give it back, nothing run.
+		p.release(ctx, claim)
+		return Result{Action: Retry, Outcome: dedup.Won, Key: key, Err: fmt.Errorf("%w (after its claim of %q)", ErrNotHeld, key)}
 	}
 	res := Result{Outcome: dedup.Won, Key: key}
 	hb := p.startHeartbeat(ctx, claim, lease, h)

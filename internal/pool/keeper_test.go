@@ -299,3 +299,58 @@ func TestHeldThroughANewerReceipt(t *testing.T) {
 		require.Equal(t, []int{1, 2}, receipts)
 	})
 }
+
+// slowAnswerSQS delays the answer of the first receive that brings a
+// message by delay, after SQS handed the message out.
+type slowAnswerSQS struct {
+	SQS
+	delay    time.Duration
+	once     atomic.Bool
+	answered chan struct{} // closed when the slow answer is given
+}
+
+func (s *slowAnswerSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	out, err := s.SQS.ReceiveMessage(ctx, in, opts...)
+	if err == nil && len(out.Messages) > 0 && s.once.CompareAndSwap(false, true) {
+		time.Sleep(s.delay) // the response is slow: SQS's visibility runs meanwhile
+		close(s.answered)
+	}
+	return out, err
+}
+
+// TestSlowAnswerIsNotRun: a receive's answer arrives 40 s after SQS handed
+// the message out, past its 8 s visibility: SQS may have handed it to
+// someone else since. The pool dates a delivery no later than the end of
+// its long poll's wait (SQS hands messages out by then), so it knows the
+// delivery is stale and does not run it (before the fix it dated it a
+// second before the answer came, and claimed and committed a message it no
+// longer held: seed 138@59ba4b0, the claim kept the message's holder busy).
+// The message runs once, on its next receipt.
+func TestSlowAnswerIsNotRun(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var slow *slowAnswerSQS
+		b := setup(t, options{fifo: true, attrs: map[string]string{"VisibilityTimeout": "8"}, queue: func(q *Queue) {
+			q.Visibility = 8 * time.Second
+		}, config: func(c *Config) {
+			slow = &slowAnswerSQS{SQS: c.Client, delay: 40 * time.Second, answered: make(chan struct{})}
+			c.Client = slow
+		}})
+		var mu sync.Mutex
+		var counts []int
+		b.proc.ProcessFunc = func(_ context.Context, m effect.Message, _ process.Hooks) process.Result {
+			mu.Lock()
+			counts = append(counts, m.ReceiveCount)
+			mu.Unlock()
+			return deleted()
+		}
+		b.sendFIFO(t, "A", "a1")
+		b.start(t)
+		<-slow.answered
+		time.Sleep(5 * time.Second) // the pool has the stale answer
+		b.stop(t)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []int{2}, counts, "run once, on the receipt it held, not on the stale one")
+	})
+}

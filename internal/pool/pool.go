@@ -199,7 +199,7 @@ type lane struct {
 type delivery struct {
 	msg        effect.Message
 	receipt    string
-	receivedAt time.Time // conservative estimate of when SQS handed it out
+	receivedAt time.Time // estimate of when SQS handed it out: never after the long poll's wait ended
 	raw        types.Message
 	// visibleUntil is when the message becomes visible again unless it is
 	// extended; a lower bound of SQS's view: it advances only when SQS
@@ -444,9 +444,15 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		p.obs.Received(name, len(out.Messages))
 		p.obs.InFlight(len(out.Messages))
 		// SQS handed the messages out at some point of the call; a long poll
-		// that waited did so near its end.
+		// that waited did so near its end, and by the end of its wait at the
+		// latest: an answer later than that was slow on its way back, and
+		// the visibility ran meanwhile (dated a second before it came, a
+		// delivery SQS has already handed to someone else would look held).
 		now := time.Now()
 		at := now.Add(-min(now.Sub(start), time.Second))
+		if end := start.Add(time.Duration(in.WaitTimeSeconds) * time.Second); at.After(end) {
+			at = end
+		}
 		until := at.Add(time.Duration(qs.vis) * time.Second)
 		ds := make([]*delivery, len(out.Messages))
 		qs.mu.Lock()

@@ -175,15 +175,18 @@ func receiptID(h string) string {
 
 func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
 	q := qname(in.QueueUrl)
+	entered := time.Now() // about when the worker took the poll's start time
 	k, id, err := c.p.before(ctx, "ReceiveMessage", q+"|"+c.p.id)
 	if err != nil {
 		return nil, err
 	}
+	held := time.Since(entered) // a freeze or pause of the process held the request
 	out, err := c.receive(ctx, q, in, opt...)
 	if err != nil {
 		return nil, err
 	}
-	c.p.w.observeReceive(c.p, q, out.Messages)
+	wait := time.Duration(in.WaitTimeSeconds) * time.Second
+	c.p.w.observeReceive(c.p, q, out.Messages, held > 0 && time.Since(entered) > wait+time.Second)
 	vis := visibility
 	if q == q1Name {
 		vis = c.p.w.shape.Vis1

@@ -53,6 +53,11 @@ type srcRecv struct {
 	// receipt: its receipt handle, whose visibility the holder's
 	// heartbeat may have extended (w.receipts: holes.go).
 	receipt string
+	// sentLate: the poll's request was held by a stall of its own process
+	// (freeze, pause) after the worker took its start time, and it came
+	// back past the wait: the worker dates what it brings by the poll's
+	// start, as a slow answer, so it may find it expired on arrival.
+	sentLate bool
 }
 
 // maxWait is the longest long poll (SQS's WaitTimeSeconds limit).
@@ -70,7 +75,7 @@ func newStarved() *starved {
 
 // noteRecv records a receive of a source queue's message by p (nil: the
 // event source mapping's). orphan: p's long poll, given up, took it.
-func (w *world) noteRecv(p *proc, lid int, m types.Message, orphan bool) {
+func (w *world) noteRecv(p *proc, lid int, m types.Message, orphan, sentLate bool) {
 	if p == nil {
 		return
 	}
@@ -79,7 +84,7 @@ func (w *world) noteRecv(p *proc, lid int, m types.Message, orphan bool) {
 	id := aws.ToString(m.MessageId)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.recvs[id] = append(x.recvs[id], srcRecv{at: time.Since(w.start), proc: p.id, count: n, orphan: orphan, dead: orphan && p.dead.Load(), receipt: aws.ToString(m.ReceiptHandle)})
+	x.recvs[id] = append(x.recvs[id], srcRecv{at: time.Since(w.start), proc: p.id, count: n, orphan: orphan, dead: orphan && p.dead.Load(), receipt: aws.ToString(m.ReceiptHandle), sentLate: sentLate})
 	if x.ids[lid] == nil {
 		x.ids[lid] = map[string]struct{}{}
 	}
@@ -287,6 +292,8 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 				return false, fmt.Sprintf("#%d taken by the given-up long poll of live %s", r.count, r.proc)
 			case lateAnswer(r.proc, r.at):
 				whys = append(whys, fmt.Sprintf("#%d: its answer to %s was lost or late", r.count, r.proc))
+			case r.sentLate:
+				whys = append(whys, fmt.Sprintf("#%d: %s's poll went out late, held by a stall of its process", r.count, r.proc))
 			case lateHd:
 				whys = append(whys, fmt.Sprintf("#%d: %s's lane was headed by message %d, answered to it late", r.count, r.proc, headLid))
 			case stoppedAt(r.proc, r.at):
@@ -392,7 +399,7 @@ func (w *world) orphaned(p *proc, q string, ms []types.Message) {
 	for _, m := range ms {
 		lid := lidNum(aws.ToString(m.Body))
 		w.tr(lid, "the given-up long poll of %s (dead: %v) took %s from %s (receive count %s)", p.id, p.dead.Load(), aws.ToString(m.MessageId), q, m.Attributes["ApproximateReceiveCount"])
-		w.noteRecv(p, lid, m, true)
+		w.noteRecv(p, lid, m, true, false)
 	}
 }
 

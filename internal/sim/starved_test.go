@@ -74,6 +74,9 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 			w.inj.record(Fault{ID: "ReceiveMessage|" + q1Name + "|" + proc + "|2", Kind: Slow, At: at - 62*time.Second, Proc: proc})
 			w.receiveAt(w.msgs[0], "m1", proc, 1, at-60*time.Second, false, false)
 			w.receiveAt(s, "m", proc, n, at, false, false)
+		case 4: // its poll's request was held by a freeze of its process and came back past the wait (seed 138@59ba4b0)
+			w.receiveAt(s, "m", proc, n, at, false, false)
+			w.starve.recvs["m"][len(w.starve.recvs["m"])-1].sentLate = true
 		default: // the receiving process froze 30 s later
 			w.inj.record(Fault{ID: "UpdateItem|x|1", Kind: Freeze, At: at + 30*time.Second, Proc: proc})
 			w.receiveAt(s, "m", proc, n, at, false, false)
@@ -89,61 +92,50 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 	}
 
 	// Receive 9 met no fault: a product that wastes a receive on its own.
-	w2, s2 := judgeWorld(t)
-	for _, r := range w.starve.recvs["m"] {
-		w2.receiveAt(s2, "m", r.proc, r.count, r.at, r.orphan, r.dead)
-		w2.starve.recvs["m"][len(w2.starve.recvs["m"])-1].receipt = r.receipt
-	}
-	w2.receipts = w.receipts
-	w2.wide.judged = w.wide.judged
-	w2.starve.recvs["m1"], w2.starve.ids[1] = w.starve.recvs["m1"], w.starve.ids[1] // message 1, ahead of it (case 6)
-	w2.starve.claims = w.starve.claims
-	for _, f := range w.inj.Injected() {
-		if f.Proc != "w0.9" {
-			w2.inj.record(f)
-		}
-	}
+	all := func(srcRecv) bool { return true }
+	w2, s2 := judgedCopy(t, w, all, "w0.9")
 	if ok, why := w2.starvedOut(s2); ok || !strings.Contains(why, "#9") {
 		t.Fatalf("receive 9 met no fault, yet excused (%v): %s", ok, why)
 	}
 
 	// A receive nobody saw (a count missing) is not known to be spoiled.
-	w3, s3 := judgeWorld(t)
-	for _, r := range w.starve.recvs["m"] {
-		if r.count != 4 {
-			w3.receiveAt(s3, "m", r.proc, r.count, r.at, r.orphan, r.dead)
-			w3.starve.recvs["m"][len(w3.starve.recvs["m"])-1].receipt = r.receipt
-		}
-	}
-	w3.receipts = w.receipts
-	w3.wide.judged = w.wide.judged
-	w3.starve.recvs["m1"], w3.starve.ids[1] = w.starve.recvs["m1"], w.starve.ids[1] // message 1, ahead of it (case 6)
-	w3.starve.claims, w3.starve.stops = w.starve.claims, w.starve.stops
-	for _, f := range w.inj.Injected() {
-		w3.inj.record(f)
-	}
+	w3, s3 := judgedCopy(t, w, func(r srcRecv) bool { return r.count != 4 }, "")
 	if ok, why := w3.starvedOut(s3); ok || !strings.Contains(why, "#4") {
 		t.Fatalf("receive 4 unseen, yet excused (%v): %s", ok, why)
 	}
 
 	// The lease met was another's that no fault stopped: busy for nothing.
-	w4, s4 := judgeWorld(t)
-	for _, r := range w.starve.recvs["m"] {
-		w4.receiveAt(s4, "m", r.proc, r.count, r.at, r.orphan, r.dead)
-		w4.starve.recvs["m"][len(w4.starve.recvs["m"])-1].receipt = r.receipt
-	}
-	w4.receipts = w.receipts
-	w4.wide.judged = w.wide.judged
-	w4.starve.recvs["m1"], w4.starve.ids[1] = w.starve.recvs["m1"], w.starve.ids[1] // message 1, ahead of it (case 6)
-	w4.starve.claims, w4.starve.stops = w.starve.claims, w.starve.stops
-	for _, f := range w.inj.Injected() {
-		if f.Proc != "w2.4" {
-			w4.inj.record(f)
-		}
-	}
+	w4, s4 := judgedCopy(t, w, all, "w2.4")
 	if ok, why := w4.starvedOut(s4); ok || !strings.Contains(why, "#5") {
 		t.Fatalf("receive 5 met a live holder's lease, yet excused (%v): %s", ok, why)
 	}
+}
+
+// judgedCopy is a fresh judge world with w's receives (of message "m", those
+// keep lets through), claims, receipts, policy moves, and its stops and
+// faults less those of process drop.
+func judgedCopy(t *testing.T, w *world, keep func(srcRecv) bool, drop string) (*world, *msgSpec) {
+	t.Helper()
+	c, s := judgeWorld(t)
+	for id, rs := range w.starve.recvs {
+		for _, r := range rs {
+			if id != "m" || keep(r) {
+				c.starve.recvs[id] = append(c.starve.recvs[id], r)
+			}
+		}
+	}
+	c.starve.ids, c.starve.claims, c.receipts, c.wide.judged = w.starve.ids, w.starve.claims, w.receipts, w.wide.judged
+	for p, at := range w.starve.stops {
+		if p != drop {
+			c.starve.stops[p] = at
+		}
+	}
+	for _, f := range w.inj.Injected() {
+		if f.Proc != drop {
+			c.inj.record(f)
+		}
+	}
+	return c, s
 }
 
 // rmwTx is a commit of s's record with its read-dependent write, computed

@@ -245,7 +245,8 @@ func isDLQ(q string) bool { return q == dlq1Name || q == dlq2Name }
 
 // ---------------------------------------------------------------- observations
 
-func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
+// observeReceive notes what a receive brought. sentLate: see srcRecv.
+func (w *world) observeReceive(p *proc, q string, ms []types.Message, sentLate bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	who := "ESM"
@@ -264,7 +265,7 @@ func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
 		default:
 			w.lastSrcRecv[aws.ToString(m.MessageId)] = time.Since(w.start)
 			w.delivered(p, lid, m)
-			w.noteRecv(p, lid, m, false)
+			w.noteRecv(p, lid, m, false, sentLate)
 		}
 	}
 }
@@ -868,7 +869,7 @@ func (w *world) esm(ctx context.Context, n int) {
 		if err != nil || len(out.Messages) == 0 {
 			continue
 		}
-		w.observeReceive(nil, q2Name, out.Messages)
+		w.observeReceive(nil, q2Name, out.Messages, false)
 		if c == nil || c.p.dead.Load() {
 			c = w.coldStart(ctx, w.newProc(fmt.Sprintf("λ%d.%d", n, cold)))
 			cold++

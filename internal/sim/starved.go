@@ -253,8 +253,28 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 	// its answer came back while the process was stopped (seed 138@59ba4b0).
 	stoppedAt := func(proc string, t time.Duration) bool {
 		for _, f := range st[proc] {
-			if f.whole && f.at <= t && t < f.end {
+			if f.whole && f.at <= t && t <= f.end {
 				return true
+			}
+		}
+		return false
+	}
+	// brokenHead: proc claimed a key of the group, then froze, and the
+	// freeze ended within a visibility before t: the run that heads its
+	// lane for the group was broken by it (its lease ran out unextended)
+	// and fails soon after the thaw, handing back what waits behind it,
+	// a newer receipt of the same message included (seed 138@59ba4b0).
+	brokenHead := func(proc string, t time.Duration) bool {
+		for _, f := range st[proc] {
+			if f.kind != Freeze || f.end > t || f.end < t-vis {
+				continue
+			}
+			for key := range keys {
+				for _, c := range x.claims[key] {
+					if c.proc == proc && c.at <= f.at && c.at >= f.at-2*vis {
+						return true
+					}
+				}
 			}
 		}
 		return false
@@ -298,6 +318,8 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 				whys = append(whys, fmt.Sprintf("#%d: %s's lane was headed by message %d, answered to it late", r.count, r.proc, headLid))
 			case stoppedAt(r.proc, r.at):
 				whys = append(whys, fmt.Sprintf("#%d answered to %s, frozen or dead", r.count, r.proc))
+			case brokenHead(r.proc, r.at):
+				whys = append(whys, fmt.Sprintf("#%d: %s had just thawed from a freeze that broke its run of the group", r.count, r.proc))
 			case stalledIn:
 				whys = append(whys, fmt.Sprintf("#%d: %s met %s on %s %s later", r.count, r.proc, f.kind, f.op, (f.at-r.at).Round(time.Millisecond)))
 			case x.stopping(r.proc, end):

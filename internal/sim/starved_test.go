@@ -77,6 +77,13 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 		case 4: // its poll's request was held by a freeze of its process and came back past the wait (seed 138@59ba4b0)
 			w.receiveAt(s, "m", proc, n, at, false, false)
 			w.starve.recvs["m"][len(w.starve.recvs["m"])-1].sentLate = true
+		case 2: // its process had claimed a key of the group, frozen, and thawed a second before (seed 138@59ba4b0)
+			id := "UpdateItem|x|2"
+			thaw := at - time.Second
+			frozeAt := thaw - w.inj.delay(id)
+			w.starve.claims[s.key] = append(w.starve.claims[s.key], claimAt{at: frozeAt - 10*time.Second, proc: proc})
+			w.inj.record(Fault{ID: id, Kind: Freeze, At: frozeAt, Proc: proc})
+			w.receiveAt(s, "m", proc, n, at, false, false)
 		default: // the receiving process froze 30 s later
 			w.inj.record(Fault{ID: "UpdateItem|x|1", Kind: Freeze, At: at + 30*time.Second, Proc: proc})
 			w.receiveAt(s, "m", proc, n, at, false, false)

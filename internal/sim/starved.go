@@ -155,6 +155,8 @@ func (w *world) stalls() map[string][]stall {
 			st.whole, st.end = true, 1<<62
 		case Freeze:
 			st.whole, st.end = true, f.At+w.inj.delay(f.ID)
+		case Slow, Pause:
+			st.end = f.At + w.inj.delay(f.ID) // the call's answer, or the caller, held that long
 		}
 		out[f.Proc] = append(out[f.Proc], st)
 	}
@@ -208,10 +210,13 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 	mine := func(f stall) bool {
 		return keys[f.subject] || (f.lid != "" && f.subject == s.queue && lids[f.lid])
 	}
-	// stalled: a stall of proc that matters to this message starts in [from, to).
+	// stalled: a stall of proc that matters to this message overlaps
+	// [from, to): it starts in it, or it started before and lasts into it
+	// (a slow claim whose late answer then fails the lane's head, seed
+	// 138@59ba4b0).
 	stalled := func(proc string, from, to time.Duration) (stall, bool) {
 		for _, f := range st[proc] {
-			if (f.whole || mine(f)) && f.at >= from && f.at < to {
+			if (f.whole || mine(f)) && f.at < to && f.end >= from {
 				return f, true
 			}
 		}
@@ -321,7 +326,11 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 			case brokenHead(r.proc, r.at):
 				whys = append(whys, fmt.Sprintf("#%d: %s had just thawed from a freeze that broke its run of the group", r.count, r.proc))
 			case stalledIn:
-				whys = append(whys, fmt.Sprintf("#%d: %s met %s on %s %s later", r.count, r.proc, f.kind, f.op, (f.at-r.at).Round(time.Millisecond)))
+				if f.at >= r.at {
+					whys = append(whys, fmt.Sprintf("#%d: %s met %s on %s %s later", r.count, r.proc, f.kind, f.op, (f.at-r.at).Round(time.Millisecond)))
+				} else {
+					whys = append(whys, fmt.Sprintf("#%d: %s's %s on %s began %s before and lasted into it", r.count, r.proc, f.kind, f.op, (r.at-f.at).Round(time.Millisecond)))
+				}
 			case x.stopping(r.proc, end):
 				whys = append(whys, fmt.Sprintf("#%d: %s began a graceful stop %s later", r.count, r.proc, (x.stops[r.proc]-r.at).Round(time.Millisecond)))
 			default:

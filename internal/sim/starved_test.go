@@ -118,6 +118,28 @@ func TestStarvedNeedsEveryReceiveSpoiled(t *testing.T) {
 	}
 }
 
+// A stall that began before a receive and lasts into it spoils it: the
+// claim of message 1, ahead in the lane, went slow 30 s before the receive
+// and answered after it, failing the lane's head and handing back what
+// waited behind it (seed 138@59ba4b0). Every other receive froze its
+// process 30 s in.
+func TestStarvedByAStallThatLastsIntoIt(t *testing.T) {
+	w, s := judgeWorld(t)
+	for n := 1; n <= maxReceive; n++ {
+		at := time.Duration(n) * time.Minute
+		proc := "w0." + strconv.Itoa(n)
+		if n == 1 {
+			w.inj.record(Fault{ID: "PutItem|" + w.msgs[0].key + "|5", Kind: Slow, At: at - 30*time.Second, Proc: proc})
+		} else {
+			w.inj.record(Fault{ID: "UpdateItem|x|" + strconv.Itoa(n), Kind: Freeze, At: at + 30*time.Second, Proc: proc})
+		}
+		w.receiveAt(s, "m", proc, n, at, false, false)
+	}
+	if ok, why := w.starvedOut(s); !ok {
+		t.Fatalf("every receive was spoiled, yet not excused: %s", why)
+	}
+}
+
 // judgedCopy is a fresh judge world with w's receives (of message "m", those
 // keep lets through), claims, receipts, policy moves, and its stops and
 // faults less those of process drop.

@@ -232,6 +232,8 @@ func (w *world) check(ctx context.Context) {
 				via := func(x int) bool { r, ok := w.redrivenAt[x]; return ok && r <= w.appliedAt[x] && w.appliedFromCopy(x) }
 				aDead, bDead := via(a), via(b)
 				switch {
+				case w.inDLQAt(a, ab):
+					continue // a was in a DLQ when b was applied (again, after a redrive of a)
 				case aLeft && la <= ab && !bDead:
 					continue // a was in the DLQ while b went on from the queue
 				case aDead && bDead && lb < la:

@@ -226,3 +226,27 @@ func TestStaleCommitJudged(t *testing.T) {
 		t.Fatalf("lost %v excused, want exactly %v", got, [2]int64{2 * held[0], 2 * held[1]})
 	}
 }
+
+// A message moved to the DLQ, redriven, and moved again is in the DLQ
+// between each move and the next redrive only: its successor applied
+// while it sat there the second time did not overtake it (seed
+// 138@59ba4b0, where only its first move was counted and the order check
+// said it was broken).
+func TestInDLQAt(t *testing.T) {
+	w, _ := judgeWorld(t)
+	w.moves, w.redrives = map[int][]time.Duration{}, map[int][]time.Duration{}
+	m := time.Minute
+	w.moves[1] = []time.Duration{7 * m, 16*m + 30*time.Second}
+	w.redrives[1] = []time.Duration{12 * m}
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{6 * m, false}, {7 * m, true}, {8 * m, true}, {12 * m, false}, {13 * m, false}, {16*m + 31*time.Second, true}} {
+		if got := w.inDLQAt(1, c.at); got != c.want {
+			t.Errorf("in the DLQ at %s: %v, want %v", c.at, got, c.want)
+		}
+	}
+	if w.inDLQAt(2, time.Hour) {
+		t.Error("a message never moved is not in the DLQ")
+	}
+}

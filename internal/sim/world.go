@@ -140,6 +140,9 @@ type world struct {
 	dlqAt       map[int]time.Duration    // first time it went (or was about to go) to a DLQ
 	lastSrcRecv map[string]time.Duration // SQS message id -> last receive from a source queue
 	redrivenAt  map[int]time.Duration    // first redrive copy back into its queue
+	// moves and redrives: every time lid went to a DLQ (as worldMoved and
+	// markDLQ date it) and every redrive copy sent back: inDLQAt.
+	moves, redrives map[int][]time.Duration
 
 	flaked map[int]bool // swarm.go: messages whose downstream failed once
 
@@ -173,6 +176,27 @@ func (w *world) worldMoved(id string, lid int) {
 	if cur, has := w.dlqAt[lid]; !has || at < cur {
 		w.dlqAt[lid] = at
 	}
+	w.moves[lid] = append(w.moves[lid], at)
+}
+
+// inDLQAt reports whether lid was in a DLQ at t: its latest move by then
+// came after its latest redrive by then (seed 138@59ba4b0: a message
+// redriven, moved by the policy again, and its successor's redrive copy
+// applied meanwhile). w.mu held.
+func (w *world) inDLQAt(lid int, t time.Duration) bool {
+	latest := func(ts []time.Duration) (time.Duration, bool) {
+		var m time.Duration
+		ok := false
+		for _, x := range ts {
+			if x <= t && (!ok || x > m) {
+				m, ok = x, true
+			}
+		}
+		return m, ok
+	}
+	mv, moved := latest(w.moves[lid])
+	rd, redriven := latest(w.redrives[lid])
+	return moved && (!redriven || mv > rd)
 }
 
 // productCopyInDLQ: the product's own DLQ move accounts for lid's copy in
@@ -191,9 +215,11 @@ func (w *world) productCopyInDLQ(lid int) bool {
 // markDLQ records that lid went to a DLQ now (if it had not before). w.mu held.
 func (w *world) markDLQ(lid int) {
 	w.deadLettered[lid] = true
+	now := time.Since(w.start)
 	if _, ok := w.dlqAt[lid]; !ok {
-		w.dlqAt[lid] = time.Since(w.start)
+		w.dlqAt[lid] = now
 	}
+	w.moves[lid] = append(w.moves[lid], now)
 }
 
 // tr appends to a logical message's story. Called with w.mu held.
@@ -288,6 +314,7 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 		if _, ok := w.redrivenAt[lid]; !ok {
 			w.redrivenAt[lid] = time.Since(w.start)
 		}
+		w.redrives[lid] = append(w.redrives[lid], time.Since(w.start))
 		w.stats["path: redrive copy"]++
 	}
 }
@@ -489,7 +516,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{}, dlqSentLast: map[int]time.Duration{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
-		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{},
+		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{},
 		wide: newWidened(cfg.Seed), starve: newStarved(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}

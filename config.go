@@ -144,9 +144,16 @@ type Config struct {
 	// fewer receivers cap the rate whatever the concurrency. Worker only.
 	Receivers int
 	// MaxInFlight bounds the messages received and not yet finished; no
-	// receive is made above it. Defaults to 2×Concurrency + 10 per receiver
-	// of every queue (104 for one queue with the other defaults). Worker
-	// only.
+	// receive is made above it. Defaults to 10 × (Concurrency + the
+	// receivers of every queue) (360 for one queue with the other
+	// defaults): a FIFO receive brings up to 10 messages of one group,
+	// which run one after another, so that many keep every handler on a
+	// group of its own. Whatever it is, a receive is made only while the
+	// lanes with work (FIFO groups, or a standard queue's messages) and 10
+	// for each open receive number at most 2×Concurrency + 10 per
+	// receiver: a standard queue's worker holds no more than that. Lower
+	// it for large messages (up to 256 KiB each are held in memory).
+	// Worker only.
 	MaxInFlight int
 	// WaitTime is the long-poll wait, whole seconds from 1 s to 20 s; it
 	// also bounds how long a graceful stop waits for open polls. Defaults to

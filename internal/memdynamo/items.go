@@ -337,12 +337,7 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 	}
 	if tok := aws.ToString(in.ClientRequestToken); tok != "" {
 		fp = fingerprint(in.TransactItems)
-		now := db.now()
-		for k, v := range db.tokens {
-			if now.Sub(v.at) > tokenWindow {
-				delete(db.tokens, k)
-			}
-		}
+		db.expireTokens(db.now())
 		if seen, ok := db.tokens[tok]; ok {
 			if seen.fingerprint != fp {
 				return nil, &types.IdempotentParameterMismatchException{Message: aws.String("The request uses the same client token as a previous, but non-identical request.")}
@@ -436,7 +431,7 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 		w.apply(nexts[i])
 	}
 	if fp != "" {
-		db.tokens[*in.ClientRequestToken] = txToken{fingerprint: fp, at: db.now()}
+		db.recordToken(*in.ClientRequestToken, fp)
 	}
 	return &dynamodb.TransactWriteItemsOutput{}, nil
 }

@@ -196,3 +196,28 @@ func TestRateAtAWSLatencyGrowsWithConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// TestRateAtAWSLatencyWithGroupsOfSeveralMessages: a FIFO receive brings
+// up to 10 messages of one group, which run one after another in their
+// lane; to keep its handlers busy the pool must hold about a receive's
+// batch per handler. Capped at 2×concurrency + 10 per receiver (the old
+// default of MaxInFlight), a pool at concurrency 16 ran about 5 groups at
+// a time and reached a third of what its handlers could do (the bench's
+// worker: 0.52× the hand-written consumer, whose 16 loops hold 10 each).
+func TestRateAtAWSLatencyWithGroupsOfSeveralMessages(t *testing.T) {
+	t.Parallel()
+	const n, groups = 3000, 150 // 20 messages a group
+	for _, conc := range []int{16, 64} {
+		t.Run(fmt.Sprintf("concurrency-%d", conc), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := drainAtLatency(t, n, groups, conc)
+				rate := n / s.took.Seconds()
+				handlers := float64(conc) / effectLatency.Seconds()
+				perMsg := float64(s.requests) / n
+				t.Logf("concurrency %d, %d groups: %.0f msg/s in virtual time, %.2f of what its handlers could do (%.0f msg/s); %.3f SQS requests per message",
+					conc, groups, rate, rate/handlers, handlers, perMsg)
+				require.GreaterOrEqual(t, rate, 0.55*handlers)
+			})
+		})
+	}
+}

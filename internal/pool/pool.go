@@ -64,6 +64,21 @@ func ReceiversFor(conc int) int {
 	return max(DefaultReceivers, (conc+HandlersPerReceiver-1)/HandlersPerReceiver)
 }
 
+// MaxInFlightFor is the default MaxInFlight of a pool of conc handlers
+// and receivers receivers in all: a receive's batch (10) for each of
+// them. A FIFO receive brings up to 10 messages of one group, which run
+// one after another in one lane; to keep conc lanes busy the pool holds
+// about 10 messages per handler, as a hand-written consumer whose conc
+// loops each receive 10 does. With 2×conc + 10 per receiver, a pool on a
+// FIFO queue whose groups have many messages waiting ran about
+// conc/5 + 2 groups at a time, each one transaction after another: at
+// AWS-like latency 0.52× a hand-written consumer at concurrency 16 and
+// 0.54× at 64. Lanes, not messages, bound what a standard queue holds
+// (see Config.MaxInFlight).
+func MaxInFlightFor(conc, receivers int) int {
+	return maxBatch * (conc + receivers)
+}
+
 // Queue is one queue the pool consumes.
 type Queue struct {
 	URL        string
@@ -122,11 +137,17 @@ type ExtensionObserver interface {
 
 // Config of a Pool.
 type Config struct {
-	Client          SQS
-	Queues          []Queue
-	Processor       Processor
-	Concurrency     int           // handlers running at once; DefaultConcurrency if 0
-	MaxInFlight     int           // received but not finished; 2×Concurrency+10 per receiver if 0
+	Client      SQS
+	Queues      []Queue
+	Processor   Processor
+	Concurrency int // handlers running at once; DefaultConcurrency if 0
+	// MaxInFlight bounds the messages received and not yet finished;
+	// MaxInFlightFor if 0. Whatever it is, the lanes with work (FIFO
+	// groups, or messages of a standard queue) and 10 for each open
+	// receive stay within 2×Concurrency + 10 per receiver: a standard
+	// queue's pool holds at most that many messages, as does a FIFO
+	// queue's when every group has one message waiting.
+	MaxInFlight     int
 	ShutdownTimeout time.Duration // DefaultShutdownTimeout if 0
 	WaitTime        time.Duration // long-poll wait; DefaultWaitTime if 0
 	AckDelay        time.Duration // DefaultAckDelay if 0
@@ -156,13 +177,23 @@ type Pool struct {
 	slots    chan struct{} // counting semaphore of running handlers
 	want     int           // in-flight slots a receiver gathers before it polls
 	queues   map[string]*queueState
+	// maxLanes bounds the lanes with work (pending or running) plus want
+	// for every open receive.
+	maxLanes int
 
-	mu        sync.Mutex
-	lanes     map[laneKey]*lane
-	stopping  bool
-	stopCh    chan struct{} // closed when shutdown begins
-	pollsDone chan struct{} // closed when no receive is under way any more
-	lanesWG   sync.WaitGroup
+	mu    sync.Mutex
+	lanes map[laneKey]*lane
+	// reserved is want for every open receive: the lanes it may add.
+	reserved int
+	// laneWaiters receivers wait for room among the lanes; laneFreed is
+	// closed (and replaced) to wake them when a lane ends or a receive's
+	// reservation is released.
+	laneWaiters int
+	laneFreed   chan struct{}
+	stopping    bool
+	stopCh      chan struct{} // closed when shutdown begins
+	pollsDone   chan struct{} // closed when no receive is under way any more
+	lanesWG     sync.WaitGroup
 
 	workMu      sync.Mutex
 	workCtx     context.Context
@@ -255,7 +286,7 @@ func New(cfg Config) (*Pool, error) {
 		receivers += q.Receivers
 	}
 	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 2*cfg.Concurrency + maxBatch*receivers
+		cfg.MaxInFlight = MaxInFlightFor(cfg.Concurrency, receivers)
 	}
 	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	cfg.WaitTime = orDefault(cfg.WaitTime, DefaultWaitTime)
@@ -273,6 +304,8 @@ func New(cfg Config) (*Pool, error) {
 		inflight:  make(chan struct{}, cfg.MaxInFlight),
 		slots:     make(chan struct{}, cfg.Concurrency),
 		lanes:     make(map[laneKey]*lane),
+		maxLanes:  2*cfg.Concurrency + maxBatch*receivers,
+		laneFreed: make(chan struct{}),
 		stopCh:    make(chan struct{}),
 		pollsDone: make(chan struct{}),
 		queues:    make(map[string]*queueState),
@@ -402,8 +435,12 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 	failures := 0
 	var lastLog time.Time
 	for ctx.Err() == nil {
+		if !p.reserveLanes(ctx) {
+			return
+		}
 		n := p.acquireInflight(ctx)
 		if n == 0 {
+			p.releaseLanes()
 			return
 		}
 		in := &sqs.ReceiveMessageInput{
@@ -423,6 +460,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		start := time.Now()
 		out, err := p.cfg.Client.ReceiveMessage(pollCtx, in)
 		if err != nil {
+			p.releaseLanes()
 			p.releaseInflight(n)
 			if ctx.Err() != nil || pollCtx.Err() != nil {
 				return
@@ -439,6 +477,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		failures = 0
 		p.releaseInflight(n - len(out.Messages))
 		if len(out.Messages) == 0 {
+			p.releaseLanes()
 			continue
 		}
 		p.obs.Received(name, len(out.Messages))
@@ -463,6 +502,58 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		}
 		qs.mu.Unlock()
 		p.dispatch(qs, ds)
+		p.releaseLanes()
+	}
+}
+
+// reserveLanes blocks until this receiver may poll: the lanes with work,
+// want for every open receive and want for this one stay within maxLanes.
+// Holding more would only make messages wait in the pool: that many lanes
+// keep every handler busy through a receive's round trip. Counting lanes,
+// not messages, lets a FIFO pool hold a receive's batch of one group per
+// handler (up to MaxInFlight) and a standard queue's no more than before.
+// It returns false when ctx ends; otherwise releaseLanes must follow once
+// the receive's messages are dispatched.
+func (p *Pool) reserveLanes(ctx context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.lanes)+p.reserved+p.want > p.maxLanes {
+		freed := p.laneFreed
+		p.laneWaiters++
+		p.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		p.laneWaiters--
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	p.reserved += p.want
+	return true
+}
+
+// releaseLanes ends a receive's reservation.
+func (p *Pool) releaseLanes() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reserved -= p.want
+	p.wakeLaneWaiters()
+}
+
+// endLane forgets l, which has no work left (under mu).
+func (p *Pool) endLane(l *lane) {
+	delete(p.lanes, l.key)
+	p.wakeLaneWaiters()
+}
+
+// wakeLaneWaiters wakes the receivers waiting for room (under mu).
+func (p *Pool) wakeLaneWaiters() {
+	if p.laneWaiters > 0 {
+		close(p.laneFreed)
+		p.laneFreed = make(chan struct{})
 	}
 }
 
@@ -690,7 +781,7 @@ func (p *Pool) runLane(l *lane) {
 	for {
 		p.mu.Lock()
 		if len(l.pending) == 0 {
-			delete(p.lanes, l.key)
+			p.endLane(l)
 			p.mu.Unlock()
 			return
 		}
@@ -702,7 +793,7 @@ func (p *Pool) runLane(l *lane) {
 			p.mu.Lock()
 			rest := l.pending
 			l.pending = nil
-			delete(p.lanes, l.key)
+			p.endLane(l)
 			p.mu.Unlock()
 			for _, d := range rest {
 				p.handBack(l.qs, d)

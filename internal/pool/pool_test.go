@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -381,6 +383,50 @@ func TestNoReceiveAtTheInFlightCap(t *testing.T) {
 	require.LessOrEqual(t, b.obs.maxInflight.Load(), int64(capacity))
 }
 
+// TestWhatAPoolHoldsWhileItsHandlersAreBusy: with its handlers busy, a
+// pool on a FIFO queue whose groups have many messages waiting holds a
+// receive's batch per handler and per receiver (MaxInFlightFor), so that
+// every handler has a group to run; on a standard queue, where every
+// message is a lane, it holds no more than 2×concurrency + 10 per
+// receiver, as before. Capped at that for both, a FIFO pool ran a fifth
+// of its groups at a time (0.52× a hand-written consumer at AWS-like
+// latency, concurrency 16).
+func TestWhatAPoolHoldsWhileItsHandlersAreBusy(t *testing.T) {
+	t.Parallel()
+	const conc, receivers, groups = 2, 1, 6
+	for _, fifo := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fifo-%v", fifo), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := setup(t, options{fifo: fifo, queue: func(q *Queue) { q.Receivers = receivers }, config: func(c *Config) { c.Concurrency = conc }})
+				release := make(chan struct{})
+				b.proc.ProcessFunc = func(context.Context, effect.Message, process.Hooks) process.Result {
+					<-release
+					return deleted()
+				}
+				for g := range groups {
+					bs := bodies("g"+strconv.Itoa(g)+"-", maxBatch)
+					if fifo {
+						b.sendFIFO(t, "g"+strconv.Itoa(g), bs...)
+					} else {
+						b.send(t, bs...)
+					}
+				}
+				b.start(t)
+				synctest.Wait() // handlers blocked, receivers waiting for room
+				_, held := b.counts(t, b.url)
+				if fifo {
+					require.Equal(t, MaxInFlightFor(conc, receivers), held, "a batch of one group per handler and per receiver")
+				} else {
+					require.LessOrEqual(t, held, 2*conc+maxBatch*receivers, "a standard queue's messages are lanes")
+					require.GreaterOrEqual(t, held, maxBatch)
+				}
+				close(release)
+				b.stop(t)
+			})
+		})
+	}
+}
+
 func TestShutdownHandsBackUnstartedMessages(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{fifo: true, config: func(c *Config) { c.AckDelay = time.Hour }})
@@ -605,7 +651,8 @@ func TestNewValidates(t *testing.T) {
 	p, err := New(Config{Client: s, Processor: proc, Queues: []Queue{{URL: "u", Visibility: 3 * time.Second}}})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, p.cfg.Queues[0].Lease, "the lease defaults to a little less than the visibility timeout")
-	require.Equal(t, 2*DefaultConcurrency+maxBatch*ReceiversFor(DefaultConcurrency), p.cfg.MaxInFlight)
+	require.Equal(t, maxBatch*(DefaultConcurrency+ReceiversFor(DefaultConcurrency)), p.cfg.MaxInFlight)
+	require.Equal(t, 2*DefaultConcurrency+maxBatch*ReceiversFor(DefaultConcurrency), p.maxLanes)
 	p.Force() // before Run: no panic
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -50,13 +51,14 @@ const (
 
 // consumeOpts are the flags of `bench consume`.
 type consumeOpts struct {
-	consumer, regime        string
-	queue, dedup, ledger    string
-	concurrency             int
-	prefill, groups         int
-	scale, jitter           float64
-	seed                    uint64
-	cpuProfile, metricsAddr string
+	consumer, regime           string
+	queue, dedup, ledger       string
+	concurrency                int
+	prefill, groups            int
+	scale, jitter              float64
+	seed                       uint64
+	cpuProfile, metricsAddr    string
+	blockProfile, mutexProfile string
 }
 
 // Consume is `bench consume`: one consumer in its own process, so that its
@@ -80,6 +82,8 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Float64Var(&o.jitter, "jitter", DefaultJitter, "aws regime: latency jitter, a fraction")
 	fs.Uint64Var(&o.seed, "seed", 1, "aws regime: seed of the jitter")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the process, from serving to exit")
+	fs.StringVar(&o.blockProfile, "blockprofile", "", "write a goroutine blocking profile at exit (every blocking event sampled)")
+	fs.StringVar(&o.mutexProfile, "mutexprofile", "", "write a mutex contention profile at exit (every event sampled)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:0", "address of /metrics")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -95,11 +99,13 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	var (
 		sq  fakeSQS
 		db  fakeDynamoDB
+		st  *states
 		err error
 	)
 	switch o.regime {
 	case RegimeAWS:
-		sq, db, err = o.fakes(ctx, reg)
+		st = newStates(reg)
+		sq, db, err = o.fakes(ctx, reg, st)
 	case RegimeEmulator:
 		var cl *clients
 		if cl, err = newClients(ctx, 0); err == nil {
@@ -119,12 +125,12 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	var run func(context.Context) error
 	if o.consumer == ConsumerHandwritten {
 		h := newHandwritten(sq, db, o.queue, o.ledger, reg)
-		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits}
+		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits, states: st}
 		run = func(ctx context.Context) error { return h.run(ctx, o.concurrency) }
 	} else {
 		cfg := exactly.Config{
 			SQS: sq, DynamoDB: db, Queues: []string{o.queue}, Table: o.dedup,
-			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits}, Commit: exactly.CommitMode(DefaultCommit),
+			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st}, Commit: exactly.CommitMode(DefaultCommit),
 			Concurrency: o.concurrency, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Registerer: reg,
 		}
 		switch o.consumer {
@@ -157,6 +163,22 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
+	for _, p := range []struct{ name, file string }{{"block", o.blockProfile}, {"mutex", o.mutexProfile}} {
+		if p.file == "" {
+			continue
+		}
+		if p.name == "block" {
+			runtime.SetBlockProfileRate(1)
+		} else {
+			runtime.SetMutexProfileFraction(1)
+		}
+		defer func() {
+			if f, err := os.Create(p.file); err == nil {
+				_ = pprof.Lookup(p.name).WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+	}
 	line, _ := json.Marshal(map[string]string{"msg": metricsLine, "addr": srv.Addr()})
 	fmt.Fprintln(stderr, string(line))
 	return run(ctx)
@@ -164,7 +186,7 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 
 // fakes makes the aws regime's fake queue and tables, fills the queue at
 // full speed and returns the fakes behind the latency layer.
-func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer) (fakeSQS, fakeDynamoDB, error) {
+func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer, st *states) (fakeSQS, fakeDynamoDB, error) {
 	srv := memsqs.New()
 	mdb := memdynamo.New()
 	out, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{
@@ -197,7 +219,7 @@ func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer) (fak
 	}
 	l := NewLatency(o.scale, o.jitter, o.seed)
 	c := newCounter(reg)
-	return &heldSQS{s: srv, l: l, c: c}, &heldDynamoDB{d: mdb, l: l, c: c}, nil
+	return &heldSQS{s: srv, l: l, c: c, st: st}, &heldDynamoDB{d: mdb, l: l, c: c}, nil
 }
 
 // groupWaits measures how long each FIFO group waits for its next
@@ -237,14 +259,19 @@ func (g *groupWaits) done(group string) {
 	g.mu.Unlock()
 }
 
-// timedLedger is the ledger effect timed per group; it stays WritesOnly.
+// timedLedger is the ledger effect timed per group and, in the aws
+// regime, per message (states: nil in the emulator regime); it stays
+// WritesOnly.
 type timedLedger struct {
 	*builtin.Ledger
-	waits *groupWaits
+	waits  *groupWaits
+	states *states
 }
 
 func (t *timedLedger) Apply(ctx context.Context, in effect.Input) (effect.Output, error) {
 	t.waits.start(in.Message.Group)
+	t.states.start(in.Message.ID)
+	defer t.states.end(in.Message.ID)
 	defer t.waits.done(in.Message.Group)
 	return t.Ledger.Apply(ctx, in)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 )
 
@@ -102,9 +103,11 @@ func TestHandwrittenConsumer(t *testing.T) {
 		defer cancel()
 		o := consumeOpts{prefill: 100, groups: 100, scale: 1, jitter: 0.2, seed: 1}
 		reg := prometheus.NewRegistry()
-		sq, db, err := o.fakes(ctx, reg)
+		st := newStates(reg)
+		sq, db, err := o.fakes(ctx, reg, st)
 		require.NoError(t, err)
 		h := newHandwritten(sq, db, o.queue, o.ledger, reg)
+		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: newGroupWaits(reg), states: st}
 		done := make(chan error)
 		go func() { done <- h.run(ctx, 2) }()
 		for gathered(t, reg, "exactly_effects_applied_total") < 100 {
@@ -120,6 +123,15 @@ func TestHandwrittenConsumer(t *testing.T) {
 		require.LessOrEqual(t, s.Requests["SQS.ReceiveMessage"], 12.0, "the last polls find the queue empty")
 		require.Equal(t, 100.0, s.Requests["DynamoDB.TransactWriteItems"])
 		require.Equal(t, 400.0, s.Counts["dynamodb_wru"], "the account and the entry: 2 items, 2 units each")
+		// Where the messages' time went: every one timed from its receive
+		// to its effect and from its effect to its delete; the held time
+		// of the transactions is their modelled latency, ±20 %.
+		require.Equal(t, 100.0, gathered(t, reg, "exactly_bench_start_waits_total"))
+		require.Equal(t, 100.0, gathered(t, reg, "exactly_bench_delete_waits_total"))
+		require.Positive(t, gathered(t, reg, "exactly_bench_delete_wait_seconds_total"))
+		held := gathered(t, reg, "exactly_bench_held_seconds_total")
+		tx := 100 * Base("DynamoDB", "TransactWriteItems").Seconds()
+		require.Greater(t, held, 0.8*tx, "transactions, receives and deletes held")
 	})
 }
 

@@ -89,6 +89,7 @@ func hold(ctx context.Context, d time.Duration) error {
 // harness reads a consumer on the fakes as it reads the worker.
 type counter struct {
 	vec   *prometheus.CounterVec
+	held  *prometheus.CounterVec // seconds calls were held, by service and operation
 	units prometheus.Counter
 
 	mu     sync.Mutex
@@ -101,10 +102,12 @@ func newCounter(reg prometheus.Registerer) *counter {
 		counts: map[string]float64{},
 		vec: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "exactly", Name: "aws_requests_total",
 			Help: "requests to the latency-held fakes by service and operation"}, []string{"service", "operation"}),
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "exactly", Name: "bench_held_seconds_total",
+			Help: "seconds the latency layer held calls to the fakes, by service and operation"}, []string{"service", "operation"}),
 		units: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: "dynamodb_write_units_total",
 			Help: "write units of the requests to the fake DynamoDB, as AWS bills them"}),
 	}
-	reg.MustRegister(c.vec, c.units)
+	reg.MustRegister(c.vec, c.held, c.units)
 	return c
 }
 
@@ -129,6 +132,8 @@ func call[O any](ctx context.Context, l *Latency, c *counter, service, op string
 	c.counts[service+"."+op]++
 	c.mu.Unlock()
 	var zero O
+	began := time.Now()
+	defer func() { c.held.WithLabelValues(service, op).Add(time.Since(began).Seconds()) }()
 	if err := hold(ctx, d/2); err != nil {
 		return zero, err
 	}
@@ -186,13 +191,18 @@ type fakeDynamoDB interface {
 
 // heldSQS holds every call to the fake for the modelled latency.
 type heldSQS struct {
-	s fakeSQS
-	l *Latency
-	c *counter
+	s  fakeSQS
+	l  *Latency
+	c  *counter
+	st *states // nil: not timed
 }
 
 func (h *heldSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, o ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	return call(ctx, h.l, h.c, "SQS", "ReceiveMessage", in, func() (*sqs.ReceiveMessageOutput, error) { return h.s.ReceiveMessage(ctx, in, o...) })
+	out, err := call(ctx, h.l, h.c, "SQS", "ReceiveMessage", in, func() (*sqs.ReceiveMessageOutput, error) { return h.s.ReceiveMessage(ctx, in, o...) })
+	if err == nil {
+		h.st.receivedNow(out.Messages)
+	}
+	return out, err
 }
 
 func (h *heldSQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, o ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
@@ -200,6 +210,7 @@ func (h *heldSQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput,
 }
 
 func (h *heldSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, o ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	h.st.deleting(in.Entries)
 	return call(ctx, h.l, h.c, "SQS", "DeleteMessageBatch", in, func() (*sqs.DeleteMessageBatchOutput, error) { return h.s.DeleteMessageBatch(ctx, in, o...) })
 }
 

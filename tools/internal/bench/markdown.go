@@ -72,7 +72,7 @@ func Markdown(r *Result) string {
 	fmt.Fprintf(&b, "The window opens %s after the first effect and closes after %s (or earlier, before the backlog runs low); ", r.Config.Warmup, r.Config.Window)
 	b.WriteString("rates and requests are counter deltas over the window (the worker's `/metrics`, summed over its processes; start-up requests are outside it). ")
 	fmt.Fprintf(&b, "Worker processes run `worker run --effect %s --concurrency N` with everything else at its default (one receiver per %d of the concurrency, at least %d; ", r.Config.Effect, pool.HandlersPerReceiver, pool.DefaultReceivers)
-	fmt.Fprintf(&b, "max in flight 2×concurrency + 10 per receiver, deletes batched for up to %s: `--ack-delay`); `(carried)` adds `--commit carried`, `(grouped)` `--group-commit %s`. ", pool.DefaultAckDelay, GroupCommitWindow)
+	fmt.Fprintf(&b, "max in flight 10 × (concurrency + receivers), deletes batched for up to %s: `--ack-delay`); `(carried)` adds `--commit carried`, `(grouped)` `--group-commit %s`. ", pool.DefaultAckDelay, GroupCommitWindow)
 	fmt.Fprintf(&b, "The hand-written consumer (`bench consume -consumer handwritten`, its own process) is plain aws-sdk-go-v2 with its defaults: N loops that each receive up to 10 messages (long poll), apply %s for each in turn, and delete them in one `DeleteMessageBatch`; no dedup record, no claim: at-least-once. ", baselineWork(r.Config.Effect))
 	b.WriteString("CPU µs/msg is the process's user + system CPU time (`/proc/<pid>/stat`) over the window divided by the messages applied in it: start-up excluded; CPU cores is that CPU time over the window's wall time; peak RSS is `VmHWM` at the window's end. ")
 	b.WriteString("× floor is SQS requests per message over the 0.2 of a receive-10/delete-batch-of-10 drain.")

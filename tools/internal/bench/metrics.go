@@ -22,18 +22,22 @@ type Sample struct {
 
 // worker metrics read into Sample.Counts.
 var counterNames = map[string]string{
-	"exactly_effects_applied_total":          "applied",
-	"exactly_messages_received_total":        "received",
-	"exactly_duplicates_total":               "duplicates",
-	"exactly_retries_total":                  "retries",
-	"exactly_busy_total":                     "busy",
-	"exactly_permanent_failures_total":       "permanent",
-	"exactly_leases_lost_total":              "leases_lost",
-	"exactly_receive_errors_total":           "receive_errors",
-	"exactly_batch_entries_failed_total":     "batch_failed",
-	"exactly_dynamodb_write_units_total":     "dynamodb_wru",
-	"exactly_bench_group_wait_seconds_total": "group_wait_seconds",
-	"exactly_bench_group_waits_total":        "group_waits",
+	"exactly_effects_applied_total":           "applied",
+	"exactly_messages_received_total":         "received",
+	"exactly_duplicates_total":                "duplicates",
+	"exactly_retries_total":                   "retries",
+	"exactly_busy_total":                      "busy",
+	"exactly_permanent_failures_total":        "permanent",
+	"exactly_leases_lost_total":               "leases_lost",
+	"exactly_receive_errors_total":            "receive_errors",
+	"exactly_batch_entries_failed_total":      "batch_failed",
+	"exactly_dynamodb_write_units_total":      "dynamodb_wru",
+	"exactly_bench_group_wait_seconds_total":  "group_wait_seconds",
+	"exactly_bench_group_waits_total":         "group_waits",
+	"exactly_bench_start_wait_seconds_total":  "start_wait_seconds",
+	"exactly_bench_start_waits_total":         "start_waits",
+	"exactly_bench_delete_wait_seconds_total": "delete_wait_seconds",
+	"exactly_bench_delete_waits_total":        "delete_waits",
 }
 
 func newSample(at time.Time) Sample {
@@ -60,6 +64,8 @@ func parseMetrics(r io.Reader, at time.Time) (Sample, error) {
 			s.Counts[c] += value
 		} else if name == "exactly_aws_requests_total" {
 			s.Requests[labels["service"]+"."+labels["operation"]] += value
+		} else if name == "exactly_bench_held_seconds_total" {
+			s.Counts[heldKey(labels["service"]+"."+labels["operation"])] += value
 		}
 	}
 	return s, sc.Err()

@@ -290,6 +290,11 @@ func WriteText(w io.Writer, r *Result) {
 		r.throughputTable(g).text(w)
 		fmt.Fprintln(w)
 	}
+	if st := r.statesTable(); len(st.rows) > 0 {
+		fmt.Fprintln(w, "Where a message's time goes, aws-like latency:")
+		st.text(w)
+		fmt.Fprintln(w)
+	}
 	if len(r.HotGroup) > 0 {
 		fmt.Fprintln(w, "One hot FIFO group, aws-like latency:")
 		r.hotGroupTable().text(w)

@@ -35,16 +35,19 @@ func TestLogsKeptByProcess(t *testing.T) {
 }
 
 // TestLogsAbout: a red seed's report picks the lines about the groups and
-// dedup keys its violations name, and no others.
+// dedup keys its violations name, and those of a process named before a
+// story, and no others.
 func TestLogsAbout(t *testing.T) {
 	logs := []string{
 		"+1s w0.1 DEBUG: done queue=q1 group=g5 dedup_key=sim#q1-orders.fifo#g5#d31",
 		"+2s w0.1 DEBUG: done queue=q1 group=g50 dedup_key=sim#q1-orders.fifo#g50#d7",
 		"+3s w1.2 WARN: commit failed key=sim#q2-mail.fifo#g2#k9 err=x",
 		"+4s w1.2 INFO: shutting down",
+		"+5s w2.5 INFO: commit mode",
+		"+6s w3.1 INFO: commit mode",
 	}
-	got := logsAbout(logs, []string{"end: lost: message 31 (q1-orders.fifo, group g5, poison until fixed: false)", "w2.5 committed message 9 (sim#q2-mail.fifo#g2#k9) on a stale read"})
-	want := []string{logs[0], logs[2]}
+	got := logsAbout(logs, []string{"end: lost: message 31 (q1-orders.fifo, group g5, poison until fixed: false)", "w2.5 committed message 9 (sim#q2-mail.fifo#g2#k9) on a stale read; its story: w3.1 received it"})
+	want := []string{logs[0], logs[2], logs[4]}
 	if !slices.Equal(got, want) {
 		t.Fatalf("picked %q, want %q", got, want)
 	}

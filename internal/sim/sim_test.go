@@ -30,7 +30,7 @@ var (
 	flagShrinkN = flag.Int("sim.shrinkmax", 3, "shrink at most this many red seeds (the first found)")
 	flagRepeat  = flag.Int("sim.repeat", 1, "runs per seed: a seed is red when any run is (goroutine scheduling, map order and the product's backoff jitter are not the seed's, so a replay may need a few)")
 	flagVerbose = flag.Bool("sim.verbose", false, "log every seed, green ones too")
-	flagLogs    = flag.Bool("sim.logs", false, "keep every process's log lines (Debug and up) and print, for a red seed, those about the groups and keys its violations name")
+	flagLogs    = flag.Bool("sim.logs", false, "keep every process's log lines (Debug and up) and print, for a red seed, those about the groups, keys and processes its violations name")
 )
 
 // classes name the kinds of violations, for the summary.
@@ -279,17 +279,27 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 }
 
 // logsAbout picks the log lines that mention a message group ("group=g5")
-// or a dedup key ("sim#...") named in the violations.
+// or a dedup key ("sim#...") named in the violations, and every line of a
+// process a violation names before its story ("w2.5 committed ...").
 func logsAbout(logs, violations []string) []string {
 	var marks []string
+	procs := map[string]bool{}
 	for _, v := range violations {
 		for _, m := range groupRE.FindAllStringSubmatch(v, -1) {
 			marks = append(marks, "group="+m[1]+" ")
 		}
 		marks = append(marks, keyRE.FindAllString(v, -1)...)
+		head, _, _ := strings.Cut(v, "its story")
+		for _, p := range procRE.FindAllString(head, -1) {
+			procs[p] = true
+		}
 	}
 	var out []string
 	for _, l := range logs {
+		if f := strings.Fields(l); len(f) > 1 && procs[f[1]] {
+			out = append(out, l)
+			continue
+		}
 		for _, m := range marks {
 			if strings.Contains(l+" ", m) {
 				out = append(out, l)
@@ -303,6 +313,7 @@ func logsAbout(logs, violations []string) []string {
 var (
 	groupRE = regexp.MustCompile(`group ([A-Za-z0-9_-]+)`)
 	keyRE   = regexp.MustCompile(`sim#[^ ,;)]+`)
+	procRE  = regexp.MustCompile(`\bw[0-9]+\.[0-9]+\b`)
 )
 
 func extraFlags() string {

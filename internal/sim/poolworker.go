@@ -27,7 +27,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 	skew := w.skew(p.id)
 	now := func() time.Time { return time.Now().Add(skew) }
 	fn := w.effectFn(p, now)
-	q1 := exactly.Config{Queues: []string{w.urls[q1Name]}, Effect: effect.WritesFunc(fn), Commit: exactly.CommitTransactional}
+	q1 := exactly.Config{Queues: []string{w.urls[q1Name]}, Effect: effect.WritesFunc(fn), Commit: exactly.CommitTransactional, Outbox: w.limOutboxFor()}
 	switch {
 	case hash64(w.cfg.Seed, "optimistic", p.id)%2 == 0:
 		w.stat("pool: transactional incarnations", 1)
@@ -41,6 +41,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			q1.GroupCommit = w.shape.GroupWindow
 		}
 	}
+	w.noteMode(p, q1.Commit == exactly.CommitOptimistic)
 	q2 := exactly.Config{Queues: []string{w.urls[q2Name]}, Effect: effect.Func(fn), Commit: exactly.CommitClaim}
 
 	pctx, cancel := context.WithCancel(ctx)

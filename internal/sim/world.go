@@ -85,6 +85,7 @@ type msgSpec struct {
 	key     string
 	body    string
 	sends   []send
+	lim     *limSpec // limits.go: its commit sits at, under or over a DynamoDB limit
 }
 
 type send struct {
@@ -147,6 +148,7 @@ type world struct {
 	wide   *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
 	starve *starved // starved.go
 	ob     *obHalf  // outboxworld.go
+	lims   *limits  // limits.go
 
 	sqsDups atomic.Int64 // standard.go: SQS's duplicate deliveries left
 }
@@ -195,7 +197,7 @@ func (w *world) tr(lid int, format string, args ...any) {
 }
 
 // deadEnd reports whether a message must end in its DLQ, never applied.
-func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid }
+func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid || s.lim.dead() }
 
 // lidOf reads the logical id out of a body: the number after
 // "amount_cents": (the sim writes it before any padding, so a large body
@@ -366,8 +368,8 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	p.mu.Lock()
 	delete(p.open, key)
 	p.mu.Unlock()
-	if !tx {
-		return
+	if !tx || (s.lim != nil && s.queue != q1Name) {
+		return // a claim-mode commit with writes (limits.go): its downstream call counts
 	}
 	w.applied[s.lid]++
 	w.callers[s.lid] = append(w.callers[s.lid], p.id)
@@ -543,6 +545,10 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	}
 	w.workload()
 	w.obWorkload()
+	w.limWorkload()
+	if err := w.limSetup(ctx); err != nil {
+		return nil, err
+	}
 	w.worldStats()
 	return w, nil
 }
@@ -772,6 +778,9 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		}
 		if logicalQ(in.Message.QueueName) == q1Name {
 			out, err := w.ledgerApply(ctx, p, ledger, in, s)
+			if err == nil && s.lim != nil {
+				return w.limApply(p, in, s, out), nil
+			}
 			if err == nil && s.invalid && len(out.Writes) > 0 {
 				// The same item written twice: DynamoDB rejects the
 				// transaction with a ValidationException.
@@ -784,6 +793,10 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 			// message is retried, and in a Lambda batch the rest of its
 			// group with it (the FIFO partial-batch rule).
 			return effect.Output{}, fmt.Errorf("sim: downstream unavailable for message %d (503)", s.lid)
+		}
+		if s.lim.dead() {
+			// A commit that cannot be made: no downstream call (limits.go).
+			return w.limApply(p, in, s, effect.Output{Result: []byte("sent")}), nil
 		}
 		k, id, err := p.before(ctx, "Effect", in.Key)
 		if err != nil {
@@ -799,6 +812,9 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		w.downstream(p, s)
 		if err := p.after(ctx, "Effect", k, id); err != nil {
 			return effect.Output{}, err
+		}
+		if s.lim != nil {
+			return w.limApply(p, in, s, effect.Output{Result: []byte("sent")}), nil
 		}
 		return effect.Output{Result: []byte("sent")}, nil
 	}

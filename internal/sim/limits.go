@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -200,8 +201,12 @@ func (w *world) limApply(p *proc, in effect.Input, s *msgSpec, out effect.Output
 	opt := w.lims.optimistic[p.id] && s.queue == q1Name
 	w.lims.mu.Unlock()
 	if l.kind.over() || (l.kind == limTxAt && opt) {
+		// At 4 MB in an optimistic incarnation: refused before the
+		// request when the record is the put, or by DynamoDB when the
+		// commit fell back to a claim (an update): permanent either way,
+		// and only DynamoDB's refusal is one for the hole-6 checks.
 		w.permanent(p, s.lid, "effect: commit past a DynamoDB limit")
-		if s.invalid {
+		if s.invalid && l.kind.over() {
 			w.observeInvalid(p, s.key) // refused before the request: as DynamoDB's refusal
 		}
 	}
@@ -245,14 +250,13 @@ func (w *world) limRequest(p *proc, in *dynamodb.TransactWriteItemsInput, keys [
 		}
 		w.lims.mu.Lock()
 		w.lims.reqs[lid]++
-		opt := w.lims.optimistic[p.id] && s.queue == q1Name
 		w.lims.mu.Unlock()
 		mode := "claim"
 		switch {
-		case s.queue == q1Name && opt:
+		case s.queue == q1Name && in.TransactItems[0].Put != nil:
 			mode = "optimistic"
 		case s.queue == q1Name:
-			mode = "transactional"
+			mode = "transactional, or an optimistic one's claim"
 		}
 		if len(keys) != 1 {
 			w.stat("limits: sent in a group commit", 1)
@@ -262,7 +266,7 @@ func (w *world) limRequest(p *proc, in *dynamodb.TransactWriteItemsInput, keys [
 		switch k := s.lim.kind; {
 		case k <= limWrites100 && n != 99+int(k-limWrites98):
 			w.violate("limits: sim: the commit of logical %d (%s) has %d actions, not %d: the workload is off the limit", lid, k, n, 99+int(k-limWrites98))
-		case k == limTxAt && !opt && ddblimit.TransactionBytes(in.TransactItems) != ddblimit.TransactBytes:
+		case k == limTxAt && in.TransactItems[0].Update != nil && ddblimit.TransactionBytes(in.TransactItems) != ddblimit.TransactBytes:
 			w.violate("limits: sim: the commit of logical %d (%s) counts %d bytes, not %d: the workload is off the limit", lid, k, ddblimit.TransactionBytes(in.TransactItems), ddblimit.TransactBytes)
 		}
 	}
@@ -298,4 +302,76 @@ func (w *world) checkLimits(ctx context.Context, bad func(string, ...any)) {
 			w.stats["limits: 4 MB commit sent (refused by DynamoDB)"]++
 		}
 	}
+}
+
+// The outbox relay's reads (outbox/relay.go): a sweep reads the messages
+// of the groups it found in BatchGetItem requests of up to 100 keys, and
+// asks again for the UnprocessedKeys of an answer cut at 16 MB; a group
+// read alone is a Query whose page ends at 1 MB. In the seeds whose outbox
+// half draws read pages (obShape.Pages), 11 groups of one queue hold 10
+// messages each, written at once, and the relays read 10 per group
+// (PerGroup): a sweep asks for 110 keys (a call of 100 and one of 10). In
+// a quarter of them (PagesBig) the messages of 8 groups are 255 to 256
+// KiB: the first call's answer holds 16 MB of them (about 64), the rest
+// coming back as UnprocessedKeys, and a group read alone (after a failed
+// BatchGetItem) gets a Query page of 4. Every invariant of the outbox half
+// holds (published in order, nothing lost, nothing pending at the end), and
+// no BatchGetItem the relay sends asks for more than 100 keys.
+
+// pagesAt is when the read-pages workload writes all its messages.
+const pagesAt = 20*time.Second + 500*time.Millisecond
+
+// pages is the read-pages variant of an outbox shape.
+func (o obShape) pages(big bool) obShape {
+	o.Groups, o.Msgs, o.OneQueue, o.PerGroup, o.Sizes, o.Pages, o.PagesBig = 11, 10, true, 10, "pages", true, big
+	return o
+}
+
+// pageSize is the size of a read-pages message of group g: small, or in
+// the first 8 groups of PagesBig, at SQS's limit or up to 1 KiB under it.
+func (o obShape) pageSize(g int, x uint64) int {
+	if !o.PagesBig || g >= 8 {
+		return 0
+	}
+	return outbox.MaxBodyBytes - int(x>>8)%1024
+}
+
+// obRead judges and counts a relay's BatchGetItem (keys asked, and what
+// DynamoDB itself left unprocessed: past 16 MB) or Query (a page cut by
+// its size before its Limit).
+func obRead(p dynProc, op string, keys int, limit int32, got int, more bool) {
+	switch op {
+	case "BatchGetItem":
+		if keys > ddblimit.BatchGetKeys {
+			if pp, ok := p.(*proc); ok {
+				pp.w.violate("limits: %s sent a BatchGetItem of %d keys: at most %d", pp.id, keys, ddblimit.BatchGetKeys)
+			}
+		}
+		if keys == ddblimit.BatchGetKeys {
+			p.stat("outbox: BatchGetItem of 100 keys", 1)
+		}
+		if more {
+			p.stat("outbox: BatchGetItem answer cut at 16 MB (UnprocessedKeys)", 1)
+		}
+	case "Query":
+		if more && limit > 0 && got < int(limit) {
+			p.stat("outbox: Query page cut at 1 MB", 1)
+		}
+	}
+}
+
+// pagesWritten: in a read-pages world a relay starts once every message
+// is written, so that its first sweep finds them all pending. It reports
+// false when ctx ended first.
+func (o *obHalf) pagesWritten(ctx context.Context) bool {
+	for o.s.Pages && !o.produced.Load() {
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }

@@ -97,6 +97,9 @@ func drawShape(cfg Config) shape {
 	s.Burst = pick("burst", 3) == 0
 	s.Graceful = pick("graceful", 2) == 0
 	s.Outbox = drawOutbox(pick)
+	if s.Outbox.PagesBig {
+		s.Payload = "body" // 80 bodies of 256 KiB, each parsed at every delivery otherwise: CPU
+	}
 	s.Limits = pick("limits", 8) == 0
 	// The outbox half's judgements (a group published and applied in write
 	// order, a held group) rest on FIFO queues: its worlds keep both FIFO.

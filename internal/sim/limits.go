@@ -104,8 +104,12 @@ func (w *world) limWorkload() {
 			if s.queue != q || s.deadEnd() || s.fixable || strings.HasPrefix(s.dedupID, "shared-") || (next != nil && next.conflict) || w.obIsOutbox(s) {
 				continue
 			}
+			if q == q1Name && s.gseq != 0 {
+				continue // Q1: first messages of their groups, sent together (below)
+			}
 			cands = append(cands, s)
 		}
+		var chosen []*msgSpec
 		for i := 0; i < limPerQueue && len(cands) > 0; i++ {
 			x := hash64(w.cfg.Seed, "limits", q, strconv.Itoa(i))
 			j := int(x % uint64(len(cands)))
@@ -116,7 +120,31 @@ func (w *world) limWorkload() {
 			// Over a limit on Q1: the hole-6 checks of an invalid commit.
 			s.invalid = q == q1Name && s.lim.dead()
 			w.stat("limits: workload "+s.lim.kind.String(), 1)
+			chosen = append(chosen, s)
 		}
+		if q == q1Name {
+			w.limTogether(chosen)
+		}
+	}
+}
+
+// limLatency is the effect's latency of Q1's limit messages.
+const limLatency = time.Second
+
+// limTogether sends Q1's limit messages (first of their groups) at once,
+// with one effect latency: received together by a group-commit
+// incarnation, their commits meet in one window, and a group holding
+// one of them must close before 100 actions or 4 MB.
+func (w *world) limTogether(ss []*msgSpec) {
+	if len(ss) == 0 {
+		return
+	}
+	at := ss[0].sends[0].at
+	for _, s := range ss {
+		at = min(at, s.sends[0].at)
+	}
+	for _, s := range ss {
+		s.sends[0].at = at
 	}
 }
 

@@ -768,6 +768,9 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		if logicalQ(in.Message.QueueName) == q1Name && x%100 < 15 {
 			d = 20*time.Second + time.Duration(x%30000)*time.Millisecond
 		}
+		if s.lim != nil && s.queue == q1Name {
+			d = limLatency // sent together, they commit together (limits.go)
+		}
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -1079,9 +1082,13 @@ func (w *world) drain(ctx context.Context, name string) []int {
 // (FailRest "batch"): behind one record busy on a crashed invocation's
 // live claim, the other groups' messages are reported unstarted at every
 // receive (seed 10502@37757a1: two messages of other groups moved after ten
-// such receives, none of them tried).
+// such receives, none of them tried). And in the outbox half's read-pages
+// worlds (limits.go): 110 messages of 11 groups reach Q2 within seconds,
+// Lambda batches take several groups, and behind one retried record the
+// others come back unstarted (seeds 138 and 400: ten receives in five
+// minutes, none tried).
 func (w *world) maxReceive() int {
-	if w.shape.Burst || (w.shape.Outbox.On && w.shape.FailRest == "batch" && w.shape.LambdaBatch > 1) {
+	if w.shape.Burst || (w.shape.Outbox.On && w.shape.FailRest == "batch" && w.shape.LambdaBatch > 1) || w.shape.Outbox.Pages {
 		return 30
 	}
 	return maxReceive

@@ -20,12 +20,15 @@ import (
 
 // DynamoDB's limits on a commit (issue 19: every limit is a fault class).
 // In the seeds that draw it (shape.Limits), a few messages of each source
-// queue carry a commit that sits at, just under or just over one of
+// queue (up to five first messages of Q1's groups, sent together; three of
+// Q2's) carry a commit that sits at, just under or just over one of
 // TransactWriteItems' limits: 100 actions (the record, the effect's writes
 // and, on Q1, the two outbox items of an Output.Send), 400 KB per item and
 // 4 MB in all. The message body stays small: the effect derives the writes
 // from the message's class. Q1's commits are optimistic, transactional or
-// grouped (the incarnation's mode), Q2's are claim mode (pool and Lambda).
+// grouped (the incarnation's mode; in these seeds three optimistic
+// incarnations in four group their commits), Q2's are claim mode (pool
+// and Lambda).
 //
 //   - At and under a limit the commit must reach DynamoDB with exactly the
 //     planned size (a check of the workload itself), apply once, and its
@@ -79,7 +82,8 @@ func (l *limSpec) dead() bool { return l != nil && (l.kind.over() || l.kind == l
 
 const (
 	limOutbox       = "sim-limits-outbox" // Q1's Output.Send in limit seeds (nobody relays it)
-	limPerQueue     = 3                   // limit messages per source queue
+	limPerQueue     = 3                   // limit messages of Q2
+	limPerQ1        = 5                   // of Q1, where group commits meet them
 	limTxUnderBytes = ddblimit.TransactBytes - 16*1024
 )
 
@@ -110,7 +114,11 @@ func (w *world) limWorkload() {
 			cands = append(cands, s)
 		}
 		var chosen []*msgSpec
-		for i := 0; i < limPerQueue && len(cands) > 0; i++ {
+		n := limPerQueue
+		if q == q1Name {
+			n = limPerQ1
+		}
+		for i := 0; i < n && len(cands) > 0; i++ {
 			x := hash64(w.cfg.Seed, "limits", q, strconv.Itoa(i))
 			j := int(x % uint64(len(cands)))
 			s := cands[j]

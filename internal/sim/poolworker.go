@@ -34,7 +34,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 	default:
 		w.stat("pool: optimistic incarnations", 1)
 		q1.Commit = exactly.CommitOptimistic
-		if hash64(w.cfg.Seed, "group", p.id)%2 == 0 {
+		if g := hash64(w.cfg.Seed, "group", p.id) % 4; g%2 == 0 || (g == 1 && w.shape.Limits) {
 			// A wide window (virtual time costs nothing), so that the
 			// effects' spread latencies still meet.
 			w.stat("pool: group-commit incarnations", 1)

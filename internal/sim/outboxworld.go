@@ -96,7 +96,7 @@ func drawOutbox(pick func(name string, n int) int) obShape {
 		// More groups of one queue than a batch takes (10 entries).
 		o.Groups, o.Msgs, o.OneQueue = 12, 3, true
 	}
-	if pick("ob pages", 6) == 0 {
+	if pick("ob pages", 10) == 0 {
 		o = o.pages(pick("ob pages big", 4) == 0)
 	}
 	return o

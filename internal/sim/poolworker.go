@@ -15,9 +15,10 @@ import (
 // runs two exactly.Workers, built by exactly.New with the process's faulty
 // clients, one per source queue: Q1's ledger effect (effect.WritesOnly),
 // committed optimistically on about half of the incarnations (hash of seed
-// and process; half of those in groups) and in transactional mode on the
-// rest, so that a run mixes the modes on one table and queue, as a deploy
-// that switches the mode does; Q2's claim-mode effect, which calls the
+// and process; half of those in groups, three in four in the seeds with
+// DynamoDB's limits: limits.go) and in transactional mode on the rest, so
+// that a run mixes the modes on one table and queue, as a deploy that
+// switches the mode does; Q2's claim-mode effect, which calls the
 // recorded downstream. New's start-up calls (the queues' attributes, the
 // table, the preflight) get faults like any other: a start-up that fails
 // ends the process. When the process dies, the next incarnation starts after

@@ -120,10 +120,16 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 	if err != nil {
 		return nil, err
 	}
+	keys := 0
+	for _, ka := range in.RequestItems {
+		keys += len(ka.Keys)
+	}
 	out, err := c.inner.BatchGetItem(ctx, in, opt...)
 	if err != nil {
+		obRead(c.p, "BatchGetItem", keys, 0, 0, false)
 		return nil, err
 	}
+	obRead(c.p, "BatchGetItem", keys, 0, 0, len(out.UnprocessedKeys) > 0)
 	if k == Partial {
 		// Some keys left unprocessed (throttled), as DynamoDB may.
 		for table, items := range out.Responses {
@@ -193,6 +199,7 @@ func (c *cDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...fun
 	}
 	out, err := call(ctx, c.p, "Query", subject, func() (*dynamodb.QueryOutput, error) { return c.inner.Query(ctx, in, opt...) })
 	if err == nil && in.IndexName == nil {
+		obRead(c.p, "Query", 0, aws.ToInt32(in.Limit), len(out.Items), len(out.LastEvaluatedKey) > 0)
 		c.staleMarks(subject, out.Items)
 	}
 	return out, err

@@ -494,6 +494,7 @@ func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 
 func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	keys := committedKeys(in)
+	c.p.w.limRequest(c.p, in, keys)
 	for _, it := range in.TransactItems {
 		if isCompletedPut(it) {
 			c.p.w.checkKey(c.p, it.Put.Item)

@@ -91,6 +91,8 @@ func (w *world) judgeCopy(p *proc, q string, lid int) {
 	switch {
 	case s.conflict:
 		kind = "conflict"
+	case s.lim != nil:
+		kind = "limit: " + s.lim.kind.String()
 	case s.invalid:
 		kind = "invalid"
 	case s.fixable:

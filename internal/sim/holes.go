@@ -97,8 +97,8 @@ func (w *world) checkStart(p *proc, key string) {
 // observeInvalid: DynamoDB rejected p's commit for key as invalid. w.mu not held.
 func (w *world) observeInvalid(p *proc, key string) {
 	s := w.byKey[key]
-	if s == nil {
-		return
+	if s == nil || (s.lim != nil && !s.invalid) {
+		return // limits.go: a limit message of Q2, judged there
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -76,6 +76,8 @@ type obShape struct {
 	Lower       bool          // an operator lowers Q2's MaximumMessageSize mid-run, raises it later
 	TooLong     bool          // SQS refuses a multi-entry batch as too long now and then
 	OneQueue    bool          // every group on one queue (Q2): 12 of them, past a batch's 10 entries
+	Pages       bool          // 110 messages pending at once: past BatchGetItem's 100 keys (limits.go)
+	PagesBig    bool          // and 80 of them near 256 KiB: past its 16 MB answer
 	Poll        time.Duration // Relay.Poll
 }
 
@@ -94,6 +96,9 @@ func drawOutbox(pick func(name string, n int) int) obShape {
 		// More groups of one queue than a batch takes (10 entries).
 		o.Groups, o.Msgs, o.OneQueue = 12, 3, true
 	}
+	if pick("ob pages", 10) == 0 {
+		o = o.pages(pick("ob pages big", 4) == 0)
+	}
 	return o
 }
 
@@ -103,7 +108,7 @@ func (o obShape) choices() []string {
 	}
 	return []string{"outbox=on", fmt.Sprintf("outbox groups=%d", o.Groups), fmt.Sprintf("outbox relays=%d", o.Relays), fmt.Sprintf("outbox poll=%s", o.Poll), fmt.Sprintf("outbox per group=%d", o.PerGroup),
 		"outbox sizes=" + o.Sizes, fmt.Sprintf("outbox multi-message writes=%v", o.Multi),
-		fmt.Sprintf("outbox limit lowered=%v", o.Lower), fmt.Sprintf("outbox batches refused as too long=%v", o.TooLong)}
+		fmt.Sprintf("outbox limit lowered=%v", o.Lower), fmt.Sprintf("outbox batches refused as too long=%v", o.TooLong), fmt.Sprintf("outbox read pages=%v", o.Pages), fmt.Sprintf("outbox read pages of 16 MB=%v", o.PagesBig)}
 }
 
 // obWrite is one planned outbox.Write: its messages, in order.
@@ -221,16 +226,21 @@ func (w *world) obWorkload() {
 				}
 				size = sizes[int(x>>8)%len(sizes)]
 				over = size > outbox.MaxBodyBytes
+			case "pages":
+				size = o.s.pageSize(g, x)
 			}
 			if o.lowerTo > 0 && q == obLowered && size == 0 && x%3 == 0 {
 				// Around the lowered limit: held while it lasts.
 				size = []int{o.lowerTo - 1, o.lowerTo, o.lowerTo + 1, o.lowerTo + 1, outbox.MaxBodyBytes}[int(x>>16)%5]
 			}
-			if o.s.OneQueue {
+			switch {
+			case o.s.Pages:
+				t = pagesAt // all pending at once (limits.go)
+			case o.s.OneQueue:
 				// The groups' messages at the same times: a sweep finds
 				// more groups than a batch takes.
 				t = time.Duration(1+gseq) * 40 * time.Second
-			} else {
+			default:
 				t += time.Duration(5+r("gap", strconv.Itoa(lid))%60) * time.Second
 			}
 			acct := q[:2] + "-" + group
@@ -263,6 +273,9 @@ func (w *world) obWorkload() {
 		n := 1
 		if o.s.Multi {
 			n = 1 + int(r("multi", strconv.Itoa(p.s.lid))%3)
+		}
+		if o.s.Pages {
+			n = o.s.Msgs // a group's messages in one write (limits.go)
 		}
 		for ; i < len(plan) && len(wr.msgs) < n && plan[i].over == nil; i++ {
 			wr.msgs = append(wr.msgs, plan[i].s)
@@ -386,6 +399,9 @@ func (o *obHalf) produce(ctx context.Context, p *proc) {
 // relay runs a relay incarnation as `worker relay` does (Run).
 func (o *obHalf) relay(ctx context.Context, p *proc) {
 	w := o.w
+	if !o.pagesWritten(ctx) {
+		return
+	}
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: w.db}, SQS: &relaySQS{o: o, p: p, inner: &faultySQS{p: p, inner: &obSQS{Server: w.sqs, o: o}}},
 		Table: obTable, PerGroup: o.s.PerGroup, Concurrency: o.s.Concurrency, Poll: o.s.Poll, Logger: w.log(p),
 		OnRound: func(r outbox.Round) { o.round(p, r) }}

@@ -15,9 +15,10 @@ import (
 // runs two exactly.Workers, built by exactly.New with the process's faulty
 // clients, one per source queue: Q1's ledger effect (effect.WritesOnly),
 // committed optimistically on about half of the incarnations (hash of seed
-// and process; half of those in groups) and in transactional mode on the
-// rest, so that a run mixes the modes on one table and queue, as a deploy
-// that switches the mode does; Q2's claim-mode effect, which calls the
+// and process; half of those in groups, three in four in the seeds with
+// DynamoDB's limits: limits.go) and in transactional mode on the rest, so
+// that a run mixes the modes on one table and queue, as a deploy that
+// switches the mode does; Q2's claim-mode effect, which calls the
 // recorded downstream. New's start-up calls (the queues' attributes, the
 // table, the preflight) get faults like any other: a start-up that fails
 // ends the process. When the process dies, the next incarnation starts after
@@ -27,20 +28,21 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 	skew := w.skew(p.id)
 	now := func() time.Time { return time.Now().Add(skew) }
 	fn := w.effectFn(p, now)
-	q1 := exactly.Config{Queues: []string{w.urls[q1Name]}, Effect: effect.WritesFunc(fn), Commit: exactly.CommitTransactional}
+	q1 := exactly.Config{Queues: []string{w.urls[q1Name]}, Effect: effect.WritesFunc(fn), Commit: exactly.CommitTransactional, Outbox: w.limOutboxFor()}
 	switch {
 	case hash64(w.cfg.Seed, "optimistic", p.id)%2 == 0:
 		w.stat("pool: transactional incarnations", 1)
 	default:
 		w.stat("pool: optimistic incarnations", 1)
 		q1.Commit = exactly.CommitOptimistic
-		if hash64(w.cfg.Seed, "group", p.id)%2 == 0 {
+		if g := hash64(w.cfg.Seed, "group", p.id) % 4; g%2 == 0 || (g == 1 && w.shape.Limits) {
 			// A wide window (virtual time costs nothing), so that the
 			// effects' spread latencies still meet.
 			w.stat("pool: group-commit incarnations", 1)
 			q1.GroupCommit = w.shape.GroupWindow
 		}
 	}
+	w.noteMode(p, q1.Commit == exactly.CommitOptimistic)
 	q2 := exactly.Config{Queues: []string{w.urls[q2Name]}, Effect: effect.Func(fn), Commit: exactly.CommitClaim}
 
 	pctx, cancel := context.WithCancel(ctx)

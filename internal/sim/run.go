@@ -206,6 +206,7 @@ func (w *world) check(ctx context.Context) {
 		}
 	}
 	w.checkRMW(ctx, sums, bad)
+	w.checkLimits(ctx, bad)
 	// Per-group order of first application follows sequence order. A
 	// message that went to a DLQ holds nothing back (by design, as SQS's own
 	// redrive policy): b may overtake a when a was in the DLQ and b was not

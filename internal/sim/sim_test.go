@@ -55,6 +55,7 @@ var classes = []struct{ name, match, also string }{
 	{"read-dependent balance off: a stale read committed (lost update)", "read-dependent balance", ""},
 	{"lost: a poison message's DLQ copy was redriven and never dead-lettered again", "redriven back to its queue", ""},
 	{"pool started a delivery past SQS's visibility (hole 4)", "pool started a delivery past its visibility", ""},
+	{"limits: a request past a DynamoDB limit reached DynamoDB, or a commit within them did not commit", "limits: ", ""},
 	{"invalid commit retried or redelivered instead of dead-lettered (hole 6)", "invalid message: ", ""},
 	{"lost: the DLQ copy was dropped (same MessageDeduplicationId in a DLQ of wider scope)", "dropped by the DLQ's deduplication", ""},
 	{"order broken among messages redriven together", "order:", "dead-lettered: true"},
@@ -480,7 +481,7 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, sect := range []string{"shape:", "fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "outbox", "log:"} {
+	for _, sect := range []string{"shape:", "fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "outbox", "limits:", "log:"} {
 		for _, k := range names {
 			if strings.HasPrefix(k, sect) {
 				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])

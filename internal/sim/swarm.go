@@ -33,6 +33,7 @@ type shape struct {
 	Graceful        bool          // some incarnations stop gracefully (Worker.Stop) while holding messages
 	Outbox          obShape       // the outbox half (outboxworld.go)
 	Q1Std, Q2Std    bool          // the queue (and its DLQ) is a standard queue, not a FIFO one (standard.go)
+	Limits          bool          // commits at, under and over DynamoDB's limits (limits.go)
 }
 
 // fixedShape is the world without swarm: the settings of before.
@@ -96,6 +97,10 @@ func drawShape(cfg Config) shape {
 	s.Burst = pick("burst", 3) == 0
 	s.Graceful = pick("graceful", 2) == 0
 	s.Outbox = drawOutbox(pick)
+	if s.Outbox.PagesBig {
+		s.Payload = "body" // 80 bodies of 256 KiB, each parsed at every delivery otherwise: CPU
+	}
+	s.Limits = pick("limits", 8) == 0
 	// The outbox half's judgements (a group published and applied in write
 	// order, a held group) rest on FIFO queues: its worlds keep both FIFO.
 	s.Q1Std = pick("q1 standard", 4) == 0 && !s.Outbox.On
@@ -144,6 +149,7 @@ func (s shape) choices() []string {
 		fmt.Sprintf("message size=%s", size),
 		fmt.Sprintf("bursts=%v", s.Burst),
 		fmt.Sprintf("graceful stops=%v", s.Graceful),
+		fmt.Sprintf("DynamoDB limits=%v", s.Limits),
 	}, s.Outbox.choices()...)
 }
 

@@ -90,6 +90,7 @@ type msgSpec struct {
 	key     string
 	body    string
 	sends   []send
+	lim     *limSpec // limits.go: its commit sits at, under or over a DynamoDB limit
 }
 
 type send struct {
@@ -157,6 +158,7 @@ type world struct {
 	wide   *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
 	starve *starved // starved.go
 	ob     *obHalf  // outboxworld.go
+	lims   *limits  // limits.go
 
 	sqsDups atomic.Int64 // standard.go: SQS's duplicate deliveries left
 }
@@ -228,7 +230,7 @@ func (w *world) tr(lid int, format string, args ...any) {
 }
 
 // deadEnd reports whether a message must end in its DLQ, never applied.
-func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid }
+func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid || s.lim.dead() }
 
 // lidOf reads the logical id out of a body: the number after
 // "amount_cents": (the sim writes it before any padding, so a large body
@@ -401,8 +403,8 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	p.mu.Lock()
 	delete(p.open, key)
 	p.mu.Unlock()
-	if !tx {
-		return
+	if !tx || (s.lim != nil && s.queue != q1Name) {
+		return // a claim-mode commit with writes (limits.go): its downstream call counts
 	}
 	w.applied[s.lid]++
 	w.callers[s.lid] = append(w.callers[s.lid], p.id)
@@ -578,6 +580,10 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	}
 	w.workload()
 	w.obWorkload()
+	w.limWorkload()
+	if err := w.limSetup(ctx); err != nil {
+		return nil, err
+	}
 	w.worldStats()
 	return w, nil
 }
@@ -835,6 +841,9 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		if logicalQ(in.Message.QueueName) == q1Name && x%100 < 15 {
 			d = 20*time.Second + time.Duration(x%30000)*time.Millisecond
 		}
+		if s.lim != nil && s.queue == q1Name {
+			d = limLatency // sent together, they commit together (limits.go)
+		}
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -845,6 +854,9 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		}
 		if logicalQ(in.Message.QueueName) == q1Name {
 			out, err := w.ledgerApply(ctx, p, ledger, in, s)
+			if err == nil && s.lim != nil {
+				return w.limApply(p, in, s, out), nil
+			}
 			if err == nil && s.invalid && len(out.Writes) > 0 {
 				// The same item written twice: DynamoDB rejects the
 				// transaction with a ValidationException.
@@ -857,6 +869,10 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 			// message is retried, and in a Lambda batch the rest of its
 			// group with it (the FIFO partial-batch rule).
 			return effect.Output{}, fmt.Errorf("sim: downstream unavailable for message %d (503)", s.lid)
+		}
+		if s.lim.dead() {
+			// A commit that cannot be made: no downstream call (limits.go).
+			return w.limApply(p, in, s, effect.Output{Result: []byte("sent")}), nil
 		}
 		k, id, err := p.before(ctx, "Effect", in.Key)
 		if err != nil {
@@ -872,6 +888,9 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		w.downstream(p, s)
 		if err := p.after(ctx, "Effect", k, id); err != nil {
 			return effect.Output{}, err
+		}
+		if s.lim != nil {
+			return w.limApply(p, in, s, effect.Output{Result: []byte("sent")}), nil
 		}
 		return effect.Output{Result: []byte("sent")}, nil
 	}
@@ -1136,9 +1155,13 @@ func (w *world) drain(ctx context.Context, name string) []int {
 // (FailRest "batch"): behind one record busy on a crashed invocation's
 // live claim, the other groups' messages are reported unstarted at every
 // receive (seed 10502@37757a1: two messages of other groups moved after ten
-// such receives, none of them tried).
+// such receives, none of them tried). And in the outbox half's read-pages
+// worlds (limits.go): 110 messages of 11 groups reach Q2 within seconds,
+// Lambda batches take several groups, and behind one retried record the
+// others come back unstarted (seeds 138 and 400: ten receives in five
+// minutes, none tried).
 func (w *world) maxReceive() int {
-	if w.shape.Burst || (w.shape.Outbox.On && w.shape.FailRest == "batch" && w.shape.LambdaBatch > 1) {
+	if w.shape.Burst || (w.shape.Outbox.On && w.shape.FailRest == "batch" && w.shape.LambdaBatch > 1) || w.shape.Outbox.Pages {
 		return 30
 	}
 	return maxReceive

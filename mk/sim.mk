@@ -3,9 +3,11 @@
 #
 #   make sim                 a fixed budget of seeds (SIM_SEEDS_DEFAULT, ~2-2.5 minutes on 2 idle cores; part of CI)
 #   make sim SEEDS=N         N seeds (from FIRST, default 1)
-#   make sim SEED=123        replay one seed (REPEAT times, default 20: a seed is red when any run
-#                            is; the seed fixes the world, workload, faults and the product's jitter,
-#                            not the Go scheduler's interleaving: see docs/TESTING.md)
+#   make sim SEED=123        replay one seed (once; REPEAT=N runs it up to N times, red when any run
+#                            is). The seed fixes the world, workload, faults, the product's jitter
+#                            and the order of calls that arrive together (internal/sim/sequencer.go);
+#                            a red seed's report gives DIGEST=, and the replay says whether it ran
+#                            the same run (about 4 seeds in 5 with faults: docs/TESTING.md)
 #   make sim FAULTS=lost,partial OPS=SendMessageBatch,DeleteMessageBatch
 #                            only these fault kinds / only faults on these operations
 #   make sim RATE=0.08       probability that a call gets a fault (default: drawn per seed)
@@ -42,6 +44,7 @@ CHAIN_SEEDS ?= 3000
 FIRST ?= 1
 SEED ?=
 REPEAT ?=
+DIGEST ?=
 FAULTS ?=
 OPS ?=
 RATE ?=
@@ -52,7 +55,7 @@ SIM_REPORT ?= $(SIM_ROOT)/sim-report.txt
 SIM_COMMIT ?= $(shell git -C $(SIM_ROOT) rev-parse --short HEAD 2>/dev/null)$(shell git -C $(SIM_ROOT) diff --quiet HEAD 2>/dev/null || echo +dirty)
 
 sim_flags = -sim.commit=$(SIM_COMMIT) -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) $(if $(RATE),-sim.rate=$(RATE)) -sim.report=$(SIM_REPORT) \
-	$(if $(SEED),-sim.seed=$(SEED) -sim.repeat=$(or $(REPEAT),20),$(if $(REPEAT),-sim.repeat=$(REPEAT))) \
+	$(if $(SEED),-sim.seed=$(SEED) -sim.repeat=$(or $(REPEAT),1) $(if $(DIGEST),-sim.digest=$(DIGEST)),$(if $(REPEAT),-sim.repeat=$(REPEAT))) \
 	$(if $(FAULTS),-sim.faults=$(FAULTS)) $(if $(OPS),-sim.ops=$(OPS)) $(if $(LOGS),-sim.logs) $(SIM_ARGS)
 
 .PHONY: sim

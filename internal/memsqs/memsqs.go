@@ -67,8 +67,9 @@ type Server struct {
 	clock   Clock
 	region  string
 	account string
-	ids     *jitter.Rand  // message ids and receipt nonces; nil: crypto/rand
-	dup     DuplicateFunc // standard queues: SQS's own duplicate deliveries; nil: none
+	ids     *jitter.Rand              // message ids and receipt nonces; nil: crypto/rand
+	dup     DuplicateFunc             // standard queues: SQS's own duplicate deliveries; nil: none
+	woke    func(ctx context.Context) // a long poll woke (WithWake); nil: nothing
 
 	mu     sync.Mutex
 	queues map[string]*queue // by name
@@ -104,6 +105,14 @@ type DuplicateFunc func(queue, body string, receive int) (delay time.Duration, o
 // queue delivers each message once until it is deleted, which is what the
 // contract suite can hold an emulator to.
 func WithDuplicates(dup DuplicateFunc) Option { return func(s *Server) { s.dup = dup } }
+
+// WithWake calls woke each time a long poll wakes (a message may have
+// become receivable, or its timer ran out), with the request's context,
+// before the poll looks at the queue again. A simulation orders there the
+// polls that one send wakes together, which would otherwise race for the
+// message. A poll whose caller gave up goes on with its context's values
+// (context.WithoutCancel), so woke still sees them.
+func WithWake(woke func(ctx context.Context)) Option { return func(s *Server) { s.woke = woke } }
 
 // New returns an empty server.
 func New(opts ...Option) *Server {
@@ -924,10 +933,13 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 		case <-timer:
 		case <-ctx.Done():
 			stop()
-			go s.poll(context.Background(), q, deadline, maxN, in) //nolint:errcheck,gosec // nobody hears the answer; the poll outlives the request by design
+			go s.poll(context.WithoutCancel(ctx), q, deadline, maxN, in) //nolint:errcheck // nobody hears the answer; the poll outlives the request by design
 			return nil, ctx.Err()
 		}
 		stop()
+		if s.woke != nil {
+			s.woke(ctx)
+		}
 		s.mu.Lock()
 	}
 }

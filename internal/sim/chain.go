@@ -82,6 +82,8 @@ type chain struct {
 	mu         sync.Mutex
 	violations []string
 	stats      map[string]int
+
+	seq *sequencer // sequencer.go: nil when off
 }
 
 // RunChain runs the chain once. It must be called inside a synctest bubble.
@@ -89,7 +91,8 @@ func RunChain(cfg Config) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		sqs: memsqs.New(), db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}}
+		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, false)}
+	c.sqs = memsqs.New(memsqs.WithWake(c.seq.woke))
 	start := time.Now()
 	if err := c.setUp(ctx); err != nil {
 		return Result{Violations: []string{"set-up: " + err.Error()}}

@@ -34,6 +34,7 @@ func (p *cproc) name() string          { return p.id }
 func (p *cproc) injector() *Injector   { return p.c.inj }
 func (p *cproc) isDead() bool          { return p.dead.Load() }
 func (p *cproc) faulting(string, Kind) {}
+func (p *cproc) sequencer() *sequencer { return p.c.seq }
 
 func (p *cproc) die(why string) {
 	if p.dead.Swap(true) {
@@ -264,7 +265,19 @@ var (
 )
 
 func (c *cSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	return call(ctx, c.p, "ReceiveMessage", sqsmsg.QueueName(aws.ToString(in.QueueUrl))+"|"+c.p.id, func() (*sqs.ReceiveMessageOutput, error) { return c.inner.ReceiveMessage(ctx, in, opt...) })
+	k, id, err := c.p.before(ctx, "ReceiveMessage", sqsmsg.QueueName(aws.ToString(in.QueueUrl))+"|"+c.p.id)
+	if err != nil {
+		return nil, err
+	}
+	// A long poll that wakes steps under the call's own identity (sequencer.go).
+	out, err := c.inner.ReceiveMessage(withCallID(ctx, c.p.id, "ReceiveMessage", id), in, opt...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.after(ctx, "ReceiveMessage", k, id); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *cSQS) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {

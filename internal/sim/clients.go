@@ -55,12 +55,19 @@ type faulted interface {
 	die(why string)
 	// faulting is told of a call's fault before it plays out.
 	faulting(subject string, k Kind)
+	// sequencer orders the process's calls among those that arrive
+	// together (sequencer.go); nil when off.
+	sequencer() *sequencer
 }
 
-func (p *proc) name() string        { return p.id }
-func (p *proc) injector() *Injector { return p.w.inj }
-func (p *proc) isDead() bool        { return p.dead.Load() }
-func (p *proc) die(why string)      { p.w.crash(p, why) }
+func (p *proc) name() string          { return p.id }
+func (p *proc) injector() *Injector   { return p.w.inj }
+func (p *proc) isDead() bool          { return p.dead.Load() }
+func (p *proc) die(why string)        { p.w.crash(p, why) }
+func (p *proc) sequencer() *sequencer { return p.w.seq }
+
+// step orders the process's call of op on subject (sequencer.go).
+func (p *proc) step(op, subject string) { p.w.seq.step(p.id, op, subject) }
 func (p *proc) before(ctx context.Context, op, subject string) (Kind, string, error) {
 	return before(ctx, p, op, subject)
 }
@@ -80,16 +87,21 @@ func (p *proc) faulting(subject string, k Kind) {
 // before runs the part of a call's fault that comes before it reaches the
 // fake. A non-nil error: the call fails without taking effect.
 func before(ctx context.Context, p faulted, op, subject string) (Kind, string, error) {
+	seq := p.sequencer()
+	call := seq.step(p.name(), op, subject)
 	if p.isDead() {
 		return None, "", errDead
 	}
-	waitThaw(p)
+	if waitThaw(p) {
+		seq.then(call, "thawed")
+	}
 	inj := p.injector()
 	k, id := inj.decide(op, subject, p.name())
 	p.faulting(subject, k)
 	switch k {
 	case Freeze:
 		freezeProc(p, inj.delay(id))
+		seq.then(call, "froze")
 	case Fail, Timeout, Conflict:
 		return k, id, apiErr(op, k)
 	case Pause:
@@ -97,6 +109,7 @@ func before(ctx context.Context, p faulted, op, subject string) (Kind, string, e
 		// back as a zombie.
 		time.Sleep(inj.delay(id))
 		waitThaw(p) // it wakes into a freeze of its process
+		seq.then(call, "paused")
 	case Crash:
 		p.die("crash before " + id)
 		return k, id, errDead
@@ -109,7 +122,9 @@ func before(ctx context.Context, p faulted, op, subject string) (Kind, string, e
 
 // after runs the part of a call's fault that comes after it took effect.
 func after(ctx context.Context, p faulted, op string, k Kind, id string) error {
-	waitThaw(p) // an answer reaches a frozen process when it resumes
+	if waitThaw(p) { // an answer reaches a frozen process when it resumes
+		p.sequencer().then(id, "answered thawed")
+	}
 	switch k {
 	case Lost:
 		return apiErr(op, Lost)
@@ -121,6 +136,7 @@ func after(ctx context.Context, p faulted, op string, k Kind, id string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		p.sequencer().then(id, "answered slowly")
 	case CrashAfter:
 		p.die("crash after " + id)
 		return errDead
@@ -181,12 +197,12 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 		return nil, err
 	}
 	held := time.Since(entered) // a freeze or pause of the process held the request
-	out, err := c.receive(ctx, q, in, opt...)
+	out, err := c.receive(withCallID(ctx, c.p.id, "ReceiveMessage", id), q, in, opt...)
 	if err != nil {
 		return nil, err
 	}
 	wait := time.Duration(in.WaitTimeSeconds) * time.Second
-	c.p.w.observeReceive(c.p, q, out.Messages, held > 0 && time.Since(entered) > wait+time.Second)
+	c.p.w.observeReceive(c.p, q, out.Messages, held > time.Millisecond && time.Since(entered) > wait+time.Second) // the sequencer holds a call microseconds
 	vis := visibility
 	if q == q1Name {
 		vis = c.p.w.shape.Vis1
@@ -207,11 +223,11 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 
 func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
 	q := qname(in.QueueUrl)
-	first := ""
-	if len(in.Entries) > 0 {
-		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
+	lids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		lids[i] = c.p.w.lidOfReceipt(aws.ToString(e.ReceiptHandle))
 	}
-	k, id, err := c.p.before(ctx, "DeleteMessageBatch", q+"|"+first)
+	k, id, err := c.p.before(ctx, "DeleteMessageBatch", q+"|"+leastLid(lids))
 	if err != nil {
 		return nil, err
 	}
@@ -219,16 +235,16 @@ func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessag
 	var failed []types.BatchResultErrorEntry
 	if k == Partial {
 		call.Entries = nil
-		for _, e := range in.Entries {
-			if c.p.w.inj.entryFails(id, aws.ToString(e.Id)) {
+		for i, e := range in.Entries {
+			if c.p.w.inj.entryFails(id, lids[i]) {
 				failed = append(failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("sim: entry failed"), SenderFault: false})
 				continue
 			}
 			call.Entries = append(call.Entries, e)
 		}
 	}
-	for _, e := range call.Entries {
-		c.p.w.checkDelete(c.p, q, aws.ToString(e.ReceiptHandle))
+	for _, h := range inLidOrder(call.Entries, lids, in.Entries) {
+		c.p.w.checkDelete(c.p, q, h)
 	}
 	out := &sqs.DeleteMessageBatchOutput{}
 	if len(call.Entries) > 0 {
@@ -246,11 +262,11 @@ func (c *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessag
 
 func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	q := qname(in.QueueUrl)
-	first := ""
-	if len(in.Entries) > 0 {
-		first = c.p.w.lidOfReceipt(aws.ToString(in.Entries[0].ReceiptHandle))
+	lids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		lids[i] = c.p.w.lidOfReceipt(aws.ToString(e.ReceiptHandle))
 	}
-	k, id, err := c.p.before(ctx, "ChangeMessageVisibilityBatch", q+"|"+first)
+	k, id, err := c.p.before(ctx, "ChangeMessageVisibilityBatch", q+"|"+leastLid(lids))
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +274,8 @@ func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Ch
 	var failed []types.BatchResultErrorEntry
 	if k == Partial {
 		call.Entries = nil
-		for _, e := range in.Entries {
-			if c.p.w.inj.entryFails(id, aws.ToString(e.Id)) {
+		for i, e := range in.Entries {
+			if c.p.w.inj.entryFails(id, lids[i]) {
 				failed = append(failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("sim: entry failed")})
 				continue
 			}
@@ -375,11 +391,11 @@ func (c *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o
 
 func (c *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	q := qname(in.QueueUrl)
-	first := ""
-	if len(in.Entries) > 0 {
-		first = lidOf(aws.ToString(in.Entries[0].MessageBody))
+	lids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		lids[i] = lidOf(aws.ToString(e.MessageBody))
 	}
-	k, id, err := c.p.before(ctx, "SendMessageBatch", q+"|"+first)
+	k, id, err := c.p.before(ctx, "SendMessageBatch", q+"|"+leastLid(lids))
 	if err != nil {
 		return nil, err
 	}
@@ -387,8 +403,8 @@ func (c *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 	var failed []types.BatchResultErrorEntry
 	if k == Partial {
 		call.Entries = nil
-		for _, e := range in.Entries {
-			if c.p.w.inj.entryFails(id, aws.ToString(e.Id)) {
+		for i, e := range in.Entries {
+			if c.p.w.inj.entryFails(id, lids[i]) {
 				failed = append(failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("sim: entry failed")})
 				continue
 			}

@@ -70,13 +70,15 @@ func newWidened(seed uint64) *widened {
 // Lambda environment's); the chain's processes take a freeze as a pause.
 type freezer interface {
 	freeze(d time.Duration)
-	thaw()
+	thaw() bool
 }
 
-func waitThaw(p faulted) {
+// waitThaw returns when p is not frozen; true if it waited.
+func waitThaw(p faulted) bool {
 	if f, ok := p.(freezer); ok {
-		f.thaw()
+		return f.thaw()
 	}
+	return false
 }
 
 func freezeProc(p faulted, d time.Duration) {
@@ -120,14 +122,16 @@ func (p *proc) freeze(d time.Duration) {
 	p.thaw()
 }
 
-// thaw returns when the process is not frozen.
-func (p *proc) thaw() {
+// thaw returns when the process is not frozen; true if it waited.
+func (p *proc) thaw() bool {
+	waited := false
 	for {
 		d := time.Until(time.Unix(0, p.frozenUntil.Load()))
 		if d <= 0 {
-			return
+			return waited
 		}
 		time.Sleep(d)
+		waited = true
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -69,11 +70,21 @@ func (w *world) checkStart(p *proc, key string) {
 	now := time.Since(w.start)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var mine []*rcpt
+	var mine, held []*rcpt
 	for _, r := range w.receipts {
-		if r.proc != p.id {
-			continue
+		if r.proc == p.id {
+			held = append(held, r)
 		}
+	}
+	// In the order SQS granted them, not the map's: the statistics
+	// below count the first receipt that explains the claim.
+	sort.Slice(held, func(i, j int) bool {
+		if held[i].at != held[j].at {
+			return held[i].at < held[j].at
+		}
+		return held[i].msgID < held[j].msgID
+	})
+	for _, r := range held {
 		if s := w.byLid[r.lid]; s != nil && s.key == key {
 			if now < r.until || r.slow || w.frozeSince(p, r.lid, r.at) {
 				w.stats["sim: claims inside SQS's visibility"]++

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -601,6 +603,7 @@ func (o *obHalf) operate(ctx context.Context, stopRelays func()) {
 	}
 	lowered := false
 	for ctx.Err() == nil {
+		w.seq.step("operator", "look", "") // its looks fall on whole seconds, as the producer's sends do
 		now := time.Since(w.start)
 		switch {
 		case o.lowerTo > 0 && !lowered && now >= o.lowerAt:
@@ -729,7 +732,8 @@ func (w *world) obCheck(ctx context.Context) {
 		}
 		w.violate("outbox: end: messages still pending: %v (%v)", ps, err)
 	}
-	for group, ms := range o.byGroup {
+	for _, group := range slices.Sorted(maps.Keys(o.byGroup)) { // a replay reports in the same order
+		ms := o.byGroup[group]
 		// Paged: outbox.ListGroup returns one page, at most 1 MB of
 		// items (a few messages at SQS's limit).
 		items, err := o.group(ctx, w.urls[ms[0].queue]+"#"+group)

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -153,7 +155,8 @@ func (w *world) checkRMW(ctx context.Context, want map[string][2]int64, bad func
 	x := w.wide
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for acct, v := range want {
+	for _, acct := range slices.Sorted(maps.Keys(want)) { // a replay reports in the same order
+		v := want[acct]
 		a := acct[len("acct#"):]
 		if lost, ok := x.rmwLost[a]; ok {
 			v = [2]int64{v[0] - lost[0], v[1] - lost[1]}

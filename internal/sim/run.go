@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +23,8 @@ type Result struct {
 	// Trace is every logical message's SQS story, in logical order: with
 	// Faults and Stats, what a replay of the seed must reproduce.
 	Trace []string
-	Shape string // the world's shape (swarm.go)
+	Shape string   // the world's shape (swarm.go)
+	Steps []string // the sequencer's steps, with Config.LogSteps
 	// Logs: every process's log lines, in order, with Config.Logs.
 	Logs []string
 }
@@ -80,7 +83,13 @@ func run(cfg Config) Result {
 	w.logMu.Lock()
 	logs := w.logs
 	w.logMu.Unlock()
-	return Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start), Trace: trace, Shape: w.shape.String(), Logs: logs}
+	res := Result{Violations: w.violations, Faults: w.inj.Injected(), Stats: w.stats, Virtual: time.Since(w.start), Trace: trace, Shape: w.shape.String(), Logs: logs}
+	if w.seq != nil {
+		w.seq.mu.Lock()
+		res.Steps = w.seq.log
+		w.seq.mu.Unlock()
+	}
+	return res
 }
 
 // check verifies the end-of-run invariants.
@@ -177,8 +186,9 @@ func (w *world) check(ctx context.Context) {
 			}
 		}
 	}
-	for q, m := range inDLQ {
-		for lid := range m {
+	for _, q := range slices.Sorted(maps.Keys(inDLQ)) { // a replay reports in the same order
+		m := inDLQ[q]
+		for _, lid := range slices.Sorted(maps.Keys(m)) {
 			// Found in a DLQ: dead-lettered, by the product or by the
 			// queue's redrive policy (which nobody observes), and so
 			// holding nothing back in its group.
@@ -195,7 +205,8 @@ func (w *world) check(ctx context.Context) {
 		}
 	}
 	// Transactional mode: the ledger's balances are the sums sent once.
-	for acct, want := range sums {
+	for _, acct := range slices.Sorted(maps.Keys(sums)) {
+		want := sums[acct]
 		got, err := w.balance(ctx, acct)
 		if err != nil {
 			bad("read %s: %v", acct, err)
@@ -212,7 +223,8 @@ func (w *world) check(ctx context.Context) {
 	// redrive policy): b may overtake a when a was in the DLQ and b was not
 	// yet. Messages that both went through the DLQ before being applied are
 	// redriven in the order they reached it.
-	for k, lids := range w.order {
+	for _, k := range slices.Sorted(maps.Keys(w.order)) {
+		lids := w.order[k]
 		if w.std(k[:strings.IndexByte(k, '|')]) {
 			continue // a standard queue keeps no order (standard.go)
 		}

@@ -69,6 +69,10 @@ type Config struct {
 	// attributes) in Result.Logs: what each worker made of each message,
 	// for reading a red seed (-sim.logs). Off: only counted, as ever.
 	Logs bool
+	// Unsequenced turns the sequencer off (sequencer.go): calls that wake
+	// together reach the fakes in the Go runtime's order.
+	Unsequenced bool
+	LogSteps    bool // keep every step of the sequencer in Result.Steps (debugging a replay)
 }
 
 // msgSpec is one logical message of the workload.
@@ -161,6 +165,8 @@ type world struct {
 	lims   *limits  // limits.go
 
 	sqsDups atomic.Int64 // standard.go: SQS's duplicate deliveries left
+
+	seq *sequencer // sequencer.go: nil when off
 }
 
 // worldMoved notes a DLQ message seen with the id it had in its source
@@ -522,7 +528,8 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		wide: newWidened(cfg.Seed), starve: newStarved(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
-	w.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithDuplicates(w.duplicate))
+	w.seq = newSequencer(cfg.Seed, !cfg.Unsequenced, cfg.LogSteps)
+	w.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithDuplicates(w.duplicate), memsqs.WithWake(w.seq.woke))
 	w.inj = newInjector(cfg.Seed, w.shape.Rate, w.shape.Kinds, w.shape.Ops, cfg.Only)
 	w.inj.stall = w.shape.maxVis()
 	if cfg.Swarm {
@@ -705,6 +712,7 @@ func (w *world) produce(ctx context.Context) {
 		if d := e.at - time.Since(w.start); d > 0 {
 			time.Sleep(d)
 		}
+		w.seq.step("producer", "SendMessage", strconv.Itoa(e.s.lid)+"|"+e.kind)
 		if _, err := w.sqs.SendMessage(ctx, w.sendInput(e.s, e.send)); err != nil {
 			w.violate("producer: send %d: %v", e.s.lid, err)
 		}
@@ -852,6 +860,7 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 			w.retryable(p, s.lid, "effect's context ended")
 			return effect.Output{}, ctx.Err()
 		}
+		p.step("effect", in.Key)
 		if logicalQ(in.Message.QueueName) == q1Name {
 			out, err := w.ledgerApply(ctx, p, ledger, in, s)
 			if err == nil && s.lim != nil {
@@ -906,8 +915,10 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 func (w *world) esm(ctx context.Context, n int) {
 	q := w.urls[q2Name]
 	var c *container
-	for cold := 0; ctx.Err() == nil; {
-		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	esm := fmt.Sprintf("esm%d", n)
+	for cold, polls := 0, 0; ctx.Err() == nil; polls++ {
+		w.seq.step(esm, "ReceiveMessage", "")
+		out, err := w.sqs.ReceiveMessage(withCallID(ctx, esm, "ReceiveMessage", strconv.Itoa(polls)), &sqs.ReceiveMessageInput{
 			QueueUrl: &q, MaxNumberOfMessages: int32(w.shape.LambdaBatch), WaitTimeSeconds: 20,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
@@ -926,7 +937,7 @@ func (w *world) esm(ctx context.Context, n int) {
 				continue
 			}
 		}
-		w.invoke(ctx, c, out.Messages)
+		w.invoke(ctx, c, out.Messages, esm)
 	}
 }
 
@@ -1001,7 +1012,7 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 	return &container{p: p, h: b.h}
 }
 
-func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message) {
+func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message, esm string) {
 	p := c.p
 	ev := events.SQSEvent{}
 	w.mu.Lock()
@@ -1051,6 +1062,7 @@ func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message) 
 		failed[f.ItemIdentifier] = true
 	}
 	var dels []types.DeleteMessageBatchRequestEntry
+	w.seq.step(esm, "DeleteMessageBatch", "")
 	for i, m := range msgs {
 		if failed[aws.ToString(m.MessageId)] {
 			continue
@@ -1093,6 +1105,7 @@ func (w *world) redriveDLQ1(ctx context.Context) {
 // flight in the DLQs (a redrive that died, or whose hand-back failed, hides
 // what it received for its visibility timeout).
 func (w *world) settled(ctx context.Context) bool {
+	w.seq.step("settle", "GetQueueAttributes", "")
 	for _, q := range []string{dlq1Name, dlq2Name} {
 		a, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 		if err != nil || a.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)] != "0" {

@@ -1,0 +1,65 @@
+package memsqs_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/exactlyonce/exactly/internal/memsqs"
+)
+
+type pollKey struct{}
+
+// TestWithWake: a long poll calls woke with its request's context each time
+// it wakes, before it looks at the queue again (a send, its wait running
+// out), and still does, with the context's values, once its caller gave up.
+func TestWithWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var woke []string
+		s := memsqs.New(memsqs.WithWake(func(ctx context.Context) {
+			mu.Lock()
+			defer mu.Unlock()
+			name, _ := ctx.Value(pollKey{}).(string)
+			woke = append(woke, name)
+		}))
+		bg := context.Background()
+		q, err := s.CreateQueue(bg, &sqs.CreateQueueInput{QueueName: aws.String("q")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan int, 1)
+		go func() {
+			out, err := s.ReceiveMessage(context.WithValue(bg, pollKey{}, "a"), &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 20})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- len(out.Messages)
+		}()
+		time.Sleep(time.Second)
+		if _, err := s.SendMessage(bg, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("x")}); err != nil {
+			t.Fatal(err)
+		}
+		if n := <-got; n != 1 {
+			t.Fatalf("the poll got %d messages", n)
+		}
+		// A poll whose caller gives up goes on until its wait ends.
+		ctx, cancel := context.WithCancel(context.WithValue(bg, pollKey{}, "b"))
+		go func() { time.Sleep(time.Second); cancel() }()
+		if _, err := s.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 20}); err == nil {
+			t.Fatal("a cancelled poll answered")
+		}
+		time.Sleep(30 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(woke, []string{"a", "b"}) {
+			t.Fatalf("woke for %q, want the send's wake of a, then b's wait running out after its caller gave up", woke)
+		}
+	})
+}

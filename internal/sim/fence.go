@@ -57,7 +57,7 @@ func newWidened(seed uint64) *widened {
 		grants: map[int]int{}, verdict: map[string]time.Duration{}, retryErr: map[string]string{},
 		recvAt: map[string]time.Duration{}, maxRC: map[string]int{}, judged: map[string]bool{}, frozeAt: map[string]time.Duration{}, failedAt: map[string]time.Duration{}, justMet: map[string]bool{},
 		rmwLost: map[string][2]int64{},
-		ttl:     ttl, guarded: hash64(seed, "guarded")%2 == 0,
+		ttl:     ttl, guarded: guardedWorld(seed),
 	}
 	if ttlWorld(seed) {
 		x.ttl = shortTTL(seed)

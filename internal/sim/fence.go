@@ -198,6 +198,13 @@ func (w *world) afterUpdate(p *proc, in *dynamodb.UpdateItemInput, pre map[strin
 		}
 	}
 	w.judgeFenced(p, op, key, w.tokenOf(p, key, vals), pre[key], err == nil, isCCF(err))
+	if err == nil && op == "extend" {
+		exp := pre[key][dedup.AttrExpiresAt]
+		if e, ok := vals[":exp"]; ok {
+			exp = e
+		}
+		w.leaseWithinExpiry(p, "extension", key, num(lu), num(exp))
+	}
 	if err == nil && done {
 		w.committedAt(key)
 	}
@@ -265,6 +272,9 @@ func (w *world) afterRecordPut(p *proc, item map[string]ddbtypes.AttributeValue,
 	}
 	now := time.Since(w.start)
 	if ok {
+		if st == dedup.StatusInProgress {
+			w.leaseWithinExpiry(p, "claim", key, num(item[dedup.AttrLeaseUntil]), num(item[dedup.AttrExpiresAt]))
+		}
 		x := w.wide
 		x.mu.Lock()
 		x.tokOwner[tok] = p

@@ -57,7 +57,7 @@ func newWidened(seed uint64) *widened {
 		grants: map[int]int{}, verdict: map[string]time.Duration{}, retryErr: map[string]string{},
 		recvAt: map[string]time.Duration{}, maxRC: map[string]int{}, judged: map[string]bool{}, frozeAt: map[string]time.Duration{}, failedAt: map[string]time.Duration{}, justMet: map[string]bool{},
 		rmwLost: map[string][2]int64{},
-		ttl:     ttl, guarded: hash64(seed, "guarded")%2 == 0,
+		ttl:     ttl, guarded: guardedWorld(seed),
 	}
 	if ttlWorld(seed) {
 		x.ttl = shortTTL(seed)
@@ -202,6 +202,13 @@ func (w *world) afterUpdate(p *proc, in *dynamodb.UpdateItemInput, pre map[strin
 		}
 	}
 	w.judgeFenced(p, op, key, w.tokenOf(p, key, vals), pre[key], err == nil, isCCF(err))
+	if err == nil && op == "extend" {
+		exp := pre[key][dedup.AttrExpiresAt]
+		if e, ok := vals[":exp"]; ok {
+			exp = e
+		}
+		w.leaseWithinExpiry(p, "extension", key, num(lu), num(exp))
+	}
 	if err == nil && done {
 		w.committedAt(key)
 	}
@@ -269,6 +276,9 @@ func (w *world) afterRecordPut(p *proc, item map[string]ddbtypes.AttributeValue,
 	}
 	now := time.Since(w.start)
 	if ok {
+		if st == dedup.StatusInProgress {
+			w.leaseWithinExpiry(p, "claim", key, num(item[dedup.AttrLeaseUntil]), num(item[dedup.AttrExpiresAt]))
+		}
 		x := w.wide
 		x.mu.Lock()
 		x.tokOwner[tok] = p

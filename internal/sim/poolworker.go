@@ -28,19 +28,12 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 	skew := w.skew(p.id)
 	now := func() time.Time { return time.Now().Add(skew) }
 	fn := w.effectFn(p, now)
-	q1 := exactly.Config{Queues: []string{w.urls[q1Name]}, Effect: effect.WritesFunc(fn), Commit: exactly.CommitTransactional, Outbox: w.limOutboxFor()}
-	switch {
-	case hash64(w.cfg.Seed, "optimistic", p.id)%2 == 0:
-		w.stat("pool: transactional incarnations", 1)
-	default:
-		w.stat("pool: optimistic incarnations", 1)
-		q1.Commit = exactly.CommitOptimistic
-		if g := hash64(w.cfg.Seed, "group", p.id) % 4; g%2 == 0 || (g == 1 && w.shape.Limits) {
-			// A wide window (virtual time costs nothing), so that the
-			// effects' spread latencies still meet.
-			w.stat("pool: group-commit incarnations", 1)
-			q1.GroupCommit = w.shape.GroupWindow
-		}
+	eff, mode, group := w.q1Effect(p, fn)
+	q1 := exactly.Config{Queues: []string{w.urls[q1Name]}, Effect: eff, Commit: exactly.CommitMode(mode), Outbox: w.limOutboxFor()}
+	if group {
+		// A wide window (virtual time costs nothing), so that the
+		// effects' spread latencies still meet.
+		q1.GroupCommit = w.shape.GroupWindow
 	}
 	w.noteMode(p, q1.Commit == exactly.CommitOptimistic)
 	q2 := exactly.Config{Queues: []string{w.urls[q2Name]}, Effect: effect.Func(fn), Commit: exactly.CommitClaim}
@@ -74,7 +67,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			cfg.Table, cfg.Namespace, cfg.TTL, cfg.Logger = table, namespace, w.wide.ttl, w.log(p)
 			sh := w.shape
 			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace, cfg.AckDelay = sh.Concurrency, sh.Receivers, sh.RetryInPlace, sh.AckDelay
-			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, sh.Payload, sh.MaxInFlight
+			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, w.payloadOf(p.id), sh.MaxInFlight
 			cfg.Hooks.Done = w.poolDone
 			cfg.Test = w.testSeam(fmt.Sprintf("%s/%d", p.id, i), now)
 			wk, err := exactly.New(pctx, cfg)

@@ -51,6 +51,7 @@ var classes = []struct{ name, match, also string }{
 	{"fencing: a live lease taken over", "fencing: a live lease taken over", ""},
 	{"expiry: a COMPLETED record claimed again before its TTL ended", "before its TTL (", ""},
 	{"expiry: a record past its TTL (not swept yet) refused a claim", "expiry: a record past its TTL blocked", ""},
+	{"expiry: a live lease outlives its record's expires_at", "expiry: a live lease outlives its record", ""},
 	{"DLQ: the product moved a message that does not fail permanently", "which never fails permanently now", ""},
 	{"DLQ: the product moved a message without a permanent verdict in its delivery", "without a permanent verdict in its delivery", ""},
 	{"read-dependent balance off: a stale read committed (lost update)", "read-dependent balance", ""},

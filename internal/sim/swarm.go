@@ -28,6 +28,8 @@ type shape struct {
 	LambdaBatch     int           // the event source mapping's batch size
 	FailRest        string        // Config.Lambda.FailRest
 	Payload         string        // Config.PayloadHash
+	MixedPayload    bool          // each process draws its own PayloadHash (modes.go)
+	Carried         bool          // Q1 commits in carried mode (modes.go)
 	Pad             int           // bytes of padding in every body (message sizes)
 	Burst           bool          // Q2's groups sent in bursts, its downstream failing retryably at first
 	Graceful        bool          // some incarnations stop gracefully (Worker.Stop) while holding messages
@@ -83,7 +85,9 @@ func drawShape(cfg Config) shape {
 	s.ShutdownTimeout = []time.Duration{0, 0, 3 * time.Second}[pick("shutdown", 3)]
 	s.LambdaBatch = []int{1, 4, 10, 10}[pick("batch", 4)]
 	s.FailRest = []string{"group", "group", "batch"}[pick("failrest", 3)]
-	s.Payload = []string{"body", "json:/account,/amount_cents"}[pick("payload", 2)]
+	s.Payload = payloadKinds[pick("payload", 2)]
+	s.MixedPayload = pick("payload mixed", 6) == 0
+	s.Carried = carriedWorld(cfg.Seed)
 	if pick("big", 8) == 0 {
 		// Bodies from 1 KiB up to 200 KiB, under SQS's 256 KiB with room
 		// for the attributes a DLQ copy adds; in one seed of 8 (they cost
@@ -101,6 +105,7 @@ func drawShape(cfg Config) shape {
 		s.Payload = "body" // 80 bodies of 256 KiB, each parsed at every delivery otherwise: CPU
 	}
 	s.Limits = pick("limits", 8) == 0
+	s.Carried = s.Carried && !s.Limits // the limits' commit classes count a record item of their own
 	// The outbox half's judgements (a group published and applied in write
 	// order, a held group) rest on FIFO queues: its worlds keep both FIFO.
 	s.Q1Std = pick("q1 standard", 4) == 0 && !s.Outbox.On
@@ -145,7 +150,8 @@ func (s shape) choices() []string {
 		fmt.Sprintf("shutdown timeout=%s", s.ShutdownTimeout),
 		fmt.Sprintf("lambda batch=%d", s.LambdaBatch),
 		fmt.Sprintf("fail rest=%s", s.FailRest),
-		fmt.Sprintf("payload hash=%s", s.Payload),
+		fmt.Sprintf("payload hash=%s", map[bool]string{true: "mixed", false: s.Payload}[s.MixedPayload]),
+		fmt.Sprintf("q1 commit=%s", map[bool]string{true: "carried", false: "by incarnation"}[s.Carried]),
 		fmt.Sprintf("message size=%s", size),
 		fmt.Sprintf("bursts=%v", s.Burst),
 		fmt.Sprintf("graceful stops=%v", s.Graceful),

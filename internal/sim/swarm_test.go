@@ -48,6 +48,7 @@ func TestShapeIsTheSeeds(t *testing.T) {
 		"outbox=on", "outbox=off", "outbox groups=12", "outbox relays=3", "outbox per group=1", "outbox sizes=limits", "outbox sizes=big",
 		"outbox multi-message writes=true", "outbox limit lowered=true", "outbox batches refused as too long=true",
 		"bursts=true", "graceful stops=true", "q1 type=standard", "q2 type=standard",
+		"payload hash=mixed", "q1 commit=carried",
 	} {
 		if !taken[want] {
 			t.Errorf("no seed of 200 took %s", want)

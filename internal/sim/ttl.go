@@ -104,7 +104,8 @@ func (w *world) reopened(p *proc, key string) bool {
 // or a conflict, unless the record was past its TTL.
 func (w *world) completedBlocked(p *proc, key string, item, pre map[string]ddbtypes.AttributeValue) {
 	// A verdict the product got, right or not (judged below).
-	if dedup.GetS(pre, dedup.AttrPayloadSHA256) != dedup.GetS(item, dedup.AttrPayloadSHA256) {
+	// Fingerprints of two kinds (mixed worlds: modes.go) tell no conflict.
+	if was, is := dedup.GetS(pre, dedup.AttrPayloadSHA256), dedup.GetS(item, dedup.AttrPayloadSHA256); was != is && dedup.Comparable(was, is) {
 		w.mu.Lock()
 		lid, ok := w.msgLid[dedup.GetS(item, dedup.AttrMessageID)]
 		w.mu.Unlock()
@@ -149,4 +150,21 @@ func (w *world) storyOf(lid int) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.trace[lid], " | ")
+}
+
+// leaseWithinExpiry: an IN_PROGRESS record's expires_at (seconds) never
+// falls before its lease_until (ms), as a claim or an extension that took
+// effect wrote them: a record that expires while its lease is live is taken
+// as absent by the next claim, and the key is run twice (dedup.Claim's
+// ExpiresAt). The takeover check cannot see it: it trusts expires_at.
+func (w *world) leaseWithinExpiry(p *proc, op, key string, luMs, expS int64) {
+	if expS*1000 >= luMs {
+		return
+	}
+	lid := -1
+	if s := w.byKey[key]; s != nil {
+		lid = s.lid
+	}
+	w.violate("expiry: a live lease outlives its record: %s's %s of %s (logical %d) left lease_until %d ms past expires_at %d s (TTL %s)",
+		p.id, op, key, lid, luMs-expS*1000, expS, w.wide.ttl)
 }

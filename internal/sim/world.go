@@ -591,6 +591,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	if err := w.limSetup(ctx); err != nil {
 		return nil, err
 	}
+	w.carrierKeys()
 	w.worldStats()
 	return w, nil
 }
@@ -646,7 +647,7 @@ func (w *world) workload() {
 					}
 				}
 				if prev := w.byLid[lid-1]; i > 0 && prev != nil && prev.keyAttr != "" && !prev.poison && !prev.fixable && !prev.conflict && !prev.invalid &&
-					!s.poison && !s.fixable && (x>>32)%10 == 0 {
+					!s.poison && !s.fixable && !w.shape.MixedPayload && (x>>32)%10 == 0 {
 					s.conflict, s.keyAttr = true, prev.keyAttr
 				}
 				if qi == 0 && !s.poison && !s.fixable && !s.conflict && !strings.HasPrefix(s.dedupID, "shared-") && r(id, "invalid")%100 < 5 {
@@ -967,7 +968,7 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 		LeaveToRedrivePolicy: false, // moves to the DLQ on
 		Queues:               nil,   // the event source queue is not listed
 		Test:                 w.testSeam(p.id, now),
-		PayloadHash:          w.shape.Payload,
+		PayloadHash:          w.payloadOf(p.id),
 		Lambda:               exactly.LambdaConfig{FailRest: w.shape.FailRest},
 	}
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lambdaInit)

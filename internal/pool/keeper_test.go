@@ -318,22 +318,35 @@ func (s *slowAnswerSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessa
 	return out, err
 }
 
-// TestSlowAnswerIsNotRun: a receive's answer arrives 40 s after SQS handed
-// the message out, past its 8 s visibility: SQS may have handed it to
-// someone else since. The pool dates a delivery no later than the end of
-// its long poll's wait (SQS hands messages out by then), so it knows the
-// delivery is stale and does not run it (before the fix it dated it a
-// second before the answer came, and claimed and committed a message it no
-// longer held: seed 138@59ba4b0, the claim kept the message's holder busy).
-// The message runs once, on its next receipt.
+// TestSlowAnswerIsNotRun: a receive's answer arrives 40 s (or 9 s) after
+// SQS handed the message out, past its 8 s visibility: SQS may have handed
+// it to someone else since. The pool counts a delivery's visibility from
+// when its receive was made, so it knows the delivery is stale and does
+// not run it (before the fix it dated it a second before the answer came,
+// and claimed and committed a message it no longer held: seed 138@59ba4b0,
+// the claim kept the message's holder busy; dated by the end of the poll's
+// wait, the 9 s answer still looked held). The message runs once, on its
+// next receipt. The wait is cut to half the visibility (4 s).
 func TestSlowAnswerIsNotRun(t *testing.T) {
 	t.Parallel()
+	// 40 s: past the long poll's wait and the visibility; 9 s: within the
+	// wait a dating by its end would allow, past the visibility.
+	for _, delay := range []time.Duration{40 * time.Second, 9 * time.Second} {
+		t.Run(delay.String(), func(t *testing.T) {
+			t.Parallel()
+			slowAnswerNotRun(t, delay)
+		})
+	}
+}
+
+func slowAnswerNotRun(t *testing.T, delay time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		var slow *slowAnswerSQS
 		b := setup(t, options{fifo: true, attrs: map[string]string{"VisibilityTimeout": "8"}, queue: func(q *Queue) {
 			q.Visibility = 8 * time.Second
 		}, config: func(c *Config) {
-			slow = &slowAnswerSQS{SQS: c.Client, delay: 40 * time.Second, answered: make(chan struct{})}
+			c.WaitTime = 20 * time.Second
+			slow = &slowAnswerSQS{SQS: c.Client, delay: delay, answered: make(chan struct{})}
 			c.Client = slow
 		}})
 		var mu sync.Mutex
@@ -353,4 +366,18 @@ func TestSlowAnswerIsNotRun(t *testing.T) {
 		defer mu.Unlock()
 		require.Equal(t, []int{2}, counts, "run once, on the receipt it held, not on the stale one")
 	})
+}
+
+// TestWaitIsAtMostHalfTheVisibility: a receive's wait is the configured
+// one, cut to half the visibility, at least a second.
+func TestWaitIsAtMostHalfTheVisibility(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		vis  int32
+		wait time.Duration
+		want int32
+	}{{30, 20 * time.Second, 15}, {60, 20 * time.Second, 20}, {8, 20 * time.Second, 4}, {1, 20 * time.Second, 1}, {60, time.Second, 1}} {
+		qs := &queueState{vis: c.vis}
+		require.Equal(t, c.want, qs.wait(c.wait), "visibility %d s, wait %s", c.vis, c.wait)
+	}
 }

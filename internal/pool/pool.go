@@ -230,7 +230,8 @@ type lane struct {
 type delivery struct {
 	msg        effect.Message
 	receipt    string
-	receivedAt time.Time // estimate of when SQS handed it out: never after the long poll's wait ended
+	receivedAt time.Time // when its receive was made: SQS handed it out no earlier
+	arrivedAt  time.Time // about when the answer came (its span starts then)
 	raw        types.Message
 	// visibleUntil is when the message becomes visible again unless it is
 	// extended; a lower bound of SQS's view: it advances only when SQS
@@ -446,7 +447,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		in := &sqs.ReceiveMessageInput{
 			QueueUrl:            &q.URL,
 			MaxNumberOfMessages: int32(n),
-			WaitTimeSeconds:     int32(p.cfg.WaitTime / time.Second),
+			WaitTimeSeconds:     qs.wait(p.cfg.WaitTime),
 			// Ask for the visibility the keeper works with, whatever the
 			// queue's own setting is.
 			VisibilityTimeout:           qs.vis,
@@ -482,21 +483,25 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		}
 		p.obs.Received(name, len(out.Messages))
 		p.obs.InFlight(len(out.Messages))
-		// SQS handed the messages out at some point of the call; a long poll
-		// that waited did so near its end, and by the end of its wait at the
-		// latest: an answer later than that was slow on its way back, and
-		// the visibility ran meanwhile (dated a second before it came, a
-		// delivery SQS has already handed to someone else would look held).
+		// SQS handed the messages out at some point of the call, not before
+		// it was made: their visibility is counted from then. Any later
+		// date could make a delivery look held past what SQS gave it: an
+		// answer slow on its way back, or read by a process that stalled
+		// meanwhile, may come when SQS has already handed the message to
+		// someone else (seed 138@59ba4b0), and a commit on it would break
+		// its group's order. An SDK retry of a FIFO receive returns the
+		// first attempt's messages, visible since then too. The wait is at
+		// most half the visibility (qs.wait), so a fresh delivery has at
+		// least that left.
+		until := start.Add(time.Duration(qs.vis) * time.Second)
+		// When it came, for its span: a long poll that waited got it near
+		// the end of its wait.
 		now := time.Now()
-		at := now.Add(-min(now.Sub(start), time.Second))
-		if end := start.Add(time.Duration(in.WaitTimeSeconds) * time.Second); at.After(end) {
-			at = end
-		}
-		until := at.Add(time.Duration(qs.vis) * time.Second)
+		arrived := now.Add(-min(now.Sub(start), time.Second))
 		ds := make([]*delivery, len(out.Messages))
 		qs.mu.Lock()
 		for i, m := range out.Messages {
-			d := &delivery{msg: sqsmsg.ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: at, raw: m, visibleUntil: until}
+			d := &delivery{msg: sqsmsg.ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: start, arrivedAt: arrived, raw: m, visibleUntil: until}
 			qs.held[d] = struct{}{}
 			ds[i] = d
 		}
@@ -601,6 +606,14 @@ func (p *Pool) keep(ctx context.Context, qs *queueState) {
 		}
 		qs.extend(time.Now())
 	}
+}
+
+// wait is a receive's WaitTimeSeconds: the configured wait, at most half
+// the visibility (and at least a second), so that a delivery, dated from
+// when its receive was made, has at least half its visibility left when it
+// comes.
+func (qs *queueState) wait(configured time.Duration) int32 {
+	return max(1, min(int32(configured/time.Second), qs.vis/2))
 }
 
 func (qs *queueState) extend(now time.Time) {
@@ -968,7 +981,7 @@ func (p *Pool) process(qs *queueState, d *delivery) (r process.Result) {
 	// The keeper extends the message's visibility; the processor extends
 	// the dedup lease at the same pace.
 	return p.cfg.Processor.Process(p.workCtx, d.msg, process.Hooks{
-		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease, ReceivedAt: d.receivedAt,
+		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease, ReceivedAt: d.arrivedAt,
 		Held: func() bool { return qs.holds(d, time.Now()) },
 	})
 }

@@ -522,6 +522,9 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	}
 	optimistic := len(in.TransactItems) > 0 && in.TransactItems[0].Put != nil
 	k, id, err := c.p.before(ctx, "TransactWriteItems", key)
+	if err == nil || k == Conflict {
+		c.p.w.checkHeldAtCommit(c.p, keys, k)
+	}
 	if k == Conflict {
 		return nil, conflictCancel(len(in.TransactItems))
 	}

@@ -61,14 +61,19 @@ func (w *world) q1Effect(p *proc, fn func(context.Context, effect.Input) (effect
 		return effect.WritesFunc(fn), "transactional", false
 	}
 	w.stat("pool: optimistic incarnations", 1)
-	// In the limits' worlds three optimistic incarnations in four commit
-	// in groups, so that limit commits meet in one (limits.go).
-	g := hash64(w.cfg.Seed, "group", p.id) % 4
-	group := g%2 == 0 || (g == 1 && w.shape.Limits)
+	group := w.groupCommits(p.id)
 	if group {
 		w.stat("pool: group-commit incarnations", 1)
 	}
 	return effect.WritesFunc(fn), "optimistic", group
+}
+
+// groupCommits: process id's Q1 worker, if optimistic, commits in groups.
+// In the limits' worlds three optimistic incarnations in four do, so that
+// limit commits meet in one (limits.go).
+func (w *world) groupCommits(id string) bool {
+	g := hash64(w.cfg.Seed, "group", id) % 4
+	return g%2 == 0 || (g == 1 && w.shape.Limits)
 }
 
 // carrierKeys maps each carrier's key to its message, in a carried world.

@@ -62,6 +62,7 @@ var classes = []struct{ name, match, also string }{
 	{"lost: the DLQ copy was dropped (same MessageDeduplicationId in a DLQ of wider scope)", "dropped by the DLQ's deduplication", ""},
 	{"order broken among messages redriven together", "order:", "dead-lettered: true"},
 	{"order broken (never dead-lettered)", "order:", "dead-lettered: false"},
+	{"a writes-only commit sent after the worker stopped holding its message", "commit not held:", ""},
 	{"claim mode: downstream called again outside the documented window", "claim mode: downstream called", ""},
 	{"transactional mode: applied twice", "transactional mode", ""},
 	{"transactional balance off (see the lost or doubled messages)", "transactional balance", ""},

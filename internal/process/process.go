@@ -137,6 +137,9 @@ type Hooks struct {
 	Held func() bool
 }
 
+// notHeld reports whether the caller says it no longer holds the message.
+func (h Hooks) notHeld() bool { return h.Held != nil && !h.Held() }
+
 // Processor is the per-message exactly-once path.
 type Processor struct {
 	Store  *dedup.Store
@@ -290,7 +293,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		return Result{Action: Retry, Outcome: dedup.Won, Key: key, Err: fmt.Errorf(
 			"dedup key %q: the claim answered with %v of its %v lease left; not started on it", key, left.Round(time.Millisecond), lease)}
 	}
-	if h.Held != nil && !h.Held() {
+	if h.notHeld() {
 		// The message's visibility passed while the claim was made (its
 		// request went out late: a process stalled at the call). Another
 		// consumer may have the message, and would find this claim busy
@@ -441,7 +444,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		return res
 	}
 	if err != nil {
-		if h.Held != nil && !h.Held() {
+		if h.notHeld() {
 			return Result{Action: Retry, Key: c.Key, EffectTook: effectTook, Err: fmt.Errorf("%w (the optimistic effect failed: %w)", ErrNotHeld, err)}
 		}
 		p.Log.Debug("effect failed in optimistic mode; trying again under a claim", "key", c.Key, "err", err)
@@ -627,7 +630,7 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		if (p.Optimistic || p.WritesOnly) && h.Held != nil && !h.Held() {
+		if (p.Optimistic || p.WritesOnly) && h.notHeld() {
 			// Past the message's visibility: see WritesOnly. Nothing this
 			// commit would apply has been (a previous attempt's lost
 			// response aside: the next delivery finds that a duplicate).

@@ -11,9 +11,7 @@ import (
 // with mixed fingerprints, without faults, is green and commits at the
 // carriers, duplicates found there.
 func TestCarriedAndMixedWorlds(t *testing.T) {
-	all, _ := ParseKinds("")
-	allOps, _ := ParseOps("")
-	cfg := Config{Rate: 0, FixedRate: true, Kinds: all, Ops: allOps, Workers: 3, Lambdas: 2, Swarm: true}
+	cfg := cleanSwarm()
 	var carried, mixed int
 	for seed := range uint64(400) {
 		cfg.Seed = seed

@@ -11,9 +11,7 @@ import (
 // recognises, pool workers and Lambda both work the standard Q2, and the run
 // is green without faults.
 func TestStandardQueuesWorld(t *testing.T) {
-	all, _ := ParseKinds("")
-	allOps, _ := ParseOps("")
-	cfg := Config{Rate: 0, FixedRate: true, Kinds: all, Ops: allOps, Workers: 3, Lambdas: 2, Swarm: true}
+	cfg := cleanSwarm()
 	for cfg.Seed = 1; ; cfg.Seed++ {
 		if s := drawShape(cfg); s.Q1Std && s.Q2Std && !s.Burst {
 			break
@@ -41,4 +39,12 @@ func TestStandardQueuesWorld(t *testing.T) {
 			t.Fatalf("message %d sent to a standard queue with a group or a dedup id", s.lid)
 		}
 	}
+}
+
+// cleanSwarm is the whole world (three pool workers, two Lambda pollers),
+// its shape drawn from the seed, without faults.
+func cleanSwarm() Config {
+	all, _ := ParseKinds("")
+	allOps, _ := ParseOps("")
+	return Config{Rate: 0, FixedRate: true, Kinds: all, Ops: allOps, Workers: 3, Lambdas: 2, Swarm: true}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -34,6 +35,27 @@ import (
 //   each extension it applied: holes.go), exactly: both are on the
 //   runtime's clock, and the pool dates a deadline from before the request
 //   that SQS counts it from.
+
+// The answer's way back. Every other call of the simulation answers at
+// the virtual instant it took effect, so a deadline dated at the answer
+// instead of the request (B1) was dated right. A visibility change's
+// answer comes back 1 to 30 ms after SQS applied it (a round trip's
+// second half), drawn from the seed and the call: an extension the pool
+// dated at its answer then counts on more than SQS gave. The pool's
+// keeper sends few of them (one batch per queue and round), so this costs
+// nothing measurable.
+const answerLatency = 30 * time.Millisecond
+
+// answerTakesTime holds a visibility change's answer on its way back (the
+// call's ctx bounds it, as a slow answer's: fault.go).
+func (w *world) answerTakesTime(ctx context.Context, id string) {
+	t := time.NewTimer(time.Millisecond + time.Duration(hash64(w.cfg.Seed, id, "answer")%uint64(answerLatency-time.Millisecond)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
 
 // leaseSlack: the record keeps lease_until in whole milliseconds (rounded
 // down) of the end the claim or extension computed.

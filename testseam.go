@@ -25,6 +25,18 @@ type TestConfig struct {
 	// Worker or handler a source of its own (say rand.NewPCG(seed, n)): its
 	// calls are serialised inside one, not across several.
 	Rand rand.Source
+	// OnLease, when set, is told each lease end the worker comes to count
+	// on for a claim, when it does (the claim's answer, each confirmed
+	// extension), on Now's clock: the key, the claim's fencing token and
+	// the end. OnVisibility, when set, is told each visibility deadline a
+	// Worker comes to count on for a message (at its receive, at each
+	// confirmed extension), on the runtime's clock, with the receipt
+	// handle. Neither may ever be later than what the ledger or SQS
+	// holds (the ledger keeps milliseconds): a simulation checks that
+	// they are not. Both are called on the worker's own goroutines and
+	// must not block.
+	OnLease      func(key, token string, until time.Time)
+	OnVisibility func(receipt string, until time.Time)
 }
 
 // clock is the ledger's option for Test.Now.

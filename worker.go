@@ -73,6 +73,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight, ShutdownTimeout: s.ShutdownTimeout,
 		WaitTime: s.WaitTime, AckDelay: s.AckDelay, RetryInPlace: s.RetryInPlace,
 		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf}, Rand: s.rand,
+		OnVisibility: s.Test.OnVisibility,
 	})
 	if err != nil {
 		return nil, err
@@ -122,6 +123,7 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 	p := &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
 		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic || s.Commit == CommitCarried, Carried: s.Commit == CommitCarried, WritesOnly: s.Commit == CommitTransactional, Outbox: s.Outbox, Rand: s.rand,
+		OnLease: s.Test.OnLease,
 	}
 	if c, ok := s.Effect.(effect.CarriesRecord); ok && p.Carried {
 		p.Carrier = c.Carrier()

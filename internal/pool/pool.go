@@ -166,6 +166,12 @@ type Config struct {
 	// Rand jitters the backoffs and makes the receive attempt ids; nil:
 	// the runtime's randomness. A test seeds it to replay a run.
 	Rand *jitter.Rand
+	// OnVisibility, for tests, is told each visibility deadline the pool
+	// comes to count on for a receipt, when it does (at the receive, at a
+	// confirmed extension), so that a simulation can hold it against SQS's
+	// own: it must never be later. Called under the queue's lock: it must
+	// not call into the pool.
+	OnVisibility func(receipt string, until time.Time)
 }
 
 // Pool consumes queues until its context is cancelled.
@@ -214,6 +220,8 @@ type queueState struct {
 	wake       chan struct{} // asks the keeper for an early round
 	// onStale is told of a held delivery whose receipt SQS refused (under mu).
 	onStale func(d *delivery, err error)
+	// onVisibility is Config.OnVisibility (under mu), or nil.
+	onVisibility func(receipt string, until time.Time)
 
 	mu   sync.Mutex
 	held map[*delivery]struct{}
@@ -333,7 +341,7 @@ func New(cfg Config) (*Pool, error) {
 		})
 		vis := visibilitySeconds(q.Visibility)
 		p.queues[url] = &queueState{
-			q: q, b: b, vis: vis, held: map[*delivery]struct{}{},
+			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, onVisibility: cfg.OnVisibility,
 			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
 			onStale: func(d *delivery, err error) {
 				if ext != nil {
@@ -503,6 +511,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		for i, m := range out.Messages {
 			d := &delivery{msg: sqsmsg.ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: start, arrivedAt: arrived, raw: m, visibleUntil: until}
 			qs.held[d] = struct{}{}
+			qs.believe(d)
 			ds[i] = d
 		}
 		qs.mu.Unlock()
@@ -653,6 +662,7 @@ func (qs *queueState) extended(d *delivery, until time.Time, err error) bool {
 	case err == nil:
 		if until.After(d.visibleUntil) {
 			d.visibleUntil = until
+			qs.believe(d)
 		}
 		d.retryAt = time.Time{}
 	case staleReceipt(err):
@@ -668,6 +678,13 @@ func (qs *queueState) extended(d *delivery, until time.Time, err error) bool {
 		})
 	}
 	return true
+}
+
+// believe tells Config.OnVisibility of d's deadline (under mu).
+func (qs *queueState) believe(d *delivery) {
+	if qs.onVisibility != nil {
+		qs.onVisibility(d.receipt, d.visibleUntil)
+	}
 }
 
 // logEvery lets a line through at most once per interval.

@@ -198,6 +198,12 @@ type Processor struct {
 	// Rand jitters the retries and makes the fencing tokens; nil: the
 	// runtime's randomness. A test seeds it to replay a run.
 	Rand *jitter.Rand
+	// OnLease, for tests, is told each lease end the processor comes to
+	// count on for a claim (on the ledger's clock), when it does: the
+	// claim's answer, each confirmed extension. A simulation holds it
+	// against the record's lease_until under the claim's token: it must
+	// never be later (but for the record's millisecond precision).
+	OnLease func(key, token string, until time.Time)
 }
 
 // Process runs m exactly once, as far as the ledger can tell.
@@ -283,6 +289,7 @@ func (p *Processor) runClaimed(ctx context.Context, c Call, h Hooks, fn func(ctx
 		p.noteConflict(ctx, claim, c)
 		return blocked(claim, hash)
 	}
+	p.believe(claim)
 
 	if left := time.Until(claim.LeaseUntil); left < lease/2 {
 		// The claim's answer came late (a congested network, long SDK
@@ -745,6 +752,7 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 			cancel()
 			switch {
 			case err == nil:
+				p.believe(claim)
 				hb.expiry.Reset(time.Until(claim.LeaseUntil) - margin)
 			case errors.Is(err, dedup.ErrLeaseLost):
 				hb.lost.Store(true)
@@ -761,6 +769,13 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 		}
 	}()
 	return hb
+}
+
+// believe tells OnLease of claim's lease end.
+func (p *Processor) believe(claim dedup.Claim) {
+	if p.OnLease != nil {
+		p.OnLease(claim.Key, claim.Token, claim.LeaseUntil)
+	}
 }
 
 // stop ends the heartbeat and reports whether it saw the lease lost.

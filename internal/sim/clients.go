@@ -298,6 +298,7 @@ func (c *faultySQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Ch
 		}
 	}
 	out.Failed = append(out.Failed, failed...)
+	c.p.w.answerTakesTime(ctx, id) // beliefs.go
 	if err := c.p.after(ctx, "ChangeMessageVisibilityBatch", k, id); err != nil {
 		return nil, err
 	}

@@ -46,6 +46,7 @@ type widened struct {
 	failedAt map[string]time.Duration // proc|lid -> its effect's last retryable failure
 	justMet  map[string]bool          // proc|key -> its claim just replaced an expired COMPLETED record
 	rmwLost  map[string][2]int64      // account -> balance and applications lost to excused stale commits (rmw.go)
+	tokLease map[string]int64         // fencing token -> the lease_until (ms) the ledger last took under it (beliefs.go)
 
 	ttl     time.Duration // the dedup records' TTL in this world
 	guarded bool          // Q1's ledger writes its entry item (attribute_not_exists) too
@@ -56,8 +57,8 @@ func newWidened(seed uint64) *widened {
 		tokOwner: map[string]*proc{}, lastTok: map[string]string{}, commitAt: map[string]time.Duration{},
 		grants: map[int]int{}, verdict: map[string]time.Duration{}, retryErr: map[string]string{},
 		recvAt: map[string]time.Duration{}, maxRC: map[string]int{}, judged: map[string]bool{}, frozeAt: map[string]time.Duration{}, failedAt: map[string]time.Duration{}, justMet: map[string]bool{},
-		rmwLost: map[string][2]int64{},
-		ttl:     ttl, guarded: guardedWorld(seed),
+		rmwLost: map[string][2]int64{}, tokLease: map[string]int64{},
+		ttl: ttl, guarded: guardedWorld(seed),
 	}
 	if ttlWorld(seed) {
 		x.ttl = shortTTL(seed)
@@ -202,6 +203,9 @@ func (w *world) afterUpdate(p *proc, in *dynamodb.UpdateItemInput, pre map[strin
 		}
 	}
 	w.judgeFenced(p, op, key, w.tokenOf(p, key, vals), pre[key], err == nil, isCCF(err))
+	if err == nil && op != "complete" {
+		w.leaseTaken(w.tokenOf(p, key, vals), num(lu))
+	}
 	if err == nil && op == "extend" {
 		exp := pre[key][dedup.AttrExpiresAt]
 		if e, ok := vals[":exp"]; ok {
@@ -278,6 +282,7 @@ func (w *world) afterRecordPut(p *proc, item map[string]ddbtypes.AttributeValue,
 	if ok {
 		if st == dedup.StatusInProgress {
 			w.leaseWithinExpiry(p, "claim", key, num(item[dedup.AttrLeaseUntil]), num(item[dedup.AttrExpiresAt]))
+			w.leaseTaken(tok, num(item[dedup.AttrLeaseUntil]))
 		}
 		x := w.wide
 		x.mu.Lock()

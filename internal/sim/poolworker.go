@@ -70,6 +70,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, w.payloadOf(p.id), sh.MaxInFlight
 			cfg.Hooks.Done = w.poolDone
 			cfg.Test = w.testSeam(fmt.Sprintf("%s/%d", p.id, i), now)
+			w.believe(&cfg.Test, p)
 			wk, err := exactly.New(pctx, cfg)
 			if err != nil {
 				if p.dead.Load() {

@@ -971,6 +971,7 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 		PayloadHash:          w.payloadOf(p.id),
 		Lambda:               exactly.LambdaConfig{FailRest: w.shape.FailRest},
 	}
+	w.believe(&cfg.Test, p)
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lambdaInit)
 	defer cancel()
 	p.kill = cancel

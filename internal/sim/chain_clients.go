@@ -55,6 +55,9 @@ func (p *cproc) after(ctx context.Context, op string, k Kind, id string) error {
 func (p *cproc) seed() uint64            { return p.c.cfg.Seed }
 func (p *cproc) nextRead() int64         { return p.c.reads.Add(1) }
 func (p *cproc) stat(name string, n int) { p.c.stat(name, n) }
+func (p *cproc) violate(format string, args ...any) {
+	p.c.violate(format, args...)
+}
 
 // dynProc is a process whose DynamoDB calls cDynamo runs through the
 // injector: the chain's (cproc) or the world's outbox half's (proc).
@@ -65,6 +68,7 @@ type dynProc interface {
 	seed() uint64
 	nextRead() int64 // counts reads of outbox items (staleMarks)
 	stat(name string, n int)
+	violate(format string, args ...any)
 }
 
 // call runs one call through the injector: before, the call, after.
@@ -227,6 +231,9 @@ func (c *cDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 		case it.Update != nil:
 			subject = aws.ToString(it.Update.TableName) + "|" + keyStr(it.Update.Key)
 		}
+	}
+	if p, ok := c.p.(*cproc); ok {
+		p.c.limRequest(p, in)
 	}
 	k, id, err := c.p.before(ctx, "TransactWriteItems", subject)
 	if k == Conflict {

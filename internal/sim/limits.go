@@ -185,12 +185,8 @@ func (w *world) noteMode(p *proc, optimistic bool) {
 
 func limPK(lid, i int) string { return fmt.Sprintf("lim#%d#%d", lid, i) }
 
-// limItem is a put of exactly size bytes as DynamoDB counts them.
-func limItem(lid, i, size int) ddbtypes.TransactWriteItem {
-	return limItemOn(table, limPK(lid, i), size)
-}
-
-// limItemOn is a put of item pk on tbl of exactly size bytes.
+// limItemOn is a put of item pk on tbl of exactly size bytes as DynamoDB
+// counts them.
 func limItemOn(tbl, pk string, size int) ddbtypes.TransactWriteItem {
 	pad := size - ddblimit.ItemSize(map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}, "v": &ddbtypes.AttributeValueMemberS{}})
 	return ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(tbl), Item: map[string]ddbtypes.AttributeValue{

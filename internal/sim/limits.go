@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -454,4 +455,82 @@ func waitUntil(ctx context.Context, cond func() bool) bool {
 		}
 	}
 	return true
+}
+
+// unreadKeys are the outbox keys a relay process's BatchGetItem answers
+// left unprocessed (past 16 MB, or throttled) and it has not asked for
+// again. The relay must ask for exactly those keys again: a group whose
+// keys wait there read by a Query instead is the relay dropping
+// UnprocessedKeys (plant L9: a lane left out is read alone, or its rest on
+// a later round). A process's sets are dropped when it starts a sweep (its
+// index Query): a round cut short by its grace (Run) leaves its last set
+// unasked, legitimately. After the relay's last attempt (3 asks again) it
+// reads the chunk's groups alone: not tracked.
+type unreadKeys struct {
+	mu   sync.Mutex
+	sets map[string]int // sorted keys -> times asked again so far
+	byPK map[string]int // group (pk) -> its keys in sets
+}
+
+const relayLastReask = 3 // outbox/relay.go: loadIndexed's attempts after the first
+
+func unreadSig(keys []string) string {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	return strings.Join(keys, "\x00")
+}
+
+// asked notes a BatchGetItem of keys (pk, sk pairs as pk "/" sk "/"),
+// and returns how many times these keys have now been asked again (0: a
+// first ask).
+func (u *unreadKeys) asked(keys []string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n, ok := u.sets[unreadSig(keys)]
+	if !ok {
+		return 0
+	}
+	delete(u.sets, unreadSig(keys))
+	for _, k := range keys {
+		u.byPK[pkOfKeyStr(k)]--
+	}
+	return n + 1
+}
+
+// left notes the keys an answer to an ask of depth n left unprocessed.
+func (u *unreadKeys) left(keys []string, n int) {
+	if len(keys) == 0 || n >= relayLastReask {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sets == nil {
+		u.sets, u.byPK = map[string]int{}, map[string]int{}
+	}
+	u.sets[unreadSig(keys)] = n
+	for _, k := range keys {
+		u.byPK[pkOfKeyStr(k)]++
+	}
+}
+
+// sweep drops the sets: the process starts a new round.
+func (u *unreadKeys) sweep() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	clear(u.sets)
+	clear(u.byPK)
+}
+
+// waiting reports whether keys of group pk wait to be asked for again.
+func (u *unreadKeys) waiting(pk string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.byPK[pk] > 0
+}
+
+// pkOfKeyStr is the pk of a keyStr of a pk and a numeric sk ("pk/sk/";
+// the pk may hold '/').
+func pkOfKeyStr(k string) string {
+	k = strings.TrimSuffix(k, "/")
+	return k[:max(0, strings.LastIndexByte(k, '/'))]
 }

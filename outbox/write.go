@@ -19,6 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/exactlyonce/exactly/internal/awserr"
+	"github.com/exactlyonce/exactly/internal/ddblimit"
 )
 
 // API is the part of the DynamoDB client the outbox and its relay use;
@@ -84,8 +87,11 @@ const (
 	maxIDLen      = 128
 )
 
-// ErrInvalid wraps what Write refuses before sending anything: a message
-// SQS would never take, or too many items for one transaction.
+// ErrInvalid wraps what Write refuses, nothing written, and no retry can
+// change: a message SQS would never take, or a transaction DynamoDB would
+// refuse (over 100 items, an item over 400 KB, over 4 MB), found before
+// sending anything, or refused by DynamoDB (its ValidationException: it
+// counts a transaction's size beyond what can be counted before).
 var ErrInvalid = errors.New("outbox: invalid")
 
 // Outbox writes messages to an outbox table in the transactions that make
@@ -151,12 +157,18 @@ func (o *Outbox) Write(ctx context.Context, msgs []Message, writes ...types.Tran
 			return err
 		}
 		items := slices.Concat(writes, b.Items)
-		if len(items) > 100 {
-			return fmt.Errorf("%w: %d writes and %d outbox items: a transaction holds at most 100", ErrInvalid, len(writes), len(b.Items))
+		if err := checkSize(items, len(writes)); err != nil {
+			return err
 		}
 		_, err = o.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
 			return nil
+		}
+		if awserr.Code(err) == "ValidationException" {
+			// Past a limit by DynamoDB's own count (it counts more than
+			// checkSize can), or otherwise malformed: the same request
+			// is refused again.
+			return fmt.Errorf("%w: DynamoDB refused the transaction: %w", ErrInvalid, err)
 		}
 		if !b.Retry(err, len(writes)) {
 			return fmt.Errorf("outbox: write: %w", err)
@@ -164,6 +176,25 @@ func (o *Outbox) Write(ctx context.Context, msgs []Message, writes ...types.Tran
 		last = err
 	}
 	return fmt.Errorf("outbox: write: %d attempts, the groups kept moving: %w", maxWriteAttempts, last)
+}
+
+// checkSize refuses a transaction of the caller's n writes and the outbox
+// items after them that DynamoDB would refuse, by what can be counted
+// before the request (ddblimit.Check).
+func checkSize(items []types.TransactWriteItem, n int) error {
+	switch over, i, size := ddblimit.Check(items); over {
+	case ddblimit.Actions:
+		return fmt.Errorf("%w: %d writes and %d outbox items: a transaction holds at most %d", ErrInvalid, n, len(items)-n, ddblimit.TransactItems)
+	case ddblimit.Item:
+		what := fmt.Sprintf("write %d puts an item", i)
+		if i >= n {
+			what = fmt.Sprintf("outbox item %d is", i-n)
+		}
+		return fmt.Errorf("%w: %s of %d bytes: a DynamoDB item takes at most 400 KB (%d bytes), attribute names included", ErrInvalid, what, size, ddblimit.ItemBytes)
+	case ddblimit.Bytes:
+		return fmt.Errorf("%w: %d writes and %d outbox items of at least %d bytes: a transaction takes at most 4 MB (%d bytes)", ErrInvalid, n, len(items)-n, size, ddblimit.TransactBytes)
+	}
+	return nil
 }
 
 // Batch is the outbox's part of a transaction: per group, an update of its

@@ -139,3 +139,38 @@ func ActionBytes(ti types.TransactWriteItem) int {
 	}
 	return 0
 }
+
+// Over names the first of a TransactWriteItems' limits that Check finds
+// passed.
+type Over int
+
+// The limits Check knows.
+const (
+	Within  Over = iota // none passed
+	Actions             // more than TransactItems actions
+	Item                // a put's item over ItemBytes
+	Bytes               // over TransactBytes in all (TransactionBytes)
+)
+
+// Check checks a TransactWriteItems' items against DynamoDB's limits by
+// what can be counted before the request: the actions, each put's item,
+// then the lower bound of the whole (TransactionBytes). It returns the
+// limit passed, the index of the put over ItemBytes (Item), and the count
+// that passes it (actions, the put's bytes or the whole's).
+func Check(items []types.TransactWriteItem) (over Over, index, n int) {
+	if n := len(items); n > TransactItems {
+		return Actions, 0, n
+	}
+	total := 0
+	for i, ti := range items {
+		size := ActionBytes(ti)
+		if ti.Put != nil && size > ItemBytes {
+			return Item, i, size
+		}
+		total += size
+	}
+	if total > TransactBytes {
+		return Bytes, 0, total
+	}
+	return Within, 0, total
+}

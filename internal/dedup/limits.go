@@ -33,25 +33,19 @@ func (e *tooLarge) Is(target error) bool { return target == ErrTooLarge || targe
 // bound of the whole (an update's item is only known to DynamoDB, whose
 // ValidationException is ErrInvalid too).
 func checkSize(key string, items []types.TransactWriteItem) error {
-	if n := len(items); n > ddblimit.TransactItems {
+	switch over, i, n := ddblimit.Check(items); over {
+	case ddblimit.Actions:
 		return &tooLarge{key, fmt.Sprintf("%d items (the dedup record and %d writes); a TransactWriteItems takes at most %d",
 			n, n-1, ddblimit.TransactItems)}
-	}
-	total := 0
-	for i, ti := range items {
-		size := ddblimit.ActionBytes(ti)
-		if ti.Put != nil && size > ddblimit.ItemBytes {
-			what := fmt.Sprintf("write %d puts an item", i-1)
-			if i == 0 {
-				what = "the dedup record is"
-			}
-			return &tooLarge{key, fmt.Sprintf("%s of %d bytes; a DynamoDB item takes at most 400 KB (%d bytes), attribute names included",
-				what, size, ddblimit.ItemBytes)}
+	case ddblimit.Item:
+		what := fmt.Sprintf("write %d puts an item", i-1)
+		if i == 0 {
+			what = "the dedup record is"
 		}
-		total += size
-	}
-	if total > ddblimit.TransactBytes {
-		return &tooLarge{key, fmt.Sprintf("%d bytes of items; a TransactWriteItems takes at most 4 MB (%d bytes)", total, ddblimit.TransactBytes)}
+		return &tooLarge{key, fmt.Sprintf("%s of %d bytes; a DynamoDB item takes at most 400 KB (%d bytes), attribute names included",
+			what, n, ddblimit.ItemBytes)}
+	case ddblimit.Bytes:
+		return &tooLarge{key, fmt.Sprintf("%d bytes of items; a TransactWriteItems takes at most 4 MB (%d bytes)", n, ddblimit.TransactBytes)}
 	}
 	return nil
 }

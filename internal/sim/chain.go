@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly"
-	"github.com/exactlyonce/exactly/internal/builtin"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
@@ -84,6 +83,7 @@ type chain struct {
 	stats      map[string]int
 
 	seq *sequencer // sequencer.go: nil when off
+	lim *chainLims // chain_limits.go
 }
 
 // RunChain runs the chain once. It must be called inside a synctest bubble.
@@ -91,7 +91,7 @@ func RunChain(cfg Config) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, false)}
+		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, false), lim: newChainLims(cfg.Seed)}
 	c.sqs = memsqs.New(memsqs.WithWake(c.seq.woke))
 	start := time.Now()
 	if err := c.setUp(ctx); err != nil {
@@ -109,6 +109,9 @@ func RunChain(cfg Config) Result {
 	}
 	c.loop(pctx, "producer", c.produce)
 	c.loop(pctx, "sizer", c.produceSizes)
+	if c.lim.on {
+		c.loop(pctx, "limiter", c.limit)
+	}
 	c.wg.Go(func() { c.operate(pctx) })
 	for settled := 0; settled < 2; {
 		if time.Since(start) > settleCap {
@@ -149,7 +152,11 @@ func (c *chain) setUp(ctx context.Context) error {
 	// The DLQs first: the worker queues' redrive policies name them, and
 	// exactly.New finds a queue's DLQ there (maxReceiveCount 1000, SQS's
 	// most: the workers' own moves, not the policy, dead-letter).
-	for _, name := range []string{chainDLQ1, chainDLQ2, chainDeposit, chainConfirm, chainSizes} {
+	names := []string{chainDLQ1, chainDLQ2, chainDeposit, chainConfirm, chainSizes}
+	if c.lim.on {
+		names = append(names, chainLimQueue)
+	}
+	for _, name := range names {
 		attrs := map[string]string{
 			"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
 			// The operator has lowered the sizes queue's limit before
@@ -266,6 +273,9 @@ func (c *chain) runRelay(ctx context.Context, p *cproc) {
 				c.violate("relay %s: %d messages refused for good", p.id, r.Failed)
 			}
 		}}
+	if !c.limWait(ctx) {
+		return
+	}
 	if p.id[len("relay")] == '0' {
 		_ = r.Run(ctx)
 		return
@@ -276,6 +286,7 @@ func (c *chain) runRelay(ctx context.Context, p *cproc) {
 			pks = append(pks, fmt.Sprintf("%s#a%d", c.urls[q], acct))
 		}
 	}
+	pks = append(pks, c.limDrained()...)
 	for i := 0; ctx.Err() == nil; i++ {
 		if i%20 == 0 {
 			_, _ = r.Sweep(ctx)
@@ -312,7 +323,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 	dy := &cDynamo{p: p, inner: c.db}
 	cfg := exactly.Config{
 		SQS: &cSQS{p: p, inner: c.sqs}, DynamoDB: dy, Queues: []string{c.urls[queue]}, Table: chainDedup,
-		Effect: &builtin.Ledger{Table: ledger, Confirm: confirm}, Commit: exactly.CommitTransactional,
+		Effect: c.ledger(ledger, confirm), Commit: exactly.CommitTransactional,
 		Namespace: "chain", TTL: ttl, Concurrency: 4, Receivers: 1, RetryInPlace: 1,
 		Outbox: outbox.New(dy, chainOutbox), Logger: slog.New(slog.DiscardHandler),
 		Test: exactly.TestConfig{Rand: rand.NewPCG(c.cfg.Seed, hash64(c.cfg.Seed, "rand", p.id))},
@@ -346,7 +357,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 // settled: everything produced, nothing pending in the outbox, nothing in
 // the source queues.
 func (c *chain) settled(ctx context.Context) bool {
-	if !c.produced.Load() || !c.sized.Load() {
+	if !c.produced.Load() || !c.sized.Load() || c.lim.on && !c.lim.written.Load() {
 		return false
 	}
 	pending, err := outbox.ListPending(ctx, c.db, chainOutbox, 1)
@@ -421,15 +432,14 @@ func (c *chain) check(ctx context.Context) {
 		}
 	}
 	c.checkSizes(ctx)
+	c.checkLimits(ctx)
 	for _, q := range []string{chainDLQ1, chainDLQ2} {
-		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.urls[q]), MaxNumberOfMessages: 10})
-		if err != nil {
-			c.violate("read %s: %v", q, err)
-			continue
-		}
 		var bodies []string
-		for _, m := range out.Messages {
+		for _, m := range c.drainQueue(ctx, q) {
 			bodies = append(bodies, aws.ToString(m.Body))
+		}
+		if q == chainDLQ1 {
+			bodies = c.limDeadLetters(bodies)
 		}
 		sort.Strings(bodies)
 		if len(bodies) > 0 {
@@ -531,28 +541,7 @@ func (c *chain) operate(ctx context.Context) {
 // group's in order (a copy published again may follow; its key tells),
 // none marked failed or dropped: a held group was never passed.
 func (c *chain) checkSizes(ctx context.Context) {
-	got := map[string][]string{}
-	seen := map[string]bool{}
-	for {
-		out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.urls[chainSizes]), MaxNumberOfMessages: 10,
-			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId}})
-		if err != nil {
-			c.violate("read %s: %v", chainSizes, err)
-			return
-		}
-		if len(out.Messages) == 0 {
-			break
-		}
-		for _, m := range out.Messages {
-			key := aws.ToString(m.MessageAttributes[outbox.IdempotencyKeyAttribute].StringValue)
-			if !seen[key] {
-				seen[key] = true
-				g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-				got[g] = append(got[g], aws.ToString(m.Body))
-			}
-			_, _ = c.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.urls[chainSizes]), ReceiptHandle: m.ReceiptHandle})
-		}
-	}
+	got := byGroup(c.drainQueue(ctx, chainSizes))
 	for g := range chainSizeGroups {
 		group := fmt.Sprint("s", g)
 		want, _ := sizeBodies(g)

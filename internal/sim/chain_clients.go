@@ -24,10 +24,11 @@ import (
 // cproc is one incarnation of a process of the chain: its calls go through
 // the injector; once dead, every call fails before reaching the fakes.
 type cproc struct {
-	id   string
-	c    *chain
-	dead atomic.Bool
-	kill func()
+	id     string
+	c      *chain
+	dead   atomic.Bool
+	kill   func()
+	unread unreadKeys // limits.go
 }
 
 func (p *cproc) name() string          { return p.id }
@@ -55,6 +56,10 @@ func (p *cproc) after(ctx context.Context, op string, k Kind, id string) error {
 func (p *cproc) seed() uint64            { return p.c.cfg.Seed }
 func (p *cproc) nextRead() int64         { return p.c.reads.Add(1) }
 func (p *cproc) stat(name string, n int) { p.c.stat(name, n) }
+func (p *cproc) unreadKeys() *unreadKeys { return &p.unread }
+func (p *cproc) violate(format string, args ...any) {
+	p.c.violate(format, args...)
+}
 
 // dynProc is a process whose DynamoDB calls cDynamo runs through the
 // injector: the chain's (cproc) or the world's outbox half's (proc).
@@ -65,6 +70,8 @@ type dynProc interface {
 	seed() uint64
 	nextRead() int64 // counts reads of outbox items (staleMarks)
 	stat(name string, n int)
+	violate(format string, args ...any)
+	unreadKeys() *unreadKeys
 }
 
 // call runs one call through the injector: before, the call, after.
@@ -117,14 +124,18 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 			subject += "|" + keyStr(ka.Keys[0])
 		}
 	}
+	var asked []string
+	for _, ka := range in.RequestItems {
+		for _, key := range ka.Keys {
+			asked = append(asked, keyStr(key))
+		}
+	}
+	depth := c.p.unreadKeys().asked(asked)
 	k, id, err := c.p.before(ctx, "BatchGetItem", subject)
 	if err != nil {
 		return nil, err
 	}
-	keys := 0
-	for _, ka := range in.RequestItems {
-		keys += len(ka.Keys)
-	}
+	keys := len(asked)
 	out, err := c.inner.BatchGetItem(ctx, in, opt...)
 	if err != nil {
 		obRead(c.p, "BatchGetItem", keys, 0, 0, false)
@@ -148,7 +159,10 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 				if out.UnprocessedKeys == nil {
 					out.UnprocessedKeys = map[string]ddbtypes.KeysAndAttributes{}
 				}
-				out.UnprocessedKeys[table] = ddbtypes.KeysAndAttributes{Keys: left, ConsistentRead: in.RequestItems[table].ConsistentRead}
+				// Besides those DynamoDB itself left (past 16 MB).
+				un := out.UnprocessedKeys[table]
+				un.Keys, un.ConsistentRead = append(un.Keys, left...), in.RequestItems[table].ConsistentRead
+				out.UnprocessedKeys[table] = un
 				c.p.stat("outbox: BatchGetItem keys left unprocessed", len(left))
 			}
 		}
@@ -156,6 +170,13 @@ func (c *cDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 	if err := c.p.after(ctx, "BatchGetItem", k, id); err != nil {
 		return nil, err
 	}
+	var left []string
+	for _, ka := range out.UnprocessedKeys {
+		for _, key := range ka.Keys {
+			left = append(left, keyStr(key))
+		}
+	}
+	c.p.unreadKeys().left(left, depth)
 	if err == nil {
 		for _, items := range out.Responses {
 			c.staleMarks(subject, items)
@@ -199,6 +220,12 @@ func (c *cDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...fun
 		}
 	}
 	out, err := call(ctx, c.p, "Query", subject, func() (*dynamodb.QueryOutput, error) { return c.inner.Query(ctx, in, opt...) })
+	if err == nil && in.IndexName != nil {
+		c.p.unreadKeys().sweep()
+	}
+	if pk, ok := in.ExpressionAttributeValues[":pk"].(*ddbtypes.AttributeValueMemberS); ok && err == nil && in.IndexName == nil && c.p.unreadKeys().waiting(pk.Value) {
+		c.p.violate("outbox: %s read group %s by Query while keys of it a BatchGetItem left unprocessed were not asked for again (UnprocessedKeys dropped)", c.p.name(), pk.Value)
+	}
 	if err == nil && in.IndexName == nil {
 		obRead(c.p, "Query", 0, aws.ToInt32(in.Limit), len(out.Items), len(out.LastEvaluatedKey) > 0)
 		c.staleMarks(subject, out.Items)
@@ -227,6 +254,9 @@ func (c *cDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactW
 		case it.Update != nil:
 			subject = aws.ToString(it.Update.TableName) + "|" + keyStr(it.Update.Key)
 		}
+	}
+	if p, ok := c.p.(*cproc); ok {
+		p.c.limRequest(p, in)
 	}
 	k, id, err := c.p.before(ctx, "TransactWriteItems", subject)
 	if k == Conflict {

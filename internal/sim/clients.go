@@ -39,6 +39,7 @@ type proc struct {
 	open map[string]bool // claim mode: keys whose downstream call ran, commit not yet seen
 
 	frozenUntil atomic.Int64 // fence.go: the process is frozen until then (virtual UnixNano)
+	unread      unreadKeys   // limits.go: a relay's UnprocessedKeys not asked for again
 }
 
 func (w *world) newProc(id string) *proc {

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,34 +186,38 @@ func (w *world) noteMode(p *proc, optimistic bool) {
 
 func limPK(lid, i int) string { return fmt.Sprintf("lim#%d#%d", lid, i) }
 
-// limItem is a put of exactly size bytes as DynamoDB counts them.
-func limItem(lid, i, size int) ddbtypes.TransactWriteItem {
-	pk := limPK(lid, i)
+// limItemOn is a put of item pk on tbl of exactly size bytes as DynamoDB
+// counts them.
+func limItemOn(tbl, pk string, size int) ddbtypes.TransactWriteItem {
 	pad := size - ddblimit.ItemSize(map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}, "v": &ddbtypes.AttributeValueMemberS{}})
-	return ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(table), Item: map[string]ddbtypes.AttributeValue{
+	return ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(tbl), Item: map[string]ddbtypes.AttributeValue{
 		"pk": &ddbtypes.AttributeValueMemberS{Value: pk}, "v": &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("x", pad)}}}}
 }
 
-// limApply adds s's limit writes to out, the effect's own writes: called
-// by Q1's effect after the ledger, by Q2's after its downstream call (or
-// instead of it, for a commit that cannot be made). p's verdict is noted
-// where the product must refuse the commit before any request.
-func (w *world) limApply(p *proc, in effect.Input, s *msgSpec, out effect.Output) effect.Output {
-	l := s.lim
-	switch k := l.kind; {
+// outboxActions is how many transaction items the outbox adds for send: a
+// head per group and an item per message.
+func outboxActions(send []effect.Outgoing) int {
+	groups := map[string]bool{}
+	for _, m := range send {
+		groups[m.QueueURL+"#"+m.Group] = true
+	}
+	return len(send) + len(groups)
+}
+
+// limFill adds to writes those of limit class k, on items pk(0), pk(1),
+// ... of tbl, for a transaction that holds besides writes fixed actions of
+// fixedBytes (by the product's count: the record, an outbox's items).
+func limFill(k limKind, tbl string, pk func(i int) string, writes []ddbtypes.TransactWriteItem, fixed, fixedBytes int) []ddbtypes.TransactWriteItem {
+	switch {
 	case k <= limWrites100:
-		n := 98 + int(k-limWrites98) - len(out.Writes)
-		if l.send {
-			n -= 2 // the outbox's head of the group and its message
-			out.Send = []effect.Outgoing{{QueueURL: w.urls[q2Name], Group: fmt.Sprintf("lim%d", s.lid), ID: fmt.Sprintf("lim-%d", s.lid), Body: "limit"}}
-		}
+		n := ddblimit.TransactItems - 1 + int(k-limWrites98) - fixed - len(writes)
 		for i := range n {
-			out.Writes = append(out.Writes, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{TableName: aws.String(table),
-				Key:              map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: limPK(s.lid, i)}},
+			writes = append(writes, ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{TableName: aws.String(tbl),
+				Key:              map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk(i)}},
 				UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": numAV(1)}}})
 		}
 	case k <= limItemOver:
-		out.Writes = append(out.Writes, limItem(s.lid, 0, ddblimit.ItemBytes-1+int(k-limItemUnder)))
+		writes = append(writes, limItemOn(tbl, pk(0), ddblimit.ItemBytes-1+int(k-limItemUnder)))
 	default:
 		want := limTxUnderBytes
 		switch k {
@@ -221,8 +226,7 @@ func (w *world) limApply(p *proc, in effect.Input, s *msgSpec, out effect.Output
 		case limTxOver:
 			want = ddblimit.TransactBytes + 1
 		}
-		// The record's share as the bound counts an update's: its key.
-		rest := want - ddblimit.TransactionBytes(out.Writes) - ddblimit.ItemSize(map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: in.Key}})
+		rest := want - ddblimit.TransactionBytes(writes) - fixedBytes
 		const per = 400_000
 		n := (rest + per - 1) / per
 		for i := range n {
@@ -230,9 +234,24 @@ func (w *world) limApply(p *proc, in effect.Input, s *msgSpec, out effect.Output
 			if i < rest%n {
 				size++
 			}
-			out.Writes = append(out.Writes, limItem(s.lid, i, size))
+			writes = append(writes, limItemOn(tbl, pk(i), size))
 		}
 	}
+	return writes
+}
+
+// limApply adds s's limit writes to out, the effect's own writes: called
+// by Q1's effect after the ledger, by Q2's after its downstream call (or
+// instead of it, for a commit that cannot be made). p's verdict is noted
+// where the product must refuse the commit before any request.
+func (w *world) limApply(p *proc, in effect.Input, s *msgSpec, out effect.Output) effect.Output {
+	l := s.lim
+	if l.send {
+		out.Send = []effect.Outgoing{{QueueURL: w.urls[q2Name], Group: fmt.Sprintf("lim%d", s.lid), ID: fmt.Sprintf("lim-%d", s.lid), Body: "limit"}}
+	}
+	// The record's share as the bound counts an update's: its key.
+	record := ddblimit.ItemSize(map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: in.Key}})
+	out.Writes = limFill(l.kind, table, func(i int) string { return limPK(s.lid, i) }, out.Writes, 1+outboxActions(out.Send), record)
 	w.lims.mu.Lock()
 	opt := w.lims.optimistic[p.id] && s.queue == q1Name
 	w.lims.mu.Unlock()
@@ -256,24 +275,11 @@ func (w *world) limApply(p *proc, in effect.Input, s *msgSpec, out effect.Output
 // size its class plans.
 func (w *world) limRequest(p *proc, in *dynamodb.TransactWriteItemsInput, keys []string) {
 	n := len(in.TransactItems)
-	if n > ddblimit.TransactItems {
-		w.violate("limits: %s sent a TransactWriteItems of %d actions (commits %v): at most %d, the product must refuse it before any request", p.id, n, keys, ddblimit.TransactItems)
-	}
-	if b := ddblimit.TransactionBytes(in.TransactItems); b > ddblimit.TransactBytes {
-		w.violate("limits: %s sent a TransactWriteItems of at least %d bytes (commits %v): at most 4 MB (%d), the product must refuse it before any request", p.id, b, keys, ddblimit.TransactBytes)
+	for _, v := range pastLimits(p.id, in, fmt.Sprintf("commits %v", keys)) {
+		w.violate("%s", v)
 	}
 	lids := map[int]bool{}
-	for _, it := range in.TransactItems {
-		var pk string
-		switch {
-		case it.Put != nil:
-			if sz := ddblimit.ItemSize(it.Put.Item); sz > ddblimit.ItemBytes {
-				w.violate("limits: %s sent a put of %d bytes (commits %v): at most 400 KB (%d), the product must refuse it before any request", p.id, sz, keys, ddblimit.ItemBytes)
-			}
-			pk = pkOf(it.Put.Item)
-		case it.Update != nil:
-			pk = pkOf(it.Update.Key)
-		}
+	for _, pk := range txPKs(in) {
 		if rest, ok := strings.CutPrefix(pk, "lim#"); ok {
 			lid, _ := strconv.Atoi(rest[:strings.IndexByte(rest, '#')])
 			lids[lid] = true
@@ -306,6 +312,41 @@ func (w *world) limRequest(p *proc, in *dynamodb.TransactWriteItemsInput, keys [
 			w.violate("limits: sim: the commit of logical %d (%s) counts %d bytes, not %d: the workload is off the limit", lid, k, ddblimit.TransactionBytes(in.TransactItems), ddblimit.TransactBytes)
 		}
 	}
+}
+
+// pastLimits says which of DynamoDB's limits a TransactWriteItems that
+// who sent passes by the product's own count: none may reach DynamoDB.
+func pastLimits(who string, in *dynamodb.TransactWriteItemsInput, what string) []string {
+	var out []string
+	if n := len(in.TransactItems); n > ddblimit.TransactItems {
+		out = append(out, fmt.Sprintf("limits: %s sent a TransactWriteItems of %d actions (%s): at most %d, the product must refuse it before any request", who, n, what, ddblimit.TransactItems))
+	}
+	if b := ddblimit.TransactionBytes(in.TransactItems); b > ddblimit.TransactBytes {
+		out = append(out, fmt.Sprintf("limits: %s sent a TransactWriteItems of at least %d bytes (%s): at most 4 MB (%d), the product must refuse it before any request", who, b, what, ddblimit.TransactBytes))
+	}
+	for _, it := range in.TransactItems {
+		if it.Put != nil {
+			if sz := ddblimit.ItemSize(it.Put.Item); sz > ddblimit.ItemBytes {
+				out = append(out, fmt.Sprintf("limits: %s sent a put of %d bytes (%s): at most 400 KB (%d), the product must refuse it before any request", who, sz, what, ddblimit.ItemBytes))
+			}
+		}
+	}
+	return out
+}
+
+// txPKs are the partition keys a TransactWriteItems' puts and updates
+// write.
+func txPKs(in *dynamodb.TransactWriteItemsInput) []string {
+	var out []string
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			out = append(out, pkOf(it.Put.Item))
+		case it.Update != nil:
+			out = append(out, pkOf(it.Update.Key))
+		}
+	}
+	return out
 }
 
 // checkLimits: at the end, a limit message's first item exists if and
@@ -379,9 +420,7 @@ func obRead(p dynProc, op string, keys int, limit int32, got int, more bool) {
 	switch op {
 	case "BatchGetItem":
 		if keys > ddblimit.BatchGetKeys {
-			if pp, ok := p.(*proc); ok {
-				pp.w.violate("limits: %s sent a BatchGetItem of %d keys: at most %d", pp.id, keys, ddblimit.BatchGetKeys)
-			}
+			p.violate("limits: %s sent a BatchGetItem of %d keys: at most %d", p.name(), keys, ddblimit.BatchGetKeys)
 		}
 		if keys == ddblimit.BatchGetKeys {
 			p.stat("outbox: BatchGetItem of 100 keys", 1)
@@ -400,7 +439,13 @@ func obRead(p dynProc, op string, keys int, limit int32, got int, more bool) {
 // is written, so that its first sweep finds them all pending. It reports
 // false when ctx ended first.
 func (o *obHalf) pagesWritten(ctx context.Context) bool {
-	for o.s.Pages && !o.produced.Load() {
+	return waitUntil(ctx, func() bool { return !o.s.Pages || o.produced.Load() })
+}
+
+// waitUntil looks at cond every second until it holds (true) or ctx ends
+// (false).
+func waitUntil(ctx context.Context, cond func() bool) bool {
+	for !cond() {
 		t := time.NewTimer(time.Second)
 		select {
 		case <-ctx.Done():
@@ -410,4 +455,82 @@ func (o *obHalf) pagesWritten(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// unreadKeys are the outbox keys a relay process's BatchGetItem answers
+// left unprocessed (past 16 MB, or throttled) and it has not asked for
+// again. The relay must ask for exactly those keys again: a group whose
+// keys wait there read by a Query instead is the relay dropping
+// UnprocessedKeys (plant L9: a lane left out is read alone, or its rest on
+// a later round). A process's sets are dropped when it starts a sweep (its
+// index Query): a round cut short by its grace (Run) leaves its last set
+// unasked, legitimately. After the relay's last attempt (3 asks again) it
+// reads the chunk's groups alone: not tracked.
+type unreadKeys struct {
+	mu   sync.Mutex
+	sets map[string]int // sorted keys -> times asked again so far
+	byPK map[string]int // group (pk) -> its keys in sets
+}
+
+const relayLastReask = 3 // outbox/relay.go: loadIndexed's attempts after the first
+
+func unreadSig(keys []string) string {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	return strings.Join(keys, "\x00")
+}
+
+// asked notes a BatchGetItem of keys (pk, sk pairs as pk "/" sk "/"),
+// and returns how many times these keys have now been asked again (0: a
+// first ask).
+func (u *unreadKeys) asked(keys []string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n, ok := u.sets[unreadSig(keys)]
+	if !ok {
+		return 0
+	}
+	delete(u.sets, unreadSig(keys))
+	for _, k := range keys {
+		u.byPK[pkOfKeyStr(k)]--
+	}
+	return n + 1
+}
+
+// left notes the keys an answer to an ask of depth n left unprocessed.
+func (u *unreadKeys) left(keys []string, n int) {
+	if len(keys) == 0 || n >= relayLastReask {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sets == nil {
+		u.sets, u.byPK = map[string]int{}, map[string]int{}
+	}
+	u.sets[unreadSig(keys)] = n
+	for _, k := range keys {
+		u.byPK[pkOfKeyStr(k)]++
+	}
+}
+
+// sweep drops the sets: the process starts a new round.
+func (u *unreadKeys) sweep() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	clear(u.sets)
+	clear(u.byPK)
+}
+
+// waiting reports whether keys of group pk wait to be asked for again.
+func (u *unreadKeys) waiting(pk string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.byPK[pk] > 0
+}
+
+// pkOfKeyStr is the pk of a keyStr of a pk and a numeric sk ("pk/sk/";
+// the pk may hold '/').
+func pkOfKeyStr(k string) string {
+	k = strings.TrimSuffix(k, "/")
+	return k[:max(0, strings.LastIndexByte(k, '/'))]
 }

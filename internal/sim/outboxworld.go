@@ -155,6 +155,10 @@ type obHalf struct {
 func (p *proc) seed() uint64            { return p.w.cfg.Seed }
 func (p *proc) nextRead() int64         { return p.w.ob.reads.Add(1) }
 func (p *proc) stat(name string, n int) { p.w.stat(name, n) }
+func (p *proc) unreadKeys() *unreadKeys { return &p.unread }
+func (p *proc) violate(format string, args ...any) {
+	p.w.violate(format, args...)
+}
 
 // obSize is what SQS counts of a message as the relay sends it.
 func obSize(group, id, body string) int {

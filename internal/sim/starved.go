@@ -58,6 +58,11 @@ type srcRecv struct {
 	// back past the wait: the worker dates what it brings by the poll's
 	// start, as a slow answer, so it may find it expired on arrival.
 	sentLate bool
+	// failed: an event source mapping's receive whose invocation failed
+	// (its container died, its function timed out or its init failed)
+	// after faults on that container's calls: the whole batch comes back
+	// after the visibility timeout.
+	failed bool
 }
 
 // maxWait is the longest long poll (SQS's WaitTimeSeconds limit).
@@ -74,17 +79,35 @@ func newStarved() *starved {
 }
 
 // noteRecv records a receive of a source queue's message by p (nil: the
-// event source mapping's). orphan: p's long poll, given up, took it.
+// event source mapping's, which esmReceived records once it knows the
+// container). orphan: p's long poll, given up, took it.
 func (w *world) noteRecv(p *proc, lid int, m types.Message, orphan, sentLate bool) {
 	if p == nil {
 		return
 	}
-	x := w.starve
-	n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+	w.starve.note(lid, m, srcRecv{at: time.Since(w.start), proc: p.id, orphan: orphan, dead: orphan && p.dead.Load(), sentLate: sentLate})
+}
+
+// esmReceived notes the receives of an event source mapping's poll, made
+// at +at, whose batch went to p's container (or p's cold start, which
+// failed). failed: the invocation failed (its container died or its init
+// failed): the whole batch comes back after the visibility timeout. The
+// judge counts that as spoiled when the container met a fault.
+func (w *world) esmReceived(p *proc, at time.Duration, ms []types.Message, failed bool) {
+	for _, m := range ms {
+		w.starve.note(lidNum(aws.ToString(m.Body)), m, srcRecv{at: at, proc: p.id, failed: failed && p.faults.Load() > 0})
+	}
+}
+
+// note records r, a receive of m (lid's), with m's receive count and
+// receipt.
+func (x *starved) note(lid int, m types.Message, r srcRecv) {
+	r.count, _ = strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+	r.receipt = aws.ToString(m.ReceiptHandle)
 	id := aws.ToString(m.MessageId)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.recvs[id] = append(x.recvs[id], srcRecv{at: time.Since(w.start), proc: p.id, count: n, orphan: orphan, dead: orphan && p.dead.Load(), receipt: aws.ToString(m.ReceiptHandle), sentLate: sentLate})
+	x.recvs[id] = append(x.recvs[id], r)
 	if x.ids[lid] == nil {
 		x.ids[lid] = map[string]struct{}{}
 	}
@@ -331,6 +354,8 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 				} else {
 					whys = append(whys, fmt.Sprintf("#%d: %s's %s on %s began %s before and lasted into it", r.count, r.proc, f.kind, f.op, (r.at-f.at).Round(time.Millisecond)))
 				}
+			case r.failed:
+				whys = append(whys, fmt.Sprintf("#%d: the invocation of %s failed after faults on its container", r.count, r.proc))
 			case x.stopping(r.proc, end):
 				whys = append(whys, fmt.Sprintf("#%d: %s began a graceful stop %s later", r.count, r.proc, (x.stops[r.proc]-r.at).Round(time.Millisecond)))
 			default:

@@ -927,18 +927,22 @@ func (w *world) esm(ctx context.Context, n int) {
 		if err != nil || len(out.Messages) == 0 {
 			continue
 		}
+		at := time.Since(w.start)
 		w.observeReceive(nil, q2Name, out.Messages, false)
 		if c == nil || c.p.dead.Load() {
-			c = w.coldStart(ctx, w.newProc(fmt.Sprintf("λ%d.%d", n, cold)))
+			p := w.newProc(fmt.Sprintf("λ%d.%d", n, cold))
+			c = w.coldStart(ctx, p)
 			cold++
 			if c == nil {
 				// The init failed: the invocation fails, and its records
 				// come back after the visibility timeout, as in Lambda.
 				w.stat("lambda: invocation failed (cold start)", 1)
+				w.esmReceived(p, at, out.Messages, true)
 				continue
 			}
 		}
 		w.invoke(ctx, c, out.Messages, esm)
+		w.esmReceived(c.p, at, out.Messages, c.p.dead.Load())
 	}
 }
 

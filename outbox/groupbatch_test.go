@@ -183,3 +183,34 @@ func memEnv(t *testing.T) *env {
 	t.Helper()
 	return newEnv(t, memdynamo.New(), memsqs.New())
 }
+
+// TestALostAnswerThatHidAReorderIsCaughtByTheSequenceNumbers: SQS refuses
+// a3 and takes a4 and a5 in a request whose answer is lost. The relay,
+// seeing an error, sends a1 to a5 again: SQS takes a3 now and answers the
+// copies of a4 and a5 with their first sequence numbers, below a3's. The
+// relay holds the group at a4, the first message SQS had out of order.
+func TestALostAnswerThatHidAReorderIsCaughtByTheSequenceNumbers(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		hotGroup(t, e, 5)
+		f := &faultySQS{sqsAPI: e.sqs, failEntry: map[string]int{"a3": 1}, lose: 1}
+		r := &outbox.Relay{DB: e.db, SQS: f, Table: e.table, GroupBatch: 10}
+		round, err := r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, round.Errors, "the answer was lost: nothing is known")
+		require.Zero(t, round.Reordered)
+
+		round, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, round.Reordered)
+		require.Equal(t, 1, round.Held)
+		require.Equal(t, 3, round.Published, "a1 and a2 again, and a3")
+		h, held, err := outbox.GroupHeld(ctx, e.db, e.table, e.q1, "a")
+		require.NoError(t, err)
+		require.True(t, held)
+		require.Equal(t, int64(4), h.Seq)
+		require.True(t, strings.HasPrefix(h.Why, outbox.ReorderedHold+": SQS had message 4 before message 3"), h.Why)
+		bodies, _ := e.received(t, e.q1)
+		require.Equal(t, []string{"a1", "a2", "a4", "a5", "a3"}, bodies["a"], "what SQS did")
+	})
+}

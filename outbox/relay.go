@@ -588,6 +588,12 @@ const (
 // order.
 func (r *Relay) runLength(l *lane) int {
 	g := r.groupBatch()
+	if l.h.heldSeq == l.msgs[l.done].seq {
+		// Released after a hold: alone, so that SQS's answers to the
+		// copies of messages it took after refusing this one are not
+		// compared with this one's.
+		g = 1
+	}
 	first := l.msgs[l.done].size()
 	bytes, big := first, 0
 	if first > minMaximumMessageSize {
@@ -744,8 +750,10 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 		failed[aws.ToString(f.Id)] = f
 	}
 	ok := map[string]bool{}
+	sqsSeq := map[string]string{}
 	for _, s := range out.Successful {
 		ok[aws.ToString(s.Id)] = true
+		sqsSeq[aws.ToString(s.Id)] = aws.ToString(s.SequenceNumber)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -753,6 +761,9 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 	for _, ru := range runs {
 		l := ru.l
 		var ahead []int64 // taken by SQS after an earlier message of the run was not
+		broken := ""      // why the run's sequence numbers say SQS had it out of order
+		var last string   // SQS's sequence number of the run's last message taken
+		var lastSeq int64
 		for k := range ru.n {
 			id := strconv.Itoa(i)
 			i++
@@ -766,6 +777,19 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 			}
 			switch {
 			case ok[id]:
+				if s := sqsSeq[id]; fifo && s != "" {
+					// SQS answers a send it deduplicates with the first
+					// copy's sequence number: one below an earlier
+					// message's means SQS had this one first (a request
+					// whose answer was lost took it after refusing the
+					// earlier one).
+					if last != "" && !seqAfter(s, last) {
+						l.stopped = true
+						broken = fmt.Sprintf("SQS had message %d before message %d (sequence numbers %s and %s), from an earlier request whose answer was lost", m.seq, lastSeq, s, last)
+						continue
+					}
+					last, lastSeq = s, m.seq
+				}
 				m.sent = true
 				l.done++
 				round.Published++
@@ -787,29 +811,41 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 				}
 			}
 		}
-		if len(ahead) > 0 && fifo {
-			r.reordered(l, ahead, round)
+		if fifo && (broken != "" || len(ahead) > 0) {
+			r.reordered(l, broken, ahead, round)
 		}
 	}
 }
 
-// reordered holds a lane whose run SQS broke: it took the messages ahead
-// after refusing l.msgs[l.done], so the group's consumers may get them
-// first. The group is held at the refused message; an operator's Release
-// publishes it again (and the ones ahead again: SQS drops those copies
-// within its five-minute deduplication window, and a consumer that
-// deduplicates by idempotency-key, after it).
-func (r *Relay) reordered(l *lane, ahead []int64, round *Round) {
-	m := l.msgs[l.done]
-	cause := l.hold
-	if cause == "" && l.pubErr != nil {
-		cause = l.pubErr.Error()
+// seqAfter reports whether SQS sequence number a is greater than b
+// (decimal, no leading zeros, up to 128 bits).
+func seqAfter(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
 	}
-	l.hold = fmt.Sprintf("%s: SQS took message(s) %v of the group in the same SendMessageBatch after refusing message %d (%s); its consumers may have got them first",
-		ReorderedHold, ahead, m.seq, cause)
+	return a > b
+}
+
+// reordered holds a lane whose run shows SQS broke the group's order: it
+// took the messages ahead after refusing l.msgs[l.done], or (broken) it
+// had l.msgs[l.done] before an earlier message of the group. The group's
+// consumers may get them out of order. The group is held at l.msgs[l.done];
+// an operator's Release publishes it again and the ones after (SQS drops
+// the copies of those it took within its five-minute deduplication
+// window, and a consumer that deduplicates by idempotency-key, after it).
+func (r *Relay) reordered(l *lane, broken string, ahead []int64, round *Round) {
+	m := l.msgs[l.done]
+	if broken == "" {
+		cause := l.hold
+		if cause == "" && l.pubErr != nil {
+			cause = l.pubErr.Error()
+		}
+		broken = fmt.Sprintf("SQS took message(s) %v of the group in the same SendMessageBatch after refusing message %d (%s)", ahead, m.seq, cause)
+	}
+	l.hold = ReorderedHold + ": " + broken + "; its consumers may have got them out of order"
 	l.pubErr = nil
 	round.Reordered++
-	r.log().Error("outbox group reordered by SQS within a batch; group held until an operator releases it or drops the message",
+	r.log().Error("outbox group reordered at SQS; group held until an operator releases it or drops the message",
 		"queue", l.h.queue, "group", l.h.group, "id", m.id, "error", l.hold)
 }
 

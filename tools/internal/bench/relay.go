@@ -48,9 +48,14 @@ const (
 	relayBacklogWrite      = 90
 )
 
-// RelayGroupBatchSize is the Relay.GroupBatch of RelayGroupBatch and
-// RelayBacklogGroupBatch.
-const RelayGroupBatchSize = 10
+// RelayGroupBatchSize and RelayGroupBatchPerGroup are the Relay.GroupBatch
+// and Relay.PerGroup of RelayGroupBatch and RelayBacklogGroupBatch: the
+// settings for a hot group (50 of its messages a round, in requests of
+// 10; the default reads 10 a round).
+const (
+	RelayGroupBatchSize     = 10
+	RelayGroupBatchPerGroup = 50
+)
 
 // relayModes are the producers of the relay comparison at groups, in
 // order; the backlog runs at one group only (the hot group; over many
@@ -64,9 +69,9 @@ func relayModes(groups int) []string {
 }
 
 // relayBacklogSize is the backlog of the relay-alone runs: more than the
-// relay can publish in the warm-up and the window at one message per 2 ms.
+// relay can publish in the warm-up and the window at one message per ms.
 func (h *harness) relayBacklogSize() int {
-	return int((h.cfg.Warmup + h.cfg.Window) / (2 * time.Millisecond))
+	return int((h.cfg.Warmup + h.cfg.Window) / time.Millisecond)
 }
 
 // DefaultRelayGroups are the group counts of the relay comparison: one hot
@@ -178,7 +183,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
 			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
 		if mode == RelayBacklogGroupBatch {
-			relay.GroupBatch = RelayGroupBatchSize
+			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
 		}
 		wg.Go(func() { _ = relay.Run(rctx) })
 	case RelayOutbox, RelayGroupBatch:
@@ -203,7 +208,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
 			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
 		if mode == RelayGroupBatch {
-			relay.GroupBatch = RelayGroupBatchSize
+			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
 		}
 		wg.Go(func() { _ = relay.Run(rctx) })
 	default:

@@ -192,7 +192,7 @@ func (r *Result) Targets() []Target {
 		}
 		t := Target{Name: "relay rate × direct producer", Run: fmt.Sprintf("aws-like latency, %d group(s), %d writers", rl.Groups, rl.Writers), Bound: TargetRelay}
 		if rl.Mode == RelayGroupBatch {
-			t.Run += fmt.Sprintf(", GroupBatch %d", RelayGroupBatchSize)
+			t.Run += fmt.Sprintf(", GroupBatch %d, PerGroup %d", RelayGroupBatchSize, RelayGroupBatchPerGroup)
 		}
 		if d, ok := r.relayRun(RelayDirect, rl.Groups); ok && d.Rate > 0 && rl.Rate > 0 {
 			t.Value = rl.Rate / d.Rate

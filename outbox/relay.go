@@ -71,8 +71,12 @@ type Relay struct {
 	// MaximumMessageSize, lowered under the relay, could refuse one
 	// message and take a later one. What it cannot foresee (an entry
 	// failing inside SQS, a refusal it does not know) may let SQS take a
-	// message after refusing an earlier one of its group: the relay then
-	// holds the group at the refused message, counts it in
+	// message after refusing an earlier one of its group. The relay sees
+	// it in SQS's per-entry answer or, when that answer was lost, in the
+	// sequence numbers SQS gives the copies on the next attempt (if that
+	// comes within SQS's five-minute deduplication window, and as SQS
+	// answers a deduplicated send with the first copy's number); it then
+	// holds the group at the message SQS had out of order, counts it in
 	// Round.Reordered and Round.Held, and logs it; worker outbox shows
 	// the group held, with a reason beginning with ReorderedHold. The
 	// group's consumers may have received the later messages first. With

@@ -57,8 +57,10 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: &table, Key: headKey(pk),
-			UpdateExpression:          aws.String("REMOVE #held, #hseq"),
-			ConditionExpression:       aws.String("#hseq = :hseq"),
+			// held_seq stays: the relay publishes the released message
+			// alone (see outboxschema.AttrHeldSeq).
+			UpdateExpression:          aws.String("REMOVE #held"),
+			ConditionExpression:       aws.String("attribute_exists(#held) AND #hseq = :hseq"),
 			ExpressionAttributeNames:  map[string]string{"#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":hseq": num(h.Seq)},
 		}},

@@ -31,16 +31,18 @@ type SQS interface {
 // Relay publishes an outbox table's messages to SQS.
 //
 // Per group, it reads the head and the messages after the last published
-// one with strongly consistent reads, publishes them one at a time in
-// sequence order (a SendMessageBatch holds at most one message per group,
-// so that a failed entry can never let a later one of its group through),
+// one with strongly consistent reads, publishes them in sequence order,
 // and records its progress in one transaction that advances the head's
 // published mark, conditioned on the mark it read, and marks the messages
-// published with a TTL. A message is published again when the relay dies
+// published with a TTL. By default a SendMessageBatch holds at most one
+// message per group, so that no failed entry can let a later one of its
+// group through; GroupBatch trades that for a hot group's rate, with the
+// guarantee it states. A message is published again when the relay dies
 // or loses its transaction after SQS took it: every copy carries the same
 // MessageDeduplicationId and idempotency-key (Key). Two relays on one table
 // publish some messages twice, never out of order: a relay publishes a
-// group's message n only after it has read n-1 marked published.
+// group's message n only after it has read n-1 marked published (or, with
+// GroupBatch, in the same SendMessageBatch after it).
 //
 // The pending index only says which groups to look at; a group missing
 // from it for a while (the index is eventually consistent) is delayed,
@@ -59,6 +61,27 @@ type Relay struct {
 	// PerGroup bounds the messages of one group published per sweep.
 	// At most 50; defaults to 10.
 	PerGroup int
+	// GroupBatch is how many messages of one group one SendMessageBatch
+	// may carry, in order: 1 to 10; defaults to 1. Above 1, a hot group
+	// moves up to GroupBatch messages per SQS round trip instead of one,
+	// and its order rests on SQS refusing, within a batch, either none of
+	// a group's messages or only a suffix of them. The relay sees to it
+	// for every refusal it can foresee: Write refuses what SQS would
+	// refuse of a message, and a run is cut where a queue's
+	// MaximumMessageSize, lowered under the relay, could refuse one
+	// message and take a later one. What it cannot foresee (an entry
+	// failing inside SQS, a refusal it does not know) may let SQS take a
+	// message after refusing an earlier one of its group. The relay sees
+	// it in SQS's per-entry answer or, when that answer was lost, in the
+	// sequence numbers SQS gives the copies on the next attempt (if that
+	// comes within SQS's five-minute deduplication window, and as SQS
+	// answers a deduplicated send with the first copy's number); it then
+	// holds the group at the message SQS had out of order, counts it in
+	// Round.Reordered and Round.Held, and logs it; worker outbox shows
+	// the group held, with a reason beginning with ReorderedHold. The
+	// group's consumers may have received the later messages first. With
+	// 1, no SQS answer can reorder a group.
+	GroupBatch int
 	// Concurrency bounds the groups read and committed at once. Defaults to
 	// 32.
 	Concurrency int
@@ -79,6 +102,10 @@ type Round struct {
 	Held       int           // groups held, waiting for an operator (a sweep's: all it saw)
 	Lag        time.Duration // age of the oldest message still to publish (sweeps only)
 	Errors     int           // groups left for the next round after an error
+	// Reordered counts groups whose order SQS broke within a
+	// SendMessageBatch (GroupBatch above 1): it took a message after
+	// refusing an earlier one of the group. Each is held (see Held).
+	Reordered int
 }
 
 // Defaults of the relay's settings.
@@ -507,33 +534,41 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 	})
 }
 
-// publish sends the lanes' messages in steps: step k sends each lane's k-th
-// message, at most one per group in a SendMessageBatch, so a group's
-// messages go in order and a failed one stops its group for the round.
+// run is the messages of one lane that one SendMessageBatch carries, in
+// order: msgs[from : from+n].
+type run struct {
+	l       *lane
+	from, n int
+}
+
+// publish sends the lanes' messages in steps: each step sends every lane's
+// next run (one message, or up to GroupBatch of them in order), a lane's
+// run always in one SendMessageBatch, and a failed message stops its group
+// for the round.
 func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
-	for step := 0; ; step++ {
-		byQueue := map[string][]*lane{}
+	for {
+		byQueue := map[string][]run{}
 		var queues []string
 		for _, l := range lanes {
-			if l.err != nil || l.stopped || step >= len(l.msgs) {
+			if l.err != nil || l.stopped || l.done >= len(l.msgs) {
 				continue
 			}
 			if byQueue[l.h.queue] == nil {
 				queues = append(queues, l.h.queue)
 			}
-			byQueue[l.h.queue] = append(byQueue[l.h.queue], l)
+			byQueue[l.h.queue] = append(byQueue[l.h.queue], run{l: l, from: l.done, n: r.runLength(l)})
 		}
 		if len(queues) == 0 {
 			return
 		}
 		sort.Strings(queues)
-		var batches [][]*lane
+		var batches [][]run
 		for _, q := range queues {
-			batches = append(batches, batchesOf(byQueue[q], step)...)
+			batches = append(batches, batchesOf(byQueue[q])...)
 		}
 		var mu sync.Mutex
 		r.each(len(batches), func(i int) {
-			r.sendBatch(ctx, batches[i], step, &mu, round)
+			r.sendBatch(ctx, batches[i], &mu, round)
 		})
 	}
 }
@@ -542,14 +577,82 @@ func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
 const (
 	maxBatchEntries = 10
 	maxBatchBytes   = 1 << 20
+	// minMaximumMessageSize is the lowest MaximumMessageSize a queue can
+	// be given: a message no larger is never refused for its size.
+	minMaximumMessageSize = 1024
 )
 
-// batchesOf cuts the lanes of one queue into SendMessageBatch requests of
-// their step-th messages: at most maxBatchEntries, and at most
-// maxBatchBytes of SQS-counted size together (SQS refuses the whole
-// request past it, BatchRequestTooLong).
-func batchesOf(ls []*lane, step int) [][]*lane {
-	return pack(ls, maxBatchEntries, maxBatchBytes, func(l *lane) int { return l.msgs[step].size() })
+// runLength is how many of a lane's messages, from its next one, go in
+// one SendMessageBatch: up to GroupBatch, within a batch's bytes, and cut
+// where a message is smaller than an earlier one of the run that is over
+// minMaximumMessageSize. A queue's MaximumMessageSize, which an operator
+// may lower at any time, then refuses either no message of a run or a
+// suffix of it, never one message and not a later one: the one refusal
+// that is about the queue and not the message cannot break the group's
+// order.
+func (r *Relay) runLength(l *lane) int {
+	g := r.groupBatch()
+	if l.h.heldSeq == l.msgs[l.done].seq {
+		// Released after a hold: alone, so that SQS's answers to the
+		// copies of messages it took after refusing this one are not
+		// compared with this one's.
+		g = 1
+	}
+	first := l.msgs[l.done].size()
+	bytes, big := first, 0
+	if first > minMaximumMessageSize {
+		big = first
+	}
+	n := 1
+	for ; n < g && l.done+n < len(l.msgs); n++ {
+		s := l.msgs[l.done+n].size()
+		if s < big || bytes+s > maxBatchBytes {
+			break
+		}
+		bytes += s
+		if s > minMaximumMessageSize {
+			big = s
+		}
+	}
+	return n
+}
+
+func (r *Relay) groupBatch() int {
+	return min(max(r.GroupBatch, 1), maxBatchEntries)
+}
+
+// size is a run's SQS-counted bytes.
+func (ru run) size() int {
+	n := 0
+	for _, m := range ru.l.msgs[ru.from : ru.from+ru.n] {
+		n += m.size()
+	}
+	return n
+}
+
+// batchesOf cuts the runs of one queue into SendMessageBatch requests: at
+// most maxBatchEntries messages, and at most maxBatchBytes of SQS-counted
+// size together (SQS refuses the whole request past it,
+// BatchRequestTooLong). A run is never split: two requests racing could
+// reorder its group.
+func batchesOf(runs []run) [][]run {
+	var out [][]run
+	var cur []run
+	n, w := 0, 0
+	for _, ru := range runs {
+		s := ru.size()
+		if len(cur) > 0 && (n+ru.n > maxBatchEntries || w+s > maxBatchBytes) {
+			out = append(out, cur)
+			cur, n, w = nil, 0, 0
+		}
+		cur = append(cur, ru)
+		n += ru.n
+		w += s
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // pack cuts xs, in order, into runs of at most maxN elements whose weights
@@ -589,47 +692,59 @@ func (m *pendingMsg) size() int { return sqsSize(m.body, m.attrs, m.key) }
 // retried every round and counted as errors.
 var failCodes = []string{"InvalidMessageContents", "InvalidAttributeName", "InvalidAttributeValue"}
 
-func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mutex, round *Round) {
-	queue := ls[0].h.queue
+// ReorderedHold begins the reason a group is held for when SQS took a
+// message of it in a SendMessageBatch after refusing an earlier one of the
+// same group (GroupBatch above 1).
+const ReorderedHold = "Reordered"
+
+func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round *Round) {
+	queue := runs[0].l.h.queue
 	fifo := isFIFO(queue)
-	entries := make([]sqstypes.SendMessageBatchRequestEntry, len(ls))
-	for i, l := range ls {
-		m := l.msgs[step]
-		attrs := make(map[string]sqstypes.MessageAttributeValue, len(m.attrs)+1)
-		for k, v := range m.attrs {
-			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
-		}
-		attrs[IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.key)}
-		entries[i] = sqstypes.SendMessageBatchRequestEntry{
-			Id:                aws.String(strconv.Itoa(i)),
-			MessageBody:       aws.String(m.body),
-			MessageAttributes: attrs,
-		}
-		if fifo {
-			entries[i].MessageGroupId = aws.String(l.h.group)
-			entries[i].MessageDeduplicationId = aws.String(m.key)
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for _, ru := range runs {
+		for _, m := range ru.l.msgs[ru.from : ru.from+ru.n] {
+			attrs := make(map[string]sqstypes.MessageAttributeValue, len(m.attrs)+1)
+			for k, v := range m.attrs {
+				attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+			}
+			attrs[IdempotencyKeyAttribute] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.key)}
+			e := sqstypes.SendMessageBatchRequestEntry{
+				Id:                aws.String(strconv.Itoa(len(entries))),
+				MessageBody:       aws.String(m.body),
+				MessageAttributes: attrs,
+			}
+			if fifo {
+				e.MessageGroupId = aws.String(ru.l.h.group)
+				e.MessageDeduplicationId = aws.String(m.key)
+			}
+			entries = append(entries, e)
 		}
 	}
 	out, err := r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
 	if err != nil && awserr.Code(err) == "BatchRequestTooLong" {
-		if len(ls) > 1 {
+		switch {
+		case len(runs) > 1:
 			// SQS counts more than the relay did: halves, each on its own.
-			r.sendBatch(ctx, ls[:len(ls)/2], step, mu, round)
-			r.sendBatch(ctx, ls[len(ls)/2:], step, mu, round)
-			return
+			r.sendBatch(ctx, runs[:len(runs)/2], mu, round)
+			r.sendBatch(ctx, runs[len(runs)/2:], mu, round)
+		case runs[0].n > 1:
+			// The run's first message alone; the rest in the next step.
+			r.sendBatch(ctx, []run{{l: runs[0].l, from: runs[0].from, n: 1}}, mu, round)
+		default:
+			l := runs[0].l
+			mu.Lock()
+			l.stopped = true
+			l.hold = "BatchRequestTooLong: " + err.Error()
+			mu.Unlock()
+			r.log().Error("outbox message too long for SQS on its own; group held", "queue", queue, "group", l.h.group, "id", l.msgs[runs[0].from].id)
 		}
-		mu.Lock()
-		ls[0].stopped = true
-		ls[0].hold = "BatchRequestTooLong: " + err.Error()
-		mu.Unlock()
-		r.log().Error("outbox message too long for SQS on its own; group held", "queue", queue, "group", ls[0].h.group, "id", ls[0].msgs[step].id)
 		return
 	}
 	if err != nil {
 		mu.Lock()
-		for _, l := range ls {
-			l.stopped = true
-			l.pubErr = fmt.Errorf("publish to %s: %w", queue, err)
+		for _, ru := range runs {
+			ru.l.stopped = true
+			ru.l.pubErr = fmt.Errorf("publish to %s: %w", queue, err)
 		}
 		mu.Unlock()
 		return
@@ -639,37 +754,103 @@ func (r *Relay) sendBatch(ctx context.Context, ls []*lane, step int, mu *sync.Mu
 		failed[aws.ToString(f.Id)] = f
 	}
 	ok := map[string]bool{}
+	sqsSeq := map[string]string{}
 	for _, s := range out.Successful {
 		ok[aws.ToString(s.Id)] = true
+		sqsSeq[aws.ToString(s.Id)] = aws.ToString(s.SequenceNumber)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for i, l := range ls {
-		id := strconv.Itoa(i)
-		m := &l.msgs[step]
-		switch f, bad := failed[id]; {
-		case ok[id]:
-			m.sent = true
-			l.done++
-			round.Published++
-		case bad && f.SenderFault && slices.Contains(failCodes, awserr.TrimCode(aws.ToString(f.Code))):
-			m.failed = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
-			l.done++
-			round.Failed++
-			r.log().Error("outbox message refused by SQS for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
-		case bad && f.SenderFault:
-			l.stopped = true
-			l.hold = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
-			r.log().Error("outbox message refused by SQS; group held until an operator releases it or drops the message", "queue", queue, "group", l.h.group, "id", m.id, "error", l.hold)
-		default:
-			l.stopped = true
-			if bad {
-				l.pubErr = fmt.Errorf("publish to %s: %s: %s", queue, aws.ToString(f.Code), aws.ToString(f.Message))
-			} else {
-				l.pubErr = fmt.Errorf("publish to %s: SQS reported neither success nor failure for the message", queue)
+	i := 0
+	for _, ru := range runs {
+		l := ru.l
+		var ahead []int64 // taken by SQS after an earlier message of the run was not
+		broken := ""      // why the run's sequence numbers say SQS had it out of order
+		var last string   // SQS's sequence number of the run's last message taken
+		var lastSeq int64
+		for k := range ru.n {
+			id := strconv.Itoa(i)
+			i++
+			m := &l.msgs[ru.from+k]
+			f, bad := failed[id]
+			if l.stopped {
+				if ok[id] {
+					ahead = append(ahead, m.seq)
+				}
+				continue
+			}
+			switch {
+			case ok[id]:
+				if s := sqsSeq[id]; fifo && s != "" {
+					// SQS answers a send it deduplicates with the first
+					// copy's sequence number: one below an earlier
+					// message's means SQS had this one first (a request
+					// whose answer was lost took it after refusing the
+					// earlier one).
+					if last != "" && !seqAfter(s, last) {
+						l.stopped = true
+						broken = fmt.Sprintf("SQS had message %d before message %d (sequence numbers %s and %s), from an earlier request whose answer was lost", m.seq, lastSeq, s, last)
+						continue
+					}
+					last, lastSeq = s, m.seq
+				}
+				m.sent = true
+				l.done++
+				round.Published++
+			case bad && f.SenderFault && slices.Contains(failCodes, awserr.TrimCode(aws.ToString(f.Code))):
+				m.failed = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
+				l.done++
+				round.Failed++
+				r.log().Error("outbox message refused by SQS for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
+			case bad && f.SenderFault:
+				l.stopped = true
+				l.hold = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
+				r.log().Error("outbox message refused by SQS; group held until an operator releases it or drops the message", "queue", queue, "group", l.h.group, "id", m.id, "error", l.hold)
+			default:
+				l.stopped = true
+				if bad {
+					l.pubErr = fmt.Errorf("publish to %s: %s: %s", queue, aws.ToString(f.Code), aws.ToString(f.Message))
+				} else {
+					l.pubErr = fmt.Errorf("publish to %s: SQS reported neither success nor failure for the message", queue)
+				}
 			}
 		}
+		if fifo && (broken != "" || len(ahead) > 0) {
+			r.reordered(l, broken, ahead, round)
+		}
 	}
+}
+
+// seqAfter reports whether SQS sequence number a is greater than b
+// (decimal, no leading zeros, up to 128 bits).
+func seqAfter(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+// reordered holds a lane whose run shows SQS broke the group's order: it
+// took the messages ahead after refusing l.msgs[l.done], or (broken) it
+// had l.msgs[l.done] before an earlier message of the group. The group's
+// consumers may get them out of order. The group is held at l.msgs[l.done];
+// an operator's Release publishes it again and the ones after (SQS drops
+// the copies of those it took within its five-minute deduplication
+// window, and a consumer that deduplicates by idempotency-key, after it).
+func (r *Relay) reordered(l *lane, broken string, ahead []int64, round *Round) {
+	m := l.msgs[l.done]
+	if broken == "" {
+		cause := l.hold
+		if cause == "" && l.pubErr != nil {
+			cause = l.pubErr.Error()
+		}
+		broken = fmt.Sprintf("SQS took message(s) %v of the group in the same SendMessageBatch after refusing message %d (%s)", ahead, m.seq, cause)
+	}
+	l.hold = ReorderedHold + ": " + broken + "; its consumers may have got them out of order"
+	l.pubErr = nil
+	round.Reordered++
+	r.log().Error("outbox group reordered at SQS; group held until an operator releases it or drops the message",
+		"queue", l.h.queue, "group", l.h.group, "id", m.id, "error", l.hold)
 }
 
 // progress is the transaction that records a lane's progress: the head's

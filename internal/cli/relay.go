@@ -29,6 +29,7 @@ type relaySettings struct {
 	poll          time.Duration
 	retention     time.Duration
 	perGroup      int
+	groupBatch    int
 	metricsAddr   string
 	metricsFormat string
 	emfNamespace  string
@@ -42,6 +43,7 @@ func (s *relaySettings) define(fs *config.Set, onLambda bool) {
 	fs.Duration(&s.poll, "poll", "WORKER_RELAY_POLL", outbox.DefaultPoll, "how long to wait before reading the pending index again after a sweep that found nothing (10ms to 1m)")
 	fs.Duration(&s.retention, "retention", "WORKER_RELAY_RETENTION", outbox.DefaultRetention, "how long a published message stays in the table (its TTL) for worker outbox to show (1m to 365 days)")
 	fs.Int(&s.perGroup, "per-group", "WORKER_RELAY_PER_GROUP", 10, "messages of one group published per sweep (1 to 50)")
+	fs.Int(&s.groupBatch, "group-batch", "WORKER_RELAY_GROUP_BATCH", 1, "messages of one group in one SendMessageBatch, in order (1 to 10); above 1 a hot group is faster, and an entry failing inside SQS may reorder its group: detected, held and counted (docs/OUTBOX.md)")
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.String(&s.emfNamespace, "emf-namespace", "WORKER_EMF_NAMESPACE", exactly.DefaultEMFNamespace, "CloudWatch namespace of the EMF metrics")
@@ -68,6 +70,8 @@ func (s *relaySettings) validate(fs *config.Set, onLambda bool) error {
 		return config.Errorf("%s %s: want 1m to 8760h (365 days)", fs.Name("retention"), s.retention)
 	case s.perGroup < 1 || s.perGroup > 50:
 		return config.Errorf("%s %d: want 1 to 50", fs.Name("per-group"), s.perGroup)
+	case s.groupBatch < 1 || s.groupBatch > 10:
+		return config.Errorf("%s %d: want 1 to 10", fs.Name("group-batch"), s.groupBatch)
 	case !slices.Contains(formats, s.metricsFormat):
 		return config.Errorf("%s %q: want %s", fs.Name("metrics-format"), s.metricsFormat, strings.Join(formats, ", "))
 	case !onLambda && s.metricsFormat != "prometheus" && s.emfInterval <= 0:
@@ -122,7 +126,7 @@ func relayCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		registerer = reg
 	}
 	metrics := telemetry.NewOutboxMetrics(registerer, s.table, emf, s.emfNamespace)
-	relay := &outbox.Relay{DB: cl.dynamo, SQS: cl.sqs, Table: s.table, Poll: s.poll, Retention: s.retention, PerGroup: s.perGroup, Logger: log}
+	relay := &outbox.Relay{DB: cl.dynamo, SQS: cl.sqs, Table: s.table, Poll: s.poll, Retention: s.retention, PerGroup: s.perGroup, GroupBatch: s.groupBatch, Logger: log}
 	if onLambda {
 		startLambda(ctx, relayLambdaHandler(relay, metrics, log))
 		return nil

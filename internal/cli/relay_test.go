@@ -88,6 +88,8 @@ func TestRelayConfigErrors(t *testing.T) {
 		"--metrics-format x": "worker: --metrics-format (WORKER_METRICS_FORMAT) \"x\": want prometheus, emf, both\n",
 		"--outbox-table=":    "worker: --outbox-table (WORKER_OUTBOX_TABLE) is required: the outbox table's name\n",
 		"--per-group 51":     "worker: --per-group (WORKER_RELAY_PER_GROUP) 51: want 1 to 50\n",
+		"--group-batch 11":   "worker: --group-batch (WORKER_RELAY_GROUP_BATCH) 11: want 1 to 10\n",
+		"--group-batch 0":    "worker: --group-batch (WORKER_RELAY_GROUP_BATCH) 0: want 1 to 10\n",
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, ExitConfig, run(builtins(), append([]string{"relay"}, strings.Fields(args)...), &stdout, &stderr, env()), args)
@@ -120,12 +122,14 @@ func TestRelayMetricsShowHeldGroupsAndErrors(t *testing.T) {
 	var emf bytes.Buffer
 	reg := prometheus.NewRegistry()
 	metrics := telemetry.NewOutboxMetrics(reg, "outbox", &emf, "")
-	metrics.Observe(outbox.Round{Groups: 3, Held: 2, Errors: 1, Lag: time.Minute}, true)
+	metrics.Observe(outbox.Round{Groups: 3, Held: 2, Errors: 1, Reordered: 1, Lag: time.Minute}, true)
 	require.NoError(t, metrics.Flush(time.Unix(1_800_000_000, 0)))
 	var line map[string]any
 	require.NoError(t, json.Unmarshal(emf.Bytes(), &line))
 	require.EqualValues(t, 2, line[telemetry.EMFOutboxHeld])
 	require.EqualValues(t, 1, line[telemetry.EMFOutboxErrors])
+	require.EqualValues(t, 1, line[telemetry.EMFOutboxReordered])
+	require.Contains(t, fmt.Sprint(line["_aws"]), telemetry.EMFOutboxReordered, "declared as a metric")
 	require.Contains(t, fmt.Sprint(line["_aws"]), telemetry.EMFOutboxHeld, "declared as a metric")
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
@@ -137,4 +141,5 @@ func TestRelayMetricsShowHeldGroupsAndErrors(t *testing.T) {
 	}
 	require.Equal(t, 2.0, got["exactly_outbox_held_groups"])
 	require.Equal(t, 1.0, got["exactly_outbox_errors_total"])
+	require.Equal(t, 1.0, got["exactly_outbox_reordered_total"])
 }

@@ -20,6 +20,7 @@ package memdynamo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -155,15 +156,51 @@ func (db *DB) enterTable(ctx context.Context, op string, name *string) (*table, 
 	return t, unlock, nil
 }
 
-func (db *DB) table(name *string) (*table, error) {
+func (db *DB) table(name *string) (*table, error) { return tableSet(db.tables).table(name) }
+
+// tableSet is the database's tables as a write found them.
+type tableSet map[string]*table
+
+func (ts tableSet) table(name *string) (*table, error) {
 	if aws.ToString(name) == "" {
 		return nil, validation("1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null")
 	}
-	t, ok := db.tables[*name]
+	t, ok := ts[*name]
 	if !ok {
 		return nil, notFound()
 	}
 	return t, nil
+}
+
+// begin counts a write call, checks ctx and returns the tables as they
+// are. The write validates its request and parses its expressions against
+// them without the lock (most of a write's CPU: a transaction of three
+// items spent about 50 µs under one lock, which serialised a 64-way
+// benchmark), then takes it with lockFor to evaluate and apply: every
+// condition is still evaluated and every item written under the one lock,
+// so writes stay linearizable.
+func (db *DB) begin(ctx context.Context, op string) (tableSet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("operation error DynamoDB: %s: %w", op, err)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.calls[op]++
+	return maps.Clone(tableSet(db.tables)), nil
+}
+
+// lockFor locks the database for writes prepared since begin: a table
+// deleted (or created again) in between is not found, as it would have
+// been had the write come after.
+func (db *DB) lockFor(ws ...*write) (unlock func(), err error) {
+	db.mu.Lock()
+	for _, w := range ws {
+		if db.tables[w.t.name] != w.t {
+			db.mu.Unlock()
+			return nil, notFound()
+		}
+	}
+	return db.mu.Unlock, nil
 }
 
 // CreateTable creates a table with a hash key and an optional range key.

@@ -96,8 +96,8 @@ func checkAllOld(v types.ReturnValuesOnConditionCheckFailure) (bool, error) {
 	return false, validation("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", v)
 }
 
-func (db *DB) preparePut(tableName *string, it map[string]types.AttributeValue, cond *string, names map[string]string, values map[string]types.AttributeValue, rv types.ReturnValuesOnConditionCheckFailure) (*write, error) {
-	t, err := db.table(tableName)
+func (ts tableSet) preparePut(tableName *string, it map[string]types.AttributeValue, cond *string, names map[string]string, values map[string]types.AttributeValue, rv types.ReturnValuesOnConditionCheckFailure) (*write, error) {
+	t, err := ts.table(tableName)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +123,8 @@ func (db *DB) preparePut(tableName *string, it map[string]types.AttributeValue, 
 	return &write{kind: wPut, t: t, key: key, put: clean, req: req, allOld: allOld}, nil
 }
 
-func (db *DB) prepareKeyed(kind writeKind, tableName *string, key map[string]types.AttributeValue, cond, upd *string, names map[string]string, values map[string]types.AttributeValue, rv types.ReturnValuesOnConditionCheckFailure) (*write, error) {
-	t, err := db.table(tableName)
+func (ts tableSet) prepareKeyed(kind writeKind, tableName *string, key map[string]types.AttributeValue, cond, upd *string, names map[string]string, values map[string]types.AttributeValue, rv types.ReturnValuesOnConditionCheckFailure) (*write, error) {
+	t, err := ts.table(tableName)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +160,10 @@ func (db *DB) prepareKeyed(kind writeKind, tableName *string, key map[string]typ
 
 // PutItem writes an item, conditionally. ReturnValues may be NONE or ALL_OLD.
 func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	unlock, err := db.enter(ctx, "PutItem")
+	ts, err := db.begin(ctx, "PutItem")
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
 	if len(in.Expected) > 0 || in.ConditionalOperator != "" {
 		return nil, unsupported("legacy Expected/ConditionalOperator parameters")
 	}
@@ -173,10 +172,15 @@ func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(
 	default:
 		return nil, validation("Return values set to invalid value")
 	}
-	w, err := db.preparePut(in.TableName, in.Item, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	w, err := ts.preparePut(in.TableName, in.Item, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := db.lockFor(w)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	old := w.t.items[w.key]
 	if !w.ok(old) {
 		db.units += writeUnits(old, nil)
@@ -196,11 +200,10 @@ func (db *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(
 
 // UpdateItem updates (or creates) an item, conditionally.
 func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	unlock, err := db.enter(ctx, "UpdateItem")
+	ts, err := db.begin(ctx, "UpdateItem")
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
 	if len(in.AttributeUpdates) > 0 || len(in.Expected) > 0 || in.ConditionalOperator != "" {
 		return nil, unsupported("legacy AttributeUpdates/Expected/ConditionalOperator parameters")
 	}
@@ -209,10 +212,15 @@ func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ..
 	default:
 		return nil, validation("Return values set to invalid value")
 	}
-	w, err := db.prepareKeyed(wUpdate, in.TableName, in.Key, in.ConditionExpression, in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	w, err := ts.prepareKeyed(wUpdate, in.TableName, in.Key, in.ConditionExpression, in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := db.lockFor(w)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	old := w.t.items[w.key]
 	if !w.ok(old) {
 		db.units += writeUnits(old, nil)
@@ -251,11 +259,10 @@ func (db *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ..
 
 // DeleteItem deletes an item, conditionally.
 func (db *DB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	unlock, err := db.enter(ctx, "DeleteItem")
+	ts, err := db.begin(ctx, "DeleteItem")
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
 	if len(in.Expected) > 0 || in.ConditionalOperator != "" {
 		return nil, unsupported("legacy Expected/ConditionalOperator parameters")
 	}
@@ -264,10 +271,15 @@ func (db *DB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ..
 	default:
 		return nil, validation("Return values set to invalid value")
 	}
-	w, err := db.prepareKeyed(wDelete, in.TableName, in.Key, in.ConditionExpression, nil, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	w, err := ts.prepareKeyed(wDelete, in.TableName, in.Key, in.ConditionExpression, nil, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := db.lockFor(w)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	old := w.t.items[w.key]
 	db.units += writeUnits(old, nil)
 	if !w.ok(old) {
@@ -322,11 +334,10 @@ func (db *DB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...func(
 // was asked, or "None"). A ClientRequestToken seen in the last ten minutes
 // with the same request returns success without applying anything again.
 func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	unlock, err := db.enter(ctx, "TransactWriteItems")
+	ts, err := db.begin(ctx, "TransactWriteItems")
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
 	n := len(in.TransactItems)
 	if n == 0 || n > ddblimit.TransactItems {
 		return nil, validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
@@ -335,15 +346,9 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 	if tok := aws.ToString(in.ClientRequestToken); len(tok) > ddblimit.ClientRequestTokenLength {
 		return nil, validation("1 validation error detected: Value '%s' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to %d", tok, ddblimit.ClientRequestTokenLength)
 	}
-	if tok := aws.ToString(in.ClientRequestToken); tok != "" {
+	tok := aws.ToString(in.ClientRequestToken)
+	if tok != "" {
 		fp = fingerprint(in.TransactItems)
-		db.expireTokens(db.now())
-		if seen, ok := db.tokens[tok]; ok {
-			if seen.fingerprint != fp {
-				return nil, &types.IdempotentParameterMismatchException{Message: aws.String("The request uses the same client token as a previous, but non-identical request.")}
-			}
-			return &dynamodb.TransactWriteItemsOutput{}, nil
-		}
 	}
 	writes := make([]*write, n)
 	seen := map[string]bool{}
@@ -353,25 +358,25 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 		count := 0
 		if p := ti.Put; p != nil {
 			count++
-			w, err = db.preparePut(p.TableName, p.Item, p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.ReturnValuesOnConditionCheckFailure)
+			w, err = ts.preparePut(p.TableName, p.Item, p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.ReturnValuesOnConditionCheckFailure)
 		}
 		if u := ti.Update; u != nil {
 			count++
 			if u.UpdateExpression == nil {
 				return nil, validation("1 validation error detected: Value null at 'transactItems.%d.member.update.updateExpression' failed to satisfy constraint: Member must not be null", i+1)
 			}
-			w, err = db.prepareKeyed(wUpdate, u.TableName, u.Key, u.ConditionExpression, u.UpdateExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues, u.ReturnValuesOnConditionCheckFailure)
+			w, err = ts.prepareKeyed(wUpdate, u.TableName, u.Key, u.ConditionExpression, u.UpdateExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues, u.ReturnValuesOnConditionCheckFailure)
 		}
 		if d := ti.Delete; d != nil {
 			count++
-			w, err = db.prepareKeyed(wDelete, d.TableName, d.Key, d.ConditionExpression, nil, d.ExpressionAttributeNames, d.ExpressionAttributeValues, d.ReturnValuesOnConditionCheckFailure)
+			w, err = ts.prepareKeyed(wDelete, d.TableName, d.Key, d.ConditionExpression, nil, d.ExpressionAttributeNames, d.ExpressionAttributeValues, d.ReturnValuesOnConditionCheckFailure)
 		}
 		if c := ti.ConditionCheck; c != nil {
 			count++
 			if c.ConditionExpression == nil {
 				return nil, validation("1 validation error detected: Value null at 'transactItems.%d.member.conditionCheck.conditionExpression' failed to satisfy constraint: Member must not be null", i+1)
 			}
-			w, err = db.prepareKeyed(wCheck, c.TableName, c.Key, c.ConditionExpression, nil, c.ExpressionAttributeNames, c.ExpressionAttributeValues, c.ReturnValuesOnConditionCheckFailure)
+			w, err = ts.prepareKeyed(wCheck, c.TableName, c.Key, c.ConditionExpression, nil, c.ExpressionAttributeNames, c.ExpressionAttributeValues, c.ReturnValuesOnConditionCheckFailure)
 		}
 		if count != 1 {
 			return nil, validation("TransactItems can only contain one of Check, Put, Update or Delete")
@@ -392,6 +397,20 @@ func (db *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 	}
 	if total > maxTransactionBytes {
 		return nil, validation("Transaction payload size cannot exceed 4MB. Payload Size: %d", total)
+	}
+	unlock, err := db.lockFor(writes...)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if tok != "" {
+		db.expireTokens(db.now())
+		if seen, ok := db.tokens[tok]; ok {
+			if seen.fingerprint != fp {
+				return nil, &types.IdempotentParameterMismatchException{Message: aws.String("The request uses the same client token as a previous, but non-identical request.")}
+			}
+			return &dynamodb.TransactWriteItemsOutput{}, nil
+		}
 	}
 	reasons := make([]types.CancellationReason, n)
 	nexts := make([]item, n)

@@ -49,7 +49,10 @@ const (
 	// releases it (Release) or drops the message (Drop).
 	AttrHeld = "held"
 	// AttrHeldSeq (N) is set on a held group's head: the held message's
-	// sequence number.
+	// sequence number. Release leaves it, so that the relay publishes the
+	// released message alone in its SendMessageBatch (Relay.GroupBatch):
+	// SQS's answer to the copies of later messages it took before a
+	// reorder cannot then be taken for a second reorder.
 	AttrHeldSeq = "held_seq"
 	// AttrDropped (S) is set, with AttrSentAt, on a message an operator
 	// dropped from its held group: why it had been held.

@@ -45,6 +45,7 @@ const (
 	EMFOutboxLag        = "OutboxLag"        // seconds: age of the oldest message not yet published
 	EMFOutboxHeld       = "OutboxHeldGroups" // groups held for an operator, at the last sweep
 	EMFOutboxErrors     = "OutboxErrors"     // groups left for a later round after an error
+	EMFOutboxReordered  = "OutboxReordered"  // groups whose order SQS broke within a batch (Relay.GroupBatch), held
 	EMFOutboxDimension  = "OutboxTable"
 )
 

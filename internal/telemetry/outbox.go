@@ -16,9 +16,9 @@ import (
 // Flush with the counts since the previous one and the last lag and held
 // groups seen.
 type OutboxMetrics struct {
-	table                                 string
-	published, duplicates, failed, errors prometheus.Counter
-	lag, held                             prometheus.Gauge
+	table                                            string
+	published, duplicates, failed, errors, reordered prometheus.Counter
+	lag, held                                        prometheus.Gauge
 
 	emf       io.Writer
 	namespace string
@@ -47,13 +47,15 @@ func NewOutboxMetrics(reg prometheus.Registerer, table string, emf io.Writer, na
 			Help: "Outbox messages SQS refused for good for what they hold (invalid characters, ...), marked failed and passed."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "exactly_outbox_errors_total", ConstLabels: labels,
 			Help: "Groups left for a later round after an error (reading, publishing or recording)."}),
+		reordered: prometheus.NewCounter(prometheus.CounterOpts{Name: "exactly_outbox_reordered_total", ConstLabels: labels,
+			Help: "Outbox groups whose order SQS broke within a SendMessageBatch (Relay.GroupBatch above 1: a message taken after an earlier one was refused), each held."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "exactly_outbox_lag_seconds", ConstLabels: labels,
 			Help: "Age of the oldest outbox message not yet published, at the last sweep (0: none)."}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "exactly_outbox_held_groups", ConstLabels: labels,
 			Help: "Outbox groups the relay holds at a message SQS refused, waiting for worker outbox release or drop, at the last sweep."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.published, m.duplicates, m.failed, m.errors, m.lag, m.held)
+		reg.MustRegister(m.published, m.duplicates, m.failed, m.errors, m.reordered, m.lag, m.held)
 	}
 	return m
 }
@@ -65,12 +67,14 @@ func (m *OutboxMetrics) Observe(r outbox.Round, sweep bool) {
 	m.duplicates.Add(float64(r.Duplicates))
 	m.failed.Add(float64(r.Failed))
 	m.errors.Add(float64(r.Errors))
+	m.reordered.Add(float64(r.Reordered))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.period.Published += r.Published
 	m.period.Duplicates += r.Duplicates
 	m.period.Failed += r.Failed
 	m.period.Errors += r.Errors
+	m.period.Reordered += r.Reordered
 	if sweep {
 		m.lag.Set(r.Lag.Seconds())
 		m.held.Set(float64(r.Held))
@@ -87,13 +91,14 @@ func (m *OutboxMetrics) Flush(now time.Time) error {
 	p, lag, held, lagSeen := m.period, m.lastLag, m.lastHeld, m.lagSeen
 	m.period = outbox.Round{}
 	m.mu.Unlock()
-	metrics := []emfMetric{{EMFOutboxPublished, "Count"}, {EMFOutboxDuplicates, "Count"}, {EMFOutboxFailed, "Count"}, {EMFOutboxErrors, "Count"}}
+	metrics := []emfMetric{{EMFOutboxPublished, "Count"}, {EMFOutboxDuplicates, "Count"}, {EMFOutboxFailed, "Count"}, {EMFOutboxErrors, "Count"}, {EMFOutboxReordered, "Count"}}
 	doc := map[string]any{
 		EMFOutboxDimension:  m.table,
 		EMFOutboxPublished:  p.Published,
 		EMFOutboxDuplicates: p.Duplicates,
 		EMFOutboxFailed:     p.Failed,
 		EMFOutboxErrors:     p.Errors,
+		EMFOutboxReordered:  p.Reordered,
 	}
 	if lagSeen {
 		metrics = append(metrics, emfMetric{EMFOutboxLag, "Seconds"}, emfMetric{EMFOutboxHeld, "Count"})

@@ -576,15 +576,16 @@ func TestAlarmsOnTheOutboxRelay(t *testing.T) {
 	require.EqualValues(t, 60, asInt(m.defaults(t)["outbox_lag_threshold_seconds"]))
 
 	vars := alarmVars(t, m, map[string]cty.Value{"outbox_table_name": str("exactly-outbox")})
-	all := []string{"failed", "held", "lag"}
+	all := []string{"failed", "held", "lag", "reordered"}
 	require.Equal(t, all, forEachKeys(t, m, r, alarmScope(m, vars, nil)))
 	for key, tc := range map[string]struct {
 		metric, stat, missing string
 		threshold             int64
 	}{
-		"lag":    {telemetry.EMFOutboxLag, "Maximum", "missing", 60},
-		"failed": {telemetry.EMFOutboxFailed, "Sum", "notBreaching", 0},
-		"held":   {telemetry.EMFOutboxHeld, "Maximum", "notBreaching", 0},
+		"lag":       {telemetry.EMFOutboxLag, "Maximum", "missing", 60},
+		"failed":    {telemetry.EMFOutboxFailed, "Sum", "notBreaching", 0},
+		"held":      {telemetry.EMFOutboxHeld, "Maximum", "notBreaching", 0},
+		"reordered": {telemetry.EMFOutboxReordered, "Sum", "notBreaching", 0},
 	} {
 		s := alarmScope(m, vars, map[string]cty.Value{"key": str(key), "value": m.evalLocals(vars)["outbox_alarms"].GetAttr(key)})
 		require.Equal(t, tc.metric, eval(t, attr(t, r.Body, "metric_name").Expr, s).AsString(), key)

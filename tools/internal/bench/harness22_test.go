@@ -172,6 +172,24 @@ func TestRelayComparison(t *testing.T) {
 	})
 }
 
+// TestRelayBacklogOfOneGroup: on a backlog of one group, the relay with
+// GroupBatch 10 sends about a tenth of the requests per message, and
+// publishes several times faster, than with one message per request.
+func TestRelayBacklogOfOneGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &harness{cfg: Config{Warmup: time.Second, Window: 4 * time.Second, LatencyScale: 1, Jitter: 0.2, Seed: 1}, log: io.Discard}
+		one, err := h.measureRelay(context.Background(), RelayBacklog, 1, 0)
+		require.NoError(t, err)
+		ten, err := h.measureRelay(context.Background(), RelayBacklogGroupBatch, 1, 0)
+		require.NoError(t, err)
+		require.InDelta(t, 1, one.Window.Requests["SQS.SendMessageBatch"]/one.Window.Counts["applied"], 0.02)
+		require.InDelta(t, 0.1, ten.Window.Requests["SQS.SendMessageBatch"]/ten.Window.Counts["applied"], 0.02)
+		require.Greater(t, ten.Rate, 3*one.Rate)
+		require.Equal(t, []string{RelayDirect, RelayOutbox, RelayGroupBatch, RelayBacklog, RelayBacklogGroupBatch}, relayModes(1))
+		require.Equal(t, []string{RelayDirect, RelayOutbox, RelayGroupBatch}, relayModes(200))
+	})
+}
+
 func TestTargets(t *testing.T) {
 	t.Parallel()
 	run := func(regime, consumer string, conc int, rate, sqsPerMsg, cpuSecs, wru float64) Drain {

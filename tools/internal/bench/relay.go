@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,7 +31,48 @@ const (
 	// RelayOutbox commits the business item and the message in one
 	// outbox.Write; an outbox.Relay with its defaults publishes it.
 	RelayOutbox = "outbox"
+	// RelayGroupBatch is RelayOutbox with Relay.GroupBatch at
+	// RelayGroupBatchSize: a group's messages go up to that many to a
+	// SendMessageBatch.
+	RelayGroupBatch = "outbox-group-batch"
 )
+
+// The relay alone, on a backlog: the outbox table is filled before the
+// relay starts (in Writes of relayBacklogWrite messages, outside the
+// window) and no producer runs, so the rate is the relay's own, whatever
+// outbox.Write of one group can take (its head serialises a group's
+// Writes).
+const (
+	RelayBacklog           = "backlog"
+	RelayBacklogGroupBatch = "backlog-group-batch"
+	relayBacklogWrite      = 90
+)
+
+// RelayGroupBatchSize and RelayGroupBatchPerGroup are the Relay.GroupBatch
+// and Relay.PerGroup of RelayGroupBatch and RelayBacklogGroupBatch: the
+// settings for a hot group (50 of its messages a round, in requests of
+// 10; the default reads 10 a round).
+const (
+	RelayGroupBatchSize     = 10
+	RelayGroupBatchPerGroup = 50
+)
+
+// relayModes are the producers of the relay comparison at groups, in
+// order; the backlog runs at one group only (the hot group; over many
+// groups the relay drains a backlog faster than a window lasts).
+func relayModes(groups int) []string {
+	modes := []string{RelayDirect, RelayOutbox, RelayGroupBatch}
+	if groups == 1 {
+		modes = append(modes, RelayBacklog, RelayBacklogGroupBatch)
+	}
+	return modes
+}
+
+// relayBacklogSize is the backlog of the relay-alone runs: more than the
+// relay can publish in the warm-up and the window at one message per ms.
+func (h *harness) relayBacklogSize() int {
+	return int((h.cfg.Warmup + h.cfg.Window) / time.Millisecond)
+}
 
 // DefaultRelayGroups are the group counts of the relay comparison: one hot
 // group, and many.
@@ -118,7 +162,31 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 				}
 			})
 		}
-	case RelayOutbox:
+	case RelayBacklog, RelayBacklogGroupBatch:
+		ob := outbox.New(db, "outbox")
+		n := h.relayBacklogSize()
+		var msgs []outbox.Message
+		for range n {
+			i := seq.Add(1)
+			msgs = append(msgs, outbox.Message{QueueURL: url, Group: group(i), Body: body(i), ID: strconv.FormatInt(i, 10)})
+		}
+		// A group's messages together: a Write reads the head of each
+		// group it holds.
+		slices.SortStableFunc(msgs, func(a, b outbox.Message) int { return strings.Compare(a.Group, b.Group) })
+		for len(msgs) > 0 {
+			k := min(len(msgs), relayBacklogWrite)
+			if err := ob.Write(ctx, msgs[:k]); err != nil {
+				return run, fmt.Errorf("relay backlog: %w", err)
+			}
+			msgs = msgs[k:]
+		}
+		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
+			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
+		if mode == RelayBacklogGroupBatch {
+			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
+		}
+		wg.Go(func() { _ = relay.Run(rctx) })
+	case RelayOutbox, RelayGroupBatch:
 		ob := outbox.New(db, "outbox")
 		for range writers {
 			wg.Go(func() {
@@ -139,6 +207,9 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		}
 		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
 			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
+		if mode == RelayGroupBatch {
+			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
+		}
 		wg.Go(func() { _ = relay.Run(rctx) })
 	default:
 		return run, fmt.Errorf("relay mode %q", mode)
@@ -166,6 +237,12 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 	run.Rate = run.Window.Counts["applied"] / run.Seconds
 	run.Written = run.Window.Counts["written"]
 	run.ProducerErrors = run.Window.Counts["failed"]
+	if mode == RelayBacklog || mode == RelayBacklogGroupBatch {
+		run.Writers = 0
+		if n := float64(h.relayBacklogSize()); reached.Load() >= int64(n) {
+			return run, fmt.Errorf("relay %s: the backlog of %.0f ran out before the window ended", mode, n)
+		}
+	}
 	h.logf("relay %s, %d groups, %d writers: %.0f msg/s reached SQS (%.0f msg/s written), DynamoDB %.2f req/msg, SQS %.2f req/msg, %.1f WRU/msg",
 		mode, groups, writers, run.Rate, run.Written/run.Seconds, perMessage(run.Window, "DynamoDB"), perMessage(run.Window, "SQS"), run.WriteUnits())
 	return run, nil

@@ -482,7 +482,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if slices.Contains(cfg.Regimes, RegimeAWS) && !cfg.NoRelay {
 		for _, g := range cfg.RelayGroups {
-			for _, mode := range []string{RelayDirect, RelayOutbox} {
+			for _, mode := range relayModes(g) {
 				rr, err := h.measureRelay(ctx, mode, g, cfg.RelayWriters)
 				if err != nil {
 					if err := res.failed(ctx, h, fmt.Errorf("relay: %w", err)); err != nil {

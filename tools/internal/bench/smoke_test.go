@@ -35,7 +35,7 @@ func TestHarnessSmoke(t *testing.T) {
 	// speed only), then one hot group and the relay.
 	require.Len(t, res.Runs, 4+3)
 	require.Len(t, res.HotGroup, 3)
-	require.Len(t, res.Relay, 2)
+	require.Len(t, res.Relay, 3)
 	require.NotNil(t, res.Profile)
 	require.Positive(t, res.Profile.Total)
 	for _, d := range res.Runs {

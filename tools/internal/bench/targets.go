@@ -187,10 +187,13 @@ func (r *Result) Targets() []Target {
 		out = append(out, t)
 	}
 	for _, rl := range r.Relay {
-		if rl.Mode != RelayOutbox {
-			continue
+		if rl.Mode == RelayDirect || rl.Mode == RelayBacklog || rl.Mode == RelayBacklogGroupBatch {
+			continue // the backlog runs measure the relay alone: no producer to compare
 		}
 		t := Target{Name: "relay rate × direct producer", Run: fmt.Sprintf("aws-like latency, %d group(s), %d writers", rl.Groups, rl.Writers), Bound: TargetRelay}
+		if rl.Mode == RelayGroupBatch {
+			t.Run += fmt.Sprintf(", GroupBatch %d, PerGroup %d", RelayGroupBatchSize, RelayGroupBatchPerGroup)
+		}
 		if d, ok := r.relayRun(RelayDirect, rl.Groups); ok && d.Rate > 0 && rl.Rate > 0 {
 			t.Value = rl.Rate / d.Rate
 		} else {

@@ -192,8 +192,9 @@ resource "aws_cloudwatch_metric_alarm" "dedup_table" {
 # The relay writes its metrics in the same namespace with one dimension
 # OutboxTable = the table's name: OutboxLag (seconds: the age of the oldest
 # message not yet published, at each flush), OutboxFailed (messages SQS
-# refused for good) and OutboxHeldGroups (groups held at a message SQS
-# refused, waiting for an operator). CloudWatch holds them where the relay emits EMF: on
+# refused for good), OutboxHeldGroups (groups held at a message SQS
+# refused, waiting for an operator) and OutboxReordered (groups whose order
+# SQS broke within a batch, --group-batch above 1). CloudWatch holds them where the relay emits EMF: on
 # Lambda, and on ECS with metrics_format emf or both (the relay-ecs default).
 locals {
   outbox_alarms = {
@@ -228,6 +229,16 @@ locals {
       # A relay that writes nothing is the lag alarm's.
       missing     = "notBreaching"
       description = "The relay holds message groups of the outbox ${coalesce(var.outbox_table_name, "-")}: SQS refused one of their messages for a reason the producer could not know (the queue's MaximumMessageSize lowered under it, ...), and nothing more of those groups is published. worker outbox shows which (held: why); fix the cause and run worker outbox release --queue Q --group G, or skip the message with worker outbox drop --queue Q --group G --id ID."
+    }
+    reordered = {
+      enabled            = var.outbox_reordered_alarm_enabled
+      metric             = "OutboxReordered"
+      statistic          = "Sum"
+      threshold          = 0
+      evaluation_periods = 1
+      comparison         = "GreaterThanThreshold"
+      missing            = "notBreaching"
+      description        = "SQS broke the order of message groups of the outbox ${coalesce(var.outbox_table_name, "-")} (relay --group-batch above 1): it took a message of a group after refusing an earlier one in the same batch, so consumers may have got the later ones first. The relay holds each such group; worker outbox shows it (held: Reordered: ...). Check what the consumers did, then worker outbox release or drop."
     }
   }
 }

@@ -309,6 +309,12 @@ variable "outbox_held_alarm_enabled" {
   default     = true
 }
 
+variable "outbox_reordered_alarm_enabled" {
+  description = "Alarm on the relay's OutboxReordered (Sum): groups whose order SQS broke within a batch (relay --group-batch above 1), each held. Needs outbox_table_name."
+  type        = bool
+  default     = true
+}
+
 variable "alarm_actions" {
   description = "ARNs notified when an alarm fires (an SNS topic, usually)."
   type        = list(string)

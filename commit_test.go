@@ -62,8 +62,11 @@ func TestCommitModes(t *testing.T) {
 		group  time.Duration
 		want   map[string]int // per message, after the start-up preflight
 	}{
-		// Grouped: the 20 messages arrive at once, four groups in parallel;
-		// their commits share transactions: fewer requests than messages.
+		// Grouped: the 20 messages arrive at once, four groups in parallel,
+		// each effect taking 1ms (a group goes once every message under way
+		// has joined: instant effects would each find none other under
+		// way); their commits share transactions: fewer requests than
+		// messages.
 		{"", 10 * time.Millisecond, nil},
 		{"", 0, map[string]int{"PutItem": 1}},
 		{exactly.CommitOptimistic, 0, map[string]int{"PutItem": 1}},
@@ -76,8 +79,15 @@ func TestCommitModes(t *testing.T) {
 				c := memsqs.New()
 				url, _ := memsqs.NewQueue(t, c, true, nil, 5)
 				db := &writeCounter{DB: memTable(t), calls: map[string]int{}}
+				eff := writesOnly
+				if tc.group > 0 {
+					eff = effect.WritesFunc(func(context.Context, effect.Input) (effect.Output, error) {
+						time.Sleep(time.Millisecond)
+						return effect.Output{}, nil
+					})
+				}
 				w, err := exactly.New(context.Background(), exactly.Config{
-					SQS: c, DynamoDB: db, Table: "dedup", Queues: []string{url}, Effect: writesOnly,
+					SQS: c, DynamoDB: db, Table: "dedup", Queues: []string{url}, Effect: eff,
 					Commit: tc.commit, GroupCommit: tc.group, WaitTime: time.Second,
 				})
 				require.NoError(t, err)

@@ -92,7 +92,9 @@ type Config struct {
 	// GroupCommit, in optimistic mode, gathers the commits ready within
 	// this window (at most 100 items) into one TransactWriteItems: fewer
 	// DynamoDB requests and, where requests are the bottleneck, more
-	// messages per second, at the price of the window's latency. A
+	// messages per second. The transaction goes as soon as every message
+	// under way in the worker has joined it (one alone goes at once); the
+	// window bounds the wait for a straggler. A
 	// duplicate, a conflict or a failed condition cancels the shared
 	// transaction; its other commits are retried alone at once. DynamoDB
 	// bills write units, not requests: on AWS it saves no money. At most

@@ -30,6 +30,27 @@ type batchOp struct {
 	// delete may overtake an extension under way).
 	done func(err error) (counts bool)
 	at   time.Time // when it was queued (the first of a coalesced receipt)
+	// parked, for a delete of a FIFO message whose group the pool still
+	// holds other messages of: it is not due by age until unpark(group)
+	// (the group's last message is settled), nor later than latest. SQS
+	// hands out none of the group until all of them are deleted, so
+	// waiting for them costs the group nothing, and the group's run goes in
+	// one request instead of several part-filled ones.
+	parked bool
+	group  string
+	latest time.Time // due by then anyway (zero: no bound but the delay)
+}
+
+// due is when op must be sent at the latest.
+func (op *batchOp) due(delay time.Duration) time.Time {
+	if op.parked {
+		return op.latest
+	}
+	d := op.at.Add(delay)
+	if !op.latest.IsZero() && op.latest.Before(d) {
+		return op.latest
+	}
+	return d
 }
 
 // Ops reported to a batcher's onFail.
@@ -41,8 +62,10 @@ const (
 
 // batcher groups deletes and visibility changes of one queue into batch
 // requests. An entry waits at most the delay for company: a batch goes out
-// when 10 entries are waiting, when its oldest entry has waited the delay,
-// or at once when the pool says nothing else is coming (idle). The delay is
+// when 10 entries are waiting, when an entry has waited the delay, or at
+// once when the pool says nothing else is coming (idle). A FIFO delete whose
+// group has other messages in flight is parked until they are settled (see
+// batchOp.parked), then waits the delay as any other. The delay is
 // counted per entry, not per flush: entries that arrive while a request is
 // under way wait for company too, instead of going out in the next request
 // at once (at AWS-like latency that made batches of 2 to 4 at low
@@ -86,6 +109,33 @@ func newBatcher(client SQS, url string, delay time.Duration, onFail func(op stri
 
 func (b *batcher) delete(receipt string) { b.add(batchOp{receipt: receipt, visibility: -1}) }
 
+// deleteParked queues the delete of a message of group while the pool holds
+// others of it: due when unpark(group) is called, or at latest.
+func (b *batcher) deleteParked(receipt, group string, latest time.Time) {
+	b.add(batchOp{receipt: receipt, visibility: -1, parked: true, group: group, latest: latest})
+}
+
+// unpark: the pool holds no more messages of group; its parked deletes wait
+// the delay from now, as a delete queued now does.
+func (b *batcher) unpark(group string) {
+	now := time.Now()
+	b.mu.Lock()
+	n := 0
+	for i := range b.deletes {
+		if op := &b.deletes[i]; op.parked && op.group == group {
+			op.parked, op.at = false, now
+			n++
+		}
+	}
+	b.mu.Unlock()
+	if n > 0 { // their due time moved: the timer must be set again
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 func (b *batcher) changeVisibility(receipt string, d time.Duration) {
 	b.add(batchOp{receipt: receipt, visibility: visibilitySeconds(d)})
 }
@@ -103,6 +153,7 @@ func (b *batcher) extend(receipt string, d time.Duration, done func(err error) b
 func (b *batcher) add(op batchOp) {
 	op.at = time.Now()
 	b.mu.Lock()
+	timed := b.timed()
 	var n int
 	if op.visibility < 0 {
 		b.changes = dropReceipt(b.changes, op.receipt)
@@ -121,13 +172,28 @@ func (b *batcher) add(op batchOp) {
 		n = len(b.changes)
 	}
 	b.mu.Unlock()
-	// A list that was empty needs a flush scheduled; a full one needs it now.
-	if n == 1 || n >= maxBatch {
+	// With nothing timed before it (empty, or only parked deletes, due
+	// later) op needs its flush scheduled; a full list needs it now.
+	if !timed || n >= maxBatch {
 		select {
 		case b.kick <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// timed reports whether an entry that is not parked is pending: the timer
+// is then set for a time no later than a new entry's due. b.mu held.
+func (b *batcher) timed() bool {
+	if len(b.changes) > 0 {
+		return true
+	}
+	for i := range b.deletes {
+		if !b.deletes[i].parked {
+			return true
+		}
+	}
+	return false
 }
 
 // idle tells the batcher that nothing more will join the pending entries
@@ -190,20 +256,23 @@ func (b *batcher) run() {
 	}
 }
 
-// nextDue is how long until the oldest pending entry has waited the delay.
+// nextDue is how long until the first pending entry is due.
 func (b *batcher) nextDue() (time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var oldest time.Time
-	for _, q := range [][]batchOp{b.deletes, b.changes} {
-		if len(q) > 0 && (oldest.IsZero() || q[0].at.Before(oldest)) {
-			oldest = q[0].at
+	var first time.Time
+	if len(b.changes) > 0 { // the oldest first; they are never parked
+		first = b.changes[0].due(b.delay)
+	}
+	for i := range b.deletes {
+		if d := b.deletes[i].due(b.delay); first.IsZero() || d.Before(first) {
+			first = d
 		}
 	}
-	if oldest.IsZero() {
+	if first.IsZero() {
 		return 0, false
 	}
-	return max(b.delay-time.Since(oldest), 0), true
+	return max(time.Until(first), 0), true
 }
 
 func (b *batcher) empty() bool {
@@ -219,14 +288,22 @@ func (b *batcher) flushDue(all bool) bool {
 	b.mu.Lock()
 	now := time.Now()
 	due := func(q []batchOp) bool {
-		return len(q) >= maxBatch || len(q) > 0 && (all || now.Sub(q[0].at) >= b.delay)
+		if len(q) >= maxBatch || len(q) > 0 && all {
+			return true
+		}
+		for i := range q {
+			if !q[i].due(b.delay).After(now) {
+				return true
+			}
+		}
+		return false
 	}
 	var dels, chs []batchOp
 	if due(b.deletes) {
-		dels = take(&b.deletes)
+		dels = take(&b.deletes, now, b.delay)
 	}
 	if due(b.changes) {
-		chs = take(&b.changes)
+		chs = take(&b.changes, now, b.delay)
 	}
 	b.mu.Unlock()
 	if len(dels) == 0 && len(chs) == 0 {
@@ -249,11 +326,25 @@ func (b *batcher) flushDue(all bool) bool {
 	return true
 }
 
-func take(q *[]batchOp) []batchOp {
+// take removes a batch from q: the entries due by now first, then the
+// others in the order they came.
+func take(q *[]batchOp, now time.Time, delay time.Duration) []batchOp {
 	n := min(len(*q), maxBatch)
-	out := make([]batchOp, n)
-	copy(out, *q)
-	*q = append((*q)[:0], (*q)[n:]...)
+	out := make([]batchOp, 0, n)
+	rest := (*q)[:0]
+	for _, op := range *q { // due ones
+		if len(out) < n && !op.due(delay).After(now) {
+			out = append(out, op)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	*q = rest
+	if len(out) < n { // then the oldest of the others
+		k := n - len(out)
+		out = append(out, rest[:k]...)
+		*q = append(rest[:0], rest[k:]...)
+	}
 	return out
 }
 

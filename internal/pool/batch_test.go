@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -257,4 +258,69 @@ func TestStaleReceiptCodes(t *testing.T) {
 		require.Equal(t, c.stale, staleReceipt(batchError{code: c.code, msg: c.msg}), c.code+" "+c.msg)
 	}
 	require.False(t, staleReceipt(errors.New("ReceiptHandleIsInvalid")), "only an entry's answer says so")
+}
+
+// TestBatcherParksAGroupsDeletes: deletes of a FIFO group that still has
+// messages in flight wait for the group's last one, then go together within
+// the delay, in one request. A delete of another group queued while only
+// parked ones wait goes after the delay, not at their (later) due; a batch
+// that goes takes parked deletes along to fill it (deleting early costs
+// nothing).
+func TestBatcherParksAGroupsDeletes(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 50 * time.Millisecond
+		c := &batchSQS{changes: map[string]int32{}}
+		b := newBatcher(c, "q", delay, func(string, int, error) { t.Error("no failures expected") })
+		go b.run()
+		defer b.close()
+		for i := range 3 {
+			b.deleteParked("g-"+strconv.Itoa(i), "g", time.Now().Add(time.Hour))
+		}
+		time.Sleep(time.Second) // g's run goes on, its deletes parked
+		synctest.Wait()
+		require.Equal(t, 0, c.deleted(), "parked: not due by age")
+		b.unpark("g") // g's last message is settled
+		b.delete("g-3")
+		time.Sleep(delay - time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 0, c.deleted(), "due at the delay after g's last")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		c.mu.Lock()
+		require.Equal(t, []string{"g-0", "g-1", "g-2", "g-3"}, c.deletes)
+		require.Equal(t, 1, c.calls, "g's run in one request")
+		c.mu.Unlock()
+
+		b.deleteParked("k-0", "k", time.Now().Add(time.Hour))
+		time.Sleep(time.Millisecond)
+		b.delete("h-0") // another group's last: due after the delay
+		time.Sleep(delay - time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 4, c.deleted())
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		require.Equal(t, []string{"g-0", "g-1", "g-2", "g-3", "h-0", "k-0"}, c.deletes, "h-0 at the delay, k-0 along")
+	})
+}
+
+// TestBatcherParkedDeletesHaveALatest: a parked delete goes by its latest
+// even if its group is never unparked (its visibility must not lapse).
+func TestBatcherParkedDeletesHaveALatest(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := &batchSQS{changes: map[string]int32{}}
+		b := newBatcher(c, "q", 50*time.Millisecond, func(string, int, error) {})
+		go b.run()
+		defer b.close()
+		b.deleteParked("g-0", "g", time.Now().Add(10*time.Second))
+		time.Sleep(10*time.Second - time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 0, c.deleted())
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.Equal(t, 1, c.deleted())
+	})
 }

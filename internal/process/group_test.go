@@ -25,8 +25,16 @@ func grouped(t *testing.T) (*bundle, *faultDB) {
 }
 
 // processAll handles msgs at once, one goroutine each, and returns their
-// results in order.
+// results in order. Their effects take 1ms (virtual time in a synctest
+// bubble): all of them are under way before any commits, so a group commit
+// gathers them all.
 func processAll(b *bundle, msgs ...effect.Message) []process.Result {
+	fn := b.effect
+	defer func() { b.effect = fn }()
+	b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+		time.Sleep(time.Millisecond)
+		return fn(ctx, in)
+	}
 	out := make([]process.Result, len(msgs))
 	var wg sync.WaitGroup
 	for i, m := range msgs {
@@ -155,4 +163,82 @@ func TestGroupCommitLostResponse(t *testing.T) {
 			})
 		})
 	}
+}
+
+// slowEffects makes b's effect take took[m.ID] (virtual time) before the
+// ledger's, and fail for the IDs in fail.
+func slowEffects(b *bundle, took map[string]time.Duration, fail map[string]bool) {
+	ledger := b.effect
+	b.effect = func(ctx context.Context, in effect.Input) (effect.Output, error) {
+		time.Sleep(took[in.Message.ID])
+		if fail[in.Message.ID] {
+			return effect.Output{}, effect.Permanent(fmt.Errorf("refused"))
+		}
+		return ledger(ctx, in)
+	}
+}
+
+// TestGroupCommitClosesWhenAllHaveJoined: once every commit under way has
+// joined, the group's transaction goes at once, without waiting out the
+// window; a straggler is waited for no longer than the window, and then
+// commits alone as soon as it is ready (nobody else is under way).
+func TestGroupCommitClosesWhenAllHaveJoined(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, f := grouped(t)
+		start := time.Now()
+		var msgs []effect.Message
+		for i := range 4 {
+			msgs = append(msgs, depositMsg(fmt.Sprint(i+1), fmt.Sprint("a", i+1), 10))
+		}
+		for _, r := range processAll(b, msgs...) { // effects of 1ms
+			require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
+		}
+		require.Equal(t, time.Millisecond, time.Since(start), "all four joined at 1ms: no wait for the 5ms window")
+		require.Equal(t, 1, f.count("tx"))
+
+		// One straggler: the others go when the window ends, it goes alone
+		// the moment it is ready.
+		slowEffects(b, map[string]time.Duration{"s": 20 * time.Millisecond, "5": time.Millisecond, "6": time.Millisecond}, nil)
+		start = time.Now()
+		var fast [2]time.Duration
+		var wg sync.WaitGroup
+		for i, m := range []effect.Message{depositMsg("5", "a5", 1), depositMsg("6", "a6", 1)} {
+			wg.Go(func() {
+				require.True(t, b.proc.Process(context.Background(), m, process.Hooks{}).Applied)
+				fast[i] = time.Since(start)
+			})
+		}
+		r := b.proc.Process(context.Background(), depositMsg("s", "slow", 1), process.Hooks{})
+		wg.Wait()
+		require.True(t, r.Applied, "err: %v", r.Err)
+		require.Equal(t, [2]time.Duration{6 * time.Millisecond, 6 * time.Millisecond}, fast, "joined at 1ms, bounded by the 5ms window")
+		require.Equal(t, 20*time.Millisecond, time.Since(start), "the straggler, alone, commits at once")
+		require.Equal(t, 3, f.count("tx"))
+	})
+}
+
+// TestGroupCommitClosesWhenTheRestGoElsewhere: a message under way whose
+// effect fails (it goes the claimed way, never joining) lets the group go
+// at once instead of at the window's end.
+func TestGroupCommitClosesWhenTheRestGoElsewhere(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, f := grouped(t)
+		slowEffects(b, map[string]time.Duration{"1": time.Millisecond, "2": time.Millisecond, "bad": 2 * time.Millisecond}, map[string]bool{"bad": true})
+		start := time.Now()
+		var took [2]time.Duration
+		var wg sync.WaitGroup
+		for i, m := range []effect.Message{depositMsg("1", "a1", 1), depositMsg("2", "a2", 1)} {
+			wg.Go(func() {
+				require.True(t, b.proc.Process(context.Background(), m, process.Hooks{}).Applied)
+				took[i] = time.Since(start)
+			})
+		}
+		r := b.proc.Process(context.Background(), depositMsg("bad", "b", 1), process.Hooks{})
+		wg.Wait()
+		require.Equal(t, process.Fail, r.Action)
+		require.Equal(t, [2]time.Duration{2 * time.Millisecond, 2 * time.Millisecond}, took, "the group went when the failing effect returned")
+		require.Equal(t, 1, f.count("tx"))
+	})
 }

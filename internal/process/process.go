@@ -436,6 +436,11 @@ func blocked(c dedup.Claim, hash string) Result {
 // fails goes the claimed way instead (runClaimed, which runs it again): a
 // duplicate must be deleted, not failed, and only a claim tells.
 func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
+	var ticket *groupTicket // counts this message under way for the group commit
+	if p.Group != nil && !p.Carried {
+		ticket = p.Group.begin()
+		defer ticket.end()
+	}
 	ectx, endEffect := p.step(ctx, "effect")
 	effectStart := time.Now()
 	out, err := p.apply(ectx, c, fn)
@@ -451,6 +456,7 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 		return res
 	}
 	if err != nil {
+		ticket.skip() // its commit, if any, goes under a claim
 		if h.notHeld() {
 			return Result{Action: Retry, Key: c.Key, EffectTook: effectTook, Err: fmt.Errorf("%w (the optimistic effect failed: %w)", ErrNotHeld, err)}
 		}
@@ -474,13 +480,16 @@ func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(
 	}
 	var got dedup.Claim
 	grouped := p.Group != nil && len(out.Send) == 0 && !p.Carried // outbox heads are read per commit
+	if !grouped {
+		ticket.skip()
+	}
 	cctx, endCommit := p.step(ctx, "commit")
 	commitStart := time.Now()
 	res.CommitRetries, err = p.retryCommit(cctx, c.Key, h, func(cctx context.Context) error {
 		var err error
 		if grouped {
 			grouped = false // retries go alone
-			got, err = p.Group.Commit(cctx, dedup.GroupEntry{Req: req, Result: out.Result, Writes: out.Writes})
+			got, err = p.Group.commit(cctx, ticket, dedup.GroupEntry{Req: req, Result: out.Result, Writes: out.Writes})
 		} else {
 			var writes []types.TransactWriteItem
 			if writes, err = p.withSend(cctx, out.Writes, out.Send); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -47,7 +48,12 @@ func TestWriteOverDynamoDBLimitsIsInvalid(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		db := &txCounter{dbAPI: e.db}
-		ob := outbox.New(db, e.table)
+		// A fixed clock: the items carry the time in milliseconds, a number
+		// whose size DynamoDB counts by its significant digits, so a clock
+		// that moves between the count below and the Write moves the sizes
+		// by a byte (a millisecond ending in 0 is a byte smaller).
+		now := time.UnixMilli(1_795_000_000_123)
+		ob := outbox.New(db, e.table, outbox.WithClock(func() time.Time { return now }))
 		// The Write's own items as the request counts them: the message's
 		// put and its group's head (a key).
 		m := func(g string) []outbox.Message { return []outbox.Message{msg(e.q1, g, g)} }

@@ -325,7 +325,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 		SQS: &cSQS{p: p, inner: c.sqs}, DynamoDB: dy, Queues: []string{c.urls[queue]}, Table: chainDedup,
 		Effect: c.ledger(ledger, confirm), Commit: exactly.CommitTransactional,
 		Namespace: "chain", TTL: ttl, Concurrency: 4, Receivers: 1, RetryInPlace: 1,
-		Outbox: outbox.New(dy, chainOutbox), Logger: slog.New(slog.DiscardHandler),
+		Outbox: outbox.New(dy, chainOutbox, c.outboxClock()...), Logger: slog.New(slog.DiscardHandler),
 		Test: exactly.TestConfig{Rand: rand.NewPCG(c.cfg.Seed, hash64(c.cfg.Seed, "rand", p.id))},
 	}
 	if hash64(c.cfg.Seed, "optimistic", p.id)%2 == 0 {

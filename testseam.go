@@ -25,6 +25,16 @@ type TestConfig struct {
 	// Worker or handler a source of its own (say rand.NewPCG(seed, n)): its
 	// calls are serialised inside one, not across several.
 	Rand rand.Source
+	// Step, when set, is called where a Worker's goroutines that one event
+	// wakes together would race, before they touch what they share: a
+	// lane about to take a handler's slot for a message ("lane <queue>
+	// <message id>"), the visibility keeper about to extend ("keep
+	// <queue>"), the batcher about to send deletes and visibility changes
+	// ("flush <queue>"). A simulation in virtual time sleeps there a
+	// latency of its own choosing, so that those goroutines run in an
+	// order its seed fixes, not the Go runtime's. Nil: nothing. A Lambda
+	// handler does not call it.
+	Step func(what string)
 }
 
 // clock is the ledger's option for Test.Now.

@@ -208,6 +208,9 @@ func (c *chain) loop(ctx context.Context, slot string, run func(ctx context.Cont
 				return
 			case <-t.C:
 			}
+			if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+				return
+			}
 		}
 	})
 }
@@ -219,7 +222,7 @@ func amount(acct, seq int) int64 { return int64(100*seq + acct) }
 // or found committed by an earlier attempt (the business item's condition).
 // An incarnation starts from the first deposit again (it knows nothing).
 func (c *chain) produce(ctx context.Context, p *cproc) {
-	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox)
+	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox, outbox.WithRand(seededRand(c.cfg.Seed, p.id)))
 	for seq := 1; seq <= chainDeposits; seq++ {
 		for acct := range chainAccounts {
 			id := fmt.Sprintf("dep-a%d-%d", acct, seq)
@@ -257,7 +260,7 @@ func (c *chain) produce(ctx context.Context, p *cproc) {
 // the groups "records" name, every few seconds, and a sweep every minute).
 func (c *chain) runRelay(ctx context.Context, p *cproc) {
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, Table: chainOutbox,
-		PerGroup: 3, Poll: time.Second, Concurrency: 2,
+		PerGroup: 3, Poll: time.Second, Concurrency: 2, Rand: seededRand(c.cfg.Seed, p.id),
 		OnRound: func(r outbox.Round) {
 			c.stat("relay: published", r.Published)
 			c.stat("relay: duplicates known", r.Duplicates)
@@ -297,6 +300,9 @@ func (c *chain) runRelay(ctx context.Context, p *cproc) {
 			t.Stop()
 			return
 		case <-t.C:
+		}
+		if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+			return
 		}
 	}
 }
@@ -455,7 +461,7 @@ func sizeID(g, i int) string { return fmt.Sprintf("size-s%d-%d", g, i) }
 // item's condition tells a retry it committed), and checks that Write
 // refuses a message one byte over the limit.
 func (c *chain) produceSizes(ctx context.Context, p *cproc) {
-	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox)
+	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox, outbox.WithRand(seededRand(c.cfg.Seed, p.id)))
 	for i := range 4 {
 		for g := range chainSizeGroups {
 			bodies, over := sizeBodies(g)
@@ -499,6 +505,9 @@ func (c *chain) operate(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		}
+		if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+			return
 		}
 		if !c.sized.Load() {
 			continue

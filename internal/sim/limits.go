@@ -408,6 +408,9 @@ func (o *obHalf) pagesWritten(ctx context.Context) bool {
 			return false
 		case <-t.C:
 		}
+		if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+			return false
+		}
 	}
 	return true
 }

@@ -68,7 +68,11 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			sh := w.shape
 			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace, cfg.AckDelay = sh.Concurrency, sh.Receivers, sh.RetryInPlace, sh.AckDelay
 			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, w.payloadOf(p.id), sh.MaxInFlight
-			cfg.Hooks.Done = w.poolDone
+			cfg.Hooks.Done = func(d exactly.Done) {
+				if !p.dead.Load() { // as for its log lines (logCounter)
+					w.poolDone(d)
+				}
+			}
 			cfg.Test = w.testSeam(fmt.Sprintf("%s/%d", p.id, i), now)
 			wk, err := exactly.New(pctx, cfg)
 			if err != nil {
@@ -110,6 +114,9 @@ func (w *world) gracefulStop(ctx context.Context, p *proc, slot, inc int, ws []*
 	case <-ctx.Done():
 		return
 	case <-t.C:
+	}
+	if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+		return
 	}
 	if p.dead.Load() {
 		return

@@ -50,7 +50,7 @@ func TestReplayMeasure(t *testing.T) {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
 				for j := range next {
-					cfg := Config{Seed: j.seed, Rate: rate(), Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas, Swarm: *flagSwarm, Unsequenced: !*flagSequence}
+					cfg := Config{Seed: j.seed, Rate: rate(), Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas, Swarm: *flagSwarm, Unsequenced: !*flagSequence, Logs: *flagLogs}
 					if !j.faults {
 						cfg.Ops, cfg.FixedOps = map[string]bool{}, true
 					}

@@ -729,6 +729,7 @@ func (w *world) produce(ctx context.Context) {
 type logCounter struct {
 	w     *world
 	proc  string
+	p     *proc
 	attrs []slog.Attr
 }
 
@@ -743,11 +744,15 @@ func (h logCounter) Handle(_ context.Context, r slog.Record) error {
 			return nil
 		}
 	}
+	// A process that crashed says nothing more (a real one is gone). What
+	// its goroutines, woken together by its cancellation, log on their
+	// way out is not counted: their order is the runtime's.
+	count := !h.p.dead.Load()
 	if r.Message == "batch done" {
 		r.Attrs(func(a slog.Attr) bool {
 			switch a.Key {
 			case "applied", "duplicates", "busy", "conflicts", "leases_lost", "moved_to_dlq", "retried", "permanent_failures", "not_started":
-				if n := a.Value.Int64(); n > 0 {
+				if n := a.Value.Int64(); n > 0 && count {
 					h.w.stat("lambda: "+a.Key, int(n))
 				}
 			}
@@ -755,7 +760,9 @@ func (h logCounter) Handle(_ context.Context, r slog.Record) error {
 		})
 		return nil
 	}
-	h.w.stat("log: "+r.Message, 1)
+	if count {
+		h.w.stat("log: "+r.Message, 1)
+	}
 	switch r.Message {
 	case "commit gave up", "cannot extend lease":
 		// The documented window: the lease may end before the commit.
@@ -796,8 +803,13 @@ func (h logCounter) keep(r slog.Record) {
 		return true
 	})
 	h.w.logMu.Lock()
-	defer h.w.logMu.Unlock()
 	h.w.logs = append(h.w.logs, b.String())
+	h.w.logMu.Unlock()
+	if s := h.w.seq; s != nil && s.logOn { // among the steps, to the nanosecond
+		s.mu.Lock()
+		s.log = append(s.log, time.Now().Format("15:04:05.000000000")+" log "+b.String())
+		s.mu.Unlock()
+	}
 }
 
 func (h logCounter) WithAttrs(as []slog.Attr) slog.Handler {
@@ -809,7 +821,7 @@ func (h logCounter) WithAttrs(as []slog.Attr) slog.Handler {
 func (h logCounter) WithGroup(string) slog.Handler { return h }
 
 // log is the logger of process p's product code.
-func (w *world) log(p *proc) *slog.Logger { return slog.New(logCounter{w: w, proc: p.id}) }
+func (w *world) log(p *proc) *slog.Logger { return slog.New(logCounter{w: w, proc: p.id, p: p}) }
 func (w *world) skew(id string) time.Duration {
 	return time.Duration(int64(hash64(w.cfg.Seed, "skew", id)%uint64(2*maxSkew)) - int64(maxSkew))
 }
@@ -858,6 +870,8 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil { // also when it ended as the effect did: select picks at random
 			w.retryable(p, s.lid, "effect's context ended")
 			return effect.Output{}, ctx.Err()
 		}

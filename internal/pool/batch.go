@@ -171,9 +171,6 @@ func (b *batcher) run() {
 		case <-b.now:
 			all = true
 		case <-b.closed:
-			for b.flushDue(true) {
-			}
-			return
 		}
 		if b.step != nil {
 			b.step()
@@ -189,6 +186,14 @@ func (b *batcher) run() {
 				all = true
 			default:
 			}
+		}
+		// Closed, whichever case select took: the last round sends all.
+		select {
+		case <-b.closed:
+			for b.flushDue(true) {
+			}
+			return
+		default:
 		}
 		for b.flushDue(all) {
 		}

@@ -91,8 +91,9 @@ func RunChain(cfg Config) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, false)}
-	c.sqs = memsqs.New(memsqs.WithWake(c.seq.woke))
+		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, cfg.LogSteps)}
+	// Message ids and receipt handles from the seed, as the world's.
+	c.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithWake(c.seq.woke))
 	start := time.Now()
 	if err := c.setUp(ctx); err != nil {
 		return Result{Violations: []string{"set-up: " + err.Error()}}
@@ -130,7 +131,13 @@ func RunChain(cfg Config) Result {
 	for k, n := range c.inj.counts {
 		c.stats["fault: "+k.String()] += n
 	}
-	return Result{Violations: c.violations, Faults: c.inj.Injected(), Stats: c.stats, Virtual: time.Since(start)}
+	res := Result{Violations: c.violations, Faults: c.inj.Injected(), Stats: c.stats, Virtual: time.Since(start)}
+	if c.seq != nil && c.seq.logOn {
+		c.seq.mu.Lock()
+		res.Steps = c.seq.log
+		c.seq.mu.Unlock()
+	}
+	return res
 }
 
 func (c *chain) violate(format string, args ...any) {
@@ -322,6 +329,9 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 		Namespace: "chain", TTL: ttl, Concurrency: 4, Receivers: 1, RetryInPlace: 1,
 		Outbox: outbox.New(dy, chainOutbox), Logger: slog.New(slog.DiscardHandler),
 		Test: exactly.TestConfig{Rand: rand.NewPCG(c.cfg.Seed, hash64(c.cfg.Seed, "rand", p.id))},
+	}
+	if c.seq != nil {
+		cfg.Test.Step = func(what string) { c.seq.step(p.id, "pool", what) }
 	}
 	if hash64(c.cfg.Seed, "optimistic", p.id)%2 == 0 {
 		cfg.Commit = exactly.CommitOptimistic

@@ -76,7 +76,11 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			cfg.Test = w.testSeam(fmt.Sprintf("%s/%d", p.id, i), now)
 			wk, err := exactly.New(pctx, cfg)
 			if err != nil {
-				if p.dead.Load() {
+				if p.dead.Load() || ctx.Err() != nil {
+					// Dead already, or the run is ending: its start-up
+					// was cut short, as its other pool shuts down (that
+					// is no crash, and which of the two came first is
+					// the runtime's order).
 					return
 				}
 				// As for a Lambda cold start: a ConfigError with no fault

@@ -738,16 +738,16 @@ func (h logCounter) Enabled(_ context.Context, l slog.Level) bool {
 }
 
 func (h logCounter) Handle(_ context.Context, r slog.Record) error {
-	if h.w.cfg.Logs {
-		h.keep(r)
-		if r.Level < slog.LevelInfo {
-			return nil
-		}
-	}
 	// A process that crashed says nothing more (a real one is gone). What
 	// its goroutines, woken together by its cancellation, log on their
 	// way out is not counted: their order is the runtime's.
 	count := !h.p.dead.Load()
+	if h.w.cfg.Logs {
+		h.keep(r, count)
+		if r.Level < slog.LevelInfo {
+			return nil
+		}
+	}
 	if r.Message == "batch done" {
 		r.Attrs(func(a slog.Attr) bool {
 			switch a.Key {
@@ -792,9 +792,13 @@ func (w *world) excuseCalled(key string) {
 }
 
 // keep records r's line, with the logger's attributes and its own.
-func (h logCounter) keep(r slog.Record) {
+func (h logCounter) keep(r slog.Record, alive bool) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "+%s %s %s: %s", time.Since(h.w.start).Round(time.Millisecond), h.proc, r.Level, r.Message)
+	dead := ""
+	if !alive {
+		dead = " (dead)"
+	}
+	fmt.Fprintf(&b, "+%s %s%s %s: %s", time.Since(h.w.start).Round(time.Millisecond), h.proc, dead, r.Level, r.Message)
 	for _, a := range h.attrs {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
 	}

@@ -30,10 +30,11 @@ type TestConfig struct {
 	// lane about to take a handler's slot for a message ("lane <queue>
 	// <message id>"), the visibility keeper about to extend ("keep
 	// <queue>"), the batcher about to send deletes and visibility changes
-	// ("flush <queue>"). A simulation in virtual time sleeps there a
+	// ("flush <queue>"); a Lambda handler's lane of a batch (a FIFO group,
+	// or a message of a standard queue) before it takes a slot ("lane
+	// <first message id>"). A simulation in virtual time sleeps there a
 	// latency of its own choosing, so that those goroutines run in an
-	// order its seed fixes, not the Go runtime's. Nil: nothing. A Lambda
-	// handler does not call it.
+	// order its seed fixes, not the Go runtime's. Nil: nothing.
 	Step func(what string)
 }
 

@@ -331,7 +331,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 		Test: exactly.TestConfig{Rand: rand.NewPCG(c.cfg.Seed, hash64(c.cfg.Seed, "rand", p.id))},
 	}
 	if c.seq != nil {
-		cfg.Test.Step = func(what string) { c.seq.step(p.id, "pool", what) }
+		cfg.Test.Step = func(what string) { c.seq.step(p.id, "seam", what) }
 	}
 	if hash64(c.cfg.Seed, "optimistic", p.id)%2 == 0 {
 		cfg.Commit = exactly.CommitOptimistic

@@ -16,7 +16,7 @@ import (
 // Lambda pollers, each seed its own shape) without faults, six with the
 // seed's faults as the budget runs them, and two seeds of the chain
 // (TestChain: producer, outbox, relays, two worker stages) with faults.
-// Seeds 1 to 600 replay exactly in both kinds of world, and the chain's
+// Seeds 1 to 1600 replayed exactly in both kinds of world, and the chain's
 // first 100 (docs/TESTING.md, "What a seed fixes"); without the sequencer,
 // none do.
 func TestSeedsReplay(t *testing.T) {

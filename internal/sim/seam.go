@@ -11,12 +11,13 @@ import (
 // testSeam is what a process of the run hands the product through
 // exactly.Config.Test: its skewed clock, and a source of randomness drawn
 // from the seed and the process's name, so that the product's jitter and
-// tokens replay with the seed, and the sequencer's steps where the pool's
-// goroutines that one event wakes would race (sequencer.go).
+// tokens replay with the seed, and the sequencer's steps where a Worker's
+// or a Lambda handler's goroutines that one event wakes would race
+// (sequencer.go).
 func (w *world) testSeam(proc string, now func() time.Time) exactly.TestConfig {
 	t := exactly.TestConfig{Now: now, Rand: rand.NewPCG(w.cfg.Seed, hash64(w.cfg.Seed, "rand", proc))}
 	if w.seq != nil {
-		t.Step = func(what string) { w.seq.step(proc, "pool", what) }
+		t.Step = func(what string) { w.seq.step(proc, "seam", what) }
 	}
 	return t
 }

@@ -37,6 +37,18 @@ type TestConfig struct {
 	// must not block.
 	OnLease      func(key, token string, until time.Time)
 	OnVisibility func(receipt string, until time.Time)
+
+	// Step, when set, is called where a Worker's goroutines that one event
+	// wakes together would race, before they touch what they share: a
+	// lane about to take a handler's slot for a message ("lane <queue>
+	// <message id>"), the visibility keeper about to extend ("keep
+	// <queue>"), the batcher about to send deletes and visibility changes
+	// ("flush <queue>"); a Lambda handler's lane of a batch (a FIFO group,
+	// or a message of a standard queue) before it takes a slot ("lane
+	// <first message id>"). A simulation in virtual time sleeps there a
+	// latency of its own choosing, so that those goroutines run in an
+	// order its seed fixes, not the Go runtime's. Nil: nothing.
+	Step func(what string)
 }
 
 // clock is the ledger's option for Test.Now.

@@ -72,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Worker, error) {
 		Client: s.SQS, Queues: queues, Processor: proc,
 		Concurrency: s.Concurrency, MaxInFlight: s.MaxInFlight, ShutdownTimeout: s.ShutdownTimeout,
 		WaitTime: s.WaitTime, AckDelay: s.AckDelay, RetryInPlace: s.RetryInPlace,
-		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf}, Rand: s.rand,
+		Log: s.log, Observer: hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf}, Rand: s.rand, Step: s.Test.Step,
 		OnVisibility: s.Test.OnVisibility,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/exactlyonce/exactly/internal/awserr"
+	"github.com/exactlyonce/exactly/internal/jitter"
 )
 
 // SQS is the part of the SQS client the relay uses; *sqs.Client implements
@@ -91,6 +93,11 @@ type Relay struct {
 	OnRound func(Round)
 	// Clock, when set, replaces time.Now (tests).
 	Clock func() time.Time
+	// Rand, when set, is the source of the jitter of retries (tests: a
+	// seeded source replays a run). The relay's goroutines draw from it
+	// at once: it must be safe for concurrent use. Nil: math/rand/v2's
+	// global source.
+	Rand rand.Source
 }
 
 // Round is what one sweep or drain did.
@@ -132,6 +139,14 @@ func (r *Relay) now() time.Time {
 		return r.Clock()
 	}
 	return time.Now()
+}
+
+func (r *Relay) backoff(attempt int) time.Duration {
+	var src *jitter.Rand
+	if r.Rand != nil {
+		src = jitter.New(r.Rand) // r.Rand serialises the draws itself
+	}
+	return backoff(src, attempt)
 }
 
 func (r *Relay) log() *slog.Logger {
@@ -502,7 +517,7 @@ func (r *Relay) loadIndexed(ctx context.Context, lanes []*lane) {
 			}
 			items = append(items, out.Responses[r.Table]...)
 			req = out.UnprocessedKeys[r.Table].Keys // throttled: again, after a pause
-			if len(req) > 0 && sleep(ctx, backoff(attempt)) != nil {
+			if len(req) > 0 && sleep(ctx, r.backoff(attempt)) != nil {
 				return
 			}
 		}
@@ -997,7 +1012,7 @@ func (r *Relay) commit(ctx context.Context, l *lane, now time.Time, mu *sync.Mut
 			}
 		}
 		if awserr.TransactionConflict(err) && attempt < 3 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := sleep(ctx, r.backoff(attempt)); err != nil {
 				return err
 			}
 			continue

@@ -2,14 +2,13 @@ package outbox
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"hash/fnv"
-	mrand "math/rand/v2"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/exactlyonce/exactly/internal/awserr"
 	"github.com/exactlyonce/exactly/internal/ddblimit"
+	"github.com/exactlyonce/exactly/internal/jitter"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 )
 
 // API is the part of the DynamoDB client the outbox and its relay use;
@@ -100,17 +101,23 @@ type Outbox struct {
 	db    API
 	table string
 	now   func() time.Time
+	rand  *jitter.Rand // WithRand's, or nil: the runtime's
 }
 
 // Option configures an Outbox or a Relay.
 type Option func(*options)
 
 type options struct {
-	now func() time.Time
+	now  func() time.Time
+	rand *jitter.Rand
 }
 
 // WithClock sets the clock (tests).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithRand draws the jitter of Write's retries from src (tests: a seeded
+// source replays a run); the default is math/rand/v2's global source.
+func WithRand(src rand.Source) Option { return func(o *options) { o.rand = jitter.New(src) } }
 
 // New returns an Outbox writing to table.
 func New(db API, table string, opts ...Option) *Outbox {
@@ -118,7 +125,7 @@ func New(db API, table string, opts ...Option) *Outbox {
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Outbox{db: db, table: table, now: o.now}
+	return &Outbox{db: db, table: table, now: o.now, rand: o.rand}
 }
 
 // Table is the outbox table's name.
@@ -148,7 +155,7 @@ func (o *Outbox) Write(ctx context.Context, msgs []Message, writes ...types.Tran
 	var last error
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := sleep(ctx, backoff(o.rand, attempt)); err != nil {
 				return err
 			}
 		}
@@ -425,7 +432,7 @@ func headKey(pk string) map[string]types.AttributeValue {
 
 func newID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	_, _ = crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
@@ -450,11 +457,10 @@ func getS(it map[string]types.AttributeValue, k string) string {
 }
 
 // backoff is a short jittered pause before retrying a transaction that met
-// another: 5 ms doubling to 200 ms.
-func backoff(attempt int) time.Duration {
+// another: 5 ms doubling to 200 ms, jittered by r (nil: the runtime's).
+func backoff(r *jitter.Rand, attempt int) time.Duration {
 	d := 5 * time.Millisecond << min(attempt, 6)
-	d = min(d, 200*time.Millisecond)
-	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1)) //nolint:gosec // jitter, not a secret
+	return r.Between(min(d, 200*time.Millisecond))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

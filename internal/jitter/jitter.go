@@ -38,6 +38,14 @@ func (r *Rand) Int64N(n int64) int64 {
 	return r.r.Int64N(n)
 }
 
+// Uint64 makes a non-nil Rand a rand.Source safe for concurrent use (a
+// test hands one to what several goroutines draw from).
+func (r *Rand) Uint64() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.r.Uint64()
+}
+
 // Between returns a duration in [d/2, d]: jitter around a backoff step.
 func (r *Rand) Between(d time.Duration) time.Duration {
 	if d <= 0 {

@@ -932,6 +932,8 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 		case <-changed:
 		case <-timer:
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil { // also when it ended as the poll woke: select picks at random
 			stop()
 			go s.poll(context.WithoutCancel(ctx), q, deadline, maxN, in) //nolint:errcheck // nobody hears the answer; the poll outlives the request by design
 			return nil, ctx.Err()

@@ -93,6 +93,9 @@ type batcher struct {
 
 	sends   sync.WaitGroup // delete requests under way
 	sendSem chan struct{}  // bounds them
+
+	// step, when set, is called before each round of sends (Config.Step).
+	step func()
 }
 
 // maxDeleteSends bounds the DeleteMessageBatch requests of one queue under
@@ -234,9 +237,29 @@ func (b *batcher) run() {
 		case <-b.now:
 			all = true
 		case <-b.closed:
+		}
+		if b.step != nil {
+			b.step()
+			// Signals that came meanwhile, or together with the one
+			// select took (its pick among ready cases is random), join
+			// this round: what it does then depends on none of those.
+			select {
+			case <-b.kick:
+			default:
+			}
+			select {
+			case <-b.now:
+				all = true
+			default:
+			}
+		}
+		// Closed, whichever case select took: the last round sends all.
+		select {
+		case <-b.closed:
 			for b.flushDue(true) {
 			}
 			return
+		default:
 		}
 		for b.flushDue(all) {
 		}

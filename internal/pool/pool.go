@@ -5,14 +5,17 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,6 +175,13 @@ type Config struct {
 	// own: it must never be later. Called under the queue's lock: it must
 	// not call into the pool.
 	OnVisibility func(receipt string, until time.Time)
+	// Step, when set, is called where goroutines of the pool that one
+	// event wakes together would race (exactly.TestConfig.Step): a lane
+	// about to take a handler's slot for a message ("lane <queue>
+	// <message id>"), the keeper about to extend ("keep <queue>"), the
+	// batcher about to send ("flush <queue>"). A simulation sleeps there to
+	// fix their order. Nil: nothing.
+	Step func(what string)
 }
 
 // Pool consumes queues until its context is cancelled.
@@ -342,6 +352,9 @@ func New(cfg Config) (*Pool, error) {
 			p.obs.BatchFailed(name, op, n)
 			p.log.Warn("batch request failed", "queue", name, "op", op, "entries", n, "err", err)
 		})
+		if cfg.Step != nil {
+			b.step = func() { cfg.Step("flush " + name) }
+		}
 		vis := visibilitySeconds(q.Visibility)
 		p.queues[url] = &queueState{
 			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
@@ -582,6 +595,10 @@ func (p *Pool) wakeLaneWaiters() {
 func (p *Pool) acquireInflight(ctx context.Context) int {
 	n := 0
 	for n < p.want {
+		if ctx.Err() != nil { // ended as a slot freed: ended (select would pick at random)
+			p.releaseInflight(n)
+			return 0
+		}
 		select {
 		case p.inflight <- struct{}{}:
 			n++
@@ -616,6 +633,9 @@ func (p *Pool) keep(ctx context.Context, qs *queueState) {
 		case <-t.C:
 		case <-qs.wake:
 		}
+		if p.cfg.Step != nil {
+			p.cfg.Step("keep " + sqsmsg.QueueName(qs.q.URL))
+		}
 		qs.extend(time.Now())
 	}
 }
@@ -632,10 +652,23 @@ func (qs *queueState) extend(now time.Time) {
 	vis := time.Duration(qs.vis) * time.Second
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
+	var due []*delivery
 	for d := range qs.held {
 		if d.lost || d.extending || now.Before(d.retryAt) || d.visibleUntil.Sub(now) >= vis/2 {
 			continue
 		}
+		due = append(due, d)
+	}
+	// The nearest deadline first, so that it goes in the first batch;
+	// and in an order that the map's does not decide, so that a seed
+	// replays (internal/sim).
+	slices.SortFunc(due, func(a, b *delivery) int {
+		if c := a.visibleUntil.Compare(b.visibleUntil); c != 0 {
+			return c
+		}
+		return cmp.Or(strings.Compare(a.msg.ID, b.msg.ID), strings.Compare(a.receipt, b.receipt))
+	})
+	for _, d := range due {
 		// SQS caps a message's visibility at 12 hours from its receipt.
 		secs := min(qs.vis, int32((maxVisibility-now.Sub(d.receivedAt))/time.Second))
 		until := now.Add(time.Duration(secs) * time.Second)
@@ -872,9 +905,24 @@ func (p *Pool) runLane(l *lane) {
 		inPlace := d.retries < p.cfg.RetryInPlace
 		p.mu.Unlock()
 
+		if p.cfg.Step != nil {
+			p.cfg.Step("lane " + d.msg.QueueName + " " + d.msg.ID)
+		}
+		stopped := false
 		select {
 		case p.slots <- struct{}{}:
+			// Shutdown began as the slot freed: it wins, as when select
+			// picks it (at random among ready cases).
+			select {
+			case <-p.stopCh:
+				<-p.slots
+				stopped = true
+			default:
+			}
 		case <-p.stopCh:
+			stopped = true
+		}
+		if stopped {
 			p.mu.Lock()
 			l.pending = append([]*delivery{d}, l.pending...)
 			p.mu.Unlock()

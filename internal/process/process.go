@@ -753,6 +753,13 @@ func (p *Processor) startHeartbeat(ctx context.Context, claim dedup.Claim, lease
 			case <-t.C:
 				t.Reset(every)
 			}
+			// Stopped as the interval ended (select picks at random among
+			// ready cases): no extension of a claim that is done with.
+			select {
+			case <-hb.done:
+				return
+			default:
+			}
 			// Not on hb.ctx: the lease must be kept while the commit is
 			// retried, also after a forced stop cancelled the effect. Bounded
 			// by the lease left: an extension that answers later is no use.
@@ -825,7 +832,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return ctx.Err() == nil // ended as the wait did: ended
 	case <-ctx.Done():
 		return false
 	}

@@ -91,8 +91,9 @@ func RunChain(cfg Config) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, false), lim: newChainLims(cfg.Seed)}
-	c.sqs = memsqs.New(memsqs.WithWake(c.seq.woke))
+		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, cfg.LogSteps), lim: newChainLims(cfg.Seed)}
+	// Message ids and receipt handles from the seed, as the world's.
+	c.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithWake(c.seq.woke))
 	start := time.Now()
 	if err := c.setUp(ctx); err != nil {
 		return Result{Violations: []string{"set-up: " + err.Error()}}
@@ -133,7 +134,13 @@ func RunChain(cfg Config) Result {
 	for k, n := range c.inj.counts {
 		c.stats["fault: "+k.String()] += n
 	}
-	return Result{Violations: c.violations, Faults: c.inj.Injected(), Stats: c.stats, Virtual: time.Since(start)}
+	res := Result{Violations: c.violations, Faults: c.inj.Injected(), Stats: c.stats, Virtual: time.Since(start)}
+	if c.seq != nil && c.seq.logOn {
+		c.seq.mu.Lock()
+		res.Steps = c.seq.log
+		c.seq.mu.Unlock()
+	}
+	return res
 }
 
 func (c *chain) violate(format string, args ...any) {
@@ -215,6 +222,9 @@ func (c *chain) loop(ctx context.Context, slot string, run func(ctx context.Cont
 				return
 			case <-t.C:
 			}
+			if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+				return
+			}
 		}
 	})
 }
@@ -226,7 +236,7 @@ func amount(acct, seq int) int64 { return int64(100*seq + acct) }
 // or found committed by an earlier attempt (the business item's condition).
 // An incarnation starts from the first deposit again (it knows nothing).
 func (c *chain) produce(ctx context.Context, p *cproc) {
-	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox)
+	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox, outbox.WithRand(seededRand(c.cfg.Seed, p.id)))
 	for seq := 1; seq <= chainDeposits; seq++ {
 		for acct := range chainAccounts {
 			id := fmt.Sprintf("dep-a%d-%d", acct, seq)
@@ -264,7 +274,7 @@ func (c *chain) produce(ctx context.Context, p *cproc) {
 // the groups "records" name, every few seconds, and a sweep every minute).
 func (c *chain) runRelay(ctx context.Context, p *cproc) {
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, Table: chainOutbox,
-		PerGroup: 3, Poll: time.Second, Concurrency: 2,
+		PerGroup: 3, Poll: time.Second, Concurrency: 2, Rand: seededRand(c.cfg.Seed, p.id),
 		OnRound: func(r outbox.Round) {
 			c.stat("relay: published", r.Published)
 			c.stat("relay: duplicates known", r.Duplicates)
@@ -309,6 +319,9 @@ func (c *chain) runRelay(ctx context.Context, p *cproc) {
 			return
 		case <-t.C:
 		}
+		if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+			return
+		}
 	}
 }
 
@@ -327,6 +340,9 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 		Namespace: "chain", TTL: ttl, Concurrency: 4, Receivers: 1, RetryInPlace: 1,
 		Outbox: outbox.New(dy, chainOutbox, c.outboxClock()...), Logger: slog.New(slog.DiscardHandler),
 		Test: exactly.TestConfig{Rand: rand.NewPCG(c.cfg.Seed, hash64(c.cfg.Seed, "rand", p.id))},
+	}
+	if c.seq != nil {
+		cfg.Test.Step = func(what string) { c.seq.step(p.id, "seam", what) }
 	}
 	if hash64(c.cfg.Seed, "optimistic", p.id)%2 == 0 {
 		cfg.Commit = exactly.CommitOptimistic
@@ -465,7 +481,7 @@ func sizeID(g, i int) string { return fmt.Sprintf("size-s%d-%d", g, i) }
 // item's condition tells a retry it committed), and checks that Write
 // refuses a message one byte over the limit.
 func (c *chain) produceSizes(ctx context.Context, p *cproc) {
-	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox)
+	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox, outbox.WithRand(seededRand(c.cfg.Seed, p.id)))
 	for i := range 4 {
 		for g := range chainSizeGroups {
 			bodies, over := sizeBodies(g)
@@ -509,6 +525,9 @@ func (c *chain) operate(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		}
+		if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+			return
 		}
 		if !c.sized.Load() {
 			continue

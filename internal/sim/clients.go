@@ -135,6 +135,8 @@ func after(ctx context.Context, p faulted, op string, k Kind, id string) error {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil { // also when it ended as the answer came: select picks at random
 			return ctx.Err()
 		}
 		p.sequencer().then(id, "answered slowly")

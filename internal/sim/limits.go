@@ -453,6 +453,9 @@ func waitUntil(ctx context.Context, cond func() bool) bool {
 			return false
 		case <-t.C:
 		}
+		if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+			return false
+		}
 	}
 	return true
 }

@@ -340,6 +340,9 @@ func (w *world) obLoop(ctx context.Context, slot string, run func(ctx context.Co
 				return
 			case <-t.C:
 			}
+			if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+				return
+			}
 		}
 	})
 }
@@ -350,7 +353,7 @@ func (w *world) obLoop(ctx context.Context, slot string, run func(ctx context.Co
 // again: it knows nothing.
 func (o *obHalf) produce(ctx context.Context, p *proc) {
 	w := o.w
-	ob := outbox.New(&cDynamo{p: p, inner: w.db}, obTable)
+	ob := outbox.New(&cDynamo{p: p, inner: w.db}, obTable, outbox.WithRand(seededRand(w.cfg.Seed, p.id)))
 	for _, wr := range o.writes {
 		if d := wr.at - time.Since(w.start); d > 0 {
 			time.Sleep(d)
@@ -409,7 +412,7 @@ func (o *obHalf) relay(ctx context.Context, p *proc) {
 		return
 	}
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: w.db}, SQS: &relaySQS{o: o, p: p, inner: &faultySQS{p: p, inner: &obSQS{Server: w.sqs, o: o}}},
-		Table: obTable, PerGroup: o.s.PerGroup, Concurrency: o.s.Concurrency, Poll: o.s.Poll, Logger: w.log(p),
+		Table: obTable, PerGroup: o.s.PerGroup, Concurrency: o.s.Concurrency, Poll: o.s.Poll, Logger: w.log(p), Rand: seededRand(w.cfg.Seed, p.id),
 		OnRound: func(r outbox.Round) { o.round(p, r) }}
 	_ = r.Run(ctx)
 }
@@ -632,6 +635,9 @@ func (o *obHalf) operate(ctx context.Context, stopRelays func()) {
 			t.Stop()
 			return
 		case <-t.C:
+		}
+		if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+			return
 		}
 	}
 }

@@ -68,12 +68,20 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			sh := w.shape
 			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace, cfg.AckDelay = sh.Concurrency, sh.Receivers, sh.RetryInPlace, sh.AckDelay
 			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, w.payloadOf(p.id), sh.MaxInFlight
-			cfg.Hooks.Done = w.poolDone
+			cfg.Hooks.Done = func(d exactly.Done) {
+				if !p.dead.Load() { // as for its log lines (logCounter)
+					w.poolDone(d)
+				}
+			}
 			cfg.Test = w.testSeam(fmt.Sprintf("%s/%d", p.id, i), now)
 			w.believe(&cfg.Test, p)
 			wk, err := exactly.New(pctx, cfg)
 			if err != nil {
-				if p.dead.Load() {
+				if p.dead.Load() || ctx.Err() != nil {
+					// Dead already, or the run is ending: its start-up
+					// was cut short, as its other pool shuts down (that
+					// is no crash, and which of the two came first is
+					// the runtime's order).
 					return
 				}
 				// As for a Lambda cold start: a ConfigError with no fault
@@ -111,6 +119,9 @@ func (w *world) gracefulStop(ctx context.Context, p *proc, slot, inc int, ws []*
 	case <-ctx.Done():
 		return
 	case <-t.C:
+	}
+	if ctx.Err() != nil { // it ended as the timer fired (select picks at random)
+		return
 	}
 	if p.dead.Load() {
 		return

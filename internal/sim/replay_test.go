@@ -16,6 +16,7 @@ var (
 	flagReplayRuns  = flag.Int("sim.replayruns", 2, "TestReplayMeasure: runs per seed")
 	flagReplaySteps = flag.Bool("sim.replaysteps", false, "TestReplayMeasure: log the sequencer's steps and show where two runs part")
 	flagReplayDump  = flag.String("sim.replaydump", "", "TestReplayMeasure: write the steps and lines of two runs that part to this directory")
+	flagReplayChain = flag.Bool("sim.replaychain", false, "TestReplayMeasure: run the chain (TestChain) instead of the world")
 	flagSequence    = flag.Bool("sim.sequence", true, "order the calls that arrive together by the seed (sequencer.go); false: the Go runtime's order")
 )
 
@@ -28,6 +29,10 @@ func TestReplayMeasure(t *testing.T) {
 		t.Skip("-sim.replayseeds=N measures replays")
 	}
 	kinds, ops, _ := simFlags(t, 0)
+	run := runSeed
+	if *flagReplayChain {
+		run = runChainSeed
+	}
 	type job struct {
 		seed   uint64
 		faults bool
@@ -50,15 +55,15 @@ func TestReplayMeasure(t *testing.T) {
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
 				for j := range next {
-					cfg := Config{Seed: j.seed, Rate: rate(), Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas, Swarm: *flagSwarm, Unsequenced: !*flagSequence}
+					cfg := Config{Seed: j.seed, Rate: rate(), Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas, Swarm: *flagSwarm, Unsequenced: !*flagSequence, Logs: *flagLogs}
 					if !j.faults {
 						cfg.Ops, cfg.FixedOps = map[string]bool{}, true
 					}
 					cfg.LogSteps = *flagReplaySteps
-					first := runSeed(t, cfg)
+					first := run(t, cfg)
 					ok, diff := true, ""
 					for range *flagReplayRuns - 1 {
-						r := runSeed(t, cfg)
+						r := run(t, cfg)
 						if r.Digest() != first.Digest() {
 							ok, diff = false, firstDiff(first, r)+stepDiff(first.Steps, r.Steps)
 							if *flagReplayDump != "" {

@@ -27,14 +27,20 @@ import (
 // step, or anywhere else). A call's latency is a network's, at most 65 µs:
 // nothing the product or the judgements time is that fine.
 //
-// What the steps cannot order: goroutines of one process that run together
-// between two steps (a lane and the acker it wakes), select's choice among
-// cases ready together, and two steps drawn to the same nanosecond (rare).
+// Two steps drawn to the same nanosecond would wake together, in the
+// runtime's order: all but one of them (the least by a hash of their
+// identities, a choice the seed fixes) sleep again (sleep). The product
+// takes steps of its own where goroutines of one process that one event
+// wakes would race (exactly.TestConfig.Step: a lane about to take a
+// handler's slot, the batcher about to send, the keeper about to extend).
 // docs/TESTING.md ("What a seed fixes") has the figures.
 type sequencer struct {
 	seed uint64
 	mu   sync.Mutex
 	n    map[string]int // identity -> steps taken
+	// at: the steps asleep until an instant (virtual UnixNano): the ones
+	// that meet there, and how many of them have woken.
+	at map[int64]*meeting
 	// Config.LogSteps (debugging a replay): every step, as it is taken.
 	logOn bool
 	log   []string
@@ -47,7 +53,7 @@ func newSequencer(seed uint64, on, logSteps bool) *sequencer {
 	if !on {
 		return nil
 	}
-	return &sequencer{seed: seed, n: map[string]int{}, logOn: logSteps}
+	return &sequencer{seed: seed, n: map[string]int{}, at: map[int64]*meeting{}, logOn: logSteps}
 }
 
 // step waits the latency of who's next call of op on subject (nothing
@@ -78,8 +84,50 @@ func (s *sequencer) then(call, what string) {
 	s.sleep(call, what)
 }
 
+// meeting is the steps drawn to one instant.
+type meeting struct {
+	steps []string
+	woken int
+}
+
+// sleep waits a latency drawn from the step's identity. Steps drawn to the
+// same instant each see who else is there when they wake (every one of
+// them came to sleep before that instant: a latency is at least 1 ns), and
+// all but the least by hash64 draw again, so that they go one at a time in
+// the seed's order, not the runtime's.
 func (s *sequencer) sleep(id, what string) {
-	time.Sleep(time.Duration(1 + hash64(s.seed, id, what)%seqSpread))
+	key := id + "\x00" + what
+	d := time.Duration(1 + hash64(s.seed, id, what)%seqSpread)
+	for round := 1; ; round++ {
+		at := time.Now().Add(d).UnixNano()
+		s.mu.Lock()
+		m := s.at[at]
+		if m == nil {
+			m = &meeting{}
+			s.at[at] = m
+		}
+		m.steps = append(m.steps, key)
+		s.mu.Unlock()
+		time.Sleep(d)
+		s.mu.Lock()
+		m.woken++
+		if m.woken == len(m.steps) {
+			delete(s.at, at)
+		}
+		first := true
+		mine := hash64(s.seed, key)
+		for _, o := range m.steps {
+			if h := hash64(s.seed, o); h < mine || h == mine && o < key {
+				first = false
+				break
+			}
+		}
+		s.mu.Unlock()
+		if first {
+			break
+		}
+		d = time.Duration(1 + hash64(s.seed, key, "again", strconv.Itoa(round))%seqSpread)
+	}
 	if s.logOn {
 		s.mu.Lock()
 		s.log = append(s.log, time.Now().Format("15:04:05.000000000")+" "+id+" "+what)

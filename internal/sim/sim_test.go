@@ -603,6 +603,6 @@ func checkDigest(t *testing.T, seed uint64, res Result) {
 	case d == *flagDigest:
 		t.Logf("seed %d replayed exactly: digest %s", seed, d)
 	default:
-		t.Logf("seed %d replayed differently: digest %s, the reported run's %s (goroutines of one process took another order: docs/TESTING.md, \"What a seed fixes\"); REPEAT=20 runs it again until a run is red", seed, d, *flagDigest)
+		t.Logf("seed %d replayed differently: digest %s, the reported run's %s (a divergence nothing orders yet: docs/TESTING.md, \"What a seed fixes\", says how to find it); REPEAT=20 runs it again until a run is red", seed, d, *flagDigest)
 	}
 }

@@ -729,6 +729,7 @@ func (w *world) produce(ctx context.Context) {
 type logCounter struct {
 	w     *world
 	proc  string
+	p     *proc
 	attrs []slog.Attr
 }
 
@@ -737,8 +738,12 @@ func (h logCounter) Enabled(_ context.Context, l slog.Level) bool {
 }
 
 func (h logCounter) Handle(_ context.Context, r slog.Record) error {
+	// A process that crashed says nothing more (a real one is gone). What
+	// its goroutines, woken together by its cancellation, log on their
+	// way out is not counted: their order is the runtime's.
+	count := !h.p.dead.Load()
 	if h.w.cfg.Logs {
-		h.keep(r)
+		h.keep(r, count)
 		if r.Level < slog.LevelInfo {
 			return nil
 		}
@@ -747,7 +752,7 @@ func (h logCounter) Handle(_ context.Context, r slog.Record) error {
 		r.Attrs(func(a slog.Attr) bool {
 			switch a.Key {
 			case "applied", "duplicates", "busy", "conflicts", "leases_lost", "moved_to_dlq", "retried", "permanent_failures", "not_started":
-				if n := a.Value.Int64(); n > 0 {
+				if n := a.Value.Int64(); n > 0 && count {
 					h.w.stat("lambda: "+a.Key, int(n))
 				}
 			}
@@ -755,7 +760,9 @@ func (h logCounter) Handle(_ context.Context, r slog.Record) error {
 		})
 		return nil
 	}
-	h.w.stat("log: "+r.Message, 1)
+	if count {
+		h.w.stat("log: "+r.Message, 1)
+	}
 	switch r.Message {
 	case "commit gave up", "cannot extend lease":
 		// The documented window: the lease may end before the commit.
@@ -785,9 +792,13 @@ func (w *world) excuseCalled(key string) {
 }
 
 // keep records r's line, with the logger's attributes and its own.
-func (h logCounter) keep(r slog.Record) {
+func (h logCounter) keep(r slog.Record, alive bool) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "+%s %s %s: %s", time.Since(h.w.start).Round(time.Millisecond), h.proc, r.Level, r.Message)
+	dead := ""
+	if !alive {
+		dead = " (dead)"
+	}
+	fmt.Fprintf(&b, "+%s %s%s %s: %s", time.Since(h.w.start).Round(time.Millisecond), h.proc, dead, r.Level, r.Message)
 	for _, a := range h.attrs {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
 	}
@@ -796,8 +807,13 @@ func (h logCounter) keep(r slog.Record) {
 		return true
 	})
 	h.w.logMu.Lock()
-	defer h.w.logMu.Unlock()
 	h.w.logs = append(h.w.logs, b.String())
+	h.w.logMu.Unlock()
+	if s := h.w.seq; s != nil && s.logOn { // among the steps, to the nanosecond
+		s.mu.Lock()
+		s.log = append(s.log, time.Now().Format("15:04:05.000000000")+" log "+b.String())
+		s.mu.Unlock()
+	}
 }
 
 func (h logCounter) WithAttrs(as []slog.Attr) slog.Handler {
@@ -809,7 +825,7 @@ func (h logCounter) WithAttrs(as []slog.Attr) slog.Handler {
 func (h logCounter) WithGroup(string) slog.Handler { return h }
 
 // log is the logger of process p's product code.
-func (w *world) log(p *proc) *slog.Logger { return slog.New(logCounter{w: w, proc: p.id}) }
+func (w *world) log(p *proc) *slog.Logger { return slog.New(logCounter{w: w, proc: p.id, p: p}) }
 func (w *world) skew(id string) time.Duration {
 	return time.Duration(int64(hash64(w.cfg.Seed, "skew", id)%uint64(2*maxSkew)) - int64(maxSkew))
 }
@@ -858,6 +874,8 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil { // also when it ended as the effect did: select picks at random
 			w.retryable(p, s.lid, "effect's context ended")
 			return effect.Output{}, ctx.Err()
 		}
@@ -913,6 +931,13 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 // keeps it warm between batches; a container whose invocation timed out or
 // whose process died is gone, and the next batch starts a new one (a cold
 // start).
+// onTheDeadline lets what the deadline woke in the function (its
+// context's end) run before the function is judged: they woke together,
+// and the runtime would pick which goes first (whether the function
+// answered on the deadline, whether its lines then came from a live
+// process). 1 ns later, everything due at the deadline has run.
+func onTheDeadline() { time.Sleep(time.Nanosecond) }
+
 func (w *world) esm(ctx context.Context, n int) {
 	q := w.urls[q2Name]
 	var c *container
@@ -992,6 +1017,7 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 	select {
 	case b = <-done:
 	case <-ictx.Done():
+		onTheDeadline()
 		select {
 		case b = <-done:
 		default:
@@ -1046,6 +1072,7 @@ func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message, 
 	select {
 	case resp = <-done:
 	case <-ictx.Done():
+		onTheDeadline()
 		select {
 		case resp = <-done: // it answered on the deadline
 		default:

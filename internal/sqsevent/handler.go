@@ -88,6 +88,10 @@ type Config struct {
 	// Processor runs one message exactly once. Required. Its Scope gets the
 	// message with QueueName set from the event source ARN.
 	Processor *process.Processor
+	// Step, when set, is called by each lane of a batch before it takes a
+	// slot ("lane <first message id>"), so that a simulation orders the
+	// lanes that start together (exactly.TestConfig.Step). Nil: nothing.
+	Step func(what string)
 	// FailRest applies to FIFO queues. Default FailRestGroup.
 	FailRest FailRest
 	// Concurrency bounds the groups run at once. Default DefaultConcurrency.
@@ -206,6 +210,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	var wg sync.WaitGroup
 	for _, lane := range lanes {
 		wg.Go(func() {
+			if h.cfg.Step != nil {
+				h.cfg.Step("lane " + ev.Records[lane[0]].MessageId)
+			}
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for i, idx := range lane {

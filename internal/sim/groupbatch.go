@@ -56,6 +56,7 @@ type gbState struct {
 	answered map[string]int             // process -> groups broken in answers it got this round
 	counted  int                        // Round.Reordered, summed
 	attempts map[string]int             // partial answers per first dedup id (lost or not, drawn)
+	split    map[string]bool            // dedup ids in a request refused as too long (injected)
 }
 
 type gbBreak struct {
@@ -67,7 +68,7 @@ type gbBreak struct {
 
 func newGB() *gbState {
 	return &gbState{holds: map[string]bool{}, firstPub: map[int]int{}, sends: map[string][]time.Duration{},
-		answered: map[string]int{}, attempts: map[string]int{}}
+		answered: map[string]int{}, attempts: map[string]int{}, split: map[string]bool{}}
 }
 
 // drawGroupBatch draws the relays' GroupBatch and hot groups for half the
@@ -314,6 +315,13 @@ func (o *obHalf) gbCheck() {
 			w.stat("outbox group batch: breaks not detected, no copy sent again within five minutes (excused)", 1)
 			continue
 		}
+		if o.gb.split[b.taken.dedupID] {
+			// Known, left to the lead: the next attempt was refused as
+			// too long and sent in parts; the relay compares sequence
+			// numbers within one request only.
+			w.stat("outbox group batch: breaks not detected, the next attempt split after BatchRequestTooLong (known)", 1)
+			continue
+		}
 		w.violate("outbox order: group %s's message %d (seq %d) reached SQS at +%s before message %d (seq %d), and the relay never held the group for it (Reordered)",
 			b.group, b.taken.lid, b.taken.gseq+1, b.at.Round(time.Millisecond), b.refused.lid, b.refused.gseq+1)
 	}
@@ -360,4 +368,16 @@ func gbRefusedBroke(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutp
 		}
 	}
 	return false
+}
+
+// gbSplit notes the entries of a request refused as too long (injected).
+func (o *obHalf) gbSplit(in *sqs.SendMessageBatchInput) {
+	if o.s.GroupBatch <= 1 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, e := range in.Entries {
+		o.gb.split[aws.ToString(e.MessageDeduplicationId)] = true
+	}
 }

@@ -56,7 +56,7 @@ type gbState struct {
 	answered map[string]int             // process -> groups broken in answers it got this round
 	counted  int                        // Round.Reordered, summed
 	attempts map[string]int             // partial answers per first dedup id (lost or not, drawn)
-	split    map[string]bool            // dedup ids in a request refused as too long (injected)
+	together map[string]time.Duration   // "a|b": a relay got an answer taking a, then b of a group (first time)
 }
 
 type gbBreak struct {
@@ -68,7 +68,7 @@ type gbBreak struct {
 
 func newGB() *gbState {
 	return &gbState{holds: map[string]bool{}, firstPub: map[int]int{}, sends: map[string][]time.Duration{},
-		answered: map[string]int{}, attempts: map[string]int{}, split: map[string]bool{}}
+		answered: map[string]int{}, attempts: map[string]int{}, together: map[string]time.Duration{}}
 }
 
 // drawGroupBatch draws the relays' GroupBatch and hot groups for half the
@@ -218,12 +218,14 @@ func (c *gbSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 	}
 	out.Failed = append(out.Failed, failed...)
 	if len(out.Failed) == 0 || len(out.Successful) == 0 {
+		o.gbTogether(in, out)
 		return out, nil
 	}
 	if hash64(o.w.cfg.Seed, "gb lost", sub, n)%2 == 0 {
 		o.w.stat("outbox group batch: answers to partial batches lost", 1)
 		return nil, fmt.Errorf("operation error SendMessageBatch: request canceled, context deadline exceeded (sim: the answer to a partial batch lost)")
 	}
+	o.gbTogether(in, out)
 	// Content refusals pass a message (Write refuses them: none here).
 	broken := brokenGroups(in, out, func(types.BatchResultErrorEntry) bool { return true })
 	if len(broken) > 0 {
@@ -315,11 +317,13 @@ func (o *obHalf) gbCheck() {
 			w.stat("outbox group batch: breaks not detected, no copy sent again within five minutes (excused)", 1)
 			continue
 		}
-		if o.gb.split[b.taken.dedupID] {
-			// Known, left to the lead: the next attempt was refused as
-			// too long and sent in parts; the relay compares sequence
-			// numbers within one request only.
-			w.stat("outbox group batch: breaks not detected, the next attempt split after BatchRequestTooLong (known)", 1)
+		if t, ok := o.gb.together[b.refused.dedupID+"|"+b.taken.dedupID]; !ok || t > b.at+5*time.Minute {
+			// Known, left to the lead: the relay compares sequence
+			// numbers within one answer only, and no answer it got
+			// within five minutes took both (the next attempt failed
+			// an entry again, was split after BatchRequestTooLong, or
+			// sent the message after a release alone).
+			w.stat("outbox group batch: breaks not detected, never answered together again (known)", 1)
 			continue
 		}
 		w.violate("outbox order: group %s's message %d (seq %d) reached SQS at +%s before message %d (seq %d), and the relay never held the group for it (Reordered)",
@@ -370,14 +374,28 @@ func gbRefusedBroke(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutp
 	return false
 }
 
-// gbSplit notes the entries of a request refused as too long (injected).
-func (o *obHalf) gbSplit(in *sqs.SendMessageBatchInput) {
-	if o.s.GroupBatch <= 1 {
-		return
+// gbTogether notes, for an answer the relay gets, the pairs of a group's
+// messages it took in one request, a before b: there the relay's sequence
+// numbers show whether SQS had b first.
+func (o *obHalf) gbTogether(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutput) {
+	ok := map[string]bool{}
+	for _, x := range out.Successful {
+		ok[aws.ToString(x.Id)] = true
 	}
+	now := time.Since(o.w.start)
+	seen := map[string][]string{} // group -> dedup ids taken so far
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, e := range in.Entries {
-		o.gb.split[aws.ToString(e.MessageDeduplicationId)] = true
+		if !ok[aws.ToString(e.Id)] {
+			continue
+		}
+		g, k := aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId)
+		for _, a := range seen[g] {
+			if _, had := o.gb.together[a+"|"+k]; !had {
+				o.gb.together[a+"|"+k] = now
+			}
+		}
+		seen[g] = append(seen[g], k)
 	}
 }

@@ -510,7 +510,6 @@ func (c *obSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		o.mu.Unlock()
 		if hash64(o.w.cfg.Seed, "toolong", sub, strconv.Itoa(n))%3 == 0 {
 			o.w.stat("outbox: batches refused as too long (injected)", 1)
-			o.gbSplit(in)
 			return nil, &types.BatchRequestTooLong{Message: aws.String("sim: Batch requests cannot be longer than 1048576 bytes.")}
 		}
 	}

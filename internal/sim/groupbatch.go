@@ -150,7 +150,7 @@ func (o *obHalf) gbAtFake(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBat
 	for _, b := range brokenGroups(in, out, func(f types.BatchResultErrorEntry) bool {
 		return strings.Contains(aws.ToString(f.Message), "shorter than")
 	}) {
-		o.w.violate("outbox order: SQS refused message %s of group %s for its size (the queue's MaximumMessageSize) and took a later one, %s, in the same SendMessageBatch: the relay's runs must be cut so that a size limit refuses a suffix", b[1], b[0], b[2])
+		o.w.violate("outbox group batch: size break: SQS refused message %s of group %s for its size (the queue's MaximumMessageSize) and took a later one, %s, in the same SendMessageBatch: the relay's runs must be cut so that a size limit refuses a suffix", b[1], b[0], b[2])
 	}
 }
 
@@ -249,7 +249,7 @@ func (o *obHalf) gbRound(p *proc, r outbox.Round) {
 	o.gb.counted += r.Reordered
 	o.mu.Unlock()
 	if r.Reordered < n && !p.dead.Load() {
-		o.w.violate("outbox order: relay %s got SQS's per-entry answers showing %d group(s) broken (a message taken after an earlier one of its group was refused), and its round counted Round.Reordered %d", p.id, n, r.Reordered)
+		o.w.violate("outbox group batch: break not counted: relay %s got SQS's per-entry answers showing %d group(s) broken (a message taken after an earlier one of its group was refused), and its round counted Round.Reordered %d", p.id, n, r.Reordered)
 	}
 }
 
@@ -287,7 +287,7 @@ func (o *obHalf) gbHeld(group string, seq int64, why string) {
 		return
 	}
 	if !found {
-		w.violate("outbox order: group %s held at seq %d for %q, and SQS never had a message of it out of order (a false hold)", group, seq, why)
+		w.violate("outbox group batch: false hold: group %s held at seq %d for %q, and SQS never had a message of it out of order (a false hold)", group, seq, why)
 		return
 	}
 	w.stat("outbox group batch: breaks detected (group held, Reordered)", 1)
@@ -326,11 +326,11 @@ func (o *obHalf) gbCheck() {
 			w.stat("outbox group batch: breaks not detected, never answered together again (known)", 1)
 			continue
 		}
-		w.violate("outbox order: group %s's message %d (seq %d) reached SQS at +%s before message %d (seq %d), and the relay never held the group for it (Reordered)",
+		w.violate("outbox group batch: undetected break: group %s's message %d (seq %d) reached SQS at +%s before message %d (seq %d), and the relay never held the group for it (Reordered)",
 			b.group, b.taken.lid, b.taken.gseq+1, b.at.Round(time.Millisecond), b.refused.lid, b.refused.gseq+1)
 	}
 	if n := len(o.gb.holds); o.gb.counted < n {
-		w.violate("outbox order: %d Reordered holds seen, and the relays' rounds counted Round.Reordered %d", n, o.gb.counted)
+		w.violate("outbox group batch: break not counted: %d Reordered holds seen, and the relays' rounds counted Round.Reordered %d", n, o.gb.counted)
 	}
 }
 

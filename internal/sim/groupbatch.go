@@ -356,6 +356,27 @@ func (o *obHalf) gbOutOfOrder(group string, seq int64) bool {
 	return false
 }
 
+// gbAfterFailed reports whether an earlier entry of f's group failed in
+// the same request: the group stopped there (held, or left for the next
+// round), and f's failure changes nothing the round counts.
+func gbAfterFailed(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutput, f types.BatchResultErrorEntry) bool {
+	failed := map[string]bool{}
+	for _, x := range out.Failed {
+		failed[aws.ToString(x.Id)] = true
+	}
+	stopped := map[string]bool{}
+	for _, e := range in.Entries {
+		g := aws.ToString(e.MessageGroupId)
+		if aws.ToString(e.Id) == aws.ToString(f.Id) {
+			return stopped[g]
+		}
+		if failed[aws.ToString(e.Id)] {
+			stopped[g] = true
+		}
+	}
+	return false
+}
+
 // gbRefusedBroke reports whether a failed entry of a request, refused
 // without SenderFault, was followed by a taken entry of its group: the
 // relay holds the group (Reordered) instead of counting an error.

@@ -484,7 +484,7 @@ func (c *relaySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 			delete(rr.refused, aws.ToString(e.MessageDeduplicationId))
 		}
 		for _, f := range out.Failed {
-			if !f.SenderFault && !gbRefusedBroke(in, out, f) {
+			if !f.SenderFault && !gbRefusedBroke(in, out, f) && !gbAfterFailed(in, out, f) {
 				rr.errs++
 			}
 		}

@@ -57,6 +57,13 @@ type gbState struct {
 	counted  int                        // Round.Reordered, summed
 	attempts map[string]int             // partial answers per first dedup id (lost or not, drawn)
 	together map[string]time.Duration   // "a|b": a relay got an answer taking a, then b of a group (first time)
+	shown    map[string][]time.Duration // group -> when a relay got an answer showing it out of order, and counted it
+	showing  map[string][]gbShown       // process -> what answers showed it this round
+}
+
+type gbShown struct {
+	group string
+	at    time.Duration
 }
 
 type gbBreak struct {
@@ -68,7 +75,7 @@ type gbBreak struct {
 
 func newGB() *gbState {
 	return &gbState{holds: map[string]bool{}, firstPub: map[int]int{}, sends: map[string][]time.Duration{},
-		answered: map[string]int{}, attempts: map[string]int{}, together: map[string]time.Duration{}}
+		answered: map[string]int{}, attempts: map[string]int{}, together: map[string]time.Duration{}, shown: map[string][]time.Duration{}, showing: map[string][]gbShown{}}
 }
 
 // drawGroupBatch draws the relays' GroupBatch and hot groups for half the
@@ -218,14 +225,14 @@ func (c *gbSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 	}
 	out.Failed = append(out.Failed, failed...)
 	if len(out.Failed) == 0 || len(out.Successful) == 0 {
-		o.gbTogether(in, out)
+		o.gbTogether(c.p.id, in, out)
 		return out, nil
 	}
 	if hash64(o.w.cfg.Seed, "gb lost", sub, n)%2 == 0 {
 		o.w.stat("outbox group batch: answers to partial batches lost", 1)
 		return nil, fmt.Errorf("operation error SendMessageBatch: request canceled, context deadline exceeded (sim: the answer to a partial batch lost)")
 	}
-	o.gbTogether(in, out)
+	o.gbTogether(c.p.id, in, out)
 	// Content refusals pass a message (Write refuses them: none here).
 	broken := brokenGroups(in, out, func(types.BatchResultErrorEntry) bool { return true })
 	if len(broken) > 0 {
@@ -247,6 +254,12 @@ func (o *obHalf) gbRound(p *proc, r outbox.Round) {
 	n := o.gb.answered[p.id]
 	delete(o.gb.answered, p.id)
 	o.gb.counted += r.Reordered
+	if r.Reordered > 0 {
+		for _, x := range o.gb.showing[p.id] {
+			o.gb.shown[x.group] = append(o.gb.shown[x.group], x.at)
+		}
+	}
+	delete(o.gb.showing, p.id)
 	o.mu.Unlock()
 	if r.Reordered < n && !p.dead.Load() {
 		o.w.violate("outbox group batch: break not counted: relay %s got SQS's per-entry answers showing %d group(s) broken (a message taken after an earlier one of its group was refused), and its round counted Round.Reordered %d", p.id, n, r.Reordered)
@@ -315,6 +328,14 @@ func (o *obHalf) gbCheck() {
 		}
 		if n < 2 {
 			w.stat("outbox group batch: breaks not detected, no copy sent again within five minutes (excused)", 1)
+			continue
+		}
+		if slices.ContainsFunc(o.gb.shown[b.group], func(t time.Duration) bool { return t >= b.at && t <= b.at+5*time.Minute }) {
+			// Known, left to the lead: a relay got the answer showing
+			// the break (and counted it), and another relay, which sent
+			// the messages in separate requests, recorded its progress
+			// first: the hold was never written.
+			w.stat("outbox group batch: breaks a relay saw, its hold lost to another relay's progress (known)", 1)
 			continue
 		}
 		if t, ok := o.gb.together[b.refused.dedupID+"|"+b.taken.dedupID]; !ok || t > b.at+5*time.Minute {
@@ -398,20 +419,29 @@ func gbRefusedBroke(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutp
 // gbTogether notes, for an answer the relay gets, the pairs of a group's
 // messages it took in one request, a before b: there the relay's sequence
 // numbers show whether SQS had b first.
-func (o *obHalf) gbTogether(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutput) {
-	ok := map[string]bool{}
+func (o *obHalf) gbTogether(p string, in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutput) {
+	ok := map[string]string{}
 	for _, x := range out.Successful {
-		ok[aws.ToString(x.Id)] = true
+		ok[aws.ToString(x.Id)] = aws.ToString(x.SequenceNumber)
 	}
 	now := time.Since(o.w.start)
 	seen := map[string][]string{} // group -> dedup ids taken so far
+	last := map[string]string{}   // group -> SQS sequence number of the last taken
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, b := range brokenGroups(in, out, func(types.BatchResultErrorEntry) bool { return true }) {
+		o.gb.showing[p] = append(o.gb.showing[p], gbShown{b[0], now})
+	}
 	for _, e := range in.Entries {
-		if !ok[aws.ToString(e.Id)] {
+		n, taken := ok[aws.ToString(e.Id)]
+		if !taken {
 			continue
 		}
 		g, k := aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId)
+		if l := last[g]; l != "" && n != "" && (len(n) < len(l) || len(n) == len(l) && n < l) {
+			o.gb.showing[p] = append(o.gb.showing[p], gbShown{g, now})
+		}
+		last[g] = n
 		for _, a := range seen[g] {
 			if _, had := o.gb.together[a+"|"+k]; !had {
 				o.gb.together[a+"|"+k] = now

@@ -81,6 +81,7 @@ type obShape struct {
 	Pages       bool          // 110 messages pending at once: past BatchGetItem's 100 keys (limits.go)
 	PagesBig    bool          // and 80 of them near 256 KiB: past its 16 MB answer
 	Poll        time.Duration // Relay.Poll
+	GroupBatch  int           // Relay.GroupBatch, hot groups (groupbatch.go); 0: the default
 }
 
 func drawOutbox(pick func(name string, n int) int) obShape {
@@ -101,16 +102,16 @@ func drawOutbox(pick func(name string, n int) int) obShape {
 	if pick("ob pages", 10) == 0 {
 		o = o.pages(pick("ob pages big", 4) == 0)
 	}
-	return o
+	return o.drawGroupBatch(pick)
 }
 
 func (o obShape) choices() []string {
 	if !o.On {
 		return []string{"outbox=off"}
 	}
-	return []string{"outbox=on", fmt.Sprintf("outbox groups=%d", o.Groups), fmt.Sprintf("outbox relays=%d", o.Relays), fmt.Sprintf("outbox poll=%s", o.Poll), fmt.Sprintf("outbox per group=%d", o.PerGroup),
+	return append([]string{"outbox=on", fmt.Sprintf("outbox groups=%d", o.Groups), fmt.Sprintf("outbox relays=%d", o.Relays), fmt.Sprintf("outbox poll=%s", o.Poll), fmt.Sprintf("outbox per group=%d", o.PerGroup),
 		"outbox sizes=" + o.Sizes, fmt.Sprintf("outbox multi-message writes=%v", o.Multi),
-		fmt.Sprintf("outbox limit lowered=%v", o.Lower), fmt.Sprintf("outbox batches refused as too long=%v", o.TooLong), fmt.Sprintf("outbox read pages=%v", o.Pages), fmt.Sprintf("outbox read pages of 16 MB=%v", o.PagesBig)}
+		fmt.Sprintf("outbox limit lowered=%v", o.Lower), fmt.Sprintf("outbox batches refused as too long=%v", o.TooLong), fmt.Sprintf("outbox read pages=%v", o.Pages), fmt.Sprintf("outbox read pages of 16 MB=%v", o.PagesBig)}, o.gbChoices()...)
 }
 
 // obWrite is one planned outbox.Write: its messages, in order.
@@ -150,6 +151,7 @@ type obHalf struct {
 	dropped   map[int]bool
 	rounds    map[string]*relayRound
 	tooLong   map[string]int // attempts per batch (its first dedup id and size)
+	gb        *gbState       // GroupBatch's breaks (groupbatch.go)
 }
 
 func (p *proc) seed() uint64            { return p.w.cfg.Seed }
@@ -181,7 +183,7 @@ func obBody(acct string, lid int, group, id string, size int) string {
 // the direct ones, whose sizes the lowered limit stays above).
 func (w *world) obWorkload() {
 	o := &obHalf{w: w, s: w.shape.Outbox, byKey: map[string]*msgSpec{}, byGroup: map[string][]*msgSpec{}, writeOf: map[int]string{},
-		published: map[int]bool{}, dropped: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}}
+		published: map[int]bool{}, dropped: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}, gb: newGB()}
 	w.ob = o
 	if !o.s.On {
 		return
@@ -247,7 +249,7 @@ func (w *world) obWorkload() {
 				// more groups than a batch takes.
 				t = time.Duration(1+gseq) * 40 * time.Second
 			default:
-				t += time.Duration(5+r("gap", strconv.Itoa(lid))%60) * time.Second
+				t += o.s.gap(r, lid)
 			}
 			acct := q[:2] + "-" + group
 			body := obBody(acct, lid, group, id, size)
@@ -411,8 +413,12 @@ func (o *obHalf) relay(ctx context.Context, p *proc) {
 	if !o.pagesWritten(ctx) {
 		return
 	}
-	r := &outbox.Relay{DB: &cDynamo{p: p, inner: w.db}, SQS: &relaySQS{o: o, p: p, inner: &faultySQS{p: p, inner: &obSQS{Server: w.sqs, o: o}}},
-		Table: obTable, PerGroup: o.s.PerGroup, Concurrency: o.s.Concurrency, Poll: o.s.Poll, Logger: w.log(p), Rand: seededRand(w.cfg.Seed, p.id),
+	var sqsc outbox.SQS = &faultySQS{p: p, inner: &obSQS{Server: w.sqs, o: o}}
+	if o.s.GroupBatch > 1 {
+		sqsc = &gbSQS{o: o, p: p, inner: sqsc}
+	}
+	r := &outbox.Relay{DB: &cDynamo{p: p, inner: w.db}, SQS: &relaySQS{o: o, p: p, inner: sqsc},
+		Table: obTable, PerGroup: o.s.PerGroup, GroupBatch: o.s.GroupBatch, Concurrency: o.s.Concurrency, Poll: o.s.Poll, Logger: w.log(p), Rand: seededRand(w.cfg.Seed, p.id),
 		OnRound: func(r outbox.Round) { o.round(p, r) }}
 	_ = r.Run(ctx)
 }
@@ -427,6 +433,7 @@ func (o *obHalf) round(p *proc, r outbox.Round) {
 	rr := o.rounds[p.id]
 	delete(o.rounds, p.id)
 	o.mu.Unlock()
+	o.gbRound(p, r)
 	if p.dead.Load() {
 		return
 	}
@@ -480,7 +487,7 @@ func (c *relaySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 			delete(rr.refused, aws.ToString(e.MessageDeduplicationId))
 		}
 		for _, f := range out.Failed {
-			if !f.SenderFault {
+			if !f.SenderFault && !gbRefusedBroke(in, out, f) && !gbAfterFailed(in, out, f) {
 				rr.errs++
 			}
 		}
@@ -532,6 +539,7 @@ func (c *obSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 		}
 		return out, err
 	}
+	o.gbAtFake(in, out)
 	byID := map[string]types.SendMessageBatchRequestEntry{}
 	for _, e := range in.Entries {
 		byID[aws.ToString(e.Id)] = e
@@ -575,10 +583,15 @@ func (o *obHalf) published1(q string, e types.SendMessageBatchRequestEntry) {
 	if first {
 		for _, prev := range o.byGroup[s.group][:s.gseq] {
 			if !o.published[prev.lid] && !o.dropped[prev.lid] {
+				if o.s.GroupBatch > 1 {
+					o.gbBroke(prev, s) // judged when held, or at the end (groupbatch.go)
+					break
+				}
 				bad = append(bad, fmt.Sprintf("outbox order: group %s's message %d (seq %d) published before message %d (seq %d), which was neither published nor dropped", s.group, s.lid, s.gseq+1, prev.lid, prev.gseq+1))
 			}
 		}
 		o.published[s.lid] = true
+		o.gbFirst(s.lid)
 	}
 	o.mu.Unlock()
 	for _, b := range bad {
@@ -666,10 +679,14 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 		limit = o.lowerTo
 	}
 	size := obSize(group, strings.TrimPrefix(s.keyAttr, group+"/"), s.body)
+	reordered := strings.HasPrefix(h.Why, outbox.ReorderedHold)
+	if reordered {
+		o.gbHeld(group, h.Seq, h.Why)
+	}
 	switch {
-	case size <= limit:
+	case !reordered && size <= limit:
 		w.violate("outbox: group %s held at message %d (%d bytes), which fits every limit %s had (%d): %s", group, s.lid, size, q, limit, h.Why)
-	case !strings.Contains(h.Why, "InvalidParameterValue") && !strings.Contains(h.Why, "BatchRequestTooLong"):
+	case !reordered && !strings.Contains(h.Why, "InvalidParameterValue") && !strings.Contains(h.Why, "BatchRequestTooLong"):
 		w.violate("outbox: group %s held at message %d for %q, not its size", group, s.lid, h.Why)
 	case it.Held == "" || !it.SentAt.IsZero() || it.Seq != h.Seq:
 		w.violate("outbox: group %s held at seq %d, and its message does not show it (held %q, sent %v, seq %d)", group, h.Seq, it.Held, !it.SentAt.IsZero(), it.Seq)
@@ -697,7 +714,7 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 		w.stat("outbox: operator dropped a held message", 1)
 		return
 	}
-	if !o.raised.Load() {
+	if !o.raised.Load() && !reordered {
 		return
 	}
 	if err := outbox.Release(ctx, w.db, obTable, w.urls[q], group); err != nil {
@@ -735,6 +752,7 @@ func (w *world) obCheck(ctx context.Context) {
 	if !o.s.On {
 		return
 	}
+	o.gbCheck()
 	if pending, err := outbox.ListPending(ctx, w.db, obTable, 100); err != nil || len(pending) > 0 {
 		var ps []string
 		for _, p := range pending {

@@ -38,6 +38,11 @@ var (
 var classes = []struct{ name, match, also string }{
 	// The outbox half (outboxworld.go).
 	{"outbox: a message SQS refused for its size marked failed and passed (the group must be held)", "marked failed", "outbox: relay"},
+	// Relay.GroupBatch (groupbatch.go).
+	{"outbox group batch: a size limit refused a message and took a later one (runs not cut)", "outbox group batch: size break:", ""},
+	{"outbox group batch: a break SQS's answers showed, not counted in Round.Reordered", "outbox group batch: break not counted:", ""},
+	{"outbox group batch: held Reordered, and SQS had the group in order (false hold)", "outbox group batch: false hold:", ""},
+	{"outbox group batch: a break never held (undetected)", "outbox group batch: undetected break:", ""},
 	{"outbox: a group's message published before an earlier one", "outbox order:", ""},
 	{"outbox: published though its write did not commit, or after it was dropped", "published, and its business write", ""},
 	{"outbox: published after the operator dropped it", "published after the operator dropped it", ""},

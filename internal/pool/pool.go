@@ -208,8 +208,11 @@ type Pool struct {
 	laneFreed   chan struct{}
 	stopping    bool
 	stopCh      chan struct{} // closed when shutdown begins
-	pollsDone   chan struct{} // closed when no receive is under way any more
-	lanesWG     sync.WaitGroup
+	// runEnded is Run's ctx.Done(): shutdown begins when it closes, and
+	// Run closes stopCh next.
+	runEnded  <-chan struct{}
+	pollsDone chan struct{} // closed when no receive is under way any more
+	lanesWG   sync.WaitGroup
 
 	workMu      sync.Mutex
 	workCtx     context.Context
@@ -402,6 +405,7 @@ func (p *Pool) Run(ctx context.Context) {
 	p.workMu.Unlock()
 	defer p.cancelWork()
 	defer p.cancelPolls()
+	p.runEnded = ctx.Done() // before any lane starts (the receivers start them)
 	for _, qs := range p.queues {
 		go qs.b.run()
 	}
@@ -912,10 +916,18 @@ func (p *Pool) runLane(l *lane) {
 		select {
 		case p.slots <- struct{}{}:
 			// Shutdown began as the slot freed: it wins, as when select
-			// picks it (at random among ready cases).
+			// picks it (at random among ready cases). It began when Run's
+			// context ended, before Run closes stopCh: a stop that ends the
+			// context and frees the slot at once (a handler's call that
+			// finds its process stopping) must win whichever of Run and
+			// this lane runs first.
 			select {
 			case <-p.stopCh:
 				<-p.slots
+				stopped = true
+			case <-p.runEnded:
+				<-p.slots
+				<-p.stopCh // Run closes it next
 				stopped = true
 			default:
 			}

@@ -76,13 +76,19 @@ type Relay struct {
 	// message after refusing an earlier one of its group. The relay sees
 	// it in SQS's per-entry answer or, when that answer was lost, in the
 	// sequence numbers SQS gives the copies on the next attempt (if that
-	// comes within SQS's five-minute deduplication window, and as SQS
-	// answers a deduplicated send with the first copy's number); it then
-	// holds the group at the message SQS had out of order, counts it in
-	// Round.Reordered and Round.Held, and logs it; worker outbox shows
-	// the group held, with a reason beginning with ReorderedHold. The
-	// group's consumers may have received the later messages first. With
-	// 1, no SQS answer can reorder a group.
+	// carries the same run whole, within SQS's five-minute deduplication
+	// window, and as SQS answers a deduplicated send with the first copy's
+	// number); it then holds the group at the message SQS had out of
+	// order, counts it in Round.Reordered and Round.Held, and logs it;
+	// worker outbox shows the group held, with a reason beginning with
+	// ReorderedHold. The group's consumers may have received the later
+	// messages first. Not detected: a lost answer whose next attempt does
+	// not carry the run whole (an entry fails again, the request is split,
+	// a release sends the message alone). With two relays, a break one
+	// counts may go unheld when the other records progress first; and a
+	// lost answer followed by an entry failing inside SQS can hold a group
+	// that is in order. docs/OUTBOX.md has the table. With 1, no SQS
+	// answer can reorder a group.
 	GroupBatch int
 	// Concurrency bounds the groups read and committed at once. Defaults to
 	// 32.

@@ -274,7 +274,7 @@ func (c *chain) produce(ctx context.Context, p *cproc) {
 // the groups "records" name, every few seconds, and a sweep every minute).
 func (c *chain) runRelay(ctx context.Context, p *cproc) {
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, Table: chainOutbox,
-		PerGroup: 3, Poll: time.Second, Concurrency: 2, Rand: seededRand(c.cfg.Seed, p.id),
+		PerGroup: c.relayPerGroup(), Poll: time.Second, Concurrency: 2, Rand: seededRand(c.cfg.Seed, p.id),
 		OnRound: func(r outbox.Round) {
 			c.stat("relay: published", r.Published)
 			c.stat("relay: duplicates known", r.Duplicates)

@@ -45,16 +45,15 @@ import (
 //     the product sent no request with its writes (4 MB exactly: only in
 //     transactional mode, refused by DynamoDB); at and under, applied and
 //     confirmed once.
-//   - The relays' reads: 26 groups of 4 messages ("r<g>"), written before
+//   - The relays' reads: 26 groups of 5 messages ("r<g>"), written before
 //     any relay starts, so that a sweep asks for more than 100 keys
-//     (PerGroup 3: 4 keys a group): calls of 100 and the rest. In a third
-//     of these seeds the messages of 22 groups are within 320 bytes of
-//     256 KiB: a BatchGetItem answer is cut at 16 MB (UnprocessedKeys)
-//     when its 100 keys hold 64 of them, and the Lambda relay's Drain
-//     names these groups too: a group read alone is a Query of 4 items
-//     just under 1 MB (a page is cut at 1 MB only before its Limit, which
-//     PerGroup 3 does not reach: limits.go's read pages do). No
-//     BatchGetItem may ask for more than 100 keys; every message is
+//     (PerGroup 4 in limit seeds: 5 keys a group): calls of 100 and the
+//     rest. In a third of these seeds the messages of 22 groups are within
+//     320 bytes of 256 KiB: a BatchGetItem answer is cut at 16 MB
+//     (UnprocessedKeys) when its 100 keys hold 64 of them, and a group
+//     read alone (the Lambda relay's Drain names these groups too) is a
+//     Query of Limit 5 whose page DynamoDB cuts at 1 MB, after 4 of them.
+//     No BatchGetItem may ask for more than 100 keys; every message is
 //     published, once, in order.
 //
 // No TransactWriteItems of the chain may pass a limit by the product's
@@ -63,7 +62,7 @@ const (
 	chainLimEvery      = 8
 	chainLimQueue      = "limits.fifo"
 	chainLimReadGroups = 26
-	chainLimReadMsgs   = 4
+	chainLimReadMsgs   = 5
 	chainLimReadBig    = 22
 )
 
@@ -184,6 +183,16 @@ func (c *chain) ledger(table, confirm string) effect.Effect {
 		return limLedger{Ledger: l, c: c}
 	}
 	return l
+}
+
+// relayPerGroup is the chain relays' PerGroup: 4 in a limit seed, so
+// that a group read alone asks for 5 items and a page of big messages is
+// cut at 1 MB before its Limit; 3 otherwise.
+func (c *chain) relayPerGroup() int {
+	if c.lim.on {
+		return 4
+	}
+	return 3
 }
 
 // outboxClock is the clock of the outboxes whose writes the limit

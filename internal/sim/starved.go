@@ -99,6 +99,34 @@ func (w *world) esmReceived(p *proc, at time.Duration, ms []types.Message, faile
 	}
 }
 
+// esmReturned notes, of an event source mapping's batch whose invocation
+// answered after faults on its container's calls or late in its timeout
+// (the handler starts no message it has too little time left for: a
+// batch of one hot group's messages may not all fit), the messages it reported
+// as batch item failures (back): failed themselves, or not started behind
+// an earlier failed message of their FIFO group (the partial-batch rule).
+// Those receives are spoiled: the messages come back after the visibility
+// timeout, and a message behind a head that keeps meeting faults spends
+// its receives without a fault of its own.
+func (w *world) esmReturned(p *proc, at time.Duration, ms []types.Message, back map[string]bool) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, m := range ms {
+		id := aws.ToString(m.MessageId)
+		if !back[id] {
+			continue
+		}
+		rs := x.recvs[id]
+		for i := len(rs) - 1; i >= 0; i-- {
+			if rs[i].at == at && rs[i].proc == p.id && rs[i].receipt == aws.ToString(m.ReceiptHandle) {
+				rs[i].failed = true
+				break
+			}
+		}
+	}
+}
+
 // note records r, a receive of m (lid's), with m's receive count and
 // receipt.
 func (x *starved) note(lid int, m types.Message, r srcRecv) {

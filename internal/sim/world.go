@@ -966,8 +966,15 @@ func (w *world) esm(ctx context.Context, n int) {
 				continue
 			}
 		}
-		w.invoke(ctx, c, out.Messages, esm)
+		faults, began := c.p.faults.Load(), time.Now()
+		back := w.invoke(ctx, c, out.Messages, esm)
 		w.esmReceived(c.p, at, out.Messages, c.p.dead.Load())
+		// An invocation that met faults, or that ran into the second half
+		// of its timeout (the handler starts no message it has too little
+		// time left for), returns messages through no fault of their own.
+		if !c.p.dead.Load() && (c.p.faults.Load() > faults || time.Since(began) >= lambdaTO/2) {
+			w.esmReturned(c.p, at, out.Messages, back)
+		}
 	}
 }
 
@@ -1044,7 +1051,9 @@ func (w *world) coldStart(ctx context.Context, p *proc) *container {
 	return &container{p: p, h: b.h}
 }
 
-func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message, esm string) {
+// It returns the ids of the messages the invocation reported as batch item
+// failures (nil when the invocation itself failed).
+func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message, esm string) map[string]bool {
 	p := c.p
 	ev := events.SQSEvent{}
 	w.mu.Lock()
@@ -1081,7 +1090,7 @@ func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message, 
 	}
 	if p.dead.Load() {
 		w.stat("lambda: invocation failed", 1)
-		return // an invocation error: the whole batch comes back after the visibility timeout
+		return nil // an invocation error: the whole batch comes back after the visibility timeout
 	}
 	// The invocation answered: every effect of it has committed or given up
 	// (its log line opened the window then). A key left open must not be
@@ -1106,6 +1115,7 @@ func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message, 
 	if len(dels) > 0 {
 		_, _ = w.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(w.urls[q2Name]), Entries: dels})
 	}
+	return failed
 }
 
 // redriveDLQ1 is the operator's redrive of DLQ1 into Q1 mid-run, with the

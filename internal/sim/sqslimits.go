@@ -46,6 +46,11 @@ import (
 // SQS's limits on attributes, ids and groups.
 func obEdgesWorld(seed uint64) bool { return hash64(seed, "ob edges")%2 == 0 }
 
+// sqsAttributes is SQS's limit of message attributes, the relay's
+// idempotency-key among them: the sim's own number, not the product's
+// (outbox.MaxAttributes), so that a wrong product constant is judged.
+const sqsAttributes = 10
+
 // edgeChars are the printable ASCII punctuation SQS takes in an id or a
 // group, padding ids and groups to their lengths.
 const edgeChars = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
@@ -78,7 +83,7 @@ func (o *obHalf) obGroupName(g int) string {
 	return base
 }
 
-// edgeAttrs are n caller attributes at SQS's edges (n <= 9).
+// edgeAttrs are n caller attributes at SQS's edges (n <= 10).
 func edgeAttrs(lid, n int) map[string]string {
 	names := []string{
 		"n" + strings.Repeat("a", 255), // 256 characters
@@ -113,7 +118,7 @@ func (o *obHalf) obEdgeMsg(lid int, id string) (string, map[string]string) {
 	case 2:
 		id += `!~"\/#`
 	}
-	n := []int{outbox.MaxAttributes, outbox.MaxAttributes - 1, 1, 0, 0}[(x>>8)%5]
+	n := []int{sqsAttributes - 1, sqsAttributes - 2, 1, 0, 0}[(x>>8)%5]
 	if n == 0 {
 		return id, nil
 	}
@@ -134,7 +139,7 @@ func (o *obHalf) obEdgeRefusal(q, group string, lid int) *obOver {
 	r := &obOver{queue: q, group: group, id: id, body: obBody("refused", lid, group, id, 0)}
 	switch (x >> 8) % 12 {
 	case 0:
-		r.attrs, r.why = edgeAttrs(lid, outbox.MaxAttributes+1), "10 caller attributes (11 with the relay's key)"
+		r.attrs, r.why = edgeAttrs(lid, sqsAttributes), "10 caller attributes (11 with the relay's key)"
 	case 1:
 		r.id, r.why = padTo(id+"-", 129), "an id of 129 characters"
 	case 2:

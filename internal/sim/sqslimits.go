@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -205,4 +206,15 @@ func (w *world) obEdgesCheck(ctx context.Context) {
 			w.violate("outbox: end: group %q, whose Write was refused (%s), holds %d items (%v)", wr.over.group, wr.over.why, len(items), err)
 		}
 	}
+}
+
+// waitTime is the pool workers' Config.WaitTime: SQS's long-poll bounds,
+// 1 s in one world in eight (by seed, apart from the shape), else 20 s
+// (the default, the other bound).
+func (w *world) waitTime() time.Duration {
+	if hash64(w.cfg.Seed, "wait time")%8 == 0 {
+		w.stat("pool: workers started with WaitTime 1s", 1)
+		return time.Second
+	}
+	return 20 * time.Second
 }

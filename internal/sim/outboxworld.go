@@ -378,8 +378,8 @@ func (o *obHalf) produce(ctx context.Context, p *proc) {
 		if wr.over != nil {
 			for ctx.Err() == nil && !p.dead.Load() {
 				err := ob.Write(ctx, []outbox.Message{{QueueURL: w.urls[wr.over.queue], Group: wr.over.group, ID: wr.over.id, Body: wr.over.body, Attributes: wr.over.attrs}})
-				why := wr.over.why
-				if why == "" {
+				why := "past SQS's limits: " + wr.over.why
+				if wr.over.why == "" {
 					why = fmt.Sprintf("%d bytes with the relay's idempotency-key: one byte over SQS's limit", obSize(wr.over.group, wr.over.id, wr.over.body))
 				}
 				if errors.Is(err, outbox.ErrInvalid) {

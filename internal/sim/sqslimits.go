@@ -153,7 +153,10 @@ func (o *obHalf) obEdgeRefusal(q, group string, lid int) *obOver {
 		r.id, r.why = id+"\x7f", "an id holding DEL"
 	default:
 		name := []string{".lead", "trail.", "a..b", "AWS.x", "amazon.y", "n" + strings.Repeat("b", 256), outbox.IdempotencyKeyAttribute}[(x>>16)%7]
-		r.attrs, r.why = map[string]string{"ok": "1", name: "v"}, fmt.Sprintf("an attribute named %.20q", name)
+		r.attrs, r.why = map[string]string{"ok": "1", name: "v"}, fmt.Sprintf("an attribute named %q", name)
+		if len(name) > 256 {
+			r.why = "an attribute name of 257 characters"
+		}
 		if (x>>24)%4 == 0 {
 			r.attrs, r.why = map[string]string{"ok": "1", "empty": ""}, "an attribute with an empty value"
 		}
@@ -191,6 +194,11 @@ func (w *world) obReceived(q string, ms []types.Message) {
 			w.violate("outbox: message %d received from %s in group %q with attributes %v, written in group %q with %v", s.lid, q, g, slices.Sorted(maps.Keys(got)), s.group, slices.Sorted(maps.Keys(want)))
 		}
 		w.stat(fmt.Sprintf("outbox: copies received with %d attributes at SQS", len(m.MessageAttributes)), 1)
+		for what, n := range map[string]int{"group": len(s.group), "id": len(o.ids[s.lid])} {
+			if n >= 127 {
+				w.stat(fmt.Sprintf("outbox: copies received with a %s of %d characters", what, n), 1)
+			}
+		}
 	}
 }
 

@@ -194,9 +194,9 @@ func (w *world) obReceived(q string, ms []types.Message) {
 			w.violate("outbox: message %d received from %s in group %q with attributes %v, written in group %q with %v", s.lid, q, g, slices.Sorted(maps.Keys(got)), s.group, slices.Sorted(maps.Keys(want)))
 		}
 		w.stat(fmt.Sprintf("outbox: copies received with %d attributes at SQS", len(m.MessageAttributes)), 1)
-		for what, n := range map[string]int{"group": len(s.group), "id": len(o.ids[s.lid])} {
+		for what, n := range map[string]int{"a group": len(s.group), "an id": len(o.ids[s.lid])} {
 			if n >= 127 {
-				w.stat(fmt.Sprintf("outbox: copies received with a %s of %d characters", what, n), 1)
+				w.stat(fmt.Sprintf("outbox: copies received with %s of %d characters", what, n), 1)
 			}
 		}
 	}

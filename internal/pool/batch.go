@@ -486,6 +486,13 @@ func batchErr(f []types.BatchResultErrorEntry) error {
 // maxVisibility is SQS's ceiling for a message's visibility timeout.
 const maxVisibility = 12 * time.Hour
 
+// ceilingMargin is what an extension near maxVisibility leaves for the
+// request's way to SQS, which counts the 12 hours from its receive to when
+// the request reaches it: an extension asked for up to the ceiling on
+// the pool's clock arrives after it, and SQS refuses it
+// (InvalidParameterValue), as the simulation's ceiling world found.
+const ceilingMargin = 10 * time.Second
+
 // visibilitySeconds rounds d up to whole seconds ("no sooner than d"),
 // within SQS's limits.
 func visibilitySeconds(d time.Duration) int32 {

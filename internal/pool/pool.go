@@ -673,8 +673,10 @@ func (qs *queueState) extend(now time.Time) {
 		return cmp.Or(strings.Compare(a.msg.ID, b.msg.ID), strings.Compare(a.receipt, b.receipt))
 	})
 	for _, d := range due {
-		// SQS caps a message's visibility at 12 hours from its receipt.
-		secs := min(qs.vis, int32((maxVisibility-now.Sub(d.receivedAt))/time.Second))
+		// SQS caps a message's visibility at 12 hours from its receipt,
+		// counted when the request reaches it: up to the batcher's delay
+		// after now, and the request's time on the way (ceilingMargin).
+		secs := min(qs.vis, int32((maxVisibility-now.Sub(d.receivedAt)-qs.b.delay-ceilingMargin)/time.Second))
 		until := now.Add(time.Duration(secs) * time.Second)
 		if secs <= 0 || !until.After(d.visibleUntil) {
 			continue

@@ -206,6 +206,7 @@ func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageIn
 	}
 	wait := time.Duration(in.WaitTimeSeconds) * time.Second
 	c.p.w.observeReceive(c.p, q, out.Messages, held > time.Millisecond && time.Since(entered) > wait+time.Second) // the sequencer holds a call microseconds
+	c.p.w.obReceived(q, out.Messages)
 	vis := visibility
 	if q == q1Name {
 		vis = c.p.w.shape.Vis1

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,6 +124,8 @@ type obWrite struct {
 
 type obOver struct {
 	queue, group, id, body string
+	attrs                  map[string]string
+	why                    string // the limit it passes (sqslimits.go); "": SQS's size
 }
 
 // relayRound is what a relay process's current round met at SQS.
@@ -152,6 +155,10 @@ type obHalf struct {
 	rounds    map[string]*relayRound
 	tooLong   map[string]int // attempts per batch (its first dedup id and size)
 	gb        *gbState       // GroupBatch's breaks (groupbatch.go)
+
+	edges bool                      // at SQS's limits on attributes, ids and groups (sqslimits.go)
+	ids   map[int]string            // lid -> the ID it was written with, in an edges world
+	attrs map[int]map[string]string // lid -> its caller's attributes
 }
 
 func (p *proc) seed() uint64            { return p.w.cfg.Seed }
@@ -183,11 +190,12 @@ func obBody(acct string, lid int, group, id string, size int) string {
 // the direct ones, whose sizes the lowered limit stays above).
 func (w *world) obWorkload() {
 	o := &obHalf{w: w, s: w.shape.Outbox, byKey: map[string]*msgSpec{}, byGroup: map[string][]*msgSpec{}, writeOf: map[int]string{},
-		published: map[int]bool{}, dropped: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}, gb: newGB()}
+		published: map[int]bool{}, dropped: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}, gb: newGB(), ids: map[int]string{}, attrs: map[int]map[string]string{}}
 	w.ob = o
 	if !o.s.On {
 		return
 	}
+	o.edges = !o.s.Pages && obEdgesWorld(w.cfg.Seed)
 	r := func(parts ...string) uint64 { return hash64(w.cfg.Seed, append([]string{"outbox"}, parts...)...) }
 	if o.s.Lower {
 		direct := 0
@@ -209,7 +217,7 @@ func (w *world) obWorkload() {
 	}
 	var plan []planned
 	for g := range o.s.Groups {
-		group := fmt.Sprintf("o%d", g)
+		group := o.obGroupName(g)
 		q := q1Name
 		if r("queue", group)%2 == 0 || (g == 0 && o.s.Lower) || o.s.OneQueue {
 			q = q2Name
@@ -250,6 +258,13 @@ func (w *world) obWorkload() {
 				t = time.Duration(1+gseq) * 40 * time.Second
 			default:
 				t += o.s.gap(r, lid)
+			}
+			if size == 0 && !over {
+				id, o.attrs[lid] = o.obEdgeMsg(lid, id)
+			}
+			o.ids[lid] = id
+			if r := o.obEdgeRefusal(q, group, lid); r != nil {
+				plan = append(plan, planned{at: t, over: r})
 			}
 			acct := q[:2] + "-" + group
 			body := obBody(acct, lid, group, id, size)
@@ -362,13 +377,17 @@ func (o *obHalf) produce(ctx context.Context, p *proc) {
 		}
 		if wr.over != nil {
 			for ctx.Err() == nil && !p.dead.Load() {
-				err := ob.Write(ctx, []outbox.Message{{QueueURL: w.urls[wr.over.queue], Group: wr.over.group, ID: wr.over.id, Body: wr.over.body}})
+				err := ob.Write(ctx, []outbox.Message{{QueueURL: w.urls[wr.over.queue], Group: wr.over.group, ID: wr.over.id, Body: wr.over.body, Attributes: wr.over.attrs}})
+				why := "past SQS's limits: " + wr.over.why
+				if wr.over.why == "" {
+					why = fmt.Sprintf("%d bytes with the relay's idempotency-key: one byte over SQS's limit", obSize(wr.over.group, wr.over.id, wr.over.body))
+				}
 				if errors.Is(err, outbox.ErrInvalid) {
-					w.stat("outbox: writes refused one byte over SQS's limit", 1)
+					w.stat("outbox: writes refused "+cmp.Or(wr.over.why, "one byte over SQS's limit"), 1)
 					break
 				}
 				if err == nil {
-					w.violate("outbox: Write took message %s of group %s, %d bytes with the relay's idempotency-key: one byte over SQS's limit", wr.over.id, wr.over.group, obSize(wr.over.group, wr.over.id, wr.over.body))
+					w.violate("outbox: Write took message %q of group %q, %s", wr.over.id, wr.over.group, why)
 					break
 				}
 			}
@@ -376,7 +395,7 @@ func (o *obHalf) produce(ctx context.Context, p *proc) {
 		}
 		var msgs []outbox.Message
 		for _, s := range wr.msgs {
-			msgs = append(msgs, outbox.Message{QueueURL: w.urls[s.queue], Group: s.group, ID: strings.TrimPrefix(s.keyAttr, s.group+"/"), Body: s.body})
+			msgs = append(msgs, outbox.Message{QueueURL: w.urls[s.queue], Group: s.group, ID: o.obIDOf(s), Body: s.body, Attributes: o.attrs[s.lid]})
 		}
 		business := ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
 			TableName: aws.String(obBusiness), Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: o.writeOf[wr.msgs[0].lid]}},
@@ -637,7 +656,7 @@ func (o *obHalf) operate(ctx context.Context, stopRelays func()) {
 			o.raised.Store(true)
 		}
 		for g := range o.s.Groups {
-			o.tend(ctx, fmt.Sprintf("o%d", g))
+			o.tend(ctx, o.obGroupName(g))
 		}
 		if o.w.obSettled(ctx) {
 			stopRelays()
@@ -678,7 +697,7 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 	if q == obLowered && o.lowerTo > 0 {
 		limit = o.lowerTo
 	}
-	size := obSize(group, strings.TrimPrefix(s.keyAttr, group+"/"), s.body)
+	size := obSize(group, o.obIDOf(s), s.body)
 	reordered := strings.HasPrefix(h.Why, outbox.ReorderedHold)
 	if reordered {
 		o.gbHeld(group, h.Seq, h.Why)
@@ -753,6 +772,7 @@ func (w *world) obCheck(ctx context.Context) {
 		return
 	}
 	o.gbCheck()
+	w.obEdgesCheck(ctx)
 	if pending, err := outbox.ListPending(ctx, w.db, obTable, 100); err != nil || len(pending) > 0 {
 		var ps []string
 		for _, p := range pending {

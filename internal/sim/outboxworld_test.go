@@ -58,7 +58,7 @@ func TestOutboxShapes(t *testing.T) {
 			if w.ob.byKey[s.keyAttr] != s || w.byKey[s.key] != s || s.lid <= obLidBase {
 				t.Fatalf("seed %d: message %d not keyed as the relay publishes it", seed, s.lid)
 			}
-			if obSize(s.group, s.keyAttr[len(s.group)+1:], s.body) == outbox.MaxBodyBytes {
+			if obSize(s.group, w.ob.obIDOf(s), s.body) == outbox.MaxBodyBytes {
 				limits++
 			}
 		}

@@ -68,6 +68,7 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			sh := w.shape
 			cfg.Concurrency, cfg.Receivers, cfg.RetryInPlace, cfg.AckDelay = sh.Concurrency, sh.Receivers, sh.RetryInPlace, sh.AckDelay
 			cfg.ShutdownTimeout, cfg.PayloadHash, cfg.MaxInFlight = sh.ShutdownTimeout, w.payloadOf(p.id), sh.MaxInFlight
+			cfg.WaitTime = w.waitTime() // sqslimits.go
 			cfg.Hooks.Done = func(d exactly.Done) {
 				if !p.dead.Load() { // as for its log lines (logCounter)
 					w.poolDone(d)

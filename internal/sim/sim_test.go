@@ -48,6 +48,10 @@ var classes = []struct{ name, match, also string }{
 	{"outbox: published after the operator dropped it", "published after the operator dropped it", ""},
 	{"outbox: a failed SendMessageBatch not counted (Round.Errors; hole 1)", "counted no error", ""},
 	{"outbox: a batch refused as too long neither split nor counted (hole 1)", "neither sent again in parts nor counted", ""},
+	// SQS's limits on attributes, ids and groups (sqslimits.go).
+	{"outbox: Write took a message past SQS's attribute, id or group limits", "outbox: Write took", "past SQS's limits:"},
+	{"outbox: a message received with other attributes or another group than written", "outbox: message ", "written in group"},
+	{"outbox: a refused Write left items in its group", "outbox: end: group ", "whose Write was refused"},
 	{"outbox: Write took a message over SQS's limit, or refused one at it", "outbox: Write ", ""},
 	{"outbox: held wrongly, or not shown held", "outbox: group ", "held"},
 	{"outbox: operator's release or drop failed", "outbox: operator:", ""},

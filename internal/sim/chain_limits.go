@@ -102,7 +102,7 @@ func (c *chain) limRequest(p *cproc, in *dynamodb.TransactWriteItemsInput) {
 	}
 	tags := map[string]bool{}
 	for _, pk := range txPKs(in) {
-		if rest, ok := strings.CutPrefix(pk, "clim#"); ok && (rest[0] == 'w' || rest[0] == 'L') {
+		if rest, ok := strings.CutPrefix(pk, "clim#"); ok && (rest[0] == 'w' || rest[0] == 'L' || rest[0] == 'e') {
 			tags[rest[:strings.IndexByte(rest, '#')]] = true
 		}
 	}
@@ -117,6 +117,9 @@ func (c *chain) limRequest(p *cproc, in *dynamodb.TransactWriteItemsInput) {
 	defer c.lim.mu.Unlock()
 	for tag := range tags {
 		c.lim.reqs[tag]++
+		if tag[0] == 'e' {
+			continue // the edge load (chain_edges.go): judged at the end
+		}
 		// The workload itself: each class exactly where it is meant to be
 		// (a commit's record counts as the bound counts an update: 4 MB
 		// exactly is checked in transactional mode only).
@@ -256,6 +259,9 @@ func (c *chain) limit(ctx context.Context, p *cproc) {
 			return
 		}
 	}
+	if !c.limitEdges(ctx, p, ob) {
+		return
+	}
 	c.lim.written.Store(true)
 	<-ctx.Done()
 }
@@ -282,9 +288,16 @@ func (c *chain) limWrite(ctx context.Context, p *cproc, ob *outbox.Outbox, msgs 
 	case w.Update != nil:
 		w.Update.ConditionExpression = aws.String("attribute_not_exists(pk)")
 	}
+	label := ""
+	switch tag[0] {
+	case 'w':
+		label = limKindOf(tag).String()
+	case 'e':
+		label = chainEdges()[limKindOf(tag)].why
+	}
 	what := tag
-	if tag[0] == 'w' {
-		what += " (" + limKindOf(tag).String() + ")"
+	if label != "" {
+		what += " (" + label + ")"
 	}
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil || p.dead.Load() {
@@ -295,14 +308,14 @@ func (c *chain) limWrite(ctx context.Context, p *cproc, ob *outbox.Outbox, msgs 
 		switch {
 		case err == nil || errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed":
 			if dead {
-				c.violate("limits: the producer's Write of %s, past a DynamoDB limit, committed", what)
+				c.violate("limits: the producer's Write of %s, past a limit, committed", what)
 			}
 			return true
 		case errors.Is(err, outbox.ErrInvalid):
 			if !dead {
-				c.violate("limits: the producer's Write of %s, within DynamoDB's limits, refused: %v", what, err)
+				c.violate("limits: the producer's Write of %s, within the limits, refused: %v", what, err)
 			} else {
-				c.stat("limits: the producer's Write refused ("+limKindOf(tag).String()+")", 1)
+				c.stat("limits: the producer's Write refused ("+label+")", 1)
 			}
 			return true
 		}
@@ -383,7 +396,8 @@ func (c *chain) checkLimits(ctx context.Context) {
 	if !c.lim.on {
 		return
 	}
-	got := byGroup(c.drainQueue(ctx, chainLimQueue))
+	drained := c.drainQueue(ctx, chainLimQueue)
+	got := byGroup(drained)
 	for g := range chainLimReadGroups {
 		group := fmt.Sprint("r", g)
 		var want []string
@@ -398,6 +412,7 @@ func (c *chain) checkLimits(ctx context.Context) {
 	c.lim.mu.Lock()
 	reqs := maps.Clone(c.lim.reqs)
 	c.lim.mu.Unlock()
+	c.checkEdges(ctx, drained, reqs)
 	for k := range numLimKinds {
 		dead := (&limSpec{kind: k}).dead()
 		c.stat(fmt.Sprintf("limits: chain checked (%s)", k), 1)

@@ -357,8 +357,15 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 			if g := w.receipts[r.receipt]; g != nil && g.proc == r.proc {
 				end = max(end, g.until)
 			}
-			if i+1 < len(rs) {
-				end = rs[i+1].at
+			// The next receive later than this one: a standard queue may
+			// hand the same message twice in one answer (two receive
+			// counts at one instant), and both stay held until then
+			// (seed 3982@965977c).
+			for _, next := range rs[i+1:] {
+				if next.at > r.at {
+					end = next.at
+					break
+				}
 			}
 			headLid, lateHd := lateHead(r.proc, r.at)
 			switch f, stalledIn := stalled(r.proc, r.at, end); {
@@ -404,8 +411,14 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 						continue
 					}
 					// Its lease, extended at most until it stopped, can be
-					// live only if it stopped within a lease (< vis) of now.
-					if _, ok := stalled(last.proc, max(last.at, r.at-vis), r.at+time.Nanosecond); ok {
+					// live only if it stopped within a lease (< vis) of now;
+					// or the holder was running it, live, and stopped or
+					// failed within a lease after: a duplicate copy of a
+					// standard queue, received while the other is run,
+					// spends a receive on the holder's claim, which that
+					// stall then left unused (seed 3723@965977c, a world
+					// whose 1 s long polls receive such copies often).
+					if _, ok := stalled(last.proc, max(last.at, r.at-vis), r.at+vis); ok {
 						holder = last.proc
 						break
 					}

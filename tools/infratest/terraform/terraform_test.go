@@ -1105,7 +1105,7 @@ func TestExamplesUseTheDemoNames(t *testing.T) {
 		m := load(t, dir)
 		name := eval(t, attr(t, m.call(t, "queue").Body, "name").Expr, scope{"var": m.defaults(t)})
 		require.Equal(t, "exactly-demo", name.AsString(), dir)
-		require.EqualValues(t, map[string]int64{"examples/ecs": 5, "examples/lambda": 15}[dir], asInt(literal(t, attr(t, m.call(t, "queue").Body, "max_receive_count").Expr)), dir)
+		require.Equal(t, map[string]int64{"examples/ecs": 5, "examples/lambda": 15}[dir], asInt(literal(t, attr(t, m.call(t, "queue").Body, "max_receive_count").Expr)), dir)
 		require.Equal(t, "module.queue.worker_queue", m.text(objectKeys(t, attr(t, m.call(t, "worker").Body, "queues").Expr)["demo"]), dir)
 		require.Equal(t, "module.dedup_table.table_arn", m.text(attr(t, m.call(t, "worker").Body, "dedup_table_arn").Expr), dir)
 		require.Equal(t, "ledger", literal(t, attr(t, m.call(t, "worker").Body, "effect").Expr).AsString(), dir)

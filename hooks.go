@@ -57,6 +57,13 @@ func (o hookObserver) Received(queue string, n int) {
 	}
 }
 
+func (o hookObserver) ReturnedNearRedrive(queue string, n int) {
+	o.Metrics.ReturnedNearRedrive(queue, n)
+	if o.emf != nil {
+		o.emf.ReturnedNearRedrive(queue, n)
+	}
+}
+
 func (o hookObserver) InFlight(delta int) {
 	o.Metrics.InFlight(delta)
 	if o.emf != nil {

@@ -87,7 +87,7 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 		LeaseMargin: s.Lambda.LeaseMargin, MinLease: s.Lambda.MinLease, Step: s.Test.Step,
 		Resolve: func(ctx context.Context, arn string) (sqsevent.Queue, error) {
 			q, err := res.resolve(ctx, arn)
-			return sqsevent.Queue{URL: q.url, PerGroup: q.perGroup}, err
+			return sqsevent.Queue{URL: q.url, PerGroup: q.perGroup, MaxReceiveCount: q.maxReceive()}, err
 		},
 	}
 	if !s.LeaveToRedrivePolicy {

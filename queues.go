@@ -2,6 +2,7 @@ package exactly
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -197,4 +198,20 @@ func orQueue(scope string) string {
 		return "queue (standard queue)"
 	}
 	return scope
+}
+
+// maxReceive returns the maxReceiveCount of the queue's redrive policy, 0
+// without one (SQS writes it as a number or a string).
+func (q queueInfo) maxReceive() int {
+	var p struct {
+		Max json.RawMessage `json:"maxReceiveCount"`
+	}
+	if json.Unmarshal([]byte(q.redrive), &p) != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.Trim(string(p.Max), `"`))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

@@ -21,6 +21,12 @@ import (
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
+// setupMaxReceive is --max-receive's default, the queue module's: above a
+// Lambda FIFO batch of 10, plus 5 attempts of a message's own (every
+// receive counts, a hand-back of a message a batch could not start
+// included: docs/DEPLOY.md).
+const setupMaxReceive = 15
+
 // setupCommand creates what is missing, idempotently: for local stacks and
 // first tries. Terraform (infra/terraform) is the production path.
 func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
@@ -34,7 +40,7 @@ func setupCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	fs := config.NewSet("worker setup", stderr, lookup)
 	fs.String(&queue, "queue", "", "", "queue name to create (.fifo makes a FIFO queue)")
 	fs.String(&dlq, "dlq", "", "", "dead-letter queue name (FIFO if the queue is)")
-	fs.Int(&maxReceive, "max-receive", "", 5, "receives before a message moves to the dead-letter queue")
+	fs.Int(&maxReceive, "max-receive", "", setupMaxReceive, "receives before a message moves to the dead-letter queue (for a FIFO queue behind Lambda, keep it above the batch size)")
 	fs.Duration(&visibility, "visibility", "", 30*time.Second, "queue visibility timeout")
 	fs.Bool(&contentDedup, "content-based-dedup", "", false, "FIFO: derive the deduplication id from the body")
 	fs.Bool(&perGroup, "high-throughput", "", false, "FIFO: DeduplicationScope=messageGroup, FifoThroughputLimit=perMessageGroupId")

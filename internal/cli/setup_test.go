@@ -46,3 +46,12 @@ func TestSetupGivesAHighThroughputQueuesDLQItsScope(t *testing.T) {
 	require.NoError(t, setupQueue(context.Background(), c, &out, queueSpec{name: "plain.fifo", dlq: "plain-dlq.fifo", maxReceive: 5, visibility: 30e9}))
 	require.Equal(t, "queue", queueAttrs(t, c, "plain-dlq.fifo")["DeduplicationScope"])
 }
+
+// TestSetupDefaultKeepsTheRedriveRule: a FIFO queue that worker setup
+// makes with its defaults can be given to Lambda with the largest batch:
+// maxReceiveCount above the batch size (docs/DEPLOY.md).
+func TestSetupDefaultKeepsTheRedriveRule(t *testing.T) {
+	t.Parallel()
+	const lambdaFIFOBatchMax = 10 // Lambda's limit for FIFO event sources
+	require.Greater(t, setupMaxReceive, lambdaFIFOBatchMax)
+}

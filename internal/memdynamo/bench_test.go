@@ -48,12 +48,12 @@ func workerCommit(table string, n int64) *dynamodb.TransactWriteItemsInput {
 	}
 }
 
-// benchmarkWorkerCommits runs the worker's commits from 64 goroutines
-// (b.SetParallelism(32) at GOMAXPROCS 2, as the bench's concurrency 64).
-func benchmarkWorkerCommits(b *testing.B, db txDB) {
-	ctx := context.Background()
+// commits creates the table "bench" in db and returns what makes the
+// worker's commits into it, each of a new key (safe for concurrent use).
+func commits(b *testing.B, db txDB) (next func() *dynamodb.TransactWriteItemsInput) {
+	b.Helper()
 	table := "bench"
-	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	if _, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName: &table, BillingMode: types.BillingModePayPerRequest,
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
@@ -61,11 +61,19 @@ func benchmarkWorkerCommits(b *testing.B, db txDB) {
 		b.Fatal(err)
 	}
 	var seq atomic.Int64
+	return func() *dynamodb.TransactWriteItemsInput { return workerCommit(table, seq.Add(1)) }
+}
+
+// benchmarkWorkerCommits runs the worker's commits from 64 goroutines
+// (b.SetParallelism(32) at GOMAXPROCS 2, as the bench's concurrency 64).
+func benchmarkWorkerCommits(b *testing.B, db txDB) {
+	ctx := context.Background()
+	next := commits(b, db)
 	b.SetParallelism(32)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := db.TransactWriteItems(ctx, workerCommit(table, seq.Add(1))); err != nil {
+			if _, err := db.TransactWriteItems(ctx, next()); err != nil {
 				b.Error(err)
 				return
 			}
@@ -87,15 +95,8 @@ func BenchmarkWorkerCommits64(b *testing.B) { benchmarkWorkerCommits(b, memdynam
 func BenchmarkCommitTimeAtBenchRate(b *testing.B) {
 	ctx := context.Background()
 	db := memdynamo.New()
-	table := "bench"
-	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: &table, BillingMode: types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-	}); err != nil {
-		b.Fatal(err)
-	}
-	var seq, left atomic.Int64
+	next := commits(b, db)
+	var left atomic.Int64
 	left.Store(int64(b.N))
 	times := make([]time.Duration, b.N)
 	b.ResetTimer()
@@ -109,7 +110,7 @@ func BenchmarkCommitTimeAtBenchRate(b *testing.B) {
 				}
 				time.Sleep(12 * time.Millisecond)
 				t0 := time.Now()
-				if _, err := db.TransactWriteItems(ctx, workerCommit(table, seq.Add(1))); err != nil {
+				if _, err := db.TransactWriteItems(ctx, next()); err != nil {
 					b.Error(err)
 					return
 				}

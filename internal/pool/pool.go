@@ -985,7 +985,10 @@ func (p *Pool) handBackPending(l *lane) {
 // retryInPlace waits out a retry's delay while the pool keeps holding d, then
 // puts d back at the head of its lane. If shutdown begins meanwhile, d goes
 // back to SQS with the delay (holdBack first); if it was received again (its
-// visibility lapsed), the newer delivery takes its place.
+// visibility lapsed), the newer delivery takes its place. Shutdown begins
+// when Run's context ends, before Run closes stopCh: a timer due in between
+// finds it begun (put back, d would not run: the lane checks runEnded before
+// it starts anything; but it would go back at once, not with its delay).
 func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration, holdBack func()) {
 	t := time.NewTimer(after)
 	defer t.Stop()
@@ -993,13 +996,19 @@ func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration, holdBack 
 	case <-t.C:
 	case <-p.stopCh:
 	}
+	stopped := false
 	select { // whichever woke it: shutdown wins
 	case <-p.stopCh:
+		stopped = true
+	case <-p.runEnded:
+		stopped = true
+	default:
+	}
+	if stopped {
 		holdBack()
 		l.qs.settle(d, false, after)
 		p.finish()
 		return
-	default:
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -81,6 +81,7 @@ type chain struct {
 	mu         sync.Mutex
 	violations []string
 	stats      map[string]int
+	logs       []string // with Config.Logs (chain_log.go)
 
 	seq *sequencer // sequencer.go: nil when off
 	lim *chainLims // chain_limits.go
@@ -134,7 +135,7 @@ func RunChain(cfg Config) Result {
 	for k, n := range c.inj.counts {
 		c.stats["fault: "+k.String()] += n
 	}
-	res := Result{Violations: c.violations, Faults: c.inj.Injected(), Stats: c.stats, Virtual: time.Since(start)}
+	res := Result{Violations: c.violations, Faults: c.inj.Injected(), Stats: c.stats, Virtual: time.Since(start), Logs: c.logs}
 	if c.seq != nil && c.seq.logOn {
 		c.seq.mu.Lock()
 		res.Steps = c.seq.log
@@ -274,7 +275,7 @@ func (c *chain) produce(ctx context.Context, p *cproc) {
 // the groups "records" name, every few seconds, and a sweep every minute).
 func (c *chain) runRelay(ctx context.Context, p *cproc) {
 	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, Table: chainOutbox,
-		PerGroup: c.relayPerGroup(), Poll: time.Second, Concurrency: 2, Rand: seededRand(c.cfg.Seed, p.id),
+		PerGroup: c.relayPerGroup(), Poll: time.Second, Concurrency: 2, Rand: seededRand(c.cfg.Seed, p.id), Logger: c.log(p),
 		OnRound: func(r outbox.Round) {
 			c.stat("relay: published", r.Published)
 			c.stat("relay: duplicates known", r.Duplicates)

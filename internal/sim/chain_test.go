@@ -55,7 +55,7 @@ func TestChain(t *testing.T) {
 		t.Run(fmt.Sprintf("worker=%d", i), func(t *testing.T) {
 			t.Parallel()
 			for seed := range next {
-				res := runChainSeed(t, Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops})
+				res := runChainSeed(t, Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops, Logs: *flagLogs})
 				mu.Lock()
 				for k, n := range res.Stats {
 					stats[k] += n
@@ -73,6 +73,12 @@ func TestChain(t *testing.T) {
 					b.WriteString("faults:\n")
 					for _, f := range first(faultLines(res.Faults), 30) {
 						fmt.Fprintf(&b, "  * %s\n", f)
+					}
+					if len(res.Logs) > 0 { // -sim.logs: the relays' lines
+						b.WriteString("relay logs:\n")
+						for _, l := range res.Logs {
+							fmt.Fprintf(&b, "  %s\n", l)
+						}
 					}
 					t.Error(b.String())
 				}

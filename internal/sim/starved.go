@@ -99,10 +99,20 @@ func (w *world) esmReceived(p *proc, at time.Duration, ms []types.Message, faile
 	}
 }
 
+// breaksRedriveRule: the world's maxReceiveCount is not above the event
+// source mapping's batch size, which the worker-lambda Terraform module
+// refuses for a FIFO queue (docs/DEPLOY.md): a batch's last message may
+// spend all its receives waiting behind the others, returned unstarted by
+// invocations that run out of time, without a fault. Only in such a world
+// does the judge excuse returns for time (esmReturned); where the rule
+// holds, each message keeps receives of its own.
+func (w *world) breaksRedriveRule() bool { return w.maxReceive() <= w.shape.LambdaBatch }
+
 // esmReturned notes, of an event source mapping's batch whose invocation
-// answered after faults on its container's calls or late in its timeout
-// (the handler starts no message it has too little time left for: a
-// batch of one hot group's messages may not all fit), the messages it reported
+// answered after faults on its container's calls or, in a world that breaks
+// the redrive rule, late in its timeout (the handler starts no message it
+// has too little time left for: a batch of one hot group's messages may not
+// all fit), the messages it reported
 // as batch item failures (back): failed themselves, or not started behind
 // an earlier failed message of their FIFO group (the partial-batch rule).
 // Those receives are spoiled: the messages come back after the visibility

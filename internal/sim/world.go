@@ -971,8 +971,9 @@ func (w *world) esm(ctx context.Context, n int) {
 		w.esmReceived(c.p, at, out.Messages, c.p.dead.Load())
 		// An invocation that met faults, or that ran into the second half
 		// of its timeout (the handler starts no message it has too little
-		// time left for), returns messages through no fault of their own.
-		if !c.p.dead.Load() && (c.p.faults.Load() > faults || time.Since(began) >= lambdaTO/2) {
+		// time left for) in a world that breaks the redrive rule,
+		// returns messages through no fault of their own (esmReturned).
+		if !c.p.dead.Load() && (c.p.faults.Load() > faults || (w.breaksRedriveRule() && time.Since(began) >= lambdaTO/2)) {
 			w.esmReturned(c.p, at, out.Messages, back)
 		}
 	}

@@ -136,6 +136,11 @@ type Config struct {
 type Observer interface {
 	Received(queue string, n int)
 	Done(queue string, r process.Result, took time.Duration)
+	// ReturnedNearRedrive counts messages of queue reported without being
+	// started (behind a failed message of their FIFO group, or with too
+	// little time left) that had at most one receive left before the
+	// queue's redrive policy moves them (see Queue.MaxReceiveCount).
+	ReturnedNearRedrive(queue string, n int)
 }
 
 // Queue is what the handler knows of an event source queue (Config.Resolve).
@@ -145,6 +150,11 @@ type Queue struct {
 	// PerGroup: the queue's DeduplicationScope is messageGroup, so the same
 	// dedup key in two message groups is two messages.
 	PerGroup bool
+	// MaxReceiveCount is the maxReceiveCount of the queue's redrive policy;
+	// 0: none, or unknown. Every receive counts toward it, those of the
+	// messages handed back unstarted included: the handler warns when one
+	// of those is near it, and when a FIFO batch is as long as it.
+	MaxReceiveCount int
 }
 
 // resolved is Resolve's answer for one queue of a batch.
@@ -156,6 +166,9 @@ type resolved struct {
 // Handler handles SQS events. It is safe for concurrent use.
 type Handler struct {
 	cfg Config
+	// warned: the event source ARNs whose batch-as-long-as-maxReceiveCount
+	// warning was given (once per queue for the container's life).
+	warned sync.Map
 }
 
 // New validates cfg and returns a Handler.
@@ -205,6 +218,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	queues := h.resolve(ctx, ev.Records)
 	lanes := h.lanes(ev.Records)
+	h.warnLongLanes(ev.Records, lanes, queues)
+	ran := make([]bool, len(ev.Records)) // started (or failed on its own)
 
 	sem := make(chan struct{}, h.cfg.Concurrency)
 	var wg sync.WaitGroup
@@ -216,8 +231,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for i, idx := range lane {
-				ok, stop := h.one(ctx, ev.Records[idx], queues, &t)
-				done[idx] = ok
+				ok, stop, tried := h.one(ctx, ev.Records[idx], queues, &t)
+				done[idx], ran[idx] = ok, tried
 				if !stop {
 					continue
 				}
@@ -235,6 +250,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		})
 	}
 	wg.Wait()
+	h.nearRedrive(ev.Records, done, ran, queues)
 
 	var resp events.SQSEventResponse
 	for i, r := range ev.Records {
@@ -311,8 +327,9 @@ func (h *Handler) resolve(ctx context.Context, recs []events.SQSMessage) map[str
 }
 
 // one processes one record. ok: it may be deleted (not reported); stop: the
-// rest of its lane must not run.
-func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[string]resolved, t *tally) (ok, stop bool) {
+// rest of its lane must not run; tried: it was started, or failed on its
+// own (not held back).
+func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[string]resolved, t *tally) (ok, stop, tried bool) {
 	log := h.cfg.Log.With("queue", queueName(r.EventSourceARN), "message_id", r.MessageId, "group", r.Attributes[attrGroup])
 	m, err := h.message(r)
 	if err != nil {
@@ -320,7 +337,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 			o.Done(queueName(r.EventSourceARN), process.Result{Action: process.Fail, Err: err}, 0)
 		}
 		moved := h.permanent(ctx, r, log, t, 0, err)
-		return moved, !moved
+		return moved, !moved, true
 	}
 	var scope *dedup.Scope
 	if h.cfg.Resolve != nil {
@@ -328,7 +345,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 		if q.err != nil {
 			t.count(func() { t.retried++ })
 			log.Info("retry: reported as a batch item failure (the queue's attributes are unknown)", "err", q.err)
-			return false, true
+			return false, true, false
 		}
 		if q.q.URL != "" {
 			m.QueueURL = q.q.URL
@@ -345,7 +362,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 			t.count(func() { t.notStarted++ })
 			log.Warn("not started: too little time left before the invocation's deadline",
 				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin_ms", h.cfg.LeaseMargin.Milliseconds())
-			return false, true
+			return false, true, false
 		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithDeadline(ctx, end)
@@ -378,7 +395,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 			t.count(func() { t.applied++ })
 			log.Debug("done")
 		}
-		return true, false
+		return true, false, true
 	case process.Retry:
 		if res.Outcome == dedup.Busy {
 			t.count(func() { t.busy++ })
@@ -386,7 +403,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 			t.count(func() { t.retried++ })
 		}
 		log.Info("retry: reported as a batch item failure", "err", res.Err)
-		return false, true
+		return false, true, true
 	}
 	if res.Outcome == dedup.Conflict {
 		t.count(func() { t.conflicts++ })
@@ -394,7 +411,7 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	// A message moved to the dead-letter queue holds nothing back: the rest
 	// of its lane goes on, as after SQS's own redrive.
 	moved := h.permanent(ctx, r, log, t, m.ReceiveCount, res.Err)
-	return moved, !moved
+	return moved, !moved, true
 }
 
 // permanent handles a permanent failure: moved to the dead-letter queue when

@@ -27,9 +27,12 @@ const (
 	EMFRetries           = "Retries"
 	EMFPermanentFailures = "PermanentFailures"
 	EMFLeasesLost        = "LeasesLost"
-	EMFEffectLatency     = "EffectLatency" // milliseconds
-	EMFCommitLatency     = "CommitLatency" // milliseconds
-	EMFMessageAge        = "MessageAge"    // seconds, when a message is done
+	// EMFReturnedNearRedrive: Lambda's messages handed back unstarted
+	// with at most one receive left before the redrive policy moves them.
+	EMFReturnedNearRedrive = "ReturnedNearRedrive"
+	EMFEffectLatency       = "EffectLatency" // milliseconds
+	EMFCommitLatency       = "CommitLatency" // milliseconds
+	EMFMessageAge          = "MessageAge"    // seconds, when a message is done
 	// EMFInFlight is the messages a worker holds (received, not finished)
 	// at the flush: one line of its own, without dimensions.
 	EMFInFlight = "InFlight"
@@ -72,7 +75,7 @@ func FlushEvery(stop <-chan struct{}, interval time.Duration, flush func(now tim
 }
 
 // emfCounts are the EMF counters in the order they are written.
-var emfCounts = []string{EMFReceived, EMFApplied, EMFDuplicates, EMFConflicts, EMFBusy, EMFRetries, EMFPermanentFailures, EMFLeasesLost}
+var emfCounts = []string{EMFReceived, EMFApplied, EMFDuplicates, EMFConflicts, EMFBusy, EMFRetries, EMFPermanentFailures, EMFLeasesLost, EMFReturnedNearRedrive}
 
 // emfMaxSamples bounds a latency metric's values in one line: the format
 // allows 100.
@@ -123,6 +126,14 @@ func (e *EMF) Received(queue string, n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.queue(queue).counts[EMFReceived] += float64(n)
+}
+
+// ReturnedNearRedrive counts n messages of queue handed back unstarted
+// near the redrive policy's limit.
+func (e *EMF) ReturnedNearRedrive(queue string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.queue(queue).counts[EMFReturnedNearRedrive] += float64(n)
 }
 
 // InFlight moves the count of messages held by delta.

@@ -44,6 +44,7 @@ func TestEMFLines(t *testing.T) {
 	e.Done("orders.fifo", process.Result{Action: process.Fail, Outcome: dedup.Conflict}, 0)
 	e.Done("mail.fifo", process.Result{Action: process.Retry, Outcome: dedup.Won, LeaseLost: true}, 0)
 	e.Done("mail.fifo", process.Result{Action: process.Retry, Outcome: dedup.Busy}, 0)
+	e.ReturnedNearRedrive("orders.fifo", 2)
 	at := time.UnixMilli(1_795_000_000_123)
 	require.NoError(t, e.Flush(at))
 	lines := emfLines(t, &b)
@@ -61,7 +62,7 @@ func TestEMFLines(t *testing.T) {
 		units[mm["Name"].(string)] = mm["Unit"].(string)
 		require.Contains(t, orders, mm["Name"], "every metric named has its value")
 	}
-	for _, n := range []string{"Received", "Applied", "Duplicates", "Conflicts", "Busy", "Retries", "PermanentFailures", "LeasesLost"} {
+	for _, n := range []string{"Received", "Applied", "Duplicates", "Conflicts", "Busy", "Retries", "PermanentFailures", "LeasesLost", "ReturnedNearRedrive"} {
 		require.Equal(t, "Count", units[n], n)
 	}
 	require.Equal(t, "Milliseconds", units["EffectLatency"])
@@ -72,6 +73,8 @@ func TestEMFLines(t *testing.T) {
 	require.EqualValues(t, 1, orders["Conflicts"])
 	require.EqualValues(t, 1, orders["PermanentFailures"])
 	require.EqualValues(t, 0, orders["Retries"])
+	require.EqualValues(t, 2, orders["ReturnedNearRedrive"])
+	require.EqualValues(t, 0, mail["ReturnedNearRedrive"])
 	require.Equal(t, []any{1.5}, orders["EffectLatency"])
 	require.Equal(t, []any{4.0}, orders["CommitLatency"])
 	require.EqualValues(t, 1, mail["LeasesLost"])

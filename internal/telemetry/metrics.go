@@ -30,6 +30,7 @@ type Metrics struct {
 	batchFailures *prometheus.CounterVec
 	extFailures   *prometheus.CounterVec
 	staleReceipts *prometheus.CounterVec
+	nearRedrive   *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
 	effectTook    *prometheus.HistogramVec
 	commitTook    *prometheus.HistogramVec
@@ -68,6 +69,7 @@ func NewMetrics() *Metrics {
 		receiveErrors: counter("receive_errors_total", "Failed ReceiveMessage calls."),
 		extFailures:   counter("visibility_extension_failures_total", "Visibility extensions of held messages that failed (whole calls or entries, stale receipts included); tried again soon."),
 		staleReceipts: counter("visibility_receipts_stale_total", "Held messages whose receipt handle SQS refused while extending their visibility: no longer the worker's, not started or extended."),
+		nearRedrive:   counter("returned_near_redrive_total", "Lambda: messages handed back unstarted (behind a failed message of their FIFO group, or with too little time left) with at most one receive left before the redrive policy moves them."),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "exactly", Name: "handler_duration_seconds", Help: "Time from the start of processing a message to its decision.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -99,7 +101,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) own() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.received, m.applied, m.duplicates, m.conflicts, m.busy, m.retries, m.permanent, m.leasesLost,
-		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.latency, m.effectTook, m.commitTook, m.age, m.inflight,
+		m.commitRetries, m.receiveErrors, m.batchFailures, m.extFailures, m.staleReceipts, m.nearRedrive, m.latency, m.effectTook, m.commitTook, m.age, m.inflight,
 	}
 }
 
@@ -194,6 +196,11 @@ func (m *Metrics) ExtensionFailed(queue string, n int) {
 // ReceiptStale implements pool.ExtensionObserver.
 func (m *Metrics) ReceiptStale(queue string, n int) {
 	m.staleReceipts.WithLabelValues(queue).Add(float64(n))
+}
+
+// ReturnedNearRedrive implements sqsevent.Observer.
+func (m *Metrics) ReturnedNearRedrive(queue string, n int) {
+	m.nearRedrive.WithLabelValues(queue).Add(float64(n))
 }
 
 // InFlight implements pool.Observer.

@@ -59,6 +59,7 @@ func TestDoneCountsOutcomes(t *testing.T) {
 	m.Done("q", process.Result{Action: process.Delete, Outcome: dedup.Duplicate}, time.Millisecond)
 	m.Done("q", process.Result{Action: process.Retry, Outcome: dedup.Won, CommitRetries: 2, LeaseLost: true}, time.Millisecond)
 	m.Done("q", process.Result{Action: process.Fail, Outcome: dedup.Conflict}, time.Millisecond)
+	m.ReturnedNearRedrive("q", 3)
 	count := func(name string) float64 {
 		t.Helper()
 		mfs, err := m.Registry.Gather()
@@ -82,6 +83,7 @@ func TestDoneCountsOutcomes(t *testing.T) {
 	require.Equal(t, 1.0, count("exactly_leases_lost_total"))
 	require.Equal(t, 1.0, count("exactly_conflicts_total"))
 	require.Equal(t, 1.0, count("exactly_permanent_failures_total"))
+	require.Equal(t, 3.0, count("exactly_returned_near_redrive_total"))
 }
 
 // TestExtensionCountersAreWired: Metrics is a pool.ExtensionObserver, and

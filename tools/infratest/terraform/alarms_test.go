@@ -24,7 +24,7 @@ const (
 )
 
 var emfMetrics = []string{telemetry.EMFReceived, telemetry.EMFApplied, telemetry.EMFDuplicates, telemetry.EMFConflicts,
-	telemetry.EMFBusy, telemetry.EMFRetries, telemetry.EMFPermanentFailures, telemetry.EMFLeasesLost}
+	telemetry.EMFBusy, telemetry.EMFRetries, telemetry.EMFPermanentFailures, telemetry.EMFLeasesLost, telemetry.EMFReturnedNearRedrive}
 
 func alarmVars(t *testing.T, m *module, extra map[string]cty.Value) map[string]cty.Value {
 	t.Helper()
@@ -125,8 +125,8 @@ func TestAlarmsOnTheWorkersMetrics(t *testing.T) {
 
 	r := m.resource(t, "aws_cloudwatch_metric_alarm.worker")
 	vars := alarmVars(t, m, nil)
-	want := map[string]string{"conflicts": "Conflicts", "leases-lost": "LeasesLost", "permanent-failures": "PermanentFailures"}
-	require.Equal(t, []string{"conflicts", "leases-lost", "permanent-failures"}, forEachKeys(t, m, r, alarmScope(m, vars, nil)), "all on by default")
+	want := map[string]string{"conflicts": "Conflicts", "leases-lost": "LeasesLost", "permanent-failures": "PermanentFailures", "returned-near-redrive": "ReturnedNearRedrive"}
+	require.Equal(t, []string{"conflicts", "leases-lost", "permanent-failures", "returned-near-redrive"}, forEachKeys(t, m, r, alarmScope(m, vars, nil)), "all on by default")
 	for key, metric := range want {
 		require.Contains(t, emfMetrics, metric)
 		a := m.evalLocals(vars)["worker_alarms"].GetAttr(key)
@@ -145,7 +145,7 @@ func TestAlarmsOnTheWorkersMetrics(t *testing.T) {
 		enabled := strings.ReplaceAll(key, "-", "_") + "_alarm_enabled"
 		off := alarmVars(t, m, map[string]cty.Value{enabled: cty.False})
 		require.NotContains(t, forEachKeys(t, m, r, alarmScope(m, off, nil)), key, enabled)
-		require.Len(t, forEachKeys(t, m, r, alarmScope(m, off, nil)), 2, enabled)
+		require.Len(t, forEachKeys(t, m, r, alarmScope(m, off, nil)), len(want)-1, enabled)
 		threshold := strings.ReplaceAll(key, "-", "_") + "_threshold"
 		require.False(t, m.valid(t, threshold, num(-1)), threshold)
 		a = m.evalLocals(alarmVars(t, m, map[string]cty.Value{threshold: num(3)}))["worker_alarms"].GetAttr(key)

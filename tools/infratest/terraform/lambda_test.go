@@ -32,7 +32,7 @@ func TestWorkerLambdaBatchingPreconditions(t *testing.T) {
 		s := scope{
 			"var": vars,
 			"each": {"key": str("q"), "value": cty.ObjectVal(map[string]cty.Value{
-				"arn": str(arn), "visibility_timeout_seconds": num(180),
+				"arn": str(arn), "visibility_timeout_seconds": num(180), "max_receive_count": cty.NullVal(cty.Number),
 			})},
 		}
 		var out []string

@@ -777,7 +777,7 @@ func TestQueueRedrive(t *testing.T) {
 	require.Equal(t, "aws_sqs_queue.dlq[0].arn", m.text(redrive["deadLetterTargetArn"]))
 	require.Equal(t, "var.max_receive_count", m.text(redrive["maxReceiveCount"]))
 	require.Equal(t, "aws_sqs_queue.this.id", m.text(attr(t, m.resource(t, "aws_sqs_queue_redrive_policy.this").Body, "queue_url").Expr))
-	require.EqualValues(t, 5, asInt(m.defaults(t)["max_receive_count"]))
+	require.EqualValues(t, 15, asInt(m.defaults(t)["max_receive_count"]))
 	require.False(t, m.valid(t, "max_receive_count", num(0)))
 
 	allow := m.resource(t, "aws_sqs_queue_redrive_allow_policy.dlq")
@@ -1056,7 +1056,7 @@ func TestWorkerLambdaVisibilityPrecondition(t *testing.T) {
 		return preconditions(t, esm, scope{
 			"var": m.withVars(t, map[string]cty.Value{"timeout": num(timeout)}),
 			"each": {"key": str("q"), "value": cty.ObjectVal(map[string]cty.Value{
-				"arn": str(testQueueARN), "visibility_timeout_seconds": num(visibility),
+				"arn": str(testQueueARN), "visibility_timeout_seconds": num(visibility), "max_receive_count": cty.NullVal(cty.Number),
 			})},
 		})
 	}
@@ -1105,7 +1105,7 @@ func TestExamplesUseTheDemoNames(t *testing.T) {
 		m := load(t, dir)
 		name := eval(t, attr(t, m.call(t, "queue").Body, "name").Expr, scope{"var": m.defaults(t)})
 		require.Equal(t, "exactly-demo", name.AsString(), dir)
-		require.EqualValues(t, 5, asInt(literal(t, attr(t, m.call(t, "queue").Body, "max_receive_count").Expr)), dir)
+		require.Equal(t, map[string]int64{"examples/ecs": 5, "examples/lambda": 15}[dir], asInt(literal(t, attr(t, m.call(t, "queue").Body, "max_receive_count").Expr)), dir)
 		require.Equal(t, "module.queue.worker_queue", m.text(objectKeys(t, attr(t, m.call(t, "worker").Body, "queues").Expr)["demo"]), dir)
 		require.Equal(t, "module.dedup_table.table_arn", m.text(attr(t, m.call(t, "worker").Body, "dedup_table_arn").Expr), dir)
 		require.Equal(t, "ledger", literal(t, attr(t, m.call(t, "worker").Body, "effect").Expr).AsString(), dir)

@@ -19,7 +19,9 @@ module "queue" {
   name = var.name
   # AWS's guidance for SQS event sources; the worker-lambda module checks it.
   visibility_timeout_seconds = 6 * var.function_timeout
-  max_receive_count          = 5
+  # Above batch_size (10): a message a batch hands back unstarted spends a
+  # receive; the worker-lambda module checks it.
+  max_receive_count = 15
 }
 
 module "dedup_table" {

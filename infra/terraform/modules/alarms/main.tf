@@ -74,6 +74,12 @@ locals {
       threshold   = var.permanent_failures_threshold
       description = "Messages of ${var.queue_name} failed permanently and went to the DLQ: their effects did not run. Fix the cause, then worker redrive."
     }
+    returned-near-redrive = {
+      enabled     = var.returned_near_redrive_alarm_enabled
+      metric      = "ReturnedNearRedrive"
+      threshold   = var.returned_near_redrive_threshold
+      description = "Lambda handed back messages of ${var.queue_name} unstarted (behind a failed message of their FIFO group, or with too little time left in the invocation) with at most one receive left: the redrive policy may move them to the DLQ without their ever running. Keep maxReceiveCount above the batch size and the function timeout above batch size x a message's time (docs/DEPLOY.md); see the worker's WARN lines for the messages."
+    }
   }
 }
 

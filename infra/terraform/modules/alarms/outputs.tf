@@ -9,7 +9,7 @@ output "oldest_message_age_alarm_arn" {
 }
 
 output "worker_alarm_arns" {
-  description = "ARNs of the alarms on the worker's EMF metrics, by name (conflicts, leases-lost, permanent-failures), the enabled ones only."
+  description = "ARNs of the alarms on the worker's EMF metrics, by name (conflicts, leases-lost, permanent-failures, returned-near-redrive), the enabled ones only."
   value       = { for name, a in aws_cloudwatch_metric_alarm.worker : name => a.arn }
 }
 

@@ -88,6 +88,23 @@ variable "permanent_failures_alarm_enabled" {
   default     = true
 }
 
+variable "returned_near_redrive_alarm_enabled" {
+  description = "Alarm on the worker's ReturnedNearRedrive metric (Lambda): messages handed back unstarted with at most one receive left before the redrive policy moves them, never run."
+  type        = bool
+  default     = true
+}
+
+variable "returned_near_redrive_threshold" {
+  description = "Messages returned near the redrive limit in one minute above which the returned-near-redrive alarm fires."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.returned_near_redrive_threshold >= 0
+    error_message = "The threshold must be at least 0."
+  }
+}
+
 variable "permanent_failures_threshold" {
   description = "Permanent failures in one minute above which the permanent-failures alarm fires."
   type        = number

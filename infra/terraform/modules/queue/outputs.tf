@@ -50,6 +50,7 @@ output "worker_queue" {
     url                        = aws_sqs_queue.this.url
     visibility_timeout_seconds = aws_sqs_queue.this.visibility_timeout_seconds
     dlq_arn                    = one(aws_sqs_queue.dlq[*].arn)
+    max_receive_count          = var.create_dlq ? var.max_receive_count : null
   }
 }
 

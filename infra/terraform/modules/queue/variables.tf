@@ -106,9 +106,9 @@ variable "create_dlq" {
 }
 
 variable "max_receive_count" {
-  description = "Receives after which SQS moves a message to the DLQ (redrive policy maxReceiveCount)."
+  description = "Receives after which SQS moves a message to the DLQ (redrive policy maxReceiveCount). Every receive counts, those of a message a Lambda batch hands back unstarted included: for a FIFO queue behind the worker-lambda module keep it above its batch_size (that module refuses less); the default 15 is batch 10 plus 5 attempts of a message's own."
   type        = number
-  default     = 5
+  default     = 15
 
   validation {
     condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000 && floor(var.max_receive_count) == var.max_receive_count

@@ -331,6 +331,14 @@ resource "aws_lambda_event_source_mapping" "this" {
       error_message = "batch_size above 10 needs maximum_batching_window_in_seconds of at least 1 (Lambda's rule for SQS event sources)."
     }
 
+    # Each hand-back of a message a FIFO batch could not start spends one
+    # of its receives: at batch_size or fewer, the redrive policy can move
+    # the batch's last message without it ever running (docs/DEPLOY.md).
+    precondition {
+      condition     = !endswith(each.value.arn, ".fifo") || each.value.max_receive_count == null || each.value.max_receive_count > var.batch_size
+      error_message = "A FIFO queue's max_receive_count must be above batch_size: a message waiting behind earlier ones of its group spends up to batch_size - 1 receives unstarted, and the redrive policy could dead-letter it without it ever running. Raise the queue's max_receive_count to batch_size plus the attempts wanted of each message (the queue module's default is 15), or lower batch_size."
+    }
+
     precondition {
       condition     = each.value.visibility_timeout_seconds >= 6 * var.timeout
       error_message = "The queue's visibility timeout must be at least 6 x the function timeout (AWS's guidance for SQS event sources), or a message becomes visible again while a retried invocation still runs."

@@ -48,12 +48,13 @@ variable "timeout" {
 }
 
 variable "queues" {
-  description = "Queues that trigger the function, keyed by a static name; one event source mapping each. visibility_timeout_seconds is the queue's and must be at least 6 x timeout; dlq_arn is its DLQ, needed with move_to_dlq. The queue module's worker_queue output has this shape."
+  description = "Queues that trigger the function, keyed by a static name; one event source mapping each. visibility_timeout_seconds is the queue's and must be at least 6 x timeout; dlq_arn is its DLQ, needed with move_to_dlq; max_receive_count is its redrive policy's maxReceiveCount, which for a FIFO queue must be above batch_size (null: not checked). The queue module's worker_queue output has this shape."
   type = map(object({
     arn                        = string
     url                        = string
     visibility_timeout_seconds = number
     dlq_arn                    = optional(string)
+    max_receive_count          = optional(number)
   }))
 
   validation {

@@ -306,7 +306,9 @@ func (o *Outbox) attempt(l *line, batch []*call, head groupHead, known bool) (ou
 			other = true
 		}
 	}
-	own := func(i int) error { return fmt.Errorf("outbox: write: %w", at.cancellation(tce, i, len(batch) == 1, err)) }
+	own := func(i int) error {
+		return fmt.Errorf("outbox: write: %w", at.cancellation(tce, i, len(batch) == 1, err))
+	}
 	for i := range batch {
 		for j := at.writes[i]; j < at.writes[i]+len(batch[i].writes); j++ {
 			switch code(j) {

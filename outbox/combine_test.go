@@ -425,7 +425,7 @@ type gatedDB struct {
 	open    chan struct{}
 	reached chan struct{} // closed when the first transaction is held
 	mu      sync.Mutex
-	sizes []int
+	sizes   []int
 }
 
 func (g *gatedDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

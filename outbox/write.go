@@ -154,11 +154,32 @@ const maxWriteAttempts = 50
 // caller's writes are sent again unchanged. Every failed attempt means
 // another transaction on the group committed.
 //
+// Concurrent Writes of this Outbox whose messages are all of one (queue,
+// group) are combined (unless WithoutCombining): while a transaction of
+// the group is under way, later Writes wait, then go together in the next
+// one, each Write's writes and then its messages in the order the Writes
+// came (a Write's messages stay consecutive), the head advanced once, up
+// to DynamoDB's 100 actions and 4 MB a transaction (the rest go in the
+// next). Each Write is still all or nothing and gets the result it would
+// have had alone: the others of a transaction cancelled by one Write's
+// condition go again without it; a transaction DynamoDB refuses as
+// invalid is sent again one Write at a time; Writes naming the same item
+// (an update's, delete's or check's key, or a put's item holding it) are
+// not put together. A Write of several groups always goes alone.
+//
 // An error that wraps a *types.TransactionCanceledException whose reason
 // for one of writes is ConditionalCheckFailed is the caller's condition:
-// nothing was written. With any other error the outcome may be unknown
-// (the request may have committed and lost its response): retrying Write
-// is safe for the messages when their ID is stable.
+// nothing was written. Its CancellationReasons are those of the caller's
+// own items: its writes first, then the outbox's, as in a transaction of
+// its own.
+// With any other error the outcome may be unknown (the request may have
+// committed and lost its response; for a combined transaction, every one
+// of its Writes gets that error): retrying Write is safe for the messages
+// when their ID is stable. When ctx ends while the Write waits for its
+// group, it returns ctx.Err() with nothing written; while its transaction
+// is under way, the outcome is unknown, and that transaction is not
+// cancelled while another of its Writes waits for it (the Write whose
+// goroutine sent it returns when the request ends).
 func (o *Outbox) Write(ctx context.Context, msgs []Message, writes ...types.TransactWriteItem) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("%w: no messages", ErrInvalid)

@@ -253,14 +253,19 @@ func (o *Outbox) attempt(l *line, batch []*call, head groupHead, known bool) (ou
 	}
 	now := o.now()
 	items, at := o.combined(l, batch, head, now)
-	for over, _, _ := ddblimit.Check(items); over != ddblimit.Within; over, _, _ = ddblimit.Check(items) {
-		first := batch[0]
-		alone, _ := o.combined(l, batch[:1], head, now)
-		if err := checkSize(alone, len(first.writes)); err != nil || len(batch) == 1 {
-			outs[0] = outcome{done: true, err: err}
+	for over, i, _ := ddblimit.Check(items); over != ddblimit.Within; over, i, _ = ddblimit.Check(items) {
+		// The rest wait for the next transaction: from the Write whose
+		// item is too large, else the last.
+		n := len(batch) - 1
+		if over == ddblimit.Item {
+			n = at.owner[i]
+		}
+		if n == 0 {
+			alone, _ := o.combined(l, batch[:1], head, now)
+			outs[0] = outcome{done: true, err: checkSize(alone, len(batch[0].writes))}
 			return outs, head, true, false
 		}
-		batch = batch[:len(batch)-1] // the rest wait for the next transaction
+		batch = batch[:n]
 		items, at = o.combined(l, batch, head, now)
 	}
 	_, err := o.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
@@ -355,6 +360,7 @@ type layout struct {
 	head   int   // the head's update
 	puts   []int // the index of each Write's first message
 	n      []int // each Write's message count
+	owner  []int // each item's Write (-1: the head)
 }
 
 // combined returns the transaction of batch on l's group from head: every
@@ -368,14 +374,21 @@ func (o *Outbox) combined(l *line, batch []*call, head groupHead, now time.Time)
 		at.writes[i] = len(items)
 		items = append(items, c.writes...)
 		total += int64(len(c.msgs))
+		for range c.writes {
+			at.owner = append(at.owner, i)
+		}
 	}
 	at.head = len(items)
 	items = append(items, o.headUpdate(l.pk, l.queue, l.group, head, total, now))
+	at.owner = append(at.owner, -1)
 	seq := head.seq
 	for i, c := range batch {
 		at.puts[i], at.n[i] = len(items), len(c.msgs)
 		items = o.appendPuts(items, l.pk, l.group, seq, c.msgs, now)
 		seq += int64(len(c.msgs))
+		for range c.msgs {
+			at.owner = append(at.owner, i)
+		}
 	}
 	return items, at
 }

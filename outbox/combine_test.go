@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -500,4 +501,50 @@ func TestCombinedWritesContract(t *testing.T) {
 		require.Equal(t, []string{"first", "a", "c"}, bodies["g"])
 		require.Equal(t, []string{"first", "d", "e"}, bodies["h"])
 	})
+}
+
+// A transaction takes at most 4 MB: the Writes waiting past that go in the
+// next, in order; a Write that DynamoDB's limits refuse alone (an item over
+// 400 KB) gets ErrInvalid, nothing sent for it, and the others go on.
+func TestCombinedWritesSplitAtFourMB(t *testing.T) {
+	big := func(pk string, n int) ddbtypes.TransactWriteItem {
+		return ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(businessTbl), Item: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: pk}, "pad": &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("x", n)}}}}
+	}
+	for name, tc := range map[string]struct {
+		invalid int // the Write over 400 KB, or -1
+		sizes   []int
+	}{
+		"12 of 350 KB":           {-1, []int{3, 1 + 2*11, 3}},
+		"the second over 400 KB": {1, []int{3, 3, 1 + 2*10}},
+		"the fourth over 400 KB": {3, []int{3, 1 + 2*3, 1 + 2*8}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				db, h := combineEnv(t)
+				ob := outbox.New(h, combineTable)
+				var ws []func(context.Context) error
+				for i := range 12 {
+					n := 350_000
+					if i == tc.invalid {
+						n = 410_000
+					}
+					ws = append(ws, writeOf(ob, fmt.Sprintf("w%02d", i), 1, big(fmt.Sprint("w", i), n)))
+				}
+				errs := behind(t, ob, ws...)
+				var want []string
+				for i, err := range errs {
+					if i == tc.invalid {
+						require.ErrorIs(t, err, outbox.ErrInvalid)
+						require.ErrorContains(t, err, "400 KB")
+						continue
+					}
+					require.NoError(t, err, i)
+					want = append(want, fmt.Sprintf("w%02d.0", i))
+				}
+				require.Equal(t, tc.sizes, h.transactions(), "first; then as many as 4 MB takes, the invalid one never sent")
+				require.Equal(t, append([]string{"first"}, want...), outboxBodies(t, db, "g"))
+			})
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -102,14 +103,19 @@ type Outbox struct {
 	table string
 	now   func() time.Time
 	rand  *jitter.Rand // WithRand's, or nil: the runtime's
+
+	combine bool // Write combines concurrent Writes of one group (WithoutCombining)
+	mu      sync.Mutex
+	lines   map[string]*line // by partition key: the groups with a combined Write under way
 }
 
 // Option configures an Outbox or a Relay.
 type Option func(*options)
 
 type options struct {
-	now  func() time.Time
-	rand *jitter.Rand
+	now       func() time.Time
+	rand      *jitter.Rand
+	noCombine bool
 }
 
 // WithClock sets the clock (tests).
@@ -119,13 +125,18 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // source replays a run); the default is math/rand/v2's global source.
 func WithRand(src rand.Source) Option { return func(o *options) { o.rand = jitter.New(src) } }
 
+// WithoutCombining makes each Write its own transaction, as before
+// combining existed: concurrent Writes of one group then conflict on its
+// head and retry (see Write).
+func WithoutCombining() Option { return func(o *options) { o.noCombine = true } }
+
 // New returns an Outbox writing to table.
 func New(db API, table string, opts ...Option) *Outbox {
 	o := options{now: time.Now}
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Outbox{db: db, table: table, now: o.now, rand: o.rand}
+	return &Outbox{db: db, table: table, now: o.now, rand: o.rand, combine: !o.noCombine, lines: map[string]*line{}}
 }
 
 // Table is the outbox table's name.
@@ -143,15 +154,49 @@ const maxWriteAttempts = 50
 // caller's writes are sent again unchanged. Every failed attempt means
 // another transaction on the group committed.
 //
+// Concurrent Writes of this Outbox whose messages are all of one (queue,
+// group) are combined (unless WithoutCombining): while a transaction of
+// the group is under way, later Writes wait, then go together in the next
+// one, each Write's writes and then its messages in the order the Writes
+// came (a Write's messages stay consecutive), the head advanced once, up
+// to DynamoDB's 100 actions and 4 MB a transaction (the rest go in the
+// next). Each Write is still all or nothing and gets the result it would
+// have had alone: the others of a transaction cancelled by one Write's
+// condition go again without it; a transaction DynamoDB refuses as
+// invalid is sent again one Write at a time; Writes naming the same item
+// (an update's, delete's or check's key, or a put's item holding it) are
+// not put together. A Write of several groups always goes alone.
+//
 // An error that wraps a *types.TransactionCanceledException whose reason
 // for one of writes is ConditionalCheckFailed is the caller's condition:
-// nothing was written. With any other error the outcome may be unknown
-// (the request may have committed and lost its response): retrying Write
-// is safe for the messages when their ID is stable.
+// nothing was written. Its CancellationReasons are those of the caller's
+// own items: its writes first, then the outbox's, as in a transaction of
+// its own.
+// With any other error the outcome may be unknown (the request may have
+// committed and lost its response; for a combined transaction, every one
+// of its Writes gets that error): retrying Write is safe for the messages
+// when their ID is stable. When ctx ends while the Write waits for its
+// group, it returns ctx.Err() with nothing written; while its transaction
+// is under way, the outcome is unknown, and that transaction is not
+// cancelled while another of its Writes waits for it (the Write whose
+// goroutine sent it returns when the request ends).
 func (o *Outbox) Write(ctx context.Context, msgs []Message, writes ...types.TransactWriteItem) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("%w: no messages", ErrInvalid)
 	}
+	if o.combine {
+		if g, err := oneGroup(msgs); err != nil || g != nil {
+			if err != nil {
+				return err
+			}
+			return o.writeCombined(ctx, g, writes)
+		}
+	}
+	return o.writeAlone(ctx, msgs, writes)
+}
+
+// writeAlone is Write in a transaction of its own.
+func (o *Outbox) writeAlone(ctx context.Context, msgs []Message, writes []types.TransactWriteItem) error {
 	var last error
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
 		if attempt > 0 {
@@ -243,81 +288,118 @@ func (b Batch) Retry(err error, offset int) bool {
 // the items that append msgs to them. They commit only while no other
 // transaction has appended to those groups since: see Batch.Retry.
 func (o *Outbox) Prepare(ctx context.Context, msgs []Message) (Batch, error) {
-	type group struct {
-		pk, queue, name string
-		msgs            []Message
-	}
-	var groups []*group
-	byPK := map[string]*group{}
-	for i, m := range msgs {
-		if err := m.validate(); err != nil {
-			return Batch{}, fmt.Errorf("%w: message %d: %w", ErrInvalid, i, err)
-		}
-		pk := partitionKey(m.QueueURL, m.Group)
-		g := byPK[pk]
-		if g == nil {
-			g = &group{pk: pk, queue: m.QueueURL, name: m.Group}
-			byPK[pk] = g
-			groups = append(groups, g)
-		}
-		g.msgs = append(g.msgs, m)
+	groups, err := groupsOf(msgs)
+	if err != nil {
+		return Batch{}, err
 	}
 	now := o.now()
 	var b Batch
 	var puts []types.TransactWriteItem
 	for _, g := range groups {
-		out, err := o.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &o.table, Key: headKey(g.pk), ConsistentRead: aws.Bool(true)})
+		h, err := o.readHead(ctx, g.pk)
 		if err != nil {
-			return Batch{}, fmt.Errorf("outbox: read group %q: %w", g.pk, err)
+			return Batch{}, err
 		}
-		seq := getN(out.Item, outboxschema.AttrSeq)
-		next := seq + int64(len(g.msgs))
-		names := map[string]string{"#seq": outboxschema.AttrSeq, "#q": outboxschema.AttrQueue, "#g": outboxschema.AttrGroup, "#shard": outboxschema.AttrShard, "#since": outboxschema.AttrSince}
-		values := map[string]types.AttributeValue{
-			":new": num(next), ":q": str(g.queue), ":g": str(g.name),
-			":shard": str(shardOf(g.pk)), ":now": num(now.UnixMilli()),
-		}
-		cond := "#seq = :old"
-		if out.Item == nil {
-			cond = "attribute_not_exists(#pk)"
-			names["#pk"] = outboxschema.AttrPK
-		} else {
-			values[":old"] = num(seq)
-		}
-		b.Items = append(b.Items, types.TransactWriteItem{Update: &types.Update{
-			TableName:                 &o.table,
-			Key:                       headKey(g.pk),
-			UpdateExpression:          aws.String("SET #seq = :new, #q = :q, #g = :g, #shard = if_not_exists(#shard, :shard), #since = if_not_exists(#since, :now)"),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-		}})
-		for i, m := range g.msgs {
-			id := m.ID
-			if id == "" {
-				id = newID()
-			}
-			it := map[string]types.AttributeValue{
-				outboxschema.AttrPK: str(g.pk), outboxschema.AttrSK: num(seq + int64(i) + 1), outboxschema.AttrID: str(id), outboxschema.AttrKey: str(Key(g.name, id)),
-				outboxschema.AttrQueue: str(g.queue), outboxschema.AttrGroup: str(g.name), outboxschema.AttrBody: str(m.Body), outboxschema.AttrCreated: num(now.UnixMilli()),
-			}
-			if len(m.Attributes) > 0 {
-				attrs := make(map[string]types.AttributeValue, len(m.Attributes))
-				for k, v := range m.Attributes {
-					attrs[k] = str(v)
-				}
-				it[outboxschema.AttrAttrs] = &types.AttributeValueMemberM{Value: attrs}
-			}
-			puts = append(puts, types.TransactWriteItem{Put: &types.Put{
-				TableName:                &o.table,
-				Item:                     it,
-				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": outboxschema.AttrPK},
-			}})
-		}
+		b.Items = append(b.Items, o.headUpdate(g.pk, g.queue, g.name, h, int64(len(g.msgs)), now))
+		puts = o.appendPuts(puts, g.pk, g.name, h.seq, g.msgs, now)
 	}
 	b.Items = append(b.Items, puts...)
 	return b, nil
+}
+
+// msgGroup is one (queue, group) of a Write's messages, in order.
+type msgGroup struct {
+	pk, queue, name string
+	msgs            []Message
+}
+
+// groupsOf validates msgs and gathers them by (queue, group), in the order
+// each group first appears.
+func groupsOf(msgs []Message) ([]*msgGroup, error) {
+	var groups []*msgGroup
+	byPK := map[string]*msgGroup{}
+	for i, m := range msgs {
+		if err := m.validate(); err != nil {
+			return nil, fmt.Errorf("%w: message %d: %w", ErrInvalid, i, err)
+		}
+		pk := partitionKey(m.QueueURL, m.Group)
+		g := byPK[pk]
+		if g == nil {
+			g = &msgGroup{pk: pk, queue: m.QueueURL, name: m.Group}
+			byPK[pk] = g
+			groups = append(groups, g)
+		}
+		g.msgs = append(g.msgs, m)
+	}
+	return groups, nil
+}
+
+// groupHead is what a Write needs of a group's head: its sequence number,
+// and whether the item exists.
+type groupHead struct {
+	seq    int64
+	exists bool
+}
+
+func (o *Outbox) readHead(ctx context.Context, pk string) (groupHead, error) {
+	out, err := o.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &o.table, Key: headKey(pk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return groupHead{}, fmt.Errorf("outbox: read group %q: %w", pk, err)
+	}
+	return groupHead{seq: getN(out.Item, outboxschema.AttrSeq), exists: out.Item != nil}, nil
+}
+
+// headUpdate advances the head of group pk by n from h, on the condition
+// that it is still h.
+func (o *Outbox) headUpdate(pk, queue, group string, h groupHead, n int64, now time.Time) types.TransactWriteItem {
+	names := map[string]string{"#seq": outboxschema.AttrSeq, "#q": outboxschema.AttrQueue, "#g": outboxschema.AttrGroup, "#shard": outboxschema.AttrShard, "#since": outboxschema.AttrSince}
+	values := map[string]types.AttributeValue{
+		":new": num(h.seq + n), ":q": str(queue), ":g": str(group),
+		":shard": str(shardOf(pk)), ":now": num(now.UnixMilli()),
+	}
+	cond := "#seq = :old"
+	if !h.exists {
+		cond = "attribute_not_exists(#pk)"
+		names["#pk"] = outboxschema.AttrPK
+	} else {
+		values[":old"] = num(h.seq)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 &o.table,
+		Key:                       headKey(pk),
+		UpdateExpression:          aws.String("SET #seq = :new, #q = :q, #g = :g, #shard = if_not_exists(#shard, :shard), #since = if_not_exists(#since, :now)"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}}
+}
+
+// appendPuts appends to puts the items of msgs, numbered from after seq.
+func (o *Outbox) appendPuts(puts []types.TransactWriteItem, pk, group string, seq int64, msgs []Message, now time.Time) []types.TransactWriteItem {
+	for i, m := range msgs {
+		id := m.ID
+		if id == "" {
+			id = newID()
+		}
+		it := map[string]types.AttributeValue{
+			outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(seq + int64(i) + 1), outboxschema.AttrID: str(id), outboxschema.AttrKey: str(Key(group, id)),
+			outboxschema.AttrQueue: str(m.QueueURL), outboxschema.AttrGroup: str(group), outboxschema.AttrBody: str(m.Body), outboxschema.AttrCreated: num(now.UnixMilli()),
+		}
+		if len(m.Attributes) > 0 {
+			attrs := make(map[string]types.AttributeValue, len(m.Attributes))
+			for k, v := range m.Attributes {
+				attrs[k] = str(v)
+			}
+			it[outboxschema.AttrAttrs] = &types.AttributeValueMemberM{Value: attrs}
+		}
+		puts = append(puts, types.TransactWriteItem{Put: &types.Put{
+			TableName:                &o.table,
+			Item:                     it,
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": outboxschema.AttrPK},
+		}})
+	}
+	return puts
 }
 
 // validate refuses what SQS would refuse, so that the relay never holds a

@@ -85,6 +85,7 @@ type chain struct {
 
 	seq *sequencer // sequencer.go: nil when off
 	lim *chainLims // chain_limits.go
+	cmb *chainCmb  // chain_combine.go
 }
 
 // RunChain runs the chain once. It must be called inside a synctest bubble.
@@ -92,7 +93,7 @@ func RunChain(cfg Config) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, cfg.LogSteps), lim: newChainLims(cfg.Seed)}
+		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, cfg.LogSteps), lim: newChainLims(cfg.Seed), cmb: newChainCmb(cfg.Seed)}
 	// Message ids and receipt handles from the seed, as the world's.
 	c.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithWake(c.seq.woke))
 	start := time.Now()
@@ -113,6 +114,9 @@ func RunChain(cfg Config) Result {
 	c.loop(pctx, "sizer", c.produceSizes)
 	if c.lim.on {
 		c.loop(pctx, "limiter", c.limit)
+	}
+	if c.cmb.on {
+		c.cmbLoop(pctx)
 	}
 	c.wg.Go(func() { c.operate(pctx) })
 	for settled := 0; settled < 2; {
@@ -164,6 +168,7 @@ func (c *chain) setUp(ctx context.Context) error {
 	if c.lim.on {
 		names = append(names, chainLimQueue)
 	}
+	names = append(names, c.cmbQueues()...)
 	for _, name := range names {
 		attrs := map[string]string{
 			"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
@@ -374,7 +379,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 // settled: everything produced, nothing pending in the outbox, nothing in
 // the source queues.
 func (c *chain) settled(ctx context.Context) bool {
-	if !c.produced.Load() || !c.sized.Load() || c.lim.on && !c.lim.written.Load() {
+	if !c.produced.Load() || !c.sized.Load() || c.lim.on && !c.lim.written.Load() || !c.cmbDone() {
 		return false
 	}
 	pending, err := outbox.ListPending(ctx, c.db, chainOutbox, 1)
@@ -450,6 +455,7 @@ func (c *chain) check(ctx context.Context) {
 	}
 	c.checkSizes(ctx)
 	c.checkLimits(ctx)
+	c.checkCombined(ctx)
 	for _, q := range []string{chainDLQ1, chainDLQ2} {
 		var bodies []string
 		for _, m := range c.drainQueue(ctx, q) {

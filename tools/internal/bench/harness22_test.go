@@ -185,7 +185,7 @@ func TestRelayBacklogOfOneGroup(t *testing.T) {
 		require.InDelta(t, 1, one.Window.Requests["SQS.SendMessageBatch"]/one.Window.Counts["applied"], 0.02)
 		require.InDelta(t, 0.1, ten.Window.Requests["SQS.SendMessageBatch"]/ten.Window.Counts["applied"], 0.02)
 		require.Greater(t, ten.Rate, 3*one.Rate)
-		require.Equal(t, []string{RelayDirect, RelayOutbox, RelayGroupBatch, RelayBacklog, RelayBacklogGroupBatch}, relayModes(1))
+		require.Equal(t, []string{RelayDirect, RelayOutbox, RelayGroupBatch, RelayGroupBatchAlone, RelayBacklog, RelayBacklogGroupBatch}, relayModes(1))
 		require.Equal(t, []string{RelayDirect, RelayOutbox, RelayGroupBatch}, relayModes(200))
 	})
 }

@@ -35,6 +35,10 @@ const (
 	// RelayGroupBatchSize: a group's messages go up to that many to a
 	// SendMessageBatch.
 	RelayGroupBatch = "outbox-group-batch"
+	// RelayGroupBatchAlone is RelayGroupBatch with each Write a
+	// transaction of its own (outbox.WithoutCombining): concurrent Writes
+	// of one group race for its head, as before combining.
+	RelayGroupBatchAlone = "outbox-group-batch-alone"
 )
 
 // The relay alone, on a backlog: the outbox table is filled before the
@@ -58,12 +62,13 @@ const (
 )
 
 // relayModes are the producers of the relay comparison at groups, in
-// order; the backlog runs at one group only (the hot group; over many
-// groups the relay drains a backlog faster than a window lasts).
+// order; the backlog and the Writes without combining run at one group
+// only (the hot group; over many groups the relay drains a backlog faster
+// than a window lasts, and Writes of one group rarely meet).
 func relayModes(groups int) []string {
 	modes := []string{RelayDirect, RelayOutbox, RelayGroupBatch}
 	if groups == 1 {
-		modes = append(modes, RelayBacklog, RelayBacklogGroupBatch)
+		modes = append(modes, RelayGroupBatchAlone, RelayBacklog, RelayBacklogGroupBatch)
 	}
 	return modes
 }
@@ -186,8 +191,12 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
 		}
 		wg.Go(func() { _ = relay.Run(rctx) })
-	case RelayOutbox, RelayGroupBatch:
-		ob := outbox.New(db, "outbox")
+	case RelayOutbox, RelayGroupBatch, RelayGroupBatchAlone:
+		var opts []outbox.Option
+		if mode == RelayGroupBatchAlone {
+			opts = append(opts, outbox.WithoutCombining())
+		}
+		ob := outbox.New(db, "outbox", opts...)
 		for range writers {
 			wg.Go(func() {
 				for rctx.Err() == nil {
@@ -207,7 +216,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		}
 		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
 			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
-		if mode == RelayGroupBatch {
+		if mode != RelayOutbox {
 			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
 		}
 		wg.Go(func() { _ = relay.Run(rctx) })

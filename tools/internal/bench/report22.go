@@ -69,6 +69,8 @@ func relayName(mode string) string {
 		return "direct (PutItem, then SendMessage)"
 	case RelayGroupBatch:
 		return fmt.Sprintf("outbox.Write + Relay, GroupBatch %d, PerGroup %d", RelayGroupBatchSize, RelayGroupBatchPerGroup)
+	case RelayGroupBatchAlone:
+		return fmt.Sprintf("outbox.Write without combining + Relay, GroupBatch %d, PerGroup %d", RelayGroupBatchSize, RelayGroupBatchPerGroup)
 	case RelayBacklog:
 		return "Relay alone, on a backlog"
 	case RelayBacklogGroupBatch:
@@ -238,7 +240,7 @@ func awsMarkdown(b *strings.Builder, r *Result) {
 		r.relayTable().markdown(b)
 		b.WriteString("\n")
 		fmt.Fprintf(b, "`GroupBatch %d, PerGroup %d` rows run the relay set for a hot group: `Relay.GroupBatch` (`worker relay --group-batch`, opt-in: its order guarantee is in OUTBOX.md) puts up to %d of a group's messages in one `SendMessageBatch`, in order, and `Relay.PerGroup` (`--per-group`) takes up to %d of a group a round; by default a request holds one message of a group, so a hot group moves one message per SQS round trip, and a round takes 10. ", RelayGroupBatchSize, RelayGroupBatchPerGroup, RelayGroupBatchSize, RelayGroupBatchPerGroup)
-		b.WriteString("At one group the producers are the ceiling, not the relay: every `outbox.Write` of a group reads and advances the group's head on a condition, so a group's Writes go one at a time (a read and a transaction, about 16 ms) and concurrent writers of one group retry; compare msg/s written with msg/s reaching SQS. ")
+		b.WriteString("Every `outbox.Write` of a group advances the group's head on a condition. By default concurrent Writes of one group in one process are combined: while a transaction of the group is under way the others wait and then go together in one transaction. The row without combining (`outbox.WithoutCombining`) shows what that replaces: each Write reads the head and sends its own transaction, so concurrent writers of one group retry and a group's Writes go one at a time; compare msg/s written with msg/s reaching SQS. ")
 		b.WriteString("The backlog rows measure the relay alone: the table is filled before the relay starts and no producer runs. ")
 		b.WriteString("Spread over many groups (200 above), the relay batches across groups.\n\n")
 	}

@@ -187,7 +187,7 @@ func (r *Result) Targets() []Target {
 		out = append(out, t)
 	}
 	for _, rl := range r.Relay {
-		if rl.Mode == RelayDirect || rl.Mode == RelayBacklog || rl.Mode == RelayBacklogGroupBatch {
+		if rl.Mode == RelayDirect || rl.Mode == RelayBacklog || rl.Mode == RelayBacklogGroupBatch || rl.Mode == RelayGroupBatchAlone {
 			continue // the backlog runs measure the relay alone: no producer to compare
 		}
 		t := Target{Name: "relay rate × direct producer", Run: fmt.Sprintf("aws-like latency, %d group(s), %d writers", rl.Groups, rl.Writers), Bound: TargetRelay}

@@ -177,9 +177,9 @@ func tokenOf(req ClaimRequest) (string, error) {
 }
 
 // recordItem is the record a claim (IN_PROGRESS) or an optimistic commit
-// (COMPLETED) puts.
-// The map has room for what a commit adds (completed_at, result). Equal
-// times share one value (an attribute value is only read once built).
+// (COMPLETED) puts. The map has room for what a commit adds (completed_at,
+// result); equal times share one value (an attribute value is only read
+// once built).
 func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
 	created := num(now.UnixMilli())
 	lease := created

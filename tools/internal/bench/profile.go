@@ -63,7 +63,6 @@ var profileCategories = []struct{ name, pattern string }{
 	{"the worker's own code: pool", "exactlyonce/exactly/internal/pool."},
 	{"the worker's own code: processor", "exactlyonce/exactly/internal/process."},
 	{"the worker's own code: dedup ledger", "exactlyonce/exactly/internal/dedup."},
-	{"the worker's own code: dedup ledger", "exactlyonce/exactly/internal/ddblimit."},
 	{"the worker's own code: metrics and logs", "exactlyonce/exactly/internal/telemetry."},
 	{"the worker's own code: the ledger effect", "exactlyonce/exactly/internal/builtin."},
 	{"the worker's own code: the rest", "exactlyonce/exactly"},
@@ -76,10 +75,16 @@ const (
 	catOther     = "other"
 )
 
+// shared are the worker's helper packages that the fakes use too (item
+// sizes, randomness): their frames pass to their caller, as runtime ones do,
+// so that the fakes' use of them counts as the fakes'.
+var shared = []string{"exactlyonce/exactly/internal/ddblimit.", "exactlyonce/exactly/internal/jitter."}
+
 // classify returns the category of a stack, leaf first.
 func classify(frames []string) string {
 	for _, f := range frames {
-		if strings.HasPrefix(f, "runtime.") || strings.HasPrefix(f, "internal/runtime") || strings.HasPrefix(f, "runtime/") {
+		if strings.HasPrefix(f, "runtime.") || strings.HasPrefix(f, "internal/runtime") || strings.HasPrefix(f, "runtime/") ||
+			slices.ContainsFunc(shared, func(p string) bool { return strings.Contains(f, p) }) {
 			continue
 		}
 		for _, c := range profileCategories {

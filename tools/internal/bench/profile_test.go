@@ -49,6 +49,7 @@ func TestAWSProfileTable(t *testing.T) {
 	require.Contains(t, md, "| the worker's own code: pool | 25.0 | 0.0 | +25.0 |")
 	require.Contains(t, md, "| the fakes and the latency layer (aws regime only) | 50.0 | 60.0 | -10.0 |")
 	require.Contains(t, md, "| "+cpuTotal+" | 150.0 | 80.0 | +70.0 |")
+	require.Contains(t, md, "| "+cpuSamples+" | 400 | 400 |  |", "summed over rounds: 2 s + 2 s at 100 Hz; 4 s")
 	require.Less(t, strings.Index(md, "garbage collector"), strings.Index(md, "own code: pool"), "largest difference first")
 	require.Less(t, strings.Index(md, "own code: pool"), strings.Index(md, "the fakes and"))
 }

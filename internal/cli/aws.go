@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/exactlyonce/exactly"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/internal/awserr"
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/idleconns"
@@ -40,10 +41,11 @@ type clients struct {
 // close closes the connections the clients opened; they are not used after.
 func (c *clients) close() { c.conns.Close() }
 
-// newClients loads the SDK configuration; reqs, when set, counts every request.
-func newClients(ctx context.Context, _ func(string) (string, bool), reqs *telemetry.Requests) (*clients, error) {
+// newClients loads the SDK configuration; reqs, when set, counts every
+// request; tune, when given, adjusts the HTTP transport (keepIdle).
+func newClients(ctx context.Context, _ func(string) (string, bool), reqs *telemetry.Requests, tune ...func(*http.Transport)) (*clients, error) {
 	conns := &idleconns.Set{}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithHTTPClient(conns.Client()))
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithHTTPClient(conns.Client(tune...)))
 	if err != nil {
 		return nil, fmt.Errorf("cannot load AWS configuration: %w", err)
 	}
@@ -60,4 +62,17 @@ func newClients(ctx context.Context, _ func(string) (string, bool), reqs *teleme
 		// Local fails on every error response.
 		dynamo: exactly.NewDynamoDBClient(cfg),
 	}, nil
+}
+
+// keepIdle keeps up to n idle connections per host (an endpoint: SQS's,
+// DynamoDB's), where the SDK's transport keeps 10: a worker whose n
+// handlers and receivers call at once would otherwise close the
+// connections past 10 as each call ends and dial (on AWS: a TLS
+// handshake) for the next ones, again and again. Idle ones still close
+// after the transport's idle timeout.
+func keepIdle(n int) func(*http.Transport) {
+	return func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, n)
+		t.MaxIdleConns = max(t.MaxIdleConns, 2*t.MaxIdleConnsPerHost)
+	}
 }

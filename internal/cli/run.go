@@ -255,7 +255,7 @@ func runCommand(ctx context.Context, force <-chan struct{}, effects Effects, arg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	telemetry.RegisterBuildInfo(reg, Version)
-	cl, err := newClients(ctx, lookup, telemetry.NewRequests(reg))
+	cl, err := newClients(ctx, lookup, telemetry.NewRequests(reg), keepIdle(s.awsCalls()))
 	if err != nil {
 		return err
 	}
@@ -366,6 +366,17 @@ const (
 	effectHTTPHandshakeTimeout = 10 * time.Second
 	effectHTTPHeaderTimeout    = 25 * time.Second
 )
+
+// awsCalls is how many AWS calls the worker makes at once, at most, in
+// steady state: a commit per handler, a long poll per receiver of each
+// queue (the batches of deletes and extensions are few and short).
+func (s *settings) awsCalls() int {
+	receivers := s.receivers
+	if receivers == 0 {
+		receivers = pool.ReceiversFor(s.concurrency)
+	}
+	return s.concurrency + receivers*max(len(s.queues), 1)
+}
 
 // newEffectHTTPClient keeps as many idle connections per host as handlers
 // can run at once: http.DefaultTransport keeps 2, and a worker calling one

@@ -98,14 +98,15 @@ func (s *Store) prepareCarried(req ClaimRequest, result []byte, writes []types.T
 	}
 	now := s.now()
 	rec := recordItem(req, token, StatusCompleted, now, now, now)
-	delete(rec, AttrPK)        // the carrier keeps its own key
-	delete(rec, AttrExpiresAt) // and its own lifetime: the dedup window
-	rec[AttrCompletedAt] = num(now.UnixMilli())
+	delete(rec, AttrPK)                       // the carrier keeps its own key
+	delete(rec, AttrExpiresAt)                // and its own lifetime: the dedup window
+	rec[AttrCompletedAt] = rec[AttrCreatedAt] // now
 	if len(result) > 0 {
 		rec[AttrResult] = &types.AttributeValueMemberB{Value: result}
 	}
 	put := *writes[carrier].Put
-	put.Item = maps.Clone(put.Item)
+	put.Item = make(map[string]types.AttributeValue, len(put.Item)+len(rec))
+	maps.Copy(put.Item, writes[carrier].Put.Item)
 	maps.Copy(put.Item, rec)
 	put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	items := make([]types.TransactWriteItem, 0, len(writes))

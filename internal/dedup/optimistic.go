@@ -104,7 +104,7 @@ func (s *Store) prepareOptimistic(req ClaimRequest, result []byte, writes []type
 	expiresAt := expiry(now.Add(req.TTL), now)
 	// The lease ends as it starts: a COMPLETED record has none.
 	item := recordItem(req, token, StatusCompleted, now, now, expiresAt)
-	item[AttrCompletedAt] = num(now.UnixMilli())
+	item[AttrCompletedAt] = item[AttrCreatedAt] // now
 	if len(result) > 0 {
 		item[AttrResult] = &types.AttributeValueMemberB{Value: result}
 	}

@@ -35,6 +35,11 @@ type Store struct {
 	db    API
 	table string
 	now   func() time.Time
+	// The claim condition's parts that never change, built once: every
+	// request reads them, none writes them.
+	claimCond  *string
+	claimNames map[string]string
+	inProgress types.AttributeValue
 }
 
 // Option configures a Store.
@@ -45,7 +50,14 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // NewStore returns a ledger on table.
 func NewStore(db API, table string, opts ...Option) *Store {
-	s := &Store{db: db, table: table, now: time.Now}
+	s := &Store{
+		db: db, table: table, now: time.Now,
+		claimCond: aws.String(claimCondition),
+		claimNames: map[string]string{
+			"#pk": AttrPK, "#exp": AttrExpiresAt, "#st": AttrStatus, "#lu": AttrLeaseUntil,
+		},
+		inProgress: str(StatusInProgress),
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -165,18 +177,24 @@ func tokenOf(req ClaimRequest) (string, error) {
 }
 
 // recordItem is the record a claim (IN_PROGRESS) or an optimistic commit
-// (COMPLETED) puts.
+// (COMPLETED) puts. The map has room for what a commit adds (completed_at,
+// result); equal times share one value (an attribute value is only read
+// once built).
 func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		AttrPK:            str(req.Key),
-		AttrStatus:        str(status),
-		AttrToken:         str(token),
-		AttrLeaseUntil:    num(leaseUntil.UnixMilli()),
-		AttrExpiresAt:     num(expiresAt.Unix()),
-		AttrPayloadSHA256: str(req.PayloadSHA256),
-		AttrAttempts:      num(int64(req.Attempts)),
-		AttrCreatedAt:     num(now.UnixMilli()),
+	created := num(now.UnixMilli())
+	lease := created
+	if !leaseUntil.Equal(now) {
+		lease = num(leaseUntil.UnixMilli())
 	}
+	item := make(map[string]types.AttributeValue, 12)
+	item[AttrPK] = str(req.Key)
+	item[AttrStatus] = str(status)
+	item[AttrToken] = str(token)
+	item[AttrLeaseUntil] = lease
+	item[AttrExpiresAt] = num(expiresAt.Unix())
+	item[AttrPayloadSHA256] = str(req.PayloadSHA256)
+	item[AttrAttempts] = num(int64(req.Attempts))
+	item[AttrCreatedAt] = created
 	if req.MessageID != "" {
 		item[AttrMessageID] = str(req.MessageID)
 	}
@@ -191,16 +209,14 @@ func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expires
 // blocking record (ALL_OLD).
 func (s *Store) claimPut(item map[string]types.AttributeValue, now time.Time) *dynamodb.PutItemInput {
 	return &dynamodb.PutItemInput{
-		TableName:           &s.table,
-		Item:                item,
-		ConditionExpression: aws.String(claimCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#pk": AttrPK, "#exp": AttrExpiresAt, "#st": AttrStatus, "#lu": AttrLeaseUntil,
-		},
+		TableName:                &s.table,
+		Item:                     item,
+		ConditionExpression:      s.claimCond,
+		ExpressionAttributeNames: s.claimNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now_s":  num(now.Unix()),
 			":now_ms": num(now.UnixMilli()),
-			":inprog": str(StatusInProgress),
+			":inprog": s.inProgress,
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}

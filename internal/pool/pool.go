@@ -238,6 +238,10 @@ type queueState struct {
 
 	mu   sync.Mutex
 	held map[*delivery]struct{}
+	// byID is held indexed by message ID: one delivery, or two while SQS
+	// has handed a message out again (holds asks it on every commit, and
+	// a scan of held would cost each message the pool's whole hold).
+	byID map[string][]*delivery
 	// groups counts the held deliveries of each FIFO group: a delete waits
 	// for the rest of its group (batcher.deleteParked).
 	groups map[string]int
@@ -360,7 +364,7 @@ func New(cfg Config) (*Pool, error) {
 		}
 		vis := visibilitySeconds(q.Visibility)
 		p.queues[url] = &queueState{
-			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
+			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, byID: map[string][]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
 			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
 			onStale: func(d *delivery, err error) {
 				if ext != nil {
@@ -782,6 +786,7 @@ func (qs *queueState) release(d *delivery) {
 // hold adds d to what the pool holds. qs.mu held.
 func (qs *queueState) hold(d *delivery) {
 	qs.held[d] = struct{}{}
+	qs.byID[d.msg.ID] = append(qs.byID[d.msg.ID], d)
 	if qs.q.FIFO {
 		qs.groups[d.msg.Group]++
 	}
@@ -795,6 +800,11 @@ func (qs *queueState) unhold(d *delivery) (rest bool) {
 		return false
 	}
 	delete(qs.held, d)
+	if same := slices.DeleteFunc(qs.byID[d.msg.ID], func(o *delivery) bool { return o == d }); len(same) > 0 {
+		qs.byID[d.msg.ID] = same
+	} else {
+		delete(qs.byID, d.msg.ID)
+	}
 	if !qs.q.FIFO {
 		return false
 	}
@@ -822,8 +832,8 @@ func (qs *queueState) expired(d *delivery, now time.Time) bool {
 func (qs *queueState) holds(d *delivery, now time.Time) bool {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
-	for o := range qs.held {
-		if o.msg.ID == d.msg.ID && !o.lost && now.Before(o.visibleUntil) {
+	for _, o := range qs.byID[d.msg.ID] {
+		if !o.lost && now.Before(o.visibleUntil) {
 			return true
 		}
 	}

@@ -303,6 +303,18 @@ Type: cpu
 -----------+-------------------------------------------------------
      1.5s   github.com/exactlyonce/exactly/internal/pool.(*Pool).run
 -----------+-------------------------------------------------------
+      20ms   runtime.mallocgc
+             github.com/exactlyonce/exactly/internal/ddblimit.ItemSize
+             github.com/exactlyonce/exactly/internal/dedup.recordItem
+             github.com/exactlyonce/exactly/internal/dedup.(*Store).CommitOptimistic
+             github.com/exactlyonce/exactly/internal/process.(*Processor).Run
+-----------+-------------------------------------------------------
+      40ms   github.com/exactlyonce/exactly/internal/ddblimit.ValueSize
+             github.com/exactlyonce/exactly/internal/ddblimit.ItemSize
+             github.com/exactlyonce/exactly/internal/memdynamo.itemSize
+             github.com/exactlyonce/exactly/internal/memdynamo.(*DB).TransactWriteItems
+             github.com/exactlyonce/exactly/internal/dedup.(*Store).commitItems
+-----------+-------------------------------------------------------
       10ms   github.com/prometheus/client_golang/prometheus.(*counter).Inc
 -----------+-------------------------------------------------------
       10ms   log/slog.(*handleState).appendAttr
@@ -313,7 +325,7 @@ Type: cpu
 `
 	total, shares, err := parseTraces(text)
 	require.NoError(t, err)
-	require.Equal(t, 1600*time.Millisecond, total)
+	require.Equal(t, 1660*time.Millisecond, total)
 	by := map[string]time.Duration{}
 	for _, s := range shares {
 		by[s.Name] = s.Time
@@ -325,10 +337,12 @@ Type: cpu
 	require.Equal(t, 10*time.Millisecond, by[catScheduler])
 	require.Equal(t, 10*time.Millisecond, by["metrics (Prometheus)"])
 	require.Equal(t, 10*time.Millisecond, by["logging (slog)"])
-	require.Equal(t, 1500*time.Millisecond, by["the worker's own code (pool, processor, dedup, effect)"])
-	require.Equal(t, "the worker's own code (pool, processor, dedup, effect)", shares[0].Name, "largest first")
+	require.Equal(t, 1500*time.Millisecond, by["the worker's own code: pool"])
+	require.Equal(t, 20*time.Millisecond, by["the worker's own code: dedup ledger"], "the leaf-most package of the worker's that allocated")
+	require.Equal(t, 40*time.Millisecond, by["the fakes and the latency layer (aws regime only)"], "a shared helper counts for its caller")
+	require.Equal(t, "the worker's own code: pool", shares[0].Name, "largest first")
 	p := CPUProfile{Total: total, Categories: shares}
-	require.InDelta(t, 30.0/1600, p.Share("signing (SigV4)"), 1e-9)
+	require.InDelta(t, 30.0/1660, p.Share("signing (SigV4)"), 1e-9)
 	_, _, err = parseTraces("-----------+---\n   xyz   f\n")
 	require.Error(t, err)
 }

@@ -42,7 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LimitDuration, "limit-duration", DefaultLimitDuration, "duration of each DynamoDB limit measurement")
 	fs.DurationVar(&cfg.LatencyDuration, "latency-duration", DefaultLatencyDuration, "how long the paced producer of the latency runs sends")
 	fs.Float64Var(&cfg.LatencyLoad, "latency-load", DefaultLatencyLoad, "offered load of the latency runs, as a share of the slower consumer's saturated rate")
-	fs.BoolVar(&cfg.NoProfile, "no-profile", false, "skip the worker's CPU profile (emulator regime)")
+	fs.BoolVar(&cfg.NoProfile, "no-profile", false, "skip the CPU profiles (the worker's in the emulator regime; the worker's and the hand-written consumer's saturated runs in the aws regime)")
 	fs.BoolVar(&cfg.NoRelay, "no-relay", false, "skip the relay comparison (direct producer vs outbox + relay, aws regime)")
 	fs.IntVar(&cfg.RelayWriters, "relay-writers", DefaultRelayWriters, "producer goroutines of the relay comparison")
 	fs.BoolVar(&cfg.NoLatency, "no-latency", false, "skip the latency runs")

@@ -60,7 +60,12 @@ var profileCategories = []struct{ name, pattern string }{
 	{"the fakes and the latency layer (aws regime only)", "tools/internal/bench"},
 	{"SDK middleware, retries, endpoints", "aws-sdk-go-v2"},
 	{"SDK middleware, retries, endpoints", "smithy-go"},
-	{"the worker's own code (pool, processor, dedup, effect)", "exactlyonce/exactly"},
+	{"the worker's own code: pool", "exactlyonce/exactly/internal/pool."},
+	{"the worker's own code: processor", "exactlyonce/exactly/internal/process."},
+	{"the worker's own code: dedup ledger", "exactlyonce/exactly/internal/dedup."},
+	{"the worker's own code: metrics and logs", "exactlyonce/exactly/internal/telemetry."},
+	{"the worker's own code: the ledger effect", "exactlyonce/exactly/internal/builtin."},
+	{"the worker's own code: the rest", "exactlyonce/exactly"},
 }
 
 // Uncategorised stacks: the garbage collector, the scheduler, the rest.
@@ -70,10 +75,16 @@ const (
 	catOther     = "other"
 )
 
+// shared are the worker's helper packages that the fakes use too (item
+// sizes, randomness): their frames pass to their caller, as runtime ones do,
+// so that the fakes' use of them counts as the fakes'.
+var shared = []string{"exactlyonce/exactly/internal/ddblimit.", "exactlyonce/exactly/internal/jitter."}
+
 // classify returns the category of a stack, leaf first.
 func classify(frames []string) string {
 	for _, f := range frames {
-		if strings.HasPrefix(f, "runtime.") || strings.HasPrefix(f, "internal/runtime") || strings.HasPrefix(f, "runtime/") {
+		if strings.HasPrefix(f, "runtime.") || strings.HasPrefix(f, "internal/runtime") || strings.HasPrefix(f, "runtime/") ||
+			slices.ContainsFunc(shared, func(p string) bool { return strings.Contains(f, p) }) {
 			continue
 		}
 		for _, c := range profileCategories {
@@ -178,6 +189,7 @@ func (p *CPUProfile) table() *table {
 // profileMarkdown says where the worker's CPU goes.
 func profileMarkdown(b *strings.Builder, r *Result) {
 	if r.Profile == nil {
+		awsProfileMarkdown(b, r, true)
 		return
 	}
 	p := r.Profile
@@ -189,4 +201,120 @@ func profileMarkdown(b *strings.Builder, r *Result) {
 	n := int(p.Total / (10 * time.Millisecond))
 	fmt.Fprintf(b, "\nTotal %s of CPU samples (%d samples at pprof's 100 Hz; a share is known to about ±%.0f points, two standard errors, at this count).\n\n",
 		p.Total.Round(time.Millisecond), n, 100/math.Sqrt(float64(max(n, 1))))
+	awsProfileMarkdown(b, r, false)
+}
+
+// perMessage is a profile's categories in µs of CPU per message: each
+// share of the profile times the run's CPU per message over its window.
+func (r Drain) profilePerMessage() map[string]float64 {
+	out := map[string]float64{}
+	if r.Profile == nil || r.Profile.Total <= 0 {
+		return out
+	}
+	cpu := r.CPUPerMessage()
+	for _, c := range r.Profile.Categories {
+		out[c.Name] = cpu * float64(c.Time) / float64(r.Profile.Total)
+	}
+	return out
+}
+
+// awsProfiles averages, for each concurrency, the per-message categories
+// of the profiled aws-regime runs of the worker and of the hand-written
+// consumer (over rounds), with their CPU per message.
+func awsProfiles(r *Result) (concs []int, by map[int]map[string]map[string]float64) {
+	by = map[int]map[string]map[string]float64{}
+	count := map[[2]any]int{}
+	for _, d := range r.Runs {
+		if d.Regime != RegimeAWS || d.Profile == nil || (d.Consumer != "worker" && d.Consumer != "baseline") {
+			continue
+		}
+		if by[d.Conc] == nil {
+			by[d.Conc] = map[string]map[string]float64{"worker": {}, "baseline": {}}
+			concs = append(concs, d.Conc)
+		}
+		k := [2]any{d.Conc, d.Consumer}
+		n := float64(count[k])
+		m := by[d.Conc][d.Consumer]
+		per := d.profilePerMessage()
+		per[cpuTotal] = d.CPUPerMessage()
+		for name := range m {
+			if _, ok := per[name]; !ok && name != cpuSamples {
+				per[name] = 0
+			}
+		}
+		for name, v := range per {
+			m[name] = (m[name]*n + v) / (n + 1) // a category a round missed counts as 0 there
+		}
+		m[cpuSamples] += float64(d.Profile.Total / (10 * time.Millisecond)) // summed over rounds
+		count[k]++
+	}
+	slices.Sort(concs)
+	return concs, by
+}
+
+const (
+	cpuTotal   = "total (CPU µs/msg over the window)"
+	cpuSamples = "profile samples at 100 Hz, all rounds (one is 10 ms over the run's messages)"
+)
+
+// awsProfileMarkdown says where the worker's CPU per message goes beyond
+// the hand-written consumer's, at AWS-like latency.
+func awsProfileMarkdown(b *strings.Builder, r *Result, heading bool) {
+	concs, by := awsProfiles(r)
+	if len(concs) == 0 {
+		return
+	}
+	if heading {
+		b.WriteString("## Where the worker's CPU goes\n\n")
+	}
+	b.WriteString("### Per message, against the hand-written consumer (aws-like latency)\n\n")
+	b.WriteString("The saturated runs of the aws-like regime above, the optimistic worker's and the hand-written consumer's, each ran under `bench consume -cpuprofile`; a category's µs per message is its share of the profile (serving to exit, warm-up and the end of the drain included) times the run's CPU µs/msg over its window, averaged over the rounds. Both processes hold the same in-memory fakes and latency layer, so that category is theirs, not the product's, but the worker's fakes store its dedup record (a third transaction item) too. No SDK here (the emulator regime has it); the worker logs JSON at info and keeps its Prometheus metrics, as `worker run` does. Categories are those of the emulator profile (the worker's own code by package); largest difference first.\n\n")
+	t := &table{head: []string{"where the CPU went, µs/msg"}}
+	for _, c := range concs {
+		t.head = append(t.head, fmt.Sprintf("worker, conc %d", c), fmt.Sprintf("hand-written, conc %d", c), fmt.Sprintf("difference, conc %d", c))
+	}
+	names := map[string]bool{}
+	for _, c := range concs {
+		for _, who := range []string{"worker", "baseline"} {
+			for n := range by[c][who] {
+				names[n] = true
+			}
+		}
+	}
+	diff := func(n string) float64 {
+		var d float64
+		for _, c := range concs {
+			d += by[c]["worker"][n] - by[c]["baseline"][n]
+		}
+		return d
+	}
+	var order []string
+	for n := range names {
+		if n != cpuTotal && n != cpuSamples {
+			order = append(order, n)
+		}
+	}
+	slices.SortFunc(order, func(a, b string) int {
+		if da, db := diff(a), diff(b); da != db {
+			if da > db {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, n := range append(order, cpuTotal, cpuSamples) {
+		row := []string{n}
+		for _, c := range concs {
+			w, h := by[c]["worker"][n], by[c]["baseline"][n]
+			if n == cpuSamples {
+				row = append(row, fmt.Sprintf("%.0f", w), fmt.Sprintf("%.0f", h), "")
+				continue
+			}
+			row = append(row, fmt.Sprintf("%.1f", w), fmt.Sprintf("%.1f", h), fmt.Sprintf("%+.1f", w-h))
+		}
+		t.add(row...)
+	}
+	t.markdown(b)
+	b.WriteString("\n")
 }

@@ -93,7 +93,7 @@ type Config struct {
 	FakeGroups       int           // message groups of the aws regime's queue (DefaultFakeGroups)
 	SelfBin          string        // this harness's binary, for `bench consume` ("" = os.Executable)
 	NoRelay          bool          // skip the relay comparison (aws regime)
-	NoProfile        bool          // skip the worker's CPU profile (emulator regime)
+	NoProfile        bool          // skip the CPU profiles (emulator regime: the worker's; aws regime: its saturated runs')
 	RelayGroups      []int         // group counts of the relay comparison (DefaultRelayGroups)
 	RelayWriters     int           // producer goroutines of the relay comparison (DefaultRelayWriters)
 	Log              io.Writer     `json:"-"` // progress lines; nil: discarded
@@ -312,6 +312,9 @@ type Drain struct {
 	Seconds     float64
 	Rate        float64 // messages applied per second in the window
 	Round       int     // 1-based
+	// Profile is where the consumer's CPU went (aws regime, optimistic
+	// worker and hand-written consumer, unless NoProfile).
+	Profile *CPUProfile `json:",omitempty"`
 	// Limit is the limit at the middle of the window, interpolated between
 	// the measurements before and after it; LimitSeconds is Limit×Seconds
 	// (summed when rounds merge).
@@ -650,7 +653,7 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 
 // startFake starts a `bench consume` process of the aws regime: its own
 // fakes behind the latency layer, pre-filled with n messages.
-func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups int) (*consumer, error) {
+func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups int, profile string) (*consumer, error) {
 	c := ConsumerWorker
 	switch kind {
 	case "baseline":
@@ -660,10 +663,21 @@ func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups in
 	case "worker/carried":
 		c = ConsumerCarried
 	}
-	return h.startProcs(ctx, h.self, 1, []string{"consume", "-regime", RegimeAWS, "-consumer", c, "-concurrency", strconv.Itoa(conc),
+	args := []string{"consume", "-regime", RegimeAWS, "-consumer", c, "-concurrency", strconv.Itoa(conc),
 		"-prefill", strconv.Itoa(n), "-groups", strconv.Itoa(groups),
 		"-latency-scale", strconv.FormatFloat(h.cfg.LatencyScale, 'g', -1, 64), "-jitter", strconv.FormatFloat(h.cfg.Jitter, 'g', -1, 64),
-		"-seed", strconv.FormatUint(h.cfg.Seed+uint64(conc), 10)})
+		"-seed", strconv.FormatUint(h.cfg.Seed+uint64(conc), 10)}
+	if profile != "" {
+		args = append(args, "-cpuprofile", profile)
+	}
+	return h.startProcs(ctx, h.self, 1, args)
+}
+
+// profiled reports whether a saturated run of the aws regime is profiled:
+// the optimistic worker and the hand-written consumer, on a queue of the
+// regime's default groups.
+func (h *harness) profiled(kind string, groups int) bool {
+	return !h.cfg.NoProfile && groups <= 0 && (kind == "worker" || kind == "baseline")
 }
 
 // startProcs starts procs processes of bin with args, each serving
@@ -722,18 +736,27 @@ func (h *harness) saturated(ctx context.Context, regime, kind string, procs, con
 	secs := (h.cfg.Warmup + h.cfg.Window).Seconds()
 	var c *consumer
 	var n int
+	var profile string
 	if regime == RegimeAWS {
 		// At most conc transactions in flight, each held ~12 ms: a
 		// generous bound of the rate.
 		n = int(math.Ceil(float64(conc) / (Base("DynamoDB", "PutItem").Seconds() * h.cfg.LatencyScale) * secs * 1.5))
 		n = min(max(n, 500), 2*h.cfg.MaxPrefill)
+		if h.profiled(kind, groups) {
+			dir, err := os.MkdirTemp("", "exactly-bench-profile")
+			if err != nil {
+				return run, err
+			}
+			defer os.RemoveAll(dir)
+			profile = dir + "/cpu.pprof"
+		}
 		if groups <= 0 {
 			groups = h.cfg.FakeGroups
 		} else {
 			n = min(n, 2000) // one group goes no faster than one message at a time
 		}
 		var err error
-		if c, err = h.startFake(ctx, kind, conc, n, groups); err != nil {
+		if c, err = h.startFake(ctx, kind, conc, n, groups, profile); err != nil {
 			return run, err
 		}
 	} else {
@@ -768,6 +791,13 @@ func (h *harness) saturated(ctx context.Context, regime, kind string, procs, con
 	run.Window = delta(s0, s1)
 	run.Seconds = s1.At.Sub(s0.At).Seconds()
 	run.Rate = run.Window.Counts["applied"] / run.Seconds
+	if profile != "" {
+		total, shares, err := readProfile(ctx, h.self, profile)
+		if err != nil {
+			return run, fmt.Errorf("%s %s concurrency=%d: profile: %w", regime, kind, conc, err)
+		}
+		run.Profile = &CPUProfile{Consumer: kind, Regime: regime, Conc: conc, Total: total, Categories: shares}
+	}
 	h.logf("%s %s procs=%d concurrency=%d: %.0f msg/s over %.1fs, SQS %.3f req/msg, DynamoDB %.3f req/msg, %.0f WRU/msg, CPU %.0f µs/msg (%.2f cores), peak RSS %.0f MiB",
 		regime, kind, procs, conc, run.Rate, run.Seconds, run.PerMessage("SQS"), run.PerMessage("DynamoDB"), run.WriteUnits(), run.CPUPerMessage(), run.CPUBusy(), run.PeakRSS())
 	for _, k := range []string{"retries", "busy", "permanent", "leases_lost", "receive_errors", "batch_failed", "failed"} {

@@ -305,3 +305,70 @@ func TestStarvedCountsTheESMsReceives(t *testing.T) {
 		t.Fatalf("the ESM's receive #2 met no fault, yet excused (%v): %s", ok, why)
 	}
 }
+
+// starvedWith judges message 2 of judgeWorld after ten receives by w0.1
+// to w0.10, five minutes apart: the first set up by first, each other one
+// spoiled by a freeze of its process 30 s in.
+func starvedWith(t *testing.T, first func(w *world, at time.Duration)) (bool, string) {
+	t.Helper()
+	w, s := judgeWorld(t)
+	for n := 1; n <= maxReceive; n++ {
+		at := time.Duration(n) * 5 * time.Minute
+		proc := "w0." + strconv.Itoa(n)
+		if n == 1 {
+			first(w, at)
+		} else {
+			w.inj.record(Fault{ID: "UpdateItem|x|" + strconv.Itoa(n), Kind: Freeze, At: at + 30*time.Second, Proc: proc})
+		}
+		w.receiveAt(s, "m", proc, n, at, false, false)
+	}
+	return w.starvedOut(s)
+}
+
+// A process that a fault on a start-up call of its other pool ends, a
+// moment after its first pool received, holds what it received until the
+// visibility runs out: a crash's spoil (seeds 5318 and 7972@df5a66b). The
+// death of another process spoils nothing.
+func TestStarvedByADeathAtStartUp(t *testing.T) {
+	if ok, why := starvedWith(t, func(w *world, at time.Duration) {
+		w.starve.startDeaths["w0.1"] = at + 200*time.Microsecond
+	}); !ok {
+		t.Fatalf("receive 1's process died of its start-up 0.2 ms later, yet not excused: %s", why)
+	}
+	if ok, why := starvedWith(t, func(w *world, at time.Duration) {
+		w.starve.startDeaths["w9.9"] = at + 200*time.Microsecond
+	}); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("receive 1 met no fault, another process died, yet excused (%v): %s", ok, why)
+	}
+}
+
+// A process that received message 1 of the group and then froze past its
+// visibility finds it stale at the thaw and leaves it to SQS, and message
+// 2, which an answer at the thaw brought behind it in the group's lane,
+// goes back with it (seed 5063@df5a66b). Not when the head's visibility,
+// kept by its heartbeat, outlived the freeze, nor when another process
+// held the head.
+func TestStarvedByAHeadStaleInAFreeze(t *testing.T) {
+	setUp := func(headProc string, kept bool) func(w *world, at time.Duration) {
+		return func(w *world, at time.Duration) {
+			id := "ReceiveMessage|" + q2Name + "|w0.1|7"
+			thaw := at - 20*time.Millisecond
+			frozeAt := thaw - w.inj.delay(id)
+			w.inj.record(Fault{ID: id, Kind: Freeze, At: frozeAt, Proc: "w0.1"})
+			w.receiveAt(w.msgs[0], "m1", headProc, 1, frozeAt-5*time.Second, false, false)
+			if kept {
+				w.receipts["r1"] = &rcpt{proc: headProc, until: thaw + time.Second}
+				w.starve.recvs["m1"][0].receipt = "r1"
+			}
+		}
+	}
+	if ok, why := starvedWith(t, setUp("w0.1", false)); !ok {
+		t.Fatalf("receive 1 came behind a head gone stale in its process's freeze, yet not excused: %s", why)
+	}
+	if ok, why := starvedWith(t, setUp("w0.1", true)); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("the head's visibility outlived the freeze, yet excused (%v): %s", ok, why)
+	}
+	if ok, why := starvedWith(t, setUp("w9.9", false)); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("another process held the head, yet excused (%v): %s", ok, why)
+	}
+}

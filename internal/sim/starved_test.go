@@ -372,3 +372,42 @@ func TestStarvedByAHeadStaleInAFreeze(t *testing.T) {
 		t.Fatalf("another process held the head, yet excused (%v): %s", ok, why)
 	}
 }
+
+// A standard queue may hand one message twice in one answer (receive
+// counts 1 and 2 at one instant): both stay held until the next receive,
+// and a crash of their process 2 s later spoils both (seed 3982@965977c).
+func TestStarvedSameInstantDuplicates(t *testing.T) {
+	w, s := judgeWorld(t)
+	for n := 1; n <= maxReceive; n++ {
+		at := time.Duration(max(n, 2)) * 5 * time.Minute
+		proc := "w0." + strconv.Itoa(max(n, 2))
+		if n == 1 {
+			w.inj.record(Fault{ID: "TransactWriteItems|" + s.key + "|1", Kind: Crash, At: at + 2*time.Second, Proc: proc})
+		} else if n > 2 {
+			w.inj.record(Fault{ID: "UpdateItem|x|" + strconv.Itoa(n), Kind: Freeze, At: at + 30*time.Second, Proc: proc})
+		}
+		w.receiveAt(s, "m", proc, n, at, false, false)
+	}
+	if ok, why := w.starvedOut(s); !ok {
+		t.Fatalf("receives 1 and 2, one answer, then a crash 2 s later: not excused: %s", why)
+	}
+}
+
+// A receive that meets the claim of a live holder running another copy
+// is spoiled when that holder then stops within a lease without
+// committing (seed 3723@965977c); not when it stops later than a lease.
+func TestStarvedBusyOnAHolderThatStopsAfter(t *testing.T) {
+	holder := func(crashIn time.Duration) func(w *world, at time.Duration) {
+		return func(w *world, at time.Duration) {
+			key := w.msgs[1].key
+			w.starve.claims[key] = append(w.starve.claims[key], claimAt{at: at - 10*time.Second, proc: "w2.4"})
+			w.inj.record(Fault{ID: "TransactWriteItems|" + key + "|1", Kind: Crash, At: at + crashIn, Proc: "w2.4"})
+		}
+	}
+	if ok, why := starvedWith(t, holder(20*time.Second)); !ok {
+		t.Fatalf("receive 1 met the claim of w2.4, which crashed 20 s later: not excused: %s", why)
+	}
+	if ok, why := starvedWith(t, holder(2*time.Minute)); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("w2.4 crashed 2 min later, past a lease: excused (%v): %s", ok, why)
+	}
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ type gbState struct {
 	together map[string]time.Duration   // "a|b": a relay got an answer taking a, then b of a group (first time)
 	shown    map[string][]time.Duration // group -> when a relay got an answer showing it out of order, and counted it
 	showing  map[string][]gbShown       // process -> what answers showed it this round
+	seqs     map[string][]string        // dedup id -> SQS's sequence numbers of the copies it took anew, in order
 }
 
 type gbShown struct {
@@ -75,7 +77,7 @@ type gbBreak struct {
 
 func newGB() *gbState {
 	return &gbState{holds: map[string]bool{}, firstPub: map[int]int{}, sends: map[string][]time.Duration{},
-		answered: map[string]int{}, attempts: map[string]int{}, together: map[string]time.Duration{}, shown: map[string][]time.Duration{}, showing: map[string][]gbShown{}}
+		answered: map[string]int{}, attempts: map[string]int{}, together: map[string]time.Duration{}, shown: map[string][]time.Duration{}, showing: map[string][]gbShown{}, seqs: map[string][]string{}}
 }
 
 // drawGroupBatch draws the relays' GroupBatch and hot groups for half the
@@ -149,9 +151,19 @@ func (o *obHalf) gbAtFake(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBat
 	}
 	now := time.Since(o.w.start)
 	o.mu.Lock()
+	byID := map[string]string{}
 	for _, e := range in.Entries {
 		k := aws.ToString(e.MessageDeduplicationId)
 		o.gb.sends[k] = append(o.gb.sends[k], now)
+		byID[aws.ToString(e.Id)] = k
+	}
+	for _, x := range out.Successful {
+		// A deduplicated copy is answered with the sequence number of the
+		// copy SQS took: a new number is a copy taken anew.
+		k, n := byID[aws.ToString(x.Id)], aws.ToString(x.SequenceNumber)
+		if n != "" && !slices.Contains(o.gb.seqs[k], n) {
+			o.gb.seqs[k] = append(o.gb.seqs[k], n)
+		}
 	}
 	o.mu.Unlock()
 	for _, b := range brokenGroups(in, out, func(f types.BatchResultErrorEntry) bool {
@@ -299,11 +311,54 @@ func (o *obHalf) gbHeld(group string, seq int64, why string) {
 		w.stat("outbox group batch: false hold: copies sent again, the first failed, the rest answered as duplicates (known)", 1)
 		return
 	}
+	if !found && o.gbRetaken(group, why) {
+		// Known, left to the lead: an earlier message's copy taken anew
+		// (its first copy past SQS's five-minute deduplication window)
+		// with a later message's copy answered as a duplicate in one
+		// request: the later one's first sequence number is below the
+		// earlier one's new number, which looks like a break (seed
+		// 5095@df5a66b).
+		w.stat("outbox group batch: false hold: an earlier message's copy taken anew past the five-minute deduplication window, a later one's answered as a duplicate (known)", 1)
+		return
+	}
 	if !found {
 		w.violate("outbox group batch: false hold: group %s held at seq %d for %q, and SQS never had a message of it out of order (a false hold)", group, seq, why)
 		return
 	}
 	w.stat("outbox group batch: breaks detected (group held, Reordered)", 1)
+}
+
+// retakenRE reads a Reordered hold's reason from sequence numbers (outbox
+// relay.go): the held message m, the earlier one n, and the sequence
+// numbers the answer gave them.
+var retakenRE = regexp.MustCompile(`^` + outbox.ReorderedHold + `: SQS had message (\d+) before message (\d+) \(sequence numbers (\d+) and (\d+)\)`)
+
+// gbRetaken reports whether a hold of group for why, "SQS had message m
+// before message n (sequence numbers a and b)", read a copy of n that SQS
+// took anew: b is not the sequence number of n's first copy but of a later
+// one (n's first copy had left SQS's five-minute deduplication window),
+// and n's first copy is below a: SQS had n first. o.mu held.
+func (o *obHalf) gbRetaken(group, why string) bool {
+	p := retakenRE.FindStringSubmatch(why)
+	if p == nil {
+		return false
+	}
+	n, _ := strconv.Atoi(p[2])
+	ms := o.byGroup[group]
+	if n < 1 || n > len(ms) {
+		return false
+	}
+	seqs := o.gb.seqs[ms[n-1].dedupID]
+	return len(seqs) > 1 && slices.Contains(seqs[1:], p[4]) && seqBefore(seqs[0], p[3])
+}
+
+// seqBefore reports whether SQS sequence number a is below b (decimal, no
+// leading zeros).
+func seqBefore(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }
 
 // gbCheck, at the end: every break detected, unless its answer was lost

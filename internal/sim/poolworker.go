@@ -92,6 +92,9 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 					w.violate("%s: exactly.New: configuration error on the simulated deployment, no fault injected: %v", p.id, err)
 				}
 				w.stat("pool: start-up failed", 1)
+				if p.faults.Load() > 0 {
+					w.noteStartDeath(p) // starved.go
+				}
 				w.crash(p, "start-up: exactly.New failed")
 				return
 			}

@@ -42,6 +42,10 @@ type starved struct {
 	stops  map[string]time.Duration    // process -> when its graceful stop began
 	dels   map[int][]claimAt           // logical id -> deletes of its SQS messages (proc, time, message id)
 	done   map[string]time.Duration    // dedup key -> its first commit
+	// startDeaths: process -> when a fault on a start-up call of one of
+	// its pools ended it (poolworker.go), after its other pool had
+	// started receiving: it dies holding what that pool received.
+	startDeaths map[string]time.Duration
 }
 
 type srcRecv struct {
@@ -75,7 +79,7 @@ type claimAt struct {
 }
 
 func newStarved() *starved {
-	return &starved{recvs: map[string][]srcRecv{}, claims: map[string][]claimAt{}, ids: map[int]map[string]struct{}{}, copies: map[int][]string{}, stops: map[string]time.Duration{}, dels: map[int][]claimAt{}, done: map[string]time.Duration{}}
+	return &starved{recvs: map[string][]srcRecv{}, claims: map[string][]claimAt{}, ids: map[int]map[string]struct{}{}, copies: map[int][]string{}, stops: map[string]time.Duration{}, dels: map[int][]claimAt{}, done: map[string]time.Duration{}, startDeaths: map[string]time.Duration{}}
 }
 
 // noteRecv records a receive of a source queue's message by p (nil: the
@@ -187,6 +191,15 @@ func (w *world) noteStop(p *proc) {
 	x.stops[p.id] = time.Since(w.start)
 }
 
+// noteStartDeath records that p dies now because a start-up call of one
+// of its pools met a fault (exactly.New failed).
+func (w *world) noteStartDeath(p *proc) {
+	x := w.starve
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.startDeaths[p.id] = time.Since(w.start)
+}
+
 // stall is a fault injected into a process's call: one that stops all of
 // it (crash, crash-after, freeze) or any other, on a call about subject
 // (a dedup key, a balance item, or for an SQS batch the queue and the
@@ -254,6 +267,14 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 		ids = byPolicy
 	}
 	st := w.stalls()
+	// A death that a start-up call's fault caused stops all of the
+	// process from then on, as a crash does (seeds 5318 and 7972@df5a66b:
+	// the second pool's queue attributes or table description lost, the
+	// first pool's messages, received a moment before, held by the dead
+	// process for a visibility).
+	for proc, at := range x.startDeaths {
+		st[proc] = append(st[proc], stall{at: at, end: 1 << 62, whole: true, op: "exactly.New", kind: Crash})
+	}
 	vis := w.shape.Vis1
 	if s.queue != q1Name {
 		vis = visibility
@@ -345,6 +366,45 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 		}
 		return false
 	}
+	// frozenHead: an earlier message of the group came to proc before a
+	// freeze of proc that outlasted its visibility (no heartbeat runs in
+	// a frozen process) and ended within a visibility before t. Its
+	// receipt was stale at the thaw, so it headed proc's lane for the
+	// group until the worker found it expired and left it to SQS, and
+	// what waited behind it went back with it (seed 5063@df5a66b:
+	// message 1's redrive copy received 5 s before a 41 s freeze, the
+	// answer that brought message 3 at the thaw handed back 20 ms on). A
+	// FIFO queue's: a standard queue's messages wait in no group's lane.
+	frozenHead := func(proc string, t time.Duration) (int, bool) {
+		if w.std(s.queue) {
+			return 0, false
+		}
+		for _, f := range st[proc] {
+			if f.kind != Freeze || f.end > t || f.end < t-vis {
+				continue
+			}
+			for _, m := range w.msgs {
+				if m.queue != s.queue || m.group != s.group || m.gseq >= s.gseq {
+					continue
+				}
+				if d, ok := x.done[m.key]; ok && d <= f.at {
+					continue
+				}
+				for id := range x.ids[m.lid] {
+					for _, r := range x.recvs[id] {
+						until := r.at + vis
+						if g := w.receipts[r.receipt]; g != nil && g.proc == r.proc {
+							until = max(until, g.until)
+						}
+						if r.proc == proc && r.at <= f.at && f.at < until && until < f.end {
+							return m.lid, true
+						}
+					}
+				}
+			}
+		}
+		return 0, false
+	}
 	var whys []string
 	sorted := make([]string, 0, len(ids))
 	for id := range ids {
@@ -378,6 +438,7 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 				}
 			}
 			headLid, lateHd := lateHead(r.proc, r.at)
+			frozenLid, frozenHd := frozenHead(r.proc, r.at)
 			switch f, stalledIn := stalled(r.proc, r.at, end); {
 			case r.orphan && r.dead:
 				whys = append(whys, fmt.Sprintf("#%d taken by the orphaned long poll of dead %s", r.count, r.proc))
@@ -393,6 +454,8 @@ func (w *world) starvedOut(s *msgSpec) (ok bool, why string) {
 				whys = append(whys, fmt.Sprintf("#%d answered to %s, frozen or dead", r.count, r.proc))
 			case brokenHead(r.proc, r.at):
 				whys = append(whys, fmt.Sprintf("#%d: %s had just thawed from a freeze that broke its run of the group", r.count, r.proc))
+			case frozenHd:
+				whys = append(whys, fmt.Sprintf("#%d: %s's lane was headed by message %d, gone stale in a freeze it had just thawed from", r.count, r.proc, frozenLid))
 			case stalledIn:
 				if f.at >= r.at {
 					whys = append(whys, fmt.Sprintf("#%d: %s met %s on %s %s later", r.count, r.proc, f.kind, f.op, (f.at-r.at).Round(time.Millisecond)))

@@ -305,3 +305,109 @@ func TestStarvedCountsTheESMsReceives(t *testing.T) {
 		t.Fatalf("the ESM's receive #2 met no fault, yet excused (%v): %s", ok, why)
 	}
 }
+
+// starvedWith judges message 2 of judgeWorld after ten receives by w0.1
+// to w0.10, five minutes apart: the first set up by first, each other one
+// spoiled by a freeze of its process 30 s in.
+func starvedWith(t *testing.T, first func(w *world, at time.Duration)) (bool, string) {
+	t.Helper()
+	w, s := judgeWorld(t)
+	for n := 1; n <= maxReceive; n++ {
+		at := time.Duration(n) * 5 * time.Minute
+		proc := "w0." + strconv.Itoa(n)
+		if n == 1 {
+			first(w, at)
+		} else {
+			w.inj.record(Fault{ID: "UpdateItem|x|" + strconv.Itoa(n), Kind: Freeze, At: at + 30*time.Second, Proc: proc})
+		}
+		w.receiveAt(s, "m", proc, n, at, false, false)
+	}
+	return w.starvedOut(s)
+}
+
+// A process that a fault on a start-up call of its other pool ends, a
+// moment after its first pool received, holds what it received until the
+// visibility runs out: a crash's spoil (seeds 5318 and 7972@df5a66b). The
+// death of another process spoils nothing.
+func TestStarvedByADeathAtStartUp(t *testing.T) {
+	if ok, why := starvedWith(t, func(w *world, at time.Duration) {
+		w.starve.startDeaths["w0.1"] = at + 200*time.Microsecond
+	}); !ok {
+		t.Fatalf("receive 1's process died of its start-up 0.2 ms later, yet not excused: %s", why)
+	}
+	if ok, why := starvedWith(t, func(w *world, at time.Duration) {
+		w.starve.startDeaths["w9.9"] = at + 200*time.Microsecond
+	}); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("receive 1 met no fault, another process died, yet excused (%v): %s", ok, why)
+	}
+}
+
+// A process that received message 1 of the group and then froze past its
+// visibility finds it stale at the thaw and leaves it to SQS, and message
+// 2, which an answer at the thaw brought behind it in the group's lane,
+// goes back with it (seed 5063@df5a66b). Not when the head's visibility,
+// kept by its heartbeat, outlived the freeze, nor when another process
+// held the head.
+func TestStarvedByAHeadStaleInAFreeze(t *testing.T) {
+	setUp := func(headProc string, kept bool) func(w *world, at time.Duration) {
+		return func(w *world, at time.Duration) {
+			id := "ReceiveMessage|" + q2Name + "|w0.1|7"
+			thaw := at - 20*time.Millisecond
+			frozeAt := thaw - w.inj.delay(id)
+			w.inj.record(Fault{ID: id, Kind: Freeze, At: frozeAt, Proc: "w0.1"})
+			w.receiveAt(w.msgs[0], "m1", headProc, 1, frozeAt-5*time.Second, false, false)
+			if kept {
+				w.receipts["r1"] = &rcpt{proc: headProc, until: thaw + time.Second}
+				w.starve.recvs["m1"][0].receipt = "r1"
+			}
+		}
+	}
+	if ok, why := starvedWith(t, setUp("w0.1", false)); !ok {
+		t.Fatalf("receive 1 came behind a head gone stale in its process's freeze, yet not excused: %s", why)
+	}
+	if ok, why := starvedWith(t, setUp("w0.1", true)); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("the head's visibility outlived the freeze, yet excused (%v): %s", ok, why)
+	}
+	if ok, why := starvedWith(t, setUp("w9.9", false)); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("another process held the head, yet excused (%v): %s", ok, why)
+	}
+}
+
+// A standard queue may hand one message twice in one answer (receive
+// counts 1 and 2 at one instant): both stay held until the next receive,
+// and a crash of their process 2 s later spoils both (seed 3982@965977c).
+func TestStarvedSameInstantDuplicates(t *testing.T) {
+	w, s := judgeWorld(t)
+	for n := 1; n <= maxReceive; n++ {
+		at := time.Duration(max(n, 2)) * 5 * time.Minute
+		proc := "w0." + strconv.Itoa(max(n, 2))
+		if n == 1 {
+			w.inj.record(Fault{ID: "TransactWriteItems|" + s.key + "|1", Kind: Crash, At: at + 2*time.Second, Proc: proc})
+		} else if n > 2 {
+			w.inj.record(Fault{ID: "UpdateItem|x|" + strconv.Itoa(n), Kind: Freeze, At: at + 30*time.Second, Proc: proc})
+		}
+		w.receiveAt(s, "m", proc, n, at, false, false)
+	}
+	if ok, why := w.starvedOut(s); !ok {
+		t.Fatalf("receives 1 and 2, one answer, then a crash 2 s later: not excused: %s", why)
+	}
+}
+
+// A receive that meets the claim of a live holder running another copy
+// is spoiled when that holder then stops within a lease without
+// committing (seed 3723@965977c); not when it stops later than a lease.
+func TestStarvedBusyOnAHolderThatStopsAfter(t *testing.T) {
+	holder := func(crashIn time.Duration) func(w *world, at time.Duration) {
+		return func(w *world, at time.Duration) {
+			key := w.msgs[1].key
+			w.starve.claims[key] = append(w.starve.claims[key], claimAt{at: at - 10*time.Second, proc: "w2.4"})
+			w.inj.record(Fault{ID: "TransactWriteItems|" + key + "|1", Kind: Crash, At: at + crashIn, Proc: "w2.4"})
+		}
+	}
+	if ok, why := starvedWith(t, holder(20*time.Second)); !ok {
+		t.Fatalf("receive 1 met the claim of w2.4, which crashed 20 s later: not excused: %s", why)
+	}
+	if ok, why := starvedWith(t, holder(2*time.Minute)); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("w2.4 crashed 2 min later, past a lease: excused (%v): %s", ok, why)
+	}
+}

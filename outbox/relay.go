@@ -87,7 +87,9 @@ type Relay struct {
 	// a release sends the message alone). With two relays, a break one
 	// counts may go unheld when the other records progress first; and a
 	// lost answer followed by an entry failing inside SQS can hold a group
-	// that is in order. docs/OUTBOX.md has the table. With 1, no SQS
+	// that is in order, as can a run sent again whose earlier message's
+	// first copy reached SQS more than five minutes before (SQS takes it
+	// anew, with a later sequence number). docs/OUTBOX.md has the table. With 1, no SQS
 	// answer can reorder a group.
 	GroupBatch int
 	// Concurrency bounds the groups read and committed at once. Defaults to

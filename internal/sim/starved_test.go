@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/base64"
 	"strconv"
 	"strings"
 	"testing"
@@ -409,5 +410,42 @@ func TestStarvedBusyOnAHolderThatStopsAfter(t *testing.T) {
 	}
 	if ok, why := starvedWith(t, holder(2*time.Minute)); ok || !strings.Contains(why, "#1") {
 		t.Fatalf("w2.4 crashed 2 min later, past a lease: excused (%v): %s", ok, why)
+	}
+}
+
+// A standard queue's duplicate copy is held apart from the message: its
+// receive stays held until the copy's own next receive or visibility,
+// not until the message's next receive, and its holder's crash 10 s later
+// spoils it (seed 12660@722ad8d); a crash past the visibility does not.
+func TestStarvedDuplicateCopyHeldApart(t *testing.T) {
+	handle := func(recv string) string {
+		return base64.RawURLEncoding.EncodeToString([]byte("memsqs1\x00" + q1Name + "\x00m\x00" + recv + "\x00abc"))
+	}
+	judge := func(crashIn time.Duration) (bool, string) {
+		w, s := judgeWorld(t)
+		for n := 1; n <= maxReceive; n++ {
+			at := time.Duration(n) * 5 * time.Minute
+			proc := "w0." + strconv.Itoa(n)
+			recv := strconv.Itoa(n)
+			switch n {
+			case 1: // the copy
+				recv += "/1"
+				w.inj.record(Fault{ID: "TransactWriteItems|" + s.key + "|1", Kind: Crash, At: at + crashIn, Proc: proc})
+			case 2: // the message itself, 2 s after its copy
+				at = 5*time.Minute + 2*time.Second
+				fallthrough
+			default:
+				w.inj.record(Fault{ID: "UpdateItem|x|" + recv, Kind: Freeze, At: at + 30*time.Second, Proc: proc})
+			}
+			w.receiveAt(s, "m", proc, n, at, false, false)
+			w.starve.recvs["m"][n-1].receipt = handle(recv)
+		}
+		return w.starvedOut(s)
+	}
+	if ok, why := judge(10 * time.Second); !ok {
+		t.Fatalf("the copy's holder crashed 10 s after receiving it: not excused: %s", why)
+	}
+	if ok, why := judge(90 * time.Second); ok || !strings.Contains(why, "#1") {
+		t.Fatalf("the copy's holder crashed past its visibility: excused (%v): %s", ok, why)
 	}
 }

@@ -37,13 +37,25 @@ type proc struct {
 
 	mu   sync.Mutex
 	open map[string]bool // claim mode: keys whose downstream call ran, commit not yet seen
+	// ran: dedup key -> the SQS message id of the delivery whose effect
+	// this process ran last for it (the one its next commit of the key
+	// applies).
+	ran map[string]string
 
 	frozenUntil atomic.Int64 // fence.go: the process is frozen until then (virtual UnixNano)
 	unread      unreadKeys   // limits.go: a relay's UnprocessedKeys not asked for again
 }
 
 func (w *world) newProc(id string) *proc {
-	return &proc{id: id, w: w, kill: func() {}, open: map[string]bool{}}
+	return &proc{id: id, w: w, kill: func() {}, open: map[string]bool{}, ran: map[string]string{}}
+}
+
+// ranOf is the SQS message id of the delivery whose effect p ran last for
+// key ("" if none).
+func (p *proc) ranOf(key string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ran[key]
 }
 
 // faulted is a process as the injector's faults play out on it: a pool

@@ -614,6 +614,13 @@ func (w *world) appliedFromCopy(lid int) bool {
 	x := w.starve
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	// The delivery the applying effect ran for, as the effect saw it: a
+	// process may hold a resent duplicate (a new message to SQS) and a
+	// redrive copy of the same message in one lane, and apply the first
+	// with no delete seen after (seed 14206@9c8d413).
+	if via := w.appliedVia[lid]; via != "" {
+		return slices.Contains(x.copies[lid], via)
+	}
 	// The delete that follows the commit names the delivery it came from
 	// (a process may hold the first delivery and a redrive copy at once,
 	// the copy waiting behind it in the group's lane).

@@ -18,7 +18,7 @@ import (
 func judgeWorld(t *testing.T) (*world, *msgSpec) {
 	t.Helper()
 	w := &world{start: time.Now(), stats: map[string]int{}, trace: map[int][]string{}, applied: map[int]int{},
-		callers: map[int][]string{}, appliedAt: map[int]time.Duration{}, byKey: map[string]*msgSpec{}, byLid: map[int]*msgSpec{},
+		callers: map[int][]string{}, appliedAt: map[int]time.Duration{}, appliedVia: map[int]string{}, byKey: map[string]*msgSpec{}, byLid: map[int]*msgSpec{},
 		wide: newWidened(1), starve: newStarved(), receipts: map[string]*rcpt{}}
 	w.shape = fixedShape(Config{})
 	w.shape.Vis1 = time.Minute
@@ -447,5 +447,28 @@ func TestStarvedDuplicateCopyHeldApart(t *testing.T) {
 	}
 	if ok, why := judge(90 * time.Second); ok || !strings.Contains(why, "#1") {
 		t.Fatalf("the copy's holder crashed past its visibility: excused (%v): %s", ok, why)
+	}
+}
+
+// TestAppliedFromCopyIsTheRunsDelivery: a process held a resent duplicate
+// (a new message to SQS) and a redrive copy of one message in its lane and
+// applied the duplicate, no delete seen after (seed 14206@9c8d413). The
+// judge must take the delivery the effect ran for, not "a copy received
+// before the commit", else the message counts as redriven and the order
+// check fails on a group in order.
+func TestAppliedFromCopyIsTheRunsDelivery(t *testing.T) {
+	w, s := judgeWorld(t)
+	w.receiveAt(s, "dup", "w1.1", 8, 10*time.Second, false, false)
+	w.receiveAt(s, "copy", "w1.1", 1, 10*time.Second, false, false)
+	w.starve.copies[s.lid] = []string{"copy"}
+	w.callers[s.lid], w.appliedAt[s.lid] = []string{"w1.1"}, 30*time.Second
+
+	w.appliedVia[s.lid] = "dup"
+	if w.appliedFromCopy(s.lid) {
+		t.Fatal("applied from the resent duplicate, judged applied from the redrive copy")
+	}
+	w.appliedVia[s.lid] = "copy"
+	if !w.appliedFromCopy(s.lid) {
+		t.Fatal("applied from the redrive copy, not judged so")
 	}
 }

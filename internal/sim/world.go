@@ -142,6 +142,7 @@ type world struct {
 	stats       map[string]int
 	trace       map[int][]string         // per logical message: its SQS story, for the report of a violation
 	appliedAt   map[int]time.Duration    // first application
+	appliedVia  map[int]string           // the SQS message id of the delivery the first application ran for
 	dlqAt       map[int]time.Duration    // first time it went (or was about to go) to a DLQ
 	lastSrcRecv map[string]time.Duration // SQS message id -> last receive from a source queue
 	redrivenAt  map[int]time.Duration    // first redrive copy back into its queue
@@ -418,6 +419,7 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 		k := s.queue + "|" + s.group
 		w.order[k] = append(w.order[k], s.lid)
 		w.appliedAt[s.lid] = time.Since(w.start)
+		w.appliedVia[s.lid] = p.ranOf(s.key)
 	} else if !w.granted(s.lid) {
 		w.violations = append(w.violations, fmt.Sprintf("+%s transactional mode: logical %d (%s) applied %d times (by %v)",
 			time.Since(w.start).Round(time.Millisecond), s.lid, key, w.applied[s.lid], w.callers[s.lid]))
@@ -438,6 +440,7 @@ func (w *world) downstream(p *proc, s *msgSpec) {
 		k := s.queue + "|" + s.group
 		w.order[k] = append(w.order[k], s.lid)
 		w.appliedAt[s.lid] = time.Since(w.start)
+		w.appliedVia[s.lid] = p.ranOf(s.key)
 		return
 	}
 	w.stats["downstream: second call inside the window"]++
@@ -524,7 +527,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{}, dlqSentLast: map[int]time.Duration{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
-		appliedAt: map[int]time.Duration{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{},
+		appliedAt: map[int]time.Duration{}, appliedVia: map[int]string{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{},
 		wide: newWidened(cfg.Seed), starve: newStarved(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
@@ -880,6 +883,9 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 			return effect.Output{}, ctx.Err()
 		}
 		p.step("effect", in.Key)
+		p.mu.Lock()
+		p.ran[in.Key] = in.Message.ID
+		p.mu.Unlock()
 		if logicalQ(in.Message.QueueName) == q1Name {
 			out, err := w.ledgerApply(ctx, p, ledger, in, s)
 			if err == nil && s.lim != nil {

@@ -140,6 +140,8 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{"Namespace", func(c *exactly.Config) { c.Namespace = "a#b" }},
 		{"TTL", func(c *exactly.Config) { c.TTL = time.Second }},
 		{"WaitTime", func(c *exactly.Config) { c.WaitTime = 1500 * time.Millisecond }},
+		{"WaitTime", func(c *exactly.Config) { c.WaitTime = 21 * time.Second }}, // past SQS's 20 s long poll
+		{"WaitTime", func(c *exactly.Config) { c.WaitTime = 500 * time.Millisecond }},
 		{"Lease", func(c *exactly.Config) { c.Lease = time.Second }},
 		{"RetryInPlace", func(c *exactly.Config) { c.RetryInPlace = 21 }},
 	}

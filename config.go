@@ -170,8 +170,12 @@ type Config struct {
 	// predecessor's delete. Defaults to 50 milliseconds. Worker only.
 	AckDelay time.Duration
 	// RetryInPlace is how many times a retryable failure is retried in
-	// place (after about 1 s, then 2 s, ...) before the message goes back to
-	// SQS, at most 20; negative: none. Defaults to 2. Worker only.
+	// place (after about 1 s, then 2 s, ..., or the effect's RetryAfter up
+	// to 5 minutes) before the message goes back to SQS, at most 20;
+	// negative: none. Defaults to 2. The rest of its FIFO group waits
+	// meanwhile, and no receive count rises. On Lambda a retry goes only
+	// while the invocation's time left, less Lambda.LeaseMargin, covers the
+	// wait and Lambda.MinLease (the function is billed for the wait).
 	RetryInPlace int
 	// ShutdownTimeout is how long running handlers may finish once Run's
 	// context is cancelled (or Stop is called). Defaults to 90 seconds,
@@ -479,16 +483,11 @@ func (s *settings) checkWorker() error {
 	switch {
 	case s.Receivers < 0:
 		return configErr("Receivers", " must be at least 1")
-	case s.RetryInPlace > 20:
-		return configErr("RetryInPlace", " must be at most 20")
 	case s.MaxInFlight < 0:
 		return configErr("MaxInFlight", " must not be negative")
 	}
-	switch {
-	case s.RetryInPlace == 0:
-		s.RetryInPlace = DefaultRetryInPlace
-	case s.RetryInPlace < 0:
-		s.RetryInPlace = 0
+	if err := s.checkRetryInPlace(); err != nil {
+		return err
 	}
 	if s.WaitTime == 0 {
 		s.WaitTime = DefaultWaitTime
@@ -517,9 +516,26 @@ func (s *settings) checkWorker() error {
 	return nil
 }
 
+// checkRetryInPlace checks RetryInPlace and sets its default (worker and
+// Lambda).
+func (s *settings) checkRetryInPlace() error {
+	switch {
+	case s.RetryInPlace > 20:
+		return configErr("RetryInPlace", " must be at most 20")
+	case s.RetryInPlace == 0:
+		s.RetryInPlace = DefaultRetryInPlace
+	case s.RetryInPlace < 0:
+		s.RetryInPlace = 0
+	}
+	return nil
+}
+
 func (s *settings) checkLambda() error {
 	if s.Concurrency == 0 {
 		s.Concurrency = DefaultLambdaConcurrency
+	}
+	if err := s.checkRetryInPlace(); err != nil {
+		return err
 	}
 	if _, err := sqsevent.ParseFailRest(s.Lambda.FailRest); err != nil {
 		return configErr("Lambda.FailRest", " %w", err)

@@ -85,6 +85,7 @@ func NewLambdaHandler(ctx context.Context, cfg Config) (*LambdaHandler, error) {
 		Observer:  hookObserver{Metrics: metrics, hooks: s.Hooks, emf: emf},
 		Processor: proc, FailRest: failRest, Concurrency: s.Concurrency, Log: s.log,
 		LeaseMargin: s.Lambda.LeaseMargin, MinLease: s.Lambda.MinLease, Step: s.Test.Step,
+		RetryInPlace: s.RetryInPlace, Rand: s.rand,
 		Resolve: func(ctx context.Context, arn string) (sqsevent.Queue, error) {
 			q, err := res.resolve(ctx, arn)
 			return sqsevent.Queue{URL: q.url, PerGroup: q.perGroup, MaxReceiveCount: q.maxReceive()}, err

@@ -113,6 +113,11 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 		fs.Bool(&s.moveToDLQ, "move-to-dlq", "WORKER_MOVE_TO_DLQ", true, "send permanent failures straight to the queue's dead-letter queue (from its redrive policy) instead of cycling them until maxReceiveCount; false leaves them to the redrive policy")
 	}
 	if forLambda {
+		fs.Int(&s.retryInPlace, "retry-in-place", "WORKER_RETRY_IN_PLACE", DefaultRetryInPlace, "retryable failures retried in place, with backoff, within the invocation while its time left allows the wait (billed), before the message is reported as a batch item failure: the rest of its FIFO group waits in the batch instead of going back with it, so that their receive counts do not climb towards maxReceiveCount (0: reported at once)")
+	} else {
+		fs.Int(&s.retryInPlace, "retry-in-place", "WORKER_RETRY_IN_PLACE", DefaultRetryInPlace, "retryable failures retried in place, with backoff, before the message goes back to SQS: the worker keeps it and the rest of its FIFO group hidden meanwhile, so that their receive counts do not climb towards maxReceiveCount (0: back to SQS at once)")
+	}
+	if forLambda {
 		fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", DefaultLambdaConcurrency, "message groups of one batch handled at once")
 		fs.String(&s.fifoFailRest, "fifo-fail-rest", "WORKER_FIFO_FAIL_REST", "group", "FIFO: what a failed message takes with it into batchItemFailures: group (the later messages of its group; other groups go on) or batch (every later message of the batch; the batch then runs one message at a time)")
 		fs.String(&s.dedupScope, "dedup-scope", "WORKER_DEDUP_SCOPE", "", "queue or group: scope of dedup keys, as the queue's DeduplicationScope (queue or messageGroup); default: read from --queue, else queue")
@@ -129,7 +134,6 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", 0, "concurrent long polls per queue (0: one per 8 of --concurrency, at least 2)")
 	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.DefaultWaitTime, "long-poll wait, 1s to 20s, cut to half a queue's visibility timeout; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
 	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.DefaultAckDelay, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes); with no other message of the queue held they go at once")
-	fs.Int(&s.retryInPlace, "retry-in-place", "WORKER_RETRY_IN_PLACE", DefaultRetryInPlace, "retryable failures retried in place, with backoff, before the message goes back to SQS: the worker keeps it and the rest of its FIFO group hidden meanwhile, so that their receive counts do not climb towards maxReceiveCount (0: back to SQS at once)")
 	fs.Int(&s.maxInFlight, "max-in-flight", "WORKER_MAX_IN_FLIGHT", 0, "messages received and not yet finished (0: 10 × (concurrency + receivers); a standard queue's lanes hold at most 2×concurrency + 10 per receiver)")
 	fs.Duration(&s.shutdownTimeout, "shutdown-timeout", "WORKER_SHUTDOWN_TIMEOUT", pool.DefaultShutdownTimeout, "on SIGTERM, how long running handlers may finish (keep it below ECS stopTimeout)")
 	fs.String(&s.metricsAddr, "metrics-addr", "WORKER_METRICS_ADDR", DefaultMetricsAddr, "address of /healthz, /readyz and /metrics (empty: off)")
@@ -162,6 +166,9 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	if !slices.Contains(formats, s.metricsFormat) {
 		return config.Errorf("%s %q: want %s", fs.Name("metrics-format"), s.metricsFormat, strings.Join(formats, ", "))
 	}
+	if s.retryInPlace < 0 {
+		return config.Errorf("%s must be between 0 and 20", fs.Name("retry-in-place"))
+	}
 	cfg := s.config(nil, nil, nil, nil)
 	if forLambda {
 		return cliError(fs, cfg.ValidateLambda())
@@ -169,8 +176,6 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	switch {
 	case s.receivers < 0:
 		return config.Errorf("%s must be at least 1 (0: one per 8 of %s, at least 2)", fs.Name("receivers"), fs.Name("concurrency"))
-	case s.retryInPlace < 0:
-		return config.Errorf("%s must be between 0 and 20", fs.Name("retry-in-place"))
 	case s.shutdownTimeout <= 0:
 		return config.Errorf("%s must be positive", fs.Name("shutdown-timeout"))
 	case s.waitTime <= 0:

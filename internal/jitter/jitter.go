@@ -8,6 +8,7 @@ package jitter
 import (
 	crand "crypto/rand"
 	"encoding/hex"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -52,6 +53,17 @@ func (r *Rand) Between(d time.Duration) time.Duration {
 		return 0
 	}
 	return d/2 + time.Duration(r.Int64N(int64(d/2)+1))
+}
+
+// Backoff is capped exponential backoff with jitter: base × 2^(attempt-1),
+// at most maxD, drawn in [d/2, d] (Between). An attempt below 1 counts as 1.
+func (r *Rand) Backoff(attempt int, base, maxD time.Duration) time.Duration {
+	attempt = max(attempt, 1)
+	d := time.Duration(float64(base) * math.Pow(2, float64(min(attempt-1, 30))))
+	if d > maxD || d <= 0 {
+		d = maxD
+	}
+	return r.Between(d)
 }
 
 // Read fills b with random bytes, from crypto/rand when r is nil.

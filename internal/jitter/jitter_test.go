@@ -40,3 +40,25 @@ func TestNilRandIsTheRuntimes(t *testing.T) {
 		t.Fatalf("Between: %s", d)
 	}
 }
+
+// TestBackoffDoublesUpToItsCap: attempt n waits base × 2^(n-1), jittered in
+// its upper half, and never more than the cap.
+func TestBackoffDoublesUpToItsCap(t *testing.T) {
+	r := New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		attempt int
+		lo, hi  time.Duration
+	}{
+		{0, 500 * time.Millisecond, time.Second},
+		{1, 500 * time.Millisecond, time.Second},
+		{3, 2 * time.Second, 4 * time.Second},
+		{9, 5 * time.Second, 10 * time.Second}, // 256 s capped at 10 s
+		{200, 5 * time.Second, 10 * time.Second},
+	} {
+		for range 100 {
+			if d := r.Backoff(tc.attempt, time.Second, 10*time.Second); d < tc.lo || d > tc.hi {
+				t.Fatalf("attempt %d: %s not in [%s, %s]", tc.attempt, d, tc.lo, tc.hi)
+			}
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -1159,14 +1158,7 @@ func (p *Pool) finish() {
 
 // backoff is capped exponential backoff with full jitter in [d/2, d].
 func (p *Pool) backoff(attempt int, base, maxD time.Duration) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	d := time.Duration(float64(base) * math.Pow(2, float64(min(attempt-1, 30))))
-	if d > maxD || d <= 0 {
-		d = maxD
-	}
-	return p.cfg.Rand.Between(d)
+	return p.cfg.Rand.Backoff(attempt, base, maxD)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/jitter"
 	"github.com/exactlyonce/exactly/internal/process"
 )
 
@@ -51,6 +52,10 @@ const (
 	// DefaultMinLease: a message is not started with less lease than this
 	// left before the margin; it is reported as failed and comes back.
 	DefaultMinLease = time.Second
+	// DefaultRetryBase and DefaultRetryMax bound a retry in place's wait
+	// (Config.RetryInPlace), as the worker's pool does.
+	DefaultRetryBase = time.Second
+	DefaultRetryMax  = 5 * time.Minute
 )
 
 // FailRest says which messages a failure in a FIFO queue takes with it.
@@ -102,6 +107,23 @@ type Config struct {
 	// MinLease: less than this before the margin, a message is not started.
 	// Default DefaultMinLease.
 	MinLease time.Duration
+	// RetryInPlace is how many times a retryable failure is tried again
+	// within the invocation (after about RetryBase, then twice that, ...,
+	// or the effect's RetryAfter) before the record is reported, as the
+	// worker's pool does: the rest of its FIFO group waits in the batch
+	// instead of going back with it, and no receive count rises. A retry
+	// goes only while the invocation's time left, less LeaseMargin, covers
+	// the wait and MinLease; a busy claim or a lost lease is reported at
+	// once (another consumer has the message). 0: none.
+	RetryInPlace int
+	// RetryBase is the first wait of a retry in place. Default
+	// DefaultRetryBase.
+	RetryBase time.Duration
+	// RetryMax caps a retry in place's wait; an effect asking for a longer
+	// RetryAfter is reported at once. Default DefaultRetryMax.
+	RetryMax time.Duration
+	// Rand draws the retries' jitter; nil: the runtime's.
+	Rand *jitter.Rand
 	// QueueURL returns the URL of the queue with the given ARN, for effects.
 	// Nil, or an empty answer: the AWS URL built from the ARN. Resolve's
 	// answer, when it has a URL, wins.
@@ -191,6 +213,15 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.LeaseMargin < 0 || cfg.MinLease < 0 {
 		return nil, errors.New("lambda: Config.LeaseMargin and MinLease must not be negative")
 	}
+	if cfg.RetryInPlace < 0 || cfg.RetryBase < 0 || cfg.RetryMax < 0 {
+		return nil, errors.New("lambda: Config.RetryInPlace, RetryBase and RetryMax must not be negative")
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = DefaultRetryMax
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -202,6 +233,7 @@ type tally struct {
 	mu                                                 sync.Mutex
 	applied, duplicates, retried, permanent, conflicts int
 	busy, notStarted, leasesLost, movedToDLQ           int
+	inPlace                                            int // retries in place
 }
 
 // Handle processes one batch and reports the messages to keep in the queue.
@@ -260,7 +292,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	attrs := []any{
 		"messages", len(ev.Records), "applied", t.applied, "duplicates", t.duplicates,
-		"batch_item_failures", len(resp.BatchItemFailures), "retried", t.retried, "permanent_failures", t.permanent,
+		"batch_item_failures", len(resp.BatchItemFailures), "retried", t.retried, "retried_in_place", t.inPlace, "permanent_failures", t.permanent,
 		"conflicts", t.conflicts, "busy", t.busy, "not_started", t.notStarted, "leases_lost", t.leasesLost, "moved_to_dlq", t.movedToDLQ,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}
@@ -354,29 +386,47 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 		s.PerGroup = q.q.PerGroup
 		scope = &s
 	}
-	hooks := process.Hooks{}
-	wctx := ctx
-	if deadline, has := ctx.Deadline(); has {
-		end := deadline.Add(-h.cfg.LeaseMargin)
-		if time.Until(end) < h.cfg.MinLease || ctx.Err() != nil {
-			t.count(func() { t.notStarted++ })
-			log.Warn("not started: too little time left before the invocation's deadline",
-				"left_ms", time.Until(deadline).Milliseconds(), "lease_margin_ms", h.cfg.LeaseMargin.Milliseconds())
-			return false, true, false
+	var res process.Result
+	var took time.Duration
+	for attempt := 0; ; attempt++ {
+		hooks := process.Hooks{Scope: scope}
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if deadline, has := ctx.Deadline(); has {
+			end := deadline.Add(-h.cfg.LeaseMargin)
+			if time.Until(end) < h.cfg.MinLease || ctx.Err() != nil {
+				if attempt > 0 { // its wait ran into the deadline
+					t.count(func() { t.retried++ })
+					log.Info("retry: reported as a batch item failure (no time left to retry in place)", "err", res.Err)
+					return false, true, true
+				}
+				t.count(func() { t.notStarted++ })
+				log.Warn("not started: too little time left before the invocation's deadline",
+					"left_ms", time.Until(deadline).Milliseconds(), "lease_margin_ms", h.cfg.LeaseMargin.Milliseconds())
+				return false, true, false
+			}
+			wctx, cancel = context.WithDeadline(ctx, end)
+			// Commit retries end before the deadline, leaving time to answer.
+			hooks.LeaseUntil, hooks.CommitBy = end, deadline.Add(-h.cfg.LeaseMargin/4)
 		}
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(ctx, end)
-		defer cancel()
-		// Commit retries end before the deadline, leaving time to answer.
-		hooks = process.Hooks{LeaseUntil: end, CommitBy: deadline.Add(-h.cfg.LeaseMargin / 4)}
+		start := time.Now()
+		res = h.cfg.Processor.Process(wctx, m, hooks)
+		cancel()
+		took = time.Since(start)
+		if o := h.cfg.Observer; o != nil {
+			o.Done(m.QueueName, res, took)
+		}
+		wait, ok := h.inPlace(ctx, res, attempt)
+		if !ok {
+			break
+		}
+		t.count(func() { t.inPlace++ })
+		log.Info("retry in place", "attempt", attempt+1, "of", h.cfg.RetryInPlace, "after_ms", wait.Milliseconds(),
+			"dedup_key", res.Key, "err", res.Err)
+		if !sleep(ctx, wait) {
+			break // the invocation ends: reported below
+		}
 	}
-	hooks.Scope = scope
-	start := time.Now()
-	res := h.cfg.Processor.Process(wctx, m, hooks)
-	if o := h.cfg.Observer; o != nil {
-		o.Done(m.QueueName, res, time.Since(start))
-	}
-	log = log.With("dedup_key", res.Key, "action", res.Action.String(), "duration_ms", time.Since(start).Milliseconds())
+	log = log.With("dedup_key", res.Key, "action", res.Action.String(), "duration_ms", took.Milliseconds())
 	if res.Outcome != 0 {
 		log = log.With("outcome", res.Outcome.String())
 	}
@@ -412,6 +462,36 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 	// of its lane goes on, as after SQS's own redrive.
 	moved := h.permanent(ctx, r, log, t, m.ReceiveCount, res.Err)
 	return moved, !moved, true
+}
+
+// inPlace says whether res, the outcome of attempt (0 the first), is tried
+// again in place, and after how long: a retryable failure, while retries
+// are left and the invocation's time covers the wait and a lease.
+func (h *Handler) inPlace(ctx context.Context, res process.Result, attempt int) (time.Duration, bool) {
+	if res.Action != process.Retry || attempt >= h.cfg.RetryInPlace ||
+		res.Outcome == dedup.Busy || res.LeaseLost || res.After > h.cfg.RetryMax {
+		return 0, false
+	}
+	wait := res.After
+	if wait <= 0 {
+		wait = h.cfg.Rand.Backoff(attempt+1, h.cfg.RetryBase, h.cfg.RetryMax)
+	}
+	if deadline, has := ctx.Deadline(); has && time.Until(deadline.Add(-h.cfg.LeaseMargin))-wait < h.cfg.MinLease {
+		return 0, false
+	}
+	return wait, true
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // permanent handles a permanent failure: moved to the dead-letter queue when

@@ -114,7 +114,8 @@ type Config struct {
 	// instead of going back with it, and no receive count rises. A retry
 	// goes only while the invocation's time left, less LeaseMargin, covers
 	// the wait and MinLease; a busy claim or a lost lease is reported at
-	// once (another consumer has the message). 0: none.
+	// once (another consumer has the message). The wait gives up the
+	// lane's Concurrency slot: another lane runs meanwhile. 0: none.
 	RetryInPlace int
 	// RetryBase is the first wait of a retry in place. Default
 	// DefaultRetryBase.
@@ -261,9 +262,26 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 				h.cfg.Step("lane " + ev.Records[lane[0]].MessageId)
 			}
 			sem <- struct{}{}
-			defer func() { <-sem }()
+			held := true
+			defer func() {
+				if held {
+					<-sem
+				}
+			}()
+			// A retry in place waits without its slot: another lane runs
+			// meanwhile. False: the invocation ended, and the lane stops.
+			wait := func(d time.Duration) bool {
+				<-sem
+				held = false
+				if !sleep(ctx, d) {
+					return false
+				}
+				sem <- struct{}{}
+				held = true
+				return true
+			}
 			for i, idx := range lane {
-				ok, stop, tried := h.one(ctx, ev.Records[idx], queues, &t)
+				ok, stop, tried := h.one(ctx, ev.Records[idx], queues, &t, wait)
 				done[idx], ran[idx] = ok, tried
 				if !stop {
 					continue
@@ -361,7 +379,7 @@ func (h *Handler) resolve(ctx context.Context, recs []events.SQSMessage) map[str
 // one processes one record. ok: it may be deleted (not reported); stop: the
 // rest of its lane must not run; tried: it was started, or failed on its
 // own (not held back).
-func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[string]resolved, t *tally) (ok, stop, tried bool) {
+func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[string]resolved, t *tally, wait func(time.Duration) bool) (ok, stop, tried bool) {
 	log := h.cfg.Log.With("queue", queueName(r.EventSourceARN), "message_id", r.MessageId, "group", r.Attributes[attrGroup])
 	m, err := h.message(r)
 	if err != nil {
@@ -415,14 +433,14 @@ func (h *Handler) one(ctx context.Context, r events.SQSMessage, queues map[strin
 		if o := h.cfg.Observer; o != nil {
 			o.Done(m.QueueName, res, took)
 		}
-		wait, ok := h.inPlace(ctx, res, attempt)
-		if !ok {
+		after, again := h.inPlace(ctx, res, attempt)
+		if !again {
 			break
 		}
 		t.count(func() { t.inPlace++ })
-		log.Info("retry in place", "attempt", attempt+1, "of", h.cfg.RetryInPlace, "after_ms", wait.Milliseconds(),
+		log.Info("retry in place", "attempt", attempt+1, "of", h.cfg.RetryInPlace, "after_ms", after.Milliseconds(),
 			"dedup_key", res.Key, "err", res.Err)
-		if !sleep(ctx, wait) {
+		if !wait(after) {
 			break // the invocation ends: reported below
 		}
 	}

@@ -157,3 +157,35 @@ func TestRetryInPlaceEndsWithTheInvocation(t *testing.T) {
 		require.Len(t, runs(), 1)
 	})
 }
+
+// TestRetryInPlaceWaitsWithoutItsSlot: with one slot, a message of another
+// lane runs while a retry in place waits, not after it: a1 fails at once
+// and waits 3 s; b1 (2 s of work, its lane let in once a1 has run) ends
+// within that wait, and the batch takes 3 s, not 5.
+func TestRetryInPlaceWaitsWithoutItsSlot(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var runs func() []time.Time
+		h, b := setup(t, func(c *Config) {
+			c.RetryInPlace, c.Concurrency = 1, 1
+			c.Step = func(what string) {
+				for what == "lane b1" && len(runs()) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+		runs = failing(b, "a1", 1, 3*time.Second)
+		fail := b.eff.apply
+		b.eff.apply = func(ctx context.Context, in effect.Input) error {
+			if in.Message.ID == "b1" {
+				time.Sleep(2 * time.Second)
+			}
+			return fail(ctx, in)
+		}
+		start := time.Now()
+		require.Empty(t, invoke(t, h, time.Minute, msg(standardARN, "a1", "", "a1", 0), msg(standardARN, "b1", "", "b1", 0)))
+		require.Len(t, runs(), 2)
+		require.Equal(t, []string{"a1", "b1", "a1"}, b.eff.ids(), "b1 ran during a1's wait")
+		require.Equal(t, 3*time.Second, time.Since(start), "the batch took a1's wait, no more")
+	})
+}

@@ -313,7 +313,7 @@ func TestGroupCommitStopWhileCommitting(t *testing.T) {
 				starts++
 			}
 		}
-		require.Greater(t, startsAtStop, 0, "%v", ev)
+		require.Positive(t, startsAtStop, "%v", ev)
 		require.Equal(t, startsAtStop, starts, "an effect started after the stop: %v", ev)
 		require.Zero(t, r.db.early, "a delete before its commit")
 		time.Sleep(time.Minute) // the visibility of anything left passes

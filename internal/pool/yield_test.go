@@ -250,37 +250,57 @@ func TestGroupCommitKeepsTheGroupsOrder(t *testing.T) {
 }
 
 // TestGroupCommitFailsAfterTheSlotWentBack: commits that fail without a
-// verdict after their slot was given back are retried and applied once;
-// no message is deleted before its commit, and the other group's effect
-// ran meanwhile.
+// verdict after their slot was given back are retried (by the processor,
+// or, once it gives up, by the lane in place, its effect run again on a
+// slot taken again) and applied once; no message is deleted before its
+// commit, the other group's effect ran meanwhile, and each group kept its
+// order.
 func TestGroupCommitFailsAfterTheSlotWentBack(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		r := newYieldRig(t, 1, 20*time.Millisecond)
-		r.db.fail = 3
-		r.sendFIFO(t, "a", "a1", "a2")
-		r.sendFIFO(t, "b", "b1", "b2")
-		r.start(t)
-		time.Sleep(30 * time.Second)
-		r.stop(t)
-		ev := r.eventList()
-		for _, m := range []string{"a1", "a2", "b1", "b2"} {
-			require.GreaterOrEqual(t, r.doneIndex(m), 0, "%s: %v", m, ev)
-			require.Equal(t, 1, strings.Count(strings.Join(ev, ","), "done "+m+" delete"), "%s: %v", m, ev)
-		}
-		first, second := "a1", "b1"
-		if r.at("start b1") < r.at("start a1") {
-			first, second = second, first
-		}
-		require.Less(t, r.at("start "+second), r.doneIndex(first), "the other group waited: %v", ev)
-		require.Less(t, r.doneIndex("a1"), r.at("start a2"), "order: %v", ev)
-		require.Less(t, r.doneIndex("b1"), r.at("start b2"), "order: %v", ev)
-		require.Equal(t, 4, r.db.commits, "each applied once")
-		require.Zero(t, r.db.early, "a delete before its commit")
-		require.Equal(t, 1, r.maxRunning)
-		v, inflight := r.counts(t, r.url)
-		require.Zero(t, v+inflight, "all deleted")
-	})
+	for _, tc := range []struct {
+		name          string
+		fail          int
+		commitTimeout time.Duration
+	}{
+		{"retried by the processor", 3, 0},
+		{"given up and retried in place", 2, 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				r := newYieldRig(t, 1, 20*time.Millisecond)
+				r.db.fail = tc.fail
+				r.cfg.RetryInPlace = 1
+				r.cfg.Processor.(*process.Processor).CommitTimeout = tc.commitTimeout
+				r.sendFIFO(t, "a", "a1", "a2")
+				r.sendFIFO(t, "b", "b1", "b2")
+				r.start(t)
+				time.Sleep(30 * time.Second)
+				r.stop(t)
+				ev := r.eventList()
+				all := strings.Join(ev, ",")
+				for _, m := range []string{"a1", "a2", "b1", "b2"} {
+					require.GreaterOrEqual(t, r.doneIndex(m), 0, "%s: %v", m, ev)
+					require.Equal(t, 1, strings.Count(all, "done "+m+" delete"), "%s: %v", m, ev)
+				}
+				if tc.commitTimeout > 0 {
+					require.Equal(t, 2, strings.Count(all, " retry"), "the first commits gave up: %v", ev)
+				}
+				first, second := "a1", "b1"
+				if r.at("start b1") < r.at("start a1") {
+					first, second = second, first
+				}
+				require.Less(t, r.at("start "+second), r.doneIndex(first), "the other group waited: %v", ev)
+				require.Less(t, strings.LastIndex(all, "done a1 "), strings.Index(all, "start a2"), "order: %v", ev)
+				require.Less(t, strings.LastIndex(all, "done b1 "), strings.Index(all, "start b2"), "order: %v", ev)
+				require.Equal(t, 4, r.db.commits, "each applied once")
+				require.Zero(t, r.db.early, "a delete before its commit")
+				require.Equal(t, 1, r.maxRunning)
+				v, inflight := r.counts(t, r.url)
+				require.Zero(t, v+inflight, "all deleted")
+			})
+		})
+	}
 }
 
 // TestGroupCommitStopWhileCommitting: a stop while commits wait for their

@@ -99,6 +99,18 @@ type Config struct {
 	// transaction; its other commits are retried alone at once. DynamoDB
 	// bills write units, not requests: on AWS it saves no money. At most
 	// 1 second. Defaults to 0: each commit alone.
+	//
+	// In a Worker, a message whose commit waits in a shared transaction
+	// gives its handler's slot back: another group's message runs its
+	// effect meanwhile, and the message takes a slot again after its
+	// answer, before its group's next message (a group stays strictly in
+	// order: its next message starts only once this commit has its
+	// answer). So Concurrency bounds the effects running at once, not the
+	// commits waiting for their answer, which are bounded by the groups the
+	// worker runs at once: at most 2×Concurrency + 10 per receiver. A
+	// shared transaction waits only for the effects that began before its
+	// first commit joined, not for those started meanwhile. The Lambda
+	// handler keeps its slot to the end.
 	GroupCommit time.Duration
 
 	// Outbox takes the messages effects return in Output.Send
@@ -137,7 +149,9 @@ type Config struct {
 	Visibility time.Duration
 	// Concurrency bounds the handlers running at once (groups in
 	// parallel). Defaults to 32 for a Worker and to 10 for a Lambda
-	// handler.
+	// handler. With GroupCommit, a Worker's Concurrency bounds the effects
+	// running at once, not the commits waiting for their answer: see
+	// GroupCommit.
 	Concurrency int
 	// Receivers is the number of concurrent long polls per queue. Defaults
 	// to one per 8 of Concurrency, at least 2: with Concurrency at its

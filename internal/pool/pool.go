@@ -962,6 +962,18 @@ func (p *Pool) runLane(l *lane) {
 		if fifo {
 			holdBack = func() { p.handBackPending(l) }
 		}
+		// A commit that waits in a group commit's transaction gives the
+		// slot back (process.Hooks.Yield): another lane runs its effect
+		// meanwhile. This lane stays with d until its answer, so the rest
+		// of d's group waits for it; it takes a slot again before its next
+		// message. Called on this goroutine, inside p.run.
+		yielded := false
+		yield := func() {
+			if !yielded {
+				yielded = true
+				<-p.slots
+			}
+		}
 		var again time.Duration
 		if l.qs.expired(d, time.Now()) {
 			// SQS may have handed it to someone else already: leave it to them.
@@ -971,9 +983,11 @@ func (p *Pool) runLane(l *lane) {
 			l.qs.release(d)
 			p.finish()
 		} else {
-			again = p.run(l.qs, d, inPlace, holdBack)
+			again = p.run(l.qs, d, inPlace, holdBack, yield)
 		}
-		<-p.slots
+		if !yielded {
+			<-p.slots
+		}
 		if again > 0 {
 			p.retryInPlace(l, d, again, holdBack)
 		}
@@ -1034,10 +1048,11 @@ func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration, holdBack 
 // run processes one delivery and carries out the processor's decision. When
 // the message goes back to SQS, holdBack is called first. When inPlace
 // allows a retry in place, run returns the delay after which the lane should
-// run it again (the pool still holds it then); otherwise 0.
-func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (again time.Duration) {
+// run it again (the pool still holds it then); otherwise 0. yield is the
+// processor's Hooks.Yield.
+func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack, yield func()) (again time.Duration) {
 	start := time.Now()
-	r := p.process(qs, d)
+	r := p.process(qs, d, yield)
 	took := time.Since(start)
 	// The message's logger is built only for a line that will be written:
 	// most messages end in a Debug line that production does not keep.
@@ -1103,7 +1118,7 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack func()) (
 }
 
 // process calls the processor; a panic is recovered and retried.
-func (p *Pool) process(qs *queueState, d *delivery) (r process.Result) {
+func (p *Pool) process(qs *queueState, d *delivery, yield func()) (r process.Result) {
 	q := qs.q
 	defer func() {
 		if v := recover(); v != nil {
@@ -1116,7 +1131,8 @@ func (p *Pool) process(qs *queueState, d *delivery) (r process.Result) {
 	// the dedup lease at the same pace.
 	return p.cfg.Processor.Process(p.workCtx, d.msg, process.Hooks{
 		HeartbeatEvery: min(q.Visibility, q.Lease) / 2, Lease: q.Lease, ReceivedAt: d.arrivedAt,
-		Held: func() bool { return qs.holds(d, time.Now()) },
+		Held:  func() bool { return qs.holds(d, time.Now()) },
+		Yield: yield,
 	})
 }
 

@@ -24,6 +24,15 @@ import (
 // waits for company that cannot come (one message alone goes at once, and
 // a group of every handler's message goes when the last one joins); only
 // a straggler (an effect still running) is waited for, up to the window.
+//
+// A message whose caller takes its slot back while it commits (Hooks.Yield)
+// is pipelined: its caller starts another message's effect meanwhile. A
+// group waits only for the pipelined messages whose effects began before it
+// opened: one started after it is company that may come, not company it
+// waits for, so a group waits at most about one effect's time even while
+// new effects keep starting. A pipelined message whose commit has its
+// answer is not waited for either: its caller needs a slot again before
+// its next message, and the slot it gave back went to another message.
 // Safe for concurrent use.
 type GroupCommitter struct {
 	Store  *dedup.Store
@@ -32,6 +41,10 @@ type GroupCommitter struct {
 	mu      sync.Mutex
 	open    *commitGroup
 	outside int // messages under way that may still commit: see groupTicket
+	// late is how many of outside are pipelined messages that began while
+	// the open group was open: it does not wait for them.
+	late int
+	gen  uint64 // groups opened so far: the open group's number
 }
 
 // commitGroup is one transaction's worth of commits.
@@ -44,6 +57,7 @@ type commitGroup struct {
 	full    chan struct{} // closed when no more fit, or no more can come: commit now
 	done    chan struct{} // closed when out is set
 	out     []dedup.GroupResult
+	gen     uint64 // its number among the groups opened
 }
 
 // A groupTicket follows one message under way through a GroupCommitter,
@@ -57,10 +71,17 @@ type commitGroup struct {
 //   - done: it went another way (skip): it will not commit here.
 //
 // Messages outside or returned count in g.outside; the open group goes
-// when that count is 0.
+// when that count, less g.late, is 0. A pipelined ticket (one with a yield)
+// never returns: its commit's answer makes it done.
 type groupTicket struct {
 	g     *GroupCommitter
 	state int
+	// yield is Hooks.Yield, called when the commit goes inside (then nil);
+	// pipelined says there was one.
+	yield     func()
+	pipelined bool
+	gen       uint64 // g.gen when it began
+	late      bool   // counted in g.late: began while group gen was open
 }
 
 const (
@@ -70,12 +91,18 @@ const (
 	ticketDone
 )
 
-// begin counts a message under way whose commit may join a group.
-func (g *GroupCommitter) begin() *groupTicket {
+// begin counts a message under way whose commit may join a group; yield,
+// when not nil, is called when its commit goes inside (see Hooks.Yield).
+func (g *GroupCommitter) begin(yield func()) *groupTicket {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.outside++
-	return &groupTicket{g: g}
+	t := &groupTicket{g: g, yield: yield, pipelined: yield != nil, gen: g.gen}
+	if t.pipelined && g.open != nil {
+		t.late = true
+		g.late++
+	}
+	return t
 }
 
 // skip: t's message will not commit through the group (its effect failed,
@@ -115,17 +142,44 @@ func (t *groupTicket) end() {
 func (t *groupTicket) leave(state int) {
 	g := t.g
 	g.outside--
+	if t.late && g.open != nil && g.open.gen == t.gen {
+		g.late--
+	}
+	t.late = false
 	t.state = state
-	if g.outside == 0 && g.open != nil {
+	if g.outside == g.late && g.open != nil {
 		g.flush(g.open)
 	}
 }
 
 // back: t's commit has its answer. g.mu held.
 func (t *groupTicket) back() {
-	if t != nil && t.state == ticketInside {
-		t.g.outside++
-		t.state = ticketReturned
+	if t == nil || t.state != ticketInside {
+		return
+	}
+	if t.pipelined {
+		t.state = ticketDone
+		return
+	}
+	t.g.outside++
+	t.state = ticketReturned
+}
+
+// takeYield returns t's yield once its commit has gone inside (then nil),
+// for the caller to call once g.mu is released. g.mu held.
+func (t *groupTicket) takeYield() func() {
+	if t == nil || t.state != ticketInside {
+		return nil
+	}
+	y := t.yield
+	t.yield = nil
+	return y
+}
+
+// call calls y unless it is nil.
+func call(y func()) {
+	if y != nil {
+		y()
 	}
 }
 
@@ -159,7 +213,10 @@ func (g *GroupCommitter) commit(ctx context.Context, t *groupTicket, e dedup.Gro
 	}
 	leader := c == nil
 	if leader {
-		c = &commitGroup{ids: map[string]bool{}, full: make(chan struct{}), done: make(chan struct{})}
+		// Every message outside now began before c: c waits for them all.
+		g.gen++
+		g.late = 0
+		c = &commitGroup{ids: map[string]bool{}, full: make(chan struct{}), done: make(chan struct{}), gen: g.gen}
 		g.open = c
 	}
 	i := len(c.entries)
@@ -176,7 +233,9 @@ func (g *GroupCommitter) commit(ctx context.Context, t *groupTicket, e dedup.Gro
 	if t != nil && t.state == ticketOutside {
 		t.leave(ticketInside) // the last one outside sends c
 	}
+	yield := t.takeYield()
 	g.mu.Unlock()
+	call(yield)
 
 	if leader {
 		tm := time.NewTimer(g.Window)
@@ -210,7 +269,9 @@ func (g *GroupCommitter) alone(ctx context.Context, t *groupTicket, e dedup.Grou
 	if t != nil && t.state == ticketOutside {
 		t.leave(ticketInside)
 	}
+	yield := t.takeYield()
 	g.mu.Unlock()
+	call(yield)
 	got, err := g.Store.CommitOptimistic(ctx, e.Req, e.Result, e.Writes)
 	g.mu.Lock()
 	t.back()

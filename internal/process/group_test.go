@@ -242,3 +242,50 @@ func TestGroupCommitClosesWhenTheRestGoElsewhere(t *testing.T) {
 		require.Equal(t, 1, f.count("tx"))
 	})
 }
+
+// TestGroupCommitPipelined: a message whose caller takes its slot back
+// while it commits (Hooks.Yield) is told once, when its commit joins the
+// group, and only then; a group waits for the pipelined effects that
+// began before it opened, not for one that began after (its caller ran it
+// on the slot given back): that one commits in a group of its own.
+func TestGroupCommitPipelined(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, f := grouped(t)
+		slowEffects(b, map[string]time.Duration{"a": time.Millisecond, "b": 3 * time.Millisecond, "late": 10 * time.Millisecond}, nil)
+		start := time.Now()
+		var mu sync.Mutex
+		yields := map[string][]time.Duration{}
+		took := map[string]time.Duration{}
+		run := func(id, account string) {
+			h := process.Hooks{Yield: func() {
+				mu.Lock()
+				defer mu.Unlock()
+				yields[id] = append(yields[id], time.Since(start))
+			}}
+			r := b.proc.Process(context.Background(), depositMsg(id, account, 1), h)
+			require.True(t, r.Applied, "%s: %v", id, r.Err)
+			mu.Lock()
+			defer mu.Unlock()
+			took[id] = time.Since(start)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { run("a", "a1") })
+		wg.Go(func() { run("b", "b1") })
+		time.Sleep(2 * time.Millisecond) // a's group is open, waiting for b
+		wg.Go(func() { run("late", "l1") })
+		wg.Wait()
+		require.Equal(t, map[string][]time.Duration{"a": {time.Millisecond}, "b": {3 * time.Millisecond}, "late": {12 * time.Millisecond}}, yields, "each told once, as its commit joined")
+		require.Equal(t, map[string]time.Duration{"a": 3 * time.Millisecond, "b": 3 * time.Millisecond, "late": 12 * time.Millisecond}, took,
+			"a's group went when b joined, without waiting for the late effect")
+		require.Equal(t, 2, f.count("tx"), "a and b together, then late alone")
+
+		// An effect that fails goes the claimed way: its caller is never
+		// told to yield (its effect runs again).
+		slowEffects(b, nil, map[string]bool{"bad": true})
+		yielded := false
+		r := b.proc.Process(context.Background(), depositMsg("bad", "x", 1), process.Hooks{Yield: func() { yielded = true }})
+		require.Equal(t, process.Fail, r.Action)
+		require.False(t, yielded)
+	})
+}

@@ -135,6 +135,15 @@ type Hooks struct {
 	// only while it does: past its visibility another consumer may have the
 	// message. Nil: always held.
 	Held func() bool
+	// Yield, when set, is called at most once, on the goroutine that called
+	// Process, when the message's commit has gone into a group commit's
+	// transaction (Processor.Group) to wait for its answer: its effect has
+	// returned, and until Process returns only its commit is made (the
+	// shared transaction, then any retries alone) and no effect code runs
+	// for it. The pool gives the message's concurrency slot back then, so
+	// that another message's effect runs while this commit waits. Nil:
+	// nothing (the message keeps its caller's slot to the end).
+	Yield func()
 }
 
 // notHeld reports whether the caller says it no longer holds the message.
@@ -438,7 +447,7 @@ func blocked(c dedup.Claim, hash string) Result {
 func (p *Processor) runOptimistic(ctx context.Context, c Call, h Hooks, fn func(ctx context.Context) (effect.Output, error)) Result {
 	var ticket *groupTicket // counts this message under way for the group commit
 	if p.Group != nil && !p.Carried {
-		ticket = p.Group.begin()
+		ticket = p.Group.begin(h.Yield)
 		defer ticket.end()
 	}
 	ectx, endEffect := p.step(ctx, "effect")

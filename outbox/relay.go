@@ -35,7 +35,8 @@ type SQS interface {
 // Per group, it reads the head and the messages after the last published
 // one with strongly consistent reads, publishes them in sequence order,
 // and records its progress in one transaction that advances the head's
-// published mark, conditioned on the mark it read, and marks the messages
+// published mark and SQS's sequence number of the group's last message
+// published, conditioned on those it read, and marks the messages
 // published with a TTL. By default a SendMessageBatch holds at most one
 // message per group, so that no failed entry can let a later one of its
 // group through; GroupBatch trades that for a hot group's rate, with the
@@ -74,23 +75,27 @@ type Relay struct {
 	// message and take a later one. What it cannot foresee (an entry
 	// failing inside SQS, a refusal it does not know) may let SQS take a
 	// message after refusing an earlier one of its group. The relay sees
-	// it in SQS's per-entry answer or, when that answer was lost, in the
-	// sequence numbers SQS gives the copies on the next attempt (if that
-	// carries the same run whole, within SQS's five-minute deduplication
-	// window, and as SQS answers a deduplicated send with the first copy's
-	// number); it then holds the group at the message SQS had out of
-	// order, counts it in Round.Reordered and Round.Held, and logs it;
-	// worker outbox shows the group held, with a reason beginning with
-	// ReorderedHold. The group's consumers may have received the later
-	// messages first. Not detected: a lost answer whose next attempt does
-	// not carry the run whole (an entry fails again, the request is split,
-	// a release sends the message alone). With two relays, a break one
-	// counts may go unheld when the other records progress first; and a
-	// lost answer followed by an entry failing inside SQS can hold a group
-	// that is in order, as can a run sent again whose earlier message's
-	// first copy reached SQS more than five minutes before (SQS takes it
-	// anew, with a later sequence number). docs/OUTBOX.md has the table. With 1, no SQS
-	// answer can reorder a group.
+	// it in SQS's per-entry answer or, when that answer was lost, in SQS's
+	// sequence numbers: it compares every number SQS answers for a group
+	// with the group's last one (this round's, or the one kept on the
+	// group's head item, sqs_seq), and SQS answers a
+	// deduplicated send with the first copy's number, so the first answer
+	// taking a copy of a later message after SQS took the refused one,
+	// within five minutes of the later message's first copy, shows the
+	// break, whatever request, round or relay carries it. It then holds
+	// the group at the message SQS had out of order, counts it in
+	// Round.Reordered and Round.Held, and logs it; worker outbox shows the
+	// group held, with a reason beginning with ReorderedHold. The group's
+	// consumers may have received the later messages first: the break is
+	// detected, not prevented. Not detected: a break no relay answers
+	// again within those five minutes (SQS then takes the copies anew,
+	// with higher numbers). A lost answer followed by an entry failing
+	// inside SQS can hold a group that is in order, as can a message sent
+	// again whose first copy reached SQS more than five minutes before a
+	// later one's (SQS takes it anew, with a later number).
+	// docs/OUTBOX.md has the table, and why it is not the default. With
+	// 1, no SQS answer can reorder a group, and the relay keeps the
+	// numbers but never holds on them.
 	GroupBatch int
 	// Concurrency bounds the groups read and committed at once. Defaults to
 	// 32.
@@ -119,7 +124,10 @@ type Round struct {
 	Errors     int           // groups left for the next round after an error
 	// Reordered counts groups whose order SQS broke within a
 	// SendMessageBatch (GroupBatch above 1): it took a message after
-	// refusing an earlier one of the group. Each is held (see Held).
+	// refusing an earlier one of the group, as its answer, or a later
+	// answer's sequence numbers, show. Each is held (see Held), by this
+	// relay or, when another recorded the group's progress first, by the
+	// next to answer the group's later messages (which counts it again).
 	Reordered int
 }
 
@@ -940,7 +948,7 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 		values[":rsqs"] = str(l.h.sqsSeq)
 	}
 	upd := "SET #sent = :last"
-	if l.last != l.h.sqsSeq {
+	if l.last != "" && l.last != l.h.sqsSeq {
 		upd += ", #sqsseq = :sqs"
 		values[":sqs"] = str(l.last)
 	}

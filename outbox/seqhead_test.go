@@ -3,18 +3,23 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
+	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/exactlyonce/exactly/outbox"
 )
 
@@ -306,4 +311,66 @@ func TestAReorderedHoldReleasedOrDroppedIsNotHeldAgain(t *testing.T) {
 			})
 		})
 	}
+}
+
+// headSQSSeq reads the number a group's head keeps ("" when none).
+func headSQSSeq(t *testing.T, e *env, queue, group string) string {
+	t.Helper()
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true), Key: map[string]ddbtypes.AttributeValue{
+		outboxschema.AttrPK: &ddbtypes.AttributeValueMemberS{Value: queue + "#" + group}, outboxschema.AttrSK: &ddbtypes.AttributeValueMemberN{Value: "0"}}})
+	require.NoError(t, err)
+	require.NotNil(t, out.Item)
+	if s, ok := out.Item[outboxschema.AttrSQSSeq].(*ddbtypes.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// TestTheHeadKeepsTheLastNumberOnFIFOQueuesOnly: the head keeps SQS's
+// number of the group's last message published, at every GroupBatch; a
+// standard queue's answers carry none, and its head keeps none.
+func TestTheHeadKeepsTheLastNumberOnFIFOQueuesOnly(t *testing.T) {
+	for _, gb := range []int{1, 10} {
+		t.Run(fmt.Sprint("GroupBatch ", gb), func(t *testing.T) { keepsTheLastNumber(t, gb) })
+	}
+}
+
+func keepsTheLastNumber(t *testing.T, gb int) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		std, _ := testenv.NewQueue(t, e.sqs, false, nil, 0)
+		ob := outbox.New(e.db, e.table)
+		for i := 1; i <= 3; i++ {
+			require.NoError(t, ob.Write(ctx, []outbox.Message{msg(e.q1, "a", fmt.Sprint("a", i)), {QueueURL: std, Body: fmt.Sprint("s", i), ID: fmt.Sprint("id-s", i)}}))
+		}
+		c := &seqRecorder{SQS: e.sqs}
+		round, err := (&outbox.Relay{DB: e.db, SQS: c, Table: e.table, GroupBatch: gb}).Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 6, round.Published)
+		require.Zero(t, round.Held)
+		require.Equal(t, c.last, headSQSSeq(t, e, e.q1, "a"), "a3's number")
+		require.NotEmpty(t, c.last)
+		require.Empty(t, headSQSSeq(t, e, std, ""))
+	})
+}
+
+// seqRecorder notes the last sequence number SQS answered.
+type seqRecorder struct {
+	outbox.SQS
+	mu   sync.Mutex
+	last string
+}
+
+func (s *seqRecorder) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	out, err := s.SQS.SendMessageBatch(ctx, in, opts...)
+	if err == nil {
+		s.mu.Lock()
+		for _, x := range out.Successful {
+			if n := aws.ToString(x.SequenceNumber); n != "" {
+				s.last = n
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out, err
 }

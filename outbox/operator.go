@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/exactlyonce/exactly/internal/outboxschema"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,15 +55,23 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 		return fmt.Errorf("%w: group %q of %s", ErrNotHeld, group, queue)
 	}
 	pk := partitionKey(queue, group)
+	// held_seq stays: the relay publishes the released message alone (see
+	// outboxschema.AttrHeldSeq). After a Reordered hold, SQS's number of
+	// the group's last message goes: the messages SQS took out of order,
+	// the break the operator saw, would otherwise hold the group again.
+	upd := "REMOVE #held"
+	names := map[string]string{"#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq}
+	if strings.HasPrefix(h.Why, ReorderedHold) {
+		upd += ", #sqsseq"
+		names["#sqsseq"] = outboxschema.AttrSQSSeq
+	}
 	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: &table, Key: headKey(pk),
-			// held_seq stays: the relay publishes the released message
-			// alone (see outboxschema.AttrHeldSeq).
-			UpdateExpression:          aws.String("REMOVE #held"),
-			ConditionExpression:       aws.String("attribute_exists(#held) AND #hseq = :hseq"),
-			ExpressionAttributeNames:  map[string]string{"#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":hseq": num(h.Seq)},
+			UpdateExpression:          aws.String(upd),
+			ConditionExpression:       aws.String("#held = :why AND #hseq = :hseq"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: map[string]types.AttributeValue{":hseq": num(h.Seq), ":why": str(h.Why)},
 		}},
 		{Update: &types.Update{
 			TableName: &table, Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(h.Seq)},
@@ -93,9 +102,13 @@ func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 			return fmt.Errorf("%w: group %q of %s", ErrNotHeld, group, queue)
 		}
 		now := time.Now()
-		headUpd := "SET #sent = :k REMOVE #held, #hseq"
+		// SQS's number of the group's last message goes with the hold:
+		// the messages after the dropped one that SQS took before the
+		// last one recorded (a Reordered hold's break, which the operator
+		// saw) would otherwise hold the group again.
+		headUpd := "SET #sent = :k REMOVE #held, #hseq, #sqsseq"
 		cond := "#hseq = :k AND #seq = :seq"
-		names := map[string]string{"#sent": outboxschema.AttrSent, "#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq, "#seq": outboxschema.AttrSeq}
+		names := map[string]string{"#sent": outboxschema.AttrSent, "#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq, "#seq": outboxschema.AttrSeq, "#sqsseq": outboxschema.AttrSQSSeq}
 		values := map[string]types.AttributeValue{":k": num(h.heldSeq), ":seq": num(h.seq)}
 		if h.seq == h.heldSeq {
 			headUpd += ", #shard, #since" // nothing left: the group leaves the pending index

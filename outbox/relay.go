@@ -35,7 +35,8 @@ type SQS interface {
 // Per group, it reads the head and the messages after the last published
 // one with strongly consistent reads, publishes them in sequence order,
 // and records its progress in one transaction that advances the head's
-// published mark, conditioned on the mark it read, and marks the messages
+// published mark and SQS's sequence number of the group's last message
+// published, conditioned on those it read, and marks the messages
 // published with a TTL. By default a SendMessageBatch holds at most one
 // message per group, so that no failed entry can let a later one of its
 // group through; GroupBatch trades that for a hot group's rate, with the
@@ -74,23 +75,27 @@ type Relay struct {
 	// message and take a later one. What it cannot foresee (an entry
 	// failing inside SQS, a refusal it does not know) may let SQS take a
 	// message after refusing an earlier one of its group. The relay sees
-	// it in SQS's per-entry answer or, when that answer was lost, in the
-	// sequence numbers SQS gives the copies on the next attempt (if that
-	// carries the same run whole, within SQS's five-minute deduplication
-	// window, and as SQS answers a deduplicated send with the first copy's
-	// number); it then holds the group at the message SQS had out of
-	// order, counts it in Round.Reordered and Round.Held, and logs it;
-	// worker outbox shows the group held, with a reason beginning with
-	// ReorderedHold. The group's consumers may have received the later
-	// messages first. Not detected: a lost answer whose next attempt does
-	// not carry the run whole (an entry fails again, the request is split,
-	// a release sends the message alone). With two relays, a break one
-	// counts may go unheld when the other records progress first; and a
-	// lost answer followed by an entry failing inside SQS can hold a group
-	// that is in order, as can a run sent again whose earlier message's
-	// first copy reached SQS more than five minutes before (SQS takes it
-	// anew, with a later sequence number). docs/OUTBOX.md has the table. With 1, no SQS
-	// answer can reorder a group.
+	// it in SQS's per-entry answer or, when that answer was lost, in SQS's
+	// sequence numbers: it compares every number SQS answers for a group
+	// with the group's last one (this round's, or the one kept on the
+	// group's head item, sqs_seq), and SQS answers a
+	// deduplicated send with the first copy's number, so the first answer
+	// taking a copy of a later message after SQS took the refused one,
+	// within five minutes of the later message's first copy, shows the
+	// break, whatever request, round or relay carries it. It then holds
+	// the group at the message SQS had out of order, counts it in
+	// Round.Reordered and Round.Held, and logs it; worker outbox shows the
+	// group held, with a reason beginning with ReorderedHold. The group's
+	// consumers may have received the later messages first: the break is
+	// detected, not prevented. Not detected: a break no relay answers
+	// again within those five minutes (SQS then takes the copies anew,
+	// with higher numbers). A lost answer followed by an entry failing
+	// inside SQS can hold a group that is in order, as can a message sent
+	// again whose first copy reached SQS more than five minutes before a
+	// later one's (SQS takes it anew, with a later number).
+	// docs/OUTBOX.md has the table, and why it is not the default. With
+	// 1, no SQS answer can reorder a group, and the relay keeps the
+	// numbers but never holds on them.
 	GroupBatch int
 	// Concurrency bounds the groups read and committed at once. Defaults to
 	// 32.
@@ -119,7 +124,10 @@ type Round struct {
 	Errors     int           // groups left for the next round after an error
 	// Reordered counts groups whose order SQS broke within a
 	// SendMessageBatch (GroupBatch above 1): it took a message after
-	// refusing an earlier one of the group. Each is held (see Held).
+	// refusing an earlier one of the group, as its answer, or a later
+	// answer's sequence numbers, show. Each is held (see Held), by this
+	// relay or, when another recorded the group's progress first, by the
+	// next to answer the group's later messages (which counts it again).
 	Reordered int
 }
 
@@ -217,6 +225,12 @@ type head struct {
 	since            int64  // ms; 0 when not pending
 	held             string // why the group is held; "" when not
 	heldSeq          int64
+	// sqsSeq is SQS's sequence number of the group's last message
+	// recorded published ("" when none is kept: a standard queue, a head
+	// written before it was, or one an operator's Release or Drop
+	// cleared); sqsOf is the mark read with it.
+	sqsSeq string
+	sqsOf  int64
 }
 
 func readHead(it map[string]types.AttributeValue) head {
@@ -224,6 +238,7 @@ func readHead(it map[string]types.AttributeValue) head {
 		pk: getS(it, outboxschema.AttrPK), queue: getS(it, outboxschema.AttrQueue), group: getS(it, outboxschema.AttrGroup),
 		seq: getN(it, outboxschema.AttrSeq), sent: getN(it, outboxschema.AttrSent), since: getN(it, outboxschema.AttrSince),
 		held: getS(it, outboxschema.AttrHeld), heldSeq: getN(it, outboxschema.AttrHeldSeq),
+		sqsSeq: getS(it, outboxschema.AttrSQSSeq), sqsOf: getN(it, outboxschema.AttrSent),
 	}
 }
 
@@ -329,6 +344,10 @@ type lane struct {
 	err     error        // reading or recording failed: nothing recorded
 	pubErr  error        // publishing failed: what was done is recorded
 	hold    string       // SQS refused msgs[done] so that the group is to be held: why
+	// last is SQS's sequence number of the group's last message taken:
+	// the head's (h.sqsSeq), then this round's; lastSeq is that message.
+	last    string
+	lastSeq int64
 }
 
 // drain runs one round over heads: read, publish, commit.
@@ -416,7 +435,7 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 	if r.accept(l, out.Items) && !fresh {
 		// The index's copy of the head is older than the messages kept:
 		// read the head itself.
-		l.msgs = nil
+		l.msgs, l.next = nil, 0
 		return r.load(ctx, l, true)
 	}
 	return nil
@@ -428,9 +447,11 @@ func (r *Relay) load(ctx context.Context, l *lane, fresh bool) error {
 // applied: the rest waits), at most PerGroup, and the age of the one after.
 // Items already marked published before the first unmarked one move the
 // mark on (the index's copy of the head was behind); a marked item after an
-// unmarked one ends what is taken. It reports a gap before the first item:
-// the head read was older than the items kept.
-func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtStart bool) {
+// unmarked one ends what is taken. It reports whether the head read was
+// older than the items kept: a gap before the first item, or the mark
+// moved on (the SQS sequence number read with the head is then older than
+// the mark's).
+func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (stale bool) {
 	next := l.h.sent + 1
 	for i, it := range items {
 		m := pendingMsg{
@@ -441,7 +462,7 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 		// alone: a copy published again must carry the key of the first.
 		m.key = cmp.Or(getS(it, outboxschema.AttrKey), m.id)
 		if m.seq != next {
-			return i == 0 && m.seq > next
+			return stale || i == 0 && m.seq > next
 		}
 		if len(l.msgs) == r.perGroup() {
 			if !m.sent {
@@ -459,6 +480,7 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 			}
 			next++
 			l.h.sent = m.seq
+			stale = true
 			continue
 		}
 		next++
@@ -475,7 +497,7 @@ func (r *Relay) accept(l *lane, items []map[string]types.AttributeValue) (gapAtS
 	if l.h.queue == "" && len(items) > 0 {
 		l.h.queue, l.h.group = getS(items[0], outboxschema.AttrQueue), getS(items[0], outboxschema.AttrGroup)
 	}
-	return false
+	return stale
 }
 
 // loadIndexed reads the messages of lanes whose heads came from the index:
@@ -569,6 +591,9 @@ type run struct {
 // run always in one SendMessageBatch, and a failed message stops its group
 // for the round.
 func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
+	for _, l := range lanes {
+		l.last, l.lastSeq = l.h.sqsSeq, l.h.sqsOf
+	}
 	for {
 		byQueue := map[string][]run{}
 		var queues []string
@@ -723,6 +748,12 @@ const ReorderedHold = "Reordered"
 func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round *Round) {
 	queue := runs[0].l.h.queue
 	fifo := isFIFO(queue)
+	// Above one message of a group per request, a number below the
+	// group's last one is a break SQS made (holdOnSeq). One at a time, no
+	// answer can break a group's order: such a number there only says
+	// that SQS took an earlier message's copy anew, past its five-minute
+	// deduplication window, after a later one's first copy.
+	holdOnSeq := fifo && r.groupBatch() > 1
 	var entries []sqstypes.SendMessageBatchRequestEntry
 	for _, ru := range runs {
 		for _, m := range ru.l.msgs[ru.from : ru.from+ru.n] {
@@ -788,9 +819,7 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 	for _, ru := range runs {
 		l := ru.l
 		var ahead []int64 // taken by SQS after an earlier message of the run was not
-		broken := ""      // why the run's sequence numbers say SQS had it out of order
-		var last string   // SQS's sequence number of the run's last message taken
-		var lastSeq int64
+		broken := ""      // why the sequence numbers say SQS had it out of order
 		for k := range ru.n {
 			id := strconv.Itoa(i)
 			i++
@@ -804,18 +833,25 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 			}
 			switch {
 			case ok[id]:
-				if s := sqsSeq[id]; fifo && s != "" {
+				switch s := sqsSeq[id]; {
+				case !fifo || s == "":
+				case m.seq == l.h.heldSeq && l.h.sqsSeq == "":
+					// Released after a Reordered hold (Release cleared
+					// the head's number): the messages after it that
+					// SQS took before it, the break the operator saw,
+					// answer with numbers below its own. Not kept.
+				case holdOnSeq && l.last != "" && !seqAfter(s, l.last):
 					// SQS answers a send it deduplicates with the first
 					// copy's sequence number: one below an earlier
-					// message's means SQS had this one first (a request
-					// whose answer was lost took it after refusing the
-					// earlier one).
-					if last != "" && !seqAfter(s, last) {
-						l.stopped = true
-						broken = fmt.Sprintf("SQS had message %d before message %d (sequence numbers %s and %s), from an earlier request whose answer was lost", m.seq, lastSeq, s, last)
-						continue
-					}
-					last, lastSeq = s, m.seq
+					// message's (in this round, or the last one recorded,
+					// kept on the head) means SQS had this one first (a
+					// request whose answer was lost took it after
+					// refusing the earlier one).
+					l.stopped = true
+					broken = fmt.Sprintf("SQS had message %d before message %d (sequence numbers %s and %s), from an earlier request whose answer was lost", m.seq, l.lastSeq, s, l.last)
+					continue
+				default:
+					l.last, l.lastSeq = s, m.seq
 				}
 				m.sent = true
 				l.done++
@@ -845,7 +881,8 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 }
 
 // seqAfter reports whether SQS sequence number a is greater than b
-// (decimal, no leading zeros, up to 128 bits).
+// (decimal, no leading zeros, up to 128 bits): sqsmsg.SequenceLess's
+// order, which this package cannot import (sqsmsg imports it).
 func seqAfter(a, b string) bool {
 	if len(a) != len(b) {
 		return len(a) > len(b)
@@ -899,7 +936,22 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 	if l.h.sent == 0 {
 		cond = "attribute_not_exists(#held) AND (attribute_not_exists(#sent) OR #sent = :read)"
 	}
+	// SQS's number of the group's last message moves with the mark, from
+	// the one read: two relays cannot both advance it, nor one keep a
+	// number older than the mark it records (a head read behind the
+	// items, whose mark accept moved on).
+	names["#sqsseq"] = outboxschema.AttrSQSSeq
+	if l.h.sqsSeq == "" {
+		cond += " AND attribute_not_exists(#sqsseq)"
+	} else {
+		cond += " AND #sqsseq = :rsqs"
+		values[":rsqs"] = str(l.h.sqsSeq)
+	}
 	upd := "SET #sent = :last"
+	if l.last != "" && l.last != l.h.sqsSeq {
+		upd += ", #sqsseq = :sqs"
+		values[":sqs"] = str(l.last)
+	}
 	if l.hold != "" {
 		drained = false
 		upd += ", #held = :why, #hseq = :hseq"
@@ -1009,11 +1061,23 @@ func (r *Relay) commit(ctx context.Context, l *lane, now time.Time, mu *sync.Mut
 				return nil // recorded already (a shared transaction whose answer was lost)
 			case old.sent != l.h.sent:
 				// Another relay recorded first: what this one sent since
-				// its read was published again.
+				// its read was published again. A hold this one meant is
+				// not written (the next relay to publish the group's
+				// messages reads the break again, in SQS's sequence
+				// numbers against the head's).
 				mu.Lock()
 				round.Duplicates += l.done
+				l.hold = ""
 				mu.Unlock()
 				return nil
+			case old.sqsSeq != l.h.sqsSeq:
+				// The head read was older than the mark the items showed
+				// (accept moved it on), or an operator released or
+				// dropped since: the numbers compared may not have been
+				// the group's last. Nothing recorded; the next round
+				// publishes the messages again (SQS drops the copies)
+				// and compares them with the head's number.
+				return fmt.Errorf("record progress to %d: the group's SQS sequence number moved since it was read", last)
 			case drained && attempt < 2:
 				drained = false // messages were added: the group stays pending
 				continue

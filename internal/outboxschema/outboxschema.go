@@ -54,6 +54,17 @@ const (
 	// SQS's answer to the copies of later messages it took before a
 	// reorder cannot then be taken for a second reorder.
 	AttrHeldSeq = "held_seq"
+	// AttrSQSSeq (S) is on a FIFO group's head once the relay has
+	// recorded a message of it published: SQS's sequence number of the
+	// last message recorded published, written in the transaction that
+	// moves AttrSent (so two relays cannot both advance it). A later
+	// message SQS answers with a lower number (a deduplicated copy is
+	// answered with its first copy's number) was had by SQS before an
+	// earlier one: a relay with GroupBatch above 1 holds the group.
+	// Release of a Reordered hold and Drop remove it: the break the
+	// operator saw would otherwise be held again. A head written before it
+	// existed has none: no check until a message is recorded.
+	AttrSQSSeq = "sqs_seq"
 	// AttrDropped (S) is set, with AttrSentAt, on a message an operator
 	// dropped from its held group: why it had been held.
 	AttrDropped = "dropped"

@@ -33,9 +33,12 @@ import (
 //   - every break is detected: the group shows held with a reason
 //     beginning with outbox.ReorderedHold (the operator sees it, then
 //     releases the group or drops the held message), unless the break's
-//     answer was lost and no copy of the message SQS took out of order was
-//     sent again within SQS's five-minute deduplication window; a break
-//     never detected is a violation;
+//     answer was lost and no relay got an answer taking a copy of the
+//     message SQS took out of order within SQS's five-minute deduplication
+//     window, after SQS took the earlier one (the relay keeps the group's
+//     last sequence number on its head: any such answer shows the break,
+//     whatever request, round or relay carries it); a break never
+//     detected is a violation;
 //   - a Reordered hold with no break of its group behind it is a violation
 //     (a false hold);
 //   - a relay round that got SQS's per-entry answer showing a break counts
@@ -57,15 +60,9 @@ type gbState struct {
 	answered map[string]int             // process -> groups broken in answers it got this round
 	counted  int                        // Round.Reordered, summed
 	attempts map[string]int             // partial answers per first dedup id (lost or not, drawn)
-	together map[string]time.Duration   // "a|b": a relay got an answer taking a, then b of a group (first time)
-	shown    map[string][]time.Duration // group -> when a relay got an answer showing it out of order, and counted it
-	showing  map[string][]gbShown       // process -> what answers showed it this round
+	okAt     map[string][]time.Duration // dedup id -> when a relay got an answer taking a copy of it
+	takenAt  map[string]time.Duration   // dedup id -> when SQS took its first copy
 	seqs     map[string][]string        // dedup id -> SQS's sequence numbers of the copies it took anew, in order
-}
-
-type gbShown struct {
-	group string
-	at    time.Duration
 }
 
 type gbBreak struct {
@@ -77,7 +74,7 @@ type gbBreak struct {
 
 func newGB() *gbState {
 	return &gbState{holds: map[string]bool{}, firstPub: map[int]int{}, sends: map[string][]time.Duration{},
-		answered: map[string]int{}, attempts: map[string]int{}, together: map[string]time.Duration{}, shown: map[string][]time.Duration{}, showing: map[string][]gbShown{}, seqs: map[string][]string{}}
+		answered: map[string]int{}, attempts: map[string]int{}, okAt: map[string][]time.Duration{}, takenAt: map[string]time.Duration{}, seqs: map[string][]string{}}
 }
 
 // drawGroupBatch draws the relays' GroupBatch and hot groups for half the
@@ -161,6 +158,9 @@ func (o *obHalf) gbAtFake(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBat
 		// A deduplicated copy is answered with the sequence number of the
 		// copy SQS took: a new number is a copy taken anew.
 		k, n := byID[aws.ToString(x.Id)], aws.ToString(x.SequenceNumber)
+		if _, had := o.gb.takenAt[k]; !had {
+			o.gb.takenAt[k] = now
+		}
 		if n != "" && !slices.Contains(o.gb.seqs[k], n) {
 			o.gb.seqs[k] = append(o.gb.seqs[k], n)
 		}
@@ -237,14 +237,14 @@ func (c *gbSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchIn
 	}
 	out.Failed = append(out.Failed, failed...)
 	if len(out.Failed) == 0 || len(out.Successful) == 0 {
-		o.gbTogether(c.p.id, in, out)
+		o.gbAnswered(out, in)
 		return out, nil
 	}
 	if hash64(o.w.cfg.Seed, "gb lost", sub, n)%2 == 0 {
 		o.w.stat("outbox group batch: answers to partial batches lost", 1)
 		return nil, fmt.Errorf("operation error SendMessageBatch: request canceled, context deadline exceeded (sim: the answer to a partial batch lost)")
 	}
-	o.gbTogether(c.p.id, in, out)
+	o.gbAnswered(out, in)
 	// Content refusals pass a message (Write refuses them: none here).
 	broken := brokenGroups(in, out, func(types.BatchResultErrorEntry) bool { return true })
 	if len(broken) > 0 {
@@ -266,12 +266,6 @@ func (o *obHalf) gbRound(p *proc, r outbox.Round) {
 	n := o.gb.answered[p.id]
 	delete(o.gb.answered, p.id)
 	o.gb.counted += r.Reordered
-	if r.Reordered > 0 {
-		for _, x := range o.gb.showing[p.id] {
-			o.gb.shown[x.group] = append(o.gb.shown[x.group], x.at)
-		}
-	}
-	delete(o.gb.showing, p.id)
 	o.mu.Unlock()
 	if r.Reordered < n && !p.dead.Load() {
 		o.w.violate("outbox group batch: break not counted: relay %s got SQS's per-entry answers showing %d group(s) broken (a message taken after an earlier one of its group was refused), and its round counted Round.Reordered %d", p.id, n, r.Reordered)
@@ -362,8 +356,9 @@ func seqBefore(a, b string) bool {
 }
 
 // gbCheck, at the end: every break detected, unless its answer was lost
-// and the copy SQS took out of order was not sent again within five
-// minutes; the rounds counted every Reordered hold.
+// and no relay got an answer taking a copy of the message SQS took out of
+// order within five minutes of its first, after SQS took the earlier one;
+// the rounds counted every Reordered hold.
 func (o *obHalf) gbCheck() {
 	if o.s.GroupBatch <= 1 {
 		return
@@ -385,21 +380,14 @@ func (o *obHalf) gbCheck() {
 			w.stat("outbox group batch: breaks not detected, no copy sent again within five minutes (excused)", 1)
 			continue
 		}
-		if slices.ContainsFunc(o.gb.shown[b.group], func(t time.Duration) bool { return t >= b.at && t <= b.at+5*time.Minute }) {
-			// Known, left to the lead: a relay got the answer showing
-			// the break (and counted it), and another relay, which sent
-			// the messages in separate requests, recorded its progress
-			// first: the hold was never written.
-			w.stat("outbox group batch: breaks a relay saw, its hold lost to another relay's progress (known)", 1)
-			continue
-		}
-		if t, ok := o.gb.together[b.refused.dedupID+"|"+b.taken.dedupID]; !ok || t > b.at+5*time.Minute {
-			// Known, left to the lead: the relay compares sequence
-			// numbers within one answer only, and no answer it got
-			// within five minutes took both (the next attempt failed
-			// an entry again, was split after BatchRequestTooLong, or
-			// sent the message after a release alone).
-			w.stat("outbox group batch: breaks not detected, never answered together again (known)", 1)
+		ta, taken := o.gb.takenAt[b.refused.dedupID]
+		if !taken || !slices.ContainsFunc(o.gb.okAt[b.taken.dedupID], func(t time.Duration) bool { return t >= ta && t < b.at+5*time.Minute }) {
+			// No answer a relay got shows it: within SQS's window the
+			// copies of the message taken out of order were answered
+			// (if at all) before SQS took the earlier one, whose number
+			// they are to be compared with; after it, SQS takes them
+			// anew, with higher numbers.
+			w.stat("outbox group batch: breaks not detected, no answer taking the later message within five minutes after the earlier one was taken (excused)", 1)
 			continue
 		}
 		w.violate("outbox group batch: undetected break: group %s's message %d (seq %d) reached SQS at +%s before message %d (seq %d), and the relay never held the group for it (Reordered)",
@@ -471,37 +459,19 @@ func gbRefusedBroke(in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutp
 	return false
 }
 
-// gbTogether notes, for an answer the relay gets, the pairs of a group's
-// messages it took in one request, a before b: there the relay's sequence
-// numbers show whether SQS had b first.
-func (o *obHalf) gbTogether(p string, in *sqs.SendMessageBatchInput, out *sqs.SendMessageBatchOutput) {
-	ok := map[string]string{}
-	for _, x := range out.Successful {
-		ok[aws.ToString(x.Id)] = aws.ToString(x.SequenceNumber)
+// gbAnswered notes when a relay got an answer taking a copy of each
+// message: one after SQS took an earlier message of its group, within the
+// window that keeps the copy's first sequence number, shows a break.
+func (o *obHalf) gbAnswered(out *sqs.SendMessageBatchOutput, in *sqs.SendMessageBatchInput) {
+	byID := map[string]string{}
+	for _, e := range in.Entries {
+		byID[aws.ToString(e.Id)] = aws.ToString(e.MessageDeduplicationId)
 	}
 	now := time.Since(o.w.start)
-	seen := map[string][]string{} // group -> dedup ids taken so far
-	last := map[string]string{}   // group -> SQS sequence number of the last taken
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, b := range brokenGroups(in, out, func(types.BatchResultErrorEntry) bool { return true }) {
-		o.gb.showing[p] = append(o.gb.showing[p], gbShown{b[0], now})
-	}
-	for _, e := range in.Entries {
-		n, taken := ok[aws.ToString(e.Id)]
-		if !taken {
-			continue
-		}
-		g, k := aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId)
-		if l := last[g]; l != "" && n != "" && (len(n) < len(l) || len(n) == len(l) && n < l) {
-			o.gb.showing[p] = append(o.gb.showing[p], gbShown{g, now})
-		}
-		last[g] = n
-		for _, a := range seen[g] {
-			if _, had := o.gb.together[a+"|"+k]; !had {
-				o.gb.together[a+"|"+k] = now
-			}
-		}
-		seen[g] = append(seen[g], k)
+	for _, x := range out.Successful {
+		k := byID[aws.ToString(x.Id)]
+		o.gb.okAt[k] = append(o.gb.okAt[k], now)
 	}
 }

@@ -157,7 +157,10 @@ type Config struct {
 	// to one per 8 of Concurrency, at least 2: with Concurrency at its
 	// default, defaults to 4. A receive brings at most 10 messages per
 	// SQS round trip (10-20 ms), about what 8 handlers finish meanwhile;
-	// fewer receivers cap the rate whatever the concurrency. Worker only.
+	// fewer receivers cap the rate whatever the concurrency. With
+	// GroupCommit, one per 4 of Concurrency (8 at the default): a handler
+	// that gives its slot back while its commit waits finishes about twice
+	// as many. Worker only.
 	Receivers int
 	// MaxInFlight bounds the messages received and not yet finished; no
 	// receive is made above it. Defaults to 10 × (Concurrency + the
@@ -493,6 +496,9 @@ func (s *settings) checkWorker() error {
 	}
 	if s.Receivers == 0 {
 		s.Receivers = pool.ReceiversFor(s.Concurrency)
+		if s.GroupCommit > 0 {
+			s.Receivers = pool.ReceiversForGroupCommit(s.Concurrency)
+		}
 	}
 	switch {
 	case s.Receivers < 0:

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestWorkerRunKeepsAConnectionPerConcurrentCall: `worker run`'s AWS
@@ -20,6 +21,11 @@ func TestWorkerRunKeepsAConnectionPerConcurrentCall(t *testing.T) {
 	s := &settings{concurrency: 32, queues: []string{"q"}}
 	if got, want := s.awsCalls(), 32+4; got != want { // ReceiversFor(32) = 4
 		t.Fatalf("awsCalls = %d, want %d", got, want)
+	}
+	// With group commit a handler gives its slot back while its commit
+	// waits, and the receivers are one per 4 handlers.
+	if got, want := (&settings{concurrency: 32, queues: []string{"q"}, groupCommit: 5 * time.Millisecond}).awsCalls(), 64+8; got != want {
+		t.Fatalf("awsCalls with group commit = %d, want %d", got, want)
 	}
 	t.Setenv("AWS_REGION", "us-east-1")
 	dials := func(tune ...func(*http.Transport)) int64 {

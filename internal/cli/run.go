@@ -131,7 +131,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Duration(&s.lease, "lease", "WORKER_LEASE", 0, "dedup lease per claim, extended by heartbeats (0: the queue's visibility timeout less a tenth, at least 1s)")
 	fs.Duration(&s.visibility, "visibility", "WORKER_VISIBILITY", 0, "override the queue's visibility timeout used for heartbeats (0: read from the queue)")
 	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.DefaultConcurrency, "handlers running at once (message groups in parallel)")
-	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", 0, "concurrent long polls per queue (0: one per 8 of --concurrency, at least 2)")
+	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", 0, "concurrent long polls per queue (0: one per 8 of --concurrency, at least 2; with --group-commit one per 4)")
 	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.DefaultWaitTime, "long-poll wait, 1s to 20s, cut to half a queue's visibility timeout; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
 	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.DefaultAckDelay, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes); with no other message of the queue held they go at once")
 	fs.Int(&s.maxInFlight, "max-in-flight", "WORKER_MAX_IN_FLIGHT", 0, "messages received and not yet finished (0: 10 × (concurrency + receivers); a standard queue's lanes hold at most 2×concurrency + 10 per receiver)")
@@ -376,11 +376,19 @@ const (
 // steady state: a commit per handler, a long poll per receiver of each
 // queue (the batches of deletes and extensions are few and short).
 func (s *settings) awsCalls() int {
-	receivers := s.receivers
+	receivers, commits := s.receivers, s.concurrency
+	if s.groupCommit > 0 {
+		// A handler gives its slot back while its commit waits: the
+		// commits under way can outnumber the handlers.
+		commits = 2 * s.concurrency
+	}
 	if receivers == 0 {
 		receivers = pool.ReceiversFor(s.concurrency)
+		if s.groupCommit > 0 {
+			receivers = pool.ReceiversForGroupCommit(s.concurrency)
+		}
 	}
-	return s.concurrency + receivers*max(len(s.queues), 1)
+	return commits + receivers*max(len(s.queues), 1)
 }
 
 // newEffectHTTPClient keeps as many idle connections per host as handlers

@@ -39,9 +39,16 @@ const (
 	// it brings at most 10 messages per receive round trip (10-20 ms on
 	// AWS), about what 8 handlers finish in that time when each makes a
 	// DynamoDB transaction (about 12 ms).
-	HandlersPerReceiver    = 8
-	DefaultConcurrency     = 32
-	DefaultShutdownTimeout = 90 * time.Second // inside ECS's 120 s stopTimeout
+	HandlersPerReceiver = 8
+	// HandlersPerReceiverGroupCommit is HandlersPerReceiver for handlers
+	// that give their slot back while their commit waits in a group
+	// commit's transaction: each then finishes about twice the messages in a
+	// receive's round trip. At AWS-like latency, one receiver per 4 of them
+	// took group commit from 1.23× to 2.20× a hand-written consumer at
+	// concurrency 16 and from 1.16× to 1.64× at 64 (same run).
+	HandlersPerReceiverGroupCommit = 4
+	DefaultConcurrency             = 32
+	DefaultShutdownTimeout         = 90 * time.Second // inside ECS's 120 s stopTimeout
 	// DefaultAckDelay: a delete or visibility change waits at most this
 	// long for company before its batch goes out (at once when 10 are
 	// waiting, or when the pool holds no other message of the queue). From
@@ -59,11 +66,19 @@ const (
 // DefaultReceivers. With fewer, at SQS's latency the receives, not the
 // handlers, bound the rate: two receivers cap a pool near 2×10 messages
 // per 15 ms round trip, about 1,300 msg/s, whatever its concurrency.
-func ReceiversFor(conc int) int {
+func ReceiversFor(conc int) int { return receiversFor(conc, HandlersPerReceiver) }
+
+// ReceiversForGroupCommit is ReceiversFor for a pool whose processor
+// commits in groups (see HandlersPerReceiverGroupCommit).
+func ReceiversForGroupCommit(conc int) int {
+	return receiversFor(conc, HandlersPerReceiverGroupCommit)
+}
+
+func receiversFor(conc, per int) int {
 	if conc <= 0 {
 		conc = DefaultConcurrency
 	}
-	return max(DefaultReceivers, (conc+HandlersPerReceiver-1)/HandlersPerReceiver)
+	return max(DefaultReceivers, (conc+per-1)/per)
 }
 
 // MaxInFlightFor is the default MaxInFlight of a pool of conc handlers

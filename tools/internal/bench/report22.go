@@ -167,13 +167,21 @@ func targetsMarkdown(b *strings.Builder, r *Result) {
 	b.WriteString("Each target is a ratio of two runs of this report (same regime, same concurrency), checked against its bound. ")
 	b.WriteString("A target that does not hold is printed as such: these are today's product's figures.\n\n")
 	r.targetsTable().markdown(b)
-	held := 0
+	held, judged := 0, 0
 	for _, t := range ts {
+		if t.Reference != "" {
+			continue
+		}
+		judged++
 		if t.Holds() {
 			held++
 		}
 	}
-	fmt.Fprintf(b, "\n%d of %d hold.\n\n", held, len(ts))
+	fmt.Fprintf(b, "\n%d of %d hold.", held, judged)
+	if n := len(ts) - judged; n > 0 {
+		fmt.Fprintf(b, " %d row(s) marked reference are shown beside a target, not judged.", n)
+	}
+	b.WriteString("\n\n")
 	fillNote(b, r)
 	failuresMarkdown(b, r)
 }

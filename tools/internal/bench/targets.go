@@ -33,6 +33,9 @@ type Target struct {
 	// what it measured cannot be compared: Note says why).
 	Missing bool
 	Note    string
+	// Reference, when set, says why this row is shown beside a target
+	// rather than as one: it is not judged, and not counted.
+	Reference string
 }
 
 // Holds reports whether the target holds.
@@ -49,6 +52,8 @@ func (t Target) Holds() bool {
 // Verdict is "holds", "does not hold" or "not measured".
 func (t Target) Verdict() string {
 	switch {
+	case t.Reference != "":
+		return "reference: " + t.Reference
 	case t.Missing && t.Note != "":
 		return "not measured: " + t.Note
 	case t.Missing:
@@ -191,8 +196,14 @@ func (r *Result) Targets() []Target {
 			continue // the backlog runs measure the relay alone: no producer to compare
 		}
 		t := Target{Name: "relay rate × direct producer", Run: fmt.Sprintf("aws-like latency, %d group(s), %d writers", rl.Groups, rl.Writers), Bound: TargetRelay}
-		if rl.Mode == RelayGroupBatch {
+		switch {
+		case rl.Mode == RelayGroupBatch:
 			t.Run += fmt.Sprintf(", GroupBatch %d, PerGroup %d", RelayGroupBatchSize, RelayGroupBatchPerGroup)
+		case rl.Groups == 1:
+			// One message of a group per SendMessageBatch is the default's
+			// order guarantee, which no SQS answer can break; a hot group
+			// is what GroupBatch is for, and the target is its row.
+			t.Reference = "the default relay moves a group one message per SQS round trip, its unconditional order guarantee (docs/OUTBOX.md); a hot group's target is the GroupBatch row"
 		}
 		if d, ok := r.relayRun(RelayDirect, rl.Groups); ok && d.Rate > 0 && rl.Rate > 0 {
 			t.Value = rl.Rate / d.Rate

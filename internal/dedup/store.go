@@ -40,6 +40,7 @@ type Store struct {
 	claimCond  *string
 	claimNames map[string]string
 	inProgress types.AttributeValue
+	completed  types.AttributeValue
 }
 
 // Option configures a Store.
@@ -57,6 +58,7 @@ func NewStore(db API, table string, opts ...Option) *Store {
 			"#pk": AttrPK, "#exp": AttrExpiresAt, "#st": AttrStatus, "#lu": AttrLeaseUntil,
 		},
 		inProgress: str(StatusInProgress),
+		completed:  str(StatusCompleted),
 	}
 	for _, o := range opts {
 		o(s)
@@ -135,7 +137,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		leaseUntil = now.Add(left)
 	}
 	expiresAt := expiry(now.Add(req.TTL), leaseUntil)
-	item := recordItem(req, token, StatusInProgress, now, leaseUntil, expiresAt)
+	item := s.recordItem(req, token, StatusInProgress, now, leaseUntil, expiresAt)
 	_, err = s.db.PutItem(ctx, s.claimPut(item, now))
 	won := Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: leaseUntil, ExpiresAt: expiresAt}
 	if err == nil {
@@ -178,9 +180,9 @@ func tokenOf(req ClaimRequest) (string, error) {
 
 // recordItem is the record a claim (IN_PROGRESS) or an optimistic commit
 // (COMPLETED) puts. The map has room for what a commit adds (completed_at,
-// result); equal times share one value (an attribute value is only read
-// once built).
-func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
+// result); equal times share one value, and a status is the store's (an
+// attribute value is only read once built).
+func (s *Store) recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
 	created := num(now.UnixMilli())
 	lease := created
 	if !leaseUntil.Equal(now) {
@@ -188,7 +190,14 @@ func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expires
 	}
 	item := make(map[string]types.AttributeValue, 12)
 	item[AttrPK] = str(req.Key)
-	item[AttrStatus] = str(status)
+	switch status {
+	case StatusInProgress:
+		item[AttrStatus] = s.inProgress
+	case StatusCompleted:
+		item[AttrStatus] = s.completed
+	default:
+		item[AttrStatus] = str(status)
+	}
 	item[AttrToken] = str(token)
 	item[AttrLeaseUntil] = lease
 	item[AttrExpiresAt] = num(expiresAt.Unix())
@@ -204,21 +213,28 @@ func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expires
 	return item
 }
 
-// claimPut puts item on the claim's condition: the key is absent, expired,
-// or IN_PROGRESS with its lease ended. A failed condition returns the
-// blocking record (ALL_OLD).
+// claimPut puts item (a recordItem made at now) on the claim's condition:
+// the key is absent, expired, or IN_PROGRESS with its lease ended. A failed
+// condition returns the blocking record (ALL_OLD).
 func (s *Store) claimPut(item map[string]types.AttributeValue, now time.Time) *dynamodb.PutItemInput {
 	return &dynamodb.PutItemInput{
-		TableName:                &s.table,
-		Item:                     item,
-		ConditionExpression:      s.claimCond,
-		ExpressionAttributeNames: s.claimNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now_s":  num(now.Unix()),
-			":now_ms": num(now.UnixMilli()),
-			":inprog": s.inProgress,
-		},
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 s.claimCond,
+		ExpressionAttributeNames:            s.claimNames,
+		ExpressionAttributeValues:           s.claimValues(item, now),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// claimValues are the claim condition's values at now, for item (a
+// recordItem made at now): its created_at is now in milliseconds already,
+// and is shared.
+func (s *Store) claimValues(item map[string]types.AttributeValue, now time.Time) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":now_s":  num(now.Unix()),
+		":now_ms": item[AttrCreatedAt],
+		":inprog": s.inProgress,
 	}
 }
 

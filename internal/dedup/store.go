@@ -183,13 +183,21 @@ func tokenOf(req ClaimRequest) (string, error) {
 // result); equal times share one value, and a status is the store's (an
 // attribute value is only read once built).
 func (s *Store) recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
-	created := num(now.UnixMilli())
-	lease := created
-	if !leaseUntil.Equal(now) {
-		lease = num(leaseUntil.UnixMilli())
+	// The record's values in two allocations and their digits in one, not
+	// one or two each: they live and die with the item.
+	strs := new([5]types.AttributeValueMemberS)
+	nums := new([4]types.AttributeValueMemberN)
+	digits := decimals([4]int64{now.UnixMilli(), leaseUntil.UnixMilli(), expiresAt.Unix(), int64(req.Attempts)})
+	for i := range nums {
+		nums[i].Value = digits[i]
+	}
+	created, lease := &nums[0], &nums[1]
+	if leaseUntil.Equal(now) {
+		lease = created
 	}
 	item := make(map[string]types.AttributeValue, 12)
-	item[AttrPK] = str(req.Key)
+	strs[0].Value, strs[1].Value, strs[2].Value = req.Key, token, req.PayloadSHA256
+	item[AttrPK] = &strs[0]
 	switch status {
 	case StatusInProgress:
 		item[AttrStatus] = s.inProgress
@@ -198,19 +206,39 @@ func (s *Store) recordItem(req ClaimRequest, token, status string, now, leaseUnt
 	default:
 		item[AttrStatus] = str(status)
 	}
-	item[AttrToken] = str(token)
+	item[AttrToken] = &strs[1]
 	item[AttrLeaseUntil] = lease
-	item[AttrExpiresAt] = num(expiresAt.Unix())
-	item[AttrPayloadSHA256] = str(req.PayloadSHA256)
-	item[AttrAttempts] = num(int64(req.Attempts))
+	item[AttrExpiresAt] = &nums[2]
+	item[AttrPayloadSHA256] = &strs[2]
+	item[AttrAttempts] = &nums[3]
 	item[AttrCreatedAt] = created
 	if req.MessageID != "" {
-		item[AttrMessageID] = str(req.MessageID)
+		strs[3].Value = req.MessageID
+		item[AttrMessageID] = &strs[3]
 	}
 	if req.Group != "" {
-		item[AttrGroup] = str(req.Group)
+		strs[4].Value = req.Group
+		item[AttrGroup] = &strs[4]
 	}
 	return item
+}
+
+// decimals formats ns in base 10 as slices of one string: one allocation.
+func decimals(ns [4]int64) [4]string {
+	var buf [4 * 20]byte
+	var ends [4]int
+	b := buf[:0]
+	for i, n := range ns {
+		b = strconv.AppendInt(b, n, 10)
+		ends[i] = len(b)
+	}
+	all := string(b)
+	var out [4]string
+	start := 0
+	for i := range out {
+		out[i], start = all[start:ends[i]], ends[i]
+	}
+	return out
 }
 
 // claimPut puts item (a recordItem made at now) on the claim's condition:

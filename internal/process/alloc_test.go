@@ -103,7 +103,11 @@ const maxProcessAllocs = 24
 // message: each is CPU on the hot path and garbage to collect.
 func TestProcessOptimisticAllocations(t *testing.T) {
 	process := processOptimisticBench(t)
-	if n := testing.AllocsPerRun(200, process); n > maxProcessAllocs {
-		t.Fatalf("a message allocates %.0f times in the processor, more than %d", n, maxProcessAllocs)
+	limit := maxProcessAllocs
+	if raceEnabled {
+		limit++ // the race detector's instrumentation moves one more value to the heap
+	}
+	if n := testing.AllocsPerRun(200, process); n > float64(limit) {
+		t.Fatalf("a message allocates %.0f times in the processor, more than %d", n, limit)
 	}
 }

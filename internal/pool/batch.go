@@ -85,15 +85,11 @@ type batcher struct {
 
 	mu      sync.Mutex
 	deletes []batchOp // in the order they came, so the oldest is first
-	// unparked counts the deletes that are not parked: timed asks it on
-	// every add, and a scan would cost each message the parked deletes of
-	// every group under way (hundreds at concurrency 64).
-	unparked int
-	changes  []batchOp
-	kick     chan struct{}
-	now      chan struct{} // idle: flush without waiting out the delay
-	closed   chan struct{}
-	done     chan struct{}
+	changes []batchOp
+	kick    chan struct{}
+	now     chan struct{} // idle: flush without waiting out the delay
+	closed  chan struct{}
+	done    chan struct{}
 
 	sends   sync.WaitGroup // delete requests under way
 	sendSem chan struct{}  // bounds them
@@ -134,7 +130,6 @@ func (b *batcher) unpark(group string) {
 			n++
 		}
 	}
-	b.unparked += n
 	b.mu.Unlock()
 	if n > 0 { // their due time moved: the timer must be set again
 		select {
@@ -166,9 +161,6 @@ func (b *batcher) add(op batchOp) {
 	if op.visibility < 0 {
 		b.changes = dropReceipt(b.changes, op.receipt)
 		b.deletes = append(b.deletes, op)
-		if !op.parked {
-			b.unparked++
-		}
 		n = len(b.deletes)
 	} else {
 		for i := range b.changes {
@@ -196,7 +188,15 @@ func (b *batcher) add(op batchOp) {
 // timed reports whether an entry that is not parked is pending: the timer
 // is then set for a time no later than a new entry's due. b.mu held.
 func (b *batcher) timed() bool {
-	return len(b.changes) > 0 || b.unparked > 0
+	if len(b.changes) > 0 {
+		return true
+	}
+	for i := range b.deletes {
+		if !b.deletes[i].parked {
+			return true
+		}
+	}
+	return false
 }
 
 // idle tells the batcher that nothing more will join the pending entries
@@ -324,11 +324,6 @@ func (b *batcher) flushDue(all bool) bool {
 	var dels, chs []batchOp
 	if due(b.deletes) {
 		dels = take(&b.deletes, now, b.delay)
-		for i := range dels {
-			if !dels[i].parked {
-				b.unparked--
-			}
-		}
 	}
 	if due(b.changes) {
 		chs = take(&b.changes, now, b.delay)

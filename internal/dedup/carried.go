@@ -97,7 +97,7 @@ func (s *Store) prepareCarried(req ClaimRequest, result []byte, writes []types.T
 		return nil, nil, err
 	}
 	now := s.now()
-	rec := recordItem(req, token, StatusCompleted, now, now, now)
+	rec := s.recordItem(req, token, StatusCompleted, now, now, now)
 	delete(rec, AttrPK)                       // the carrier keeps its own key
 	delete(rec, AttrExpiresAt)                // and its own lifetime: the dedup window
 	rec[AttrCompletedAt] = rec[AttrCreatedAt] // now

@@ -54,7 +54,7 @@ type GroupResult struct {
 // their error and stay out. One entry alone is CommitOptimistic.
 func (s *Store) CommitGroup(ctx context.Context, entries []GroupEntry) []GroupResult {
 	out := make([]GroupResult, len(entries))
-	var ready []*optimistic
+	var ready []optimistic
 	var at []int // index in entries of each ready commit
 	n, size := 0, 0
 	for i, e := range entries {

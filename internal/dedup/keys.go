@@ -239,5 +239,7 @@ func escape(s string) string {
 // PayloadHash is the hex SHA-256 of a body, stored as payload_sha256.
 func PayloadHash(body string) string {
 	sum := sha256.Sum256([]byte(body))
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte // hex.EncodeToString would allocate twice
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }

@@ -35,7 +35,7 @@ func (s *Store) CommitOptimistic(ctx context.Context, req ClaimRequest, result [
 	}
 	var put *dynamodb.PutItemInput
 	if len(writes) == 0 {
-		put = o.put
+		put = o.putInput()
 	}
 	old, err := s.commitItems(ctx, req.Key, put, o.items)
 	if old == nil {
@@ -79,52 +79,63 @@ type optimistic struct {
 	req   ClaimRequest
 	now   time.Time
 	won   Claim
-	put   *dynamodb.PutItemInput    // the record on the claim's condition
-	items []types.TransactWriteItem // the record's Put, then the writes
+	items []types.TransactWriteItem // the record's Put (on the claim's condition), then the writes
+}
+
+// putInput is the record's Put as a PutItem, for a commit without writes.
+func (o *optimistic) putInput() *dynamodb.PutItemInput {
+	p := o.items[0].Put
+	return &dynamodb.PutItemInput{
+		TableName:                           p.TableName,
+		Item:                                p.Item,
+		ConditionExpression:                 p.ConditionExpression,
+		ExpressionAttributeNames:            p.ExpressionAttributeNames,
+		ExpressionAttributeValues:           p.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
 }
 
 // prepareOptimistic checks an optimistic commit's arguments and builds its
 // requests.
-func (s *Store) prepareOptimistic(req ClaimRequest, result []byte, writes []types.TransactWriteItem) (*optimistic, error) {
+func (s *Store) prepareOptimistic(req ClaimRequest, result []byte, writes []types.TransactWriteItem) (optimistic, error) {
 	switch {
 	case req.Key == "":
-		return nil, errors.New("dedup: empty key")
+		return optimistic{}, errors.New("dedup: empty key")
 	case req.TTL <= 0:
-		return nil, fmt.Errorf("dedup: ttl (%s) must be positive", req.TTL)
+		return optimistic{}, fmt.Errorf("dedup: ttl (%s) must be positive", req.TTL)
 	case req.PayloadSHA256 == "":
-		return nil, errors.New("dedup: commit without a payload hash (conflicts could not be told from duplicates)")
+		return optimistic{}, errors.New("dedup: commit without a payload hash (conflicts could not be told from duplicates)")
 	case len(result) > MaxStoredBytes:
-		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrResultTooLarge, len(result), MaxStoredBytes)
+		return optimistic{}, fmt.Errorf("%w: %d bytes, more than %d", ErrResultTooLarge, len(result), MaxStoredBytes)
 	}
 	token, err := tokenOf(req)
 	if err != nil {
-		return nil, err
+		return optimistic{}, err
 	}
 	now := s.now()
 	expiresAt := expiry(now.Add(req.TTL), now)
 	// The lease ends as it starts: a COMPLETED record has none.
-	item := recordItem(req, token, StatusCompleted, now, now, expiresAt)
+	item := s.recordItem(req, token, StatusCompleted, now, now, expiresAt)
 	item[AttrCompletedAt] = item[AttrCreatedAt] // now
 	if len(result) > 0 {
 		item[AttrResult] = &types.AttributeValueMemberB{Value: result}
 	}
-	put := s.claimPut(item, now)
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
-		TableName:                           put.TableName,
-		Item:                                put.Item,
-		ConditionExpression:                 put.ConditionExpression,
-		ExpressionAttributeNames:            put.ExpressionAttributeNames,
-		ExpressionAttributeValues:           put.ExpressionAttributeValues,
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 s.claimCond,
+		ExpressionAttributeNames:            s.claimNames,
+		ExpressionAttributeValues:           s.claimValues(item, now),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
 	items = append(items, writes...)
 	if err := checkSize(req.Key, items); err != nil {
-		return nil, err
+		return optimistic{}, err
 	}
 	req.Token = token
-	return &optimistic{
-		req: req, now: now, put: put, items: items,
+	return optimistic{
+		req: req, now: now, items: items,
 		won: Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: now, ExpiresAt: expiresAt},
 	}, nil
 }

@@ -40,6 +40,7 @@ type Store struct {
 	claimCond  *string
 	claimNames map[string]string
 	inProgress types.AttributeValue
+	completed  types.AttributeValue
 }
 
 // Option configures a Store.
@@ -57,6 +58,7 @@ func NewStore(db API, table string, opts ...Option) *Store {
 			"#pk": AttrPK, "#exp": AttrExpiresAt, "#st": AttrStatus, "#lu": AttrLeaseUntil,
 		},
 		inProgress: str(StatusInProgress),
+		completed:  str(StatusCompleted),
 	}
 	for _, o := range opts {
 		o(s)
@@ -135,7 +137,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claim, error) {
 		leaseUntil = now.Add(left)
 	}
 	expiresAt := expiry(now.Add(req.TTL), leaseUntil)
-	item := recordItem(req, token, StatusInProgress, now, leaseUntil, expiresAt)
+	item := s.recordItem(req, token, StatusInProgress, now, leaseUntil, expiresAt)
 	_, err = s.db.PutItem(ctx, s.claimPut(item, now))
 	won := Claim{Outcome: Won, Key: req.Key, Token: token, LeaseUntil: leaseUntil, ExpiresAt: expiresAt}
 	if err == nil {
@@ -178,47 +180,89 @@ func tokenOf(req ClaimRequest) (string, error) {
 
 // recordItem is the record a claim (IN_PROGRESS) or an optimistic commit
 // (COMPLETED) puts. The map has room for what a commit adds (completed_at,
-// result); equal times share one value (an attribute value is only read
-// once built).
-func recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
-	created := num(now.UnixMilli())
-	lease := created
-	if !leaseUntil.Equal(now) {
-		lease = num(leaseUntil.UnixMilli())
+// result); equal times share one value, and a status is the store's (an
+// attribute value is only read once built).
+func (s *Store) recordItem(req ClaimRequest, token, status string, now, leaseUntil, expiresAt time.Time) map[string]types.AttributeValue {
+	// The record's values in two allocations and their digits in one, not
+	// one or two each: they live and die with the item.
+	strs := new([5]types.AttributeValueMemberS)
+	nums := new([4]types.AttributeValueMemberN)
+	digits := decimals([4]int64{now.UnixMilli(), leaseUntil.UnixMilli(), expiresAt.Unix(), int64(req.Attempts)})
+	for i := range nums {
+		nums[i].Value = digits[i]
+	}
+	created, lease := &nums[0], &nums[1]
+	if leaseUntil.Equal(now) {
+		lease = created
 	}
 	item := make(map[string]types.AttributeValue, 12)
-	item[AttrPK] = str(req.Key)
-	item[AttrStatus] = str(status)
-	item[AttrToken] = str(token)
+	strs[0].Value, strs[1].Value, strs[2].Value = req.Key, token, req.PayloadSHA256
+	item[AttrPK] = &strs[0]
+	switch status {
+	case StatusInProgress:
+		item[AttrStatus] = s.inProgress
+	case StatusCompleted:
+		item[AttrStatus] = s.completed
+	default:
+		item[AttrStatus] = str(status)
+	}
+	item[AttrToken] = &strs[1]
 	item[AttrLeaseUntil] = lease
-	item[AttrExpiresAt] = num(expiresAt.Unix())
-	item[AttrPayloadSHA256] = str(req.PayloadSHA256)
-	item[AttrAttempts] = num(int64(req.Attempts))
+	item[AttrExpiresAt] = &nums[2]
+	item[AttrPayloadSHA256] = &strs[2]
+	item[AttrAttempts] = &nums[3]
 	item[AttrCreatedAt] = created
 	if req.MessageID != "" {
-		item[AttrMessageID] = str(req.MessageID)
+		strs[3].Value = req.MessageID
+		item[AttrMessageID] = &strs[3]
 	}
 	if req.Group != "" {
-		item[AttrGroup] = str(req.Group)
+		strs[4].Value = req.Group
+		item[AttrGroup] = &strs[4]
 	}
 	return item
 }
 
-// claimPut puts item on the claim's condition: the key is absent, expired,
-// or IN_PROGRESS with its lease ended. A failed condition returns the
-// blocking record (ALL_OLD).
+// decimals formats ns in base 10 as slices of one string: one allocation.
+func decimals(ns [4]int64) [4]string {
+	var buf [4 * 20]byte
+	var ends [4]int
+	b := buf[:0]
+	for i, n := range ns {
+		b = strconv.AppendInt(b, n, 10)
+		ends[i] = len(b)
+	}
+	all := string(b)
+	var out [4]string
+	start := 0
+	for i := range out {
+		out[i], start = all[start:ends[i]], ends[i]
+	}
+	return out
+}
+
+// claimPut puts item (a recordItem made at now) on the claim's condition:
+// the key is absent, expired, or IN_PROGRESS with its lease ended. A failed
+// condition returns the blocking record (ALL_OLD).
 func (s *Store) claimPut(item map[string]types.AttributeValue, now time.Time) *dynamodb.PutItemInput {
 	return &dynamodb.PutItemInput{
-		TableName:                &s.table,
-		Item:                     item,
-		ConditionExpression:      s.claimCond,
-		ExpressionAttributeNames: s.claimNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now_s":  num(now.Unix()),
-			":now_ms": num(now.UnixMilli()),
-			":inprog": s.inProgress,
-		},
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 s.claimCond,
+		ExpressionAttributeNames:            s.claimNames,
+		ExpressionAttributeValues:           s.claimValues(item, now),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// claimValues are the claim condition's values at now, for item (a
+// recordItem made at now): its created_at is now in milliseconds already,
+// and is shared.
+func (s *Store) claimValues(item map[string]types.AttributeValue, now time.Time) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":now_s":  num(now.Unix()),
+		":now_ms": item[AttrCreatedAt],
+		":inprog": s.inProgress,
 	}
 }
 

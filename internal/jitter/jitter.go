@@ -90,5 +90,7 @@ func (r *Rand) ID() (string, error) {
 	if err := r.Read(b[:]); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(b[:]), nil
+	var h [32]byte // hex.EncodeToString would allocate twice
+	hex.Encode(h[:], b[:])
+	return string(h[:]), nil
 }

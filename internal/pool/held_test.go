@@ -9,7 +9,7 @@ import (
 )
 
 func heldState(fifo bool) *queueState {
-	return &queueState{q: &Queue{FIFO: fifo}, b: &batcher{}, held: map[*delivery]struct{}{}, byID: map[string][]*delivery{}, groups: map[string]int{}}
+	return &queueState{q: &Queue{FIFO: fifo}, b: &batcher{}, held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}}
 }
 
 // TestHoldsFollowsEveryReceiptOfAMessage: holds answers for a message
@@ -68,5 +68,52 @@ func BenchmarkHolds(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnholdKeepsTheOtherReceiptsOfAMessage: letting go of any one of a
+// message's held receipts (the newest, the oldest, one between) leaves
+// the others answering for it.
+func TestUnholdKeepsTheOtherReceiptsOfAMessage(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	for drop := range 3 {
+		qs := heldState(true)
+		ds := make([]*delivery, 3)
+		for i := range ds {
+			ds[i] = &delivery{msg: effect.Message{ID: "m", Group: "g"}, visibleUntil: now.Add(time.Minute)}
+			qs.hold(ds[i])
+		}
+		qs.unhold(ds[drop])
+		for i, d := range ds {
+			if i == drop {
+				continue
+			}
+			d.lost = true
+			if !qs.holds(d, now) {
+				t.Fatalf("receipt %d let go: the message is no longer held through the third", drop)
+			}
+			d.lost = false
+		}
+		for i, d := range ds {
+			if i != drop {
+				qs.unhold(d)
+			}
+		}
+		if len(qs.byID) != 0 || qs.holds(ds[0], now) {
+			t.Fatalf("receipt %d let go first: the index keeps the message after all its receipts went", drop)
+		}
+	}
+}
+
+// TestHoldingAllocatesNothing: holding a delivery and letting it go cost
+// the index no allocation (a slice per message ID did: one per message).
+func TestHoldingAllocatesNothing(t *testing.T) {
+	qs := heldState(true)
+	other := &delivery{msg: effect.Message{ID: "o", Group: "g"}}
+	qs.hold(other)
+	d := &delivery{msg: effect.Message{ID: "m", Group: "g"}}
+	if n := testing.AllocsPerRun(100, func() { qs.hold(d); qs.unhold(d) }); n != 0 {
+		t.Fatalf("holding a delivery allocates %.0f times", n)
 	}
 }

@@ -253,9 +253,11 @@ type queueState struct {
 	mu   sync.Mutex
 	held map[*delivery]struct{}
 	// byID is held indexed by message ID: one delivery, or two while SQS
-	// has handed a message out again (holds asks it on every commit, and
-	// a scan of held would cost each message the pool's whole hold).
-	byID map[string][]*delivery
+	// has handed a message out again, chained by delivery.sameID (holds
+	// asks it on every commit, and a scan of held would cost each message
+	// the pool's whole hold; a chain, not a slice, costs a message no
+	// allocation).
+	byID map[string]*delivery
 	// groups counts the held deliveries of each FIFO group: a delete waits
 	// for the rest of its group (batcher.deleteParked).
 	groups map[string]int
@@ -289,6 +291,8 @@ type delivery struct {
 	lost bool
 	// retries counts the retries in place so far (owned by its lane).
 	retries int
+	// sameID is the next held delivery of the same message (byID).
+	sameID *delivery
 }
 
 // New validates cfg and returns a pool.
@@ -378,7 +382,7 @@ func New(cfg Config) (*Pool, error) {
 		}
 		vis := visibilitySeconds(q.Visibility)
 		p.queues[url] = &queueState{
-			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, byID: map[string][]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
+			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
 			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
 			onStale: func(d *delivery, err error) {
 				if ext != nil {
@@ -800,7 +804,8 @@ func (qs *queueState) release(d *delivery) {
 // hold adds d to what the pool holds. qs.mu held.
 func (qs *queueState) hold(d *delivery) {
 	qs.held[d] = struct{}{}
-	qs.byID[d.msg.ID] = append(qs.byID[d.msg.ID], d)
+	d.sameID = qs.byID[d.msg.ID]
+	qs.byID[d.msg.ID] = d
 	if qs.q.FIFO {
 		qs.groups[d.msg.Group]++
 	}
@@ -814,11 +819,20 @@ func (qs *queueState) unhold(d *delivery) (rest bool) {
 		return false
 	}
 	delete(qs.held, d)
-	if same := slices.DeleteFunc(qs.byID[d.msg.ID], func(o *delivery) bool { return o == d }); len(same) > 0 {
-		qs.byID[d.msg.ID] = same
-	} else {
+	switch head := qs.byID[d.msg.ID]; {
+	case head == d && d.sameID == nil:
 		delete(qs.byID, d.msg.ID)
+	case head == d:
+		qs.byID[d.msg.ID] = d.sameID
+	default:
+		for o := head; o != nil; o = o.sameID {
+			if o.sameID == d {
+				o.sameID = d.sameID
+				break
+			}
+		}
 	}
+	d.sameID = nil
 	if !qs.q.FIFO {
 		return false
 	}
@@ -846,7 +860,7 @@ func (qs *queueState) expired(d *delivery, now time.Time) bool {
 func (qs *queueState) holds(d *delivery, now time.Time) bool {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
-	for _, o := range qs.byID[d.msg.ID] {
+	for o := qs.byID[d.msg.ID]; o != nil; o = o.sameID {
 		if !o.lost && now.Before(o.visibleUntil) {
 			return true
 		}

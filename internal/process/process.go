@@ -631,6 +631,9 @@ func outgoing(send []effect.Outgoing) []outbox.Message {
 // (those after the effect's n writes) into errOutboxMoved, which is no
 // verdict: another producer appended to the group first.
 func outboxMoved(err error, n int) error {
+	if err == nil {
+		return nil
+	}
 	var ece *dedup.EffectConditionError
 	if errors.As(err, &ece) && ece.Index >= n {
 		return fmt.Errorf("%w: %w", errOutboxMoved, err)

@@ -495,10 +495,7 @@ func (s *settings) checkWorker() error {
 		s.Concurrency = DefaultConcurrency
 	}
 	if s.Receivers == 0 {
-		s.Receivers = pool.ReceiversFor(s.Concurrency)
-		if s.GroupCommit > 0 {
-			s.Receivers = pool.ReceiversForGroupCommit(s.Concurrency)
-		}
+		s.Receivers = pool.ReceiversFor(s.Concurrency, s.GroupCommit > 0)
 	}
 	switch {
 	case s.Receivers < 0:

@@ -19,7 +19,7 @@ import (
 // AWS, a TLS handshake each).
 func TestWorkerRunKeepsAConnectionPerConcurrentCall(t *testing.T) {
 	s := &settings{concurrency: 32, queues: []string{"q"}}
-	if got, want := s.awsCalls(), 32+4; got != want { // ReceiversFor(32) = 4
+	if got, want := s.awsCalls(), 32+4; got != want { // ReceiversFor(32, false) = 4
 		t.Fatalf("awsCalls = %d, want %d", got, want)
 	}
 	// With group commit a handler gives its slot back while its commit

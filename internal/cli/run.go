@@ -383,10 +383,7 @@ func (s *settings) awsCalls() int {
 		commits = 2 * s.concurrency
 	}
 	if receivers == 0 {
-		receivers = pool.ReceiversFor(s.concurrency)
-		if s.groupCommit > 0 {
-			receivers = pool.ReceiversForGroupCommit(s.concurrency)
-		}
+		receivers = pool.ReceiversFor(s.concurrency, s.groupCommit > 0)
 	}
 	return commits + receivers*max(len(s.queues), 1)
 }

@@ -49,7 +49,7 @@ func TestHoldsFollowsEveryReceiptOfAMessage(t *testing.T) {
 // n deliveries held: MaxInFlightFor(64, 8) = 720 at concurrency 64. An op
 // is one question.
 func BenchmarkHolds(b *testing.B) {
-	for _, n := range []int{20, 180, MaxInFlightFor(64, ReceiversFor(64))} {
+	for _, n := range []int{20, 180, MaxInFlightFor(64, ReceiversFor(64, false))} {
 		b.Run("held="+strconv.Itoa(n), func(b *testing.B) {
 			now := time.Now()
 			qs := heldState(true)

@@ -12,7 +12,7 @@ import (
 // from its receive to its settling, with as many others held as at
 // concurrency 64 (MaxInFlightFor(64, 8) = 720). An op is one delivery.
 func BenchmarkHoldUnhold(b *testing.B) {
-	n := MaxInFlightFor(64, ReceiversFor(64))
+	n := MaxInFlightFor(64, ReceiversFor(64, false))
 	now := time.Now()
 	qs := heldState(true)
 	for i := range n {

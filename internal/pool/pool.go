@@ -62,21 +62,19 @@ const (
 )
 
 // ReceiversFor is the default number of receivers of a queue for a pool
-// of conc handlers: one per HandlersPerReceiver of them, at least
-// DefaultReceivers. With fewer, at SQS's latency the receives, not the
-// handlers, bound the rate: two receivers cap a pool near 2×10 messages
-// per 15 ms round trip, about 1,300 msg/s, whatever its concurrency.
-func ReceiversFor(conc int) int { return receiversFor(conc, HandlersPerReceiver) }
-
-// ReceiversForGroupCommit is ReceiversFor for a pool whose processor
-// commits in groups (see HandlersPerReceiverGroupCommit).
-func ReceiversForGroupCommit(conc int) int {
-	return receiversFor(conc, HandlersPerReceiverGroupCommit)
-}
-
-func receiversFor(conc, per int) int {
+// of conc handlers: one per HandlersPerReceiver of them (one per
+// HandlersPerReceiverGroupCommit when the processor commits in groups),
+// at least DefaultReceivers. With fewer, at SQS's latency the receives,
+// not the handlers, bound the rate: two receivers cap a pool near 2×10
+// messages per 15 ms round trip, about 1,300 msg/s, whatever its
+// concurrency.
+func ReceiversFor(conc int, groupCommit bool) int {
 	if conc <= 0 {
 		conc = DefaultConcurrency
+	}
+	per := HandlersPerReceiver
+	if groupCommit {
+		per = HandlersPerReceiverGroupCommit
 	}
 	return max(DefaultReceivers, (conc+per-1)/per)
 }
@@ -102,7 +100,7 @@ type Queue struct {
 	FIFO       bool
 	Visibility time.Duration // asked for at receive (the queue's VisibilityTimeout or an override); held messages are extended at about half of it
 	Lease      time.Duration // dedup lease per claim; DefaultLease(Visibility) if 0
-	Receivers  int           // concurrent long polls; ReceiversFor(Concurrency) if 0
+	Receivers  int           // concurrent long polls; ReceiversFor(Concurrency, false) if 0
 	// DLQURL, when set, receives permanent failures directly (DeadLetterCopy:
 	// group and dedup key kept, a dedup id of the copy's own); otherwise they
 	// are left to the queue's redrive policy.
@@ -319,7 +317,7 @@ func New(cfg Config) (*Pool, error) {
 		}
 		seen[q.URL] = true
 		if q.Receivers <= 0 {
-			q.Receivers = ReceiversFor(cfg.Concurrency)
+			q.Receivers = ReceiversFor(cfg.Concurrency, false)
 		}
 		if q.Visibility <= 0 {
 			return nil, fmt.Errorf("pool: queue %s: visibility timeout must be positive", q.URL)

@@ -651,8 +651,8 @@ func TestNewValidates(t *testing.T) {
 	p, err := New(Config{Client: s, Processor: proc, Queues: []Queue{{URL: "u", Visibility: 3 * time.Second}}})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, p.cfg.Queues[0].Lease, "the lease defaults to a little less than the visibility timeout")
-	require.Equal(t, maxBatch*(DefaultConcurrency+ReceiversFor(DefaultConcurrency)), p.cfg.MaxInFlight)
-	require.Equal(t, 2*DefaultConcurrency+maxBatch*ReceiversFor(DefaultConcurrency), p.maxLanes)
+	require.Equal(t, maxBatch*(DefaultConcurrency+ReceiversFor(DefaultConcurrency, false)), p.cfg.MaxInFlight)
+	require.Equal(t, 2*DefaultConcurrency+maxBatch*ReceiversFor(DefaultConcurrency, false), p.maxLanes)
 	p.Force() // before Run: no panic
 }
 

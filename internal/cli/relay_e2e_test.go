@@ -20,7 +20,9 @@ func receiveAll(t *testing.T, c *sqs.Client, url string) []string {
 	t.Helper()
 	var bodies []string
 	for {
-		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10})
+		// A long poll: a short one may answer empty while messages wait
+		// (SQS samples its servers; a loaded emulator answered empty once).
+		out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		require.NoError(t, err)
 		if len(out.Messages) == 0 {
 			return bodies

@@ -203,7 +203,7 @@ func Forget(ctx context.Context, db RecordsDB, table string, shown *dedup.Record
 		}
 		now, derr := dedup.DecodeRecord(ccf.Item)
 		if derr != nil {
-			return fmt.Errorf("%w: key %q; nothing deleted (%v)", ErrChanged, key, derr)
+			return fmt.Errorf("%w: key %q; nothing deleted (%w)", ErrChanged, key, derr)
 		}
 		return &ChangedError{Shown: shown, Now: now}
 	}

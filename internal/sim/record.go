@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -58,14 +57,9 @@ func (rec Recording) write(w io.Writer) error {
 	return bw.Flush()
 }
 
-// readRecording reads a file write wrote.
-func readRecording(path string) (Recording, error) {
+// parseRecording reads what write wrote; path names it in errors.
+func parseRecording(f io.Reader, path string) (Recording, error) {
 	var rec Recording
-	f, err := os.Open(path)
-	if err != nil {
-		return rec, fmt.Errorf("REPLAY=%s: %w", path, err)
-	}
-	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<24)
 	n := 0
@@ -86,6 +80,7 @@ func readRecording(path string) (Recording, error) {
 		case "run":
 			rec.Run = val
 		case "seed":
+			var err error
 			if rec.Seed, err = strconv.ParseUint(val, 10, 64); err != nil {
 				return rec, bad("seed: " + err.Error())
 			}
@@ -183,22 +178,4 @@ func (rec Recording) compare(res Result) (same bool, report string) {
 	}
 	fmt.Fprintf(&b, "  digest %s, recorded %s", res.Digest(), rec.Digest)
 	return false, b.String()
-}
-
-// writeRecording writes res's recording to dir/RUN-N.rec (seed-N.rec,
-// chain-seed-N.rec) and returns the file's name.
-func writeRecording(dir, run string, seed uint64, commit, replay string, res Result) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	path := fmt.Sprintf("%s/%s-%d.rec", strings.TrimRight(dir, "/"), run, seed)
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	if err := recordingOf(run, seed, commit, replay, res).write(f); err != nil {
-		_ = f.Close()
-		return "", err
-	}
-	return path, f.Close()
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +37,34 @@ func replaying(t *testing.T, what string, seed uint64) *Recording {
 		return nil
 	}
 	return &rec
+}
+
+// readRecording reads a recording file (writeRecording's).
+func readRecording(path string) (Recording, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Recording{}, fmt.Errorf("REPLAY=%s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	return parseRecording(f, path)
+}
+
+// writeRecording writes res's recording to dir/RUN-N.rec (seed-N.rec,
+// chain-seed-N.rec) and returns the file's name.
+func writeRecording(dir, run string, seed uint64, commit, replay string, res Result) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := fmt.Sprintf("%s/%s-%d.rec", strings.TrimRight(dir, "/"), run, seed)
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if err := recordingOf(run, seed, commit, replay, res).write(f); err != nil {
+		_ = f.Close()
+		return "", err
+	}
+	return path, f.Close()
 }
 
 // recordRed writes a red run's recording (-sim.record) and returns the

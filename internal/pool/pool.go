@@ -412,7 +412,9 @@ func orDefault(d, def time.Duration) time.Duration {
 // WaitTime), and what they bring is handed back too: SQS keeps serving a poll
 // its client gave up on, and the messages it takes, the handed-back ones
 // included, would stay in flight for nobody until their visibility timeout
-// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them.
+// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them;
+// on a FIFO queue what a cancelled poll had taken is then asked back by its
+// receive request attempt id and handed back too (recover).
 func (p *Pool) Run(ctx context.Context) {
 	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))

@@ -31,7 +31,9 @@ func setup(t *testing.T, write bool) (*consoletest.World, http.Handler) {
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = consoleHost
+	h.ServeHTTP(rec, req)
 	body := rec.Body.String()
 	require.NotContains(t, body, "goroutine ", "no stack")
 	return rec.Code, body
@@ -41,12 +43,17 @@ func post(t *testing.T, h http.Handler, path string, form url.Values) (int, stri
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Host = consoleHost
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	h.ServeHTTP(rec, req)
 	body := rec.Body.String()
 	require.NotContains(t, body, "goroutine ", "no stack")
 	return rec.Code, body
 }
+
+// consoleHost is the Host a browser sends to the console of
+// consoletest.World.Config (listening on 127.0.0.1:8080).
+const consoleHost = "127.0.0.1:8080"
 
 var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([a-z]+)" value="([^"]*)">`)
 
@@ -240,7 +247,9 @@ func TestForget(t *testing.T) {
 	// A record claimed again between the confirmation and the POST is left.
 	_, page = get(t, h, "/forget?key="+url.QueryEscape(w.StuckKeys[1]))
 	f = form(t, page)
-	f.Set("token", "another-claim")
+	_, err = dedup.NewStore(w.DB, w.DedupTable).Claim(ctx, dedup.ClaimRequest{Key: w.StuckKeys[1], PayloadSHA256: dedup.PayloadHash(w.StuckKeys[1]),
+		MessageID: "m-again", Lease: time.Minute, TTL: time.Hour})
+	require.NoError(t, err, "a worker takes the stuck record over")
 	code, body = post(t, h, "/forget", f)
 	require.Equal(t, http.StatusConflict, code)
 	require.Contains(t, body, "claimed or completed again since")
@@ -316,9 +325,8 @@ func TestOutboxDrop(t *testing.T) {
 	require.Equal(t, w.HeldID, f.Get("id"))
 	bad := url.Values{"csrf": f["csrf"], "queue": f["queue"], "group": f["group"], "id": {"confirm-1701"}}
 	code, body := post(t, h, "/outbox/drop", bad)
-	require.Equal(t, http.StatusConflict, code, "only the held message: %s", body)
-	_, page = get(t, h, "/outbox/drop?"+q)
-	code, body = post(t, h, "/outbox/drop", form(t, page))
+	require.Equal(t, http.StatusForbidden, code, "only the held message, its token bound to its id: %s", body)
+	code, body = post(t, h, "/outbox/drop", f)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "Dropped message "+w.HeldID)
 	held, err := w.Held(ctx)
@@ -389,7 +397,7 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, r, "none of them deleted anything")
 	code, _ = post(t, h, "/dlq/redrive", url.Values{"csrf": {form(t, mustGet(t, h, "/dlq/preview?queue=orders.fifo&group=acct-7")).Get("csrf")}, "queue": {"orders.fifo"}, "before": {"x"}})
-	require.Equal(t, http.StatusBadRequest, code, "a malformed form")
+	require.Equal(t, http.StatusForbidden, code, "a form that is not the one its token was issued for")
 	require.Equal(t, "orders-dlq.fifo", sqsmsg.QueueName(w.DLQ))
 }
 
@@ -424,10 +432,11 @@ func TestBasicAuth(t *testing.T) {
 	h, err := console.New(cfg)
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Host = consoleHost
+	h.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusUnauthorized, rec.Code)
 	require.Contains(t, rec.Header().Get("WWW-Authenticate"), "Basic")
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.SetBasicAuth("ops", "wrong")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

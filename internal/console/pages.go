@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,7 +278,9 @@ func (c *Console) redrivePreview(r *http.Request) (string, any, error) {
 	}
 	return "preview", previewData{
 		dlqData:  dlqData{Queue: qi.Name, DLQ: sqsmsg.QueueName(qi.DLQURL), FIFO: qi.FIFO, Groups: byGroup(ls), Count: len(ls), More: len(ls) >= redriveMax},
-		QueueURL: qi.URL, Chosen: groups, Before: before.UnixMilli(), CSRF: c.tokens.issue("/dlq/redrive"), Command: cmd + " --dry-run",
+		QueueURL: qi.URL, Chosen: groups, Before: before.UnixMilli(), Command: cmd + " --dry-run",
+		CSRF: c.tokens.issue("/dlq/redrive", url.Values{"queue": {qi.Name}, "group": groups,
+			"before": {strconv.FormatInt(before.UnixMilli(), 10)}, "max": {strconv.Itoa(len(ls))}}),
 	}, nil
 }
 
@@ -390,7 +393,7 @@ func (c *Console) forgetConfirm(r *http.Request) (string, any, error) {
 		return "", nil, notFound("no record for key %q in table %s (forgotten already, or expired)", key, c.cfg.DedupTable)
 	}
 	w := operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{Key: key, Record: rec, Now: c.cfg.Now()})
-	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget"), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
+	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget", url.Values{"key": {rec.Key}, "token": {rec.Token}}), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
 	return "forget", d, nil
 }
 
@@ -526,7 +529,8 @@ func (c *Console) heldConfirm(r *http.Request, action string) (string, any, erro
 	if !ok {
 		return "", nil, conflict("group %q of %s is not held (released or dropped already?)", group, sqsmsg.QueueName(queue))
 	}
-	return strings.TrimPrefix(action, "/outbox/"), heldData{Queue: queue, QueueName: sqsmsg.QueueName(queue), Group: group, Item: it, Held: h, CSRF: c.tokens.issue(action)}, nil
+	csrf := c.tokens.issue(action, url.Values{"queue": {queue}, "group": {group}, "id": {it.ID}})
+	return strings.TrimPrefix(action, "/outbox/"), heldData{Queue: queue, QueueName: sqsmsg.QueueName(queue), Group: group, Item: it, Held: h, CSRF: csrf}, nil
 }
 
 func (c *Console) releaseConfirm(r *http.Request) (string, any, error) {

@@ -52,9 +52,10 @@ type World struct {
 	DedupScope                      dedup.Scope
 }
 
-// Config is a console.Config over the world.
+// Config is a console.Config over the world, listening on 127.0.0.1:8080
+// (a server on another address sets Addr).
 func (w *World) Config(write bool) console.Config {
-	return console.Config{SQS: w.SQS, DB: w.DB, Queues: []string{w.Queue, w.Confirm}, DedupTable: w.DedupTable,
+	return console.Config{Addr: "127.0.0.1:8080", SQS: w.SQS, DB: w.DB, Queues: []string{w.Queue, w.Confirm}, DedupTable: w.DedupTable,
 		OutboxTable: w.OutboxTable, Namespace: w.Namespace, Write: write}
 }
 

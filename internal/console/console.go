@@ -384,13 +384,23 @@ func newHosts(addr string, allowed []string) (hosts, error) {
 		hs.unspecified = true
 	}
 	for _, a := range allowed {
-		ah, ap := splitHost(strings.TrimSpace(a), "")
-		if ah == "" || strings.ContainsAny(ah, "/@?#") || strings.Contains(a, "://") {
-			return hosts{}, fmt.Errorf("console: allowed host %q: want a name or name:port as a browser sends it in Host (console.example.com, console.example.com:8443)", a)
+		if err := CheckAllowedHost(a); err != nil {
+			return hosts{}, fmt.Errorf("console: %w", err)
 		}
+		ah, ap := splitHost(a, "")
 		hs.allowed = append(hs.allowed, [2]string{ah, ap})
 	}
 	return hs, nil
+}
+
+// CheckAllowedHost says what is wrong with h as one of
+// Config.AllowedHosts: a name, or name:port, as a browser sends it in Host.
+func CheckAllowedHost(h string) error {
+	name, _ := splitHost(h, "")
+	if name == "" || strings.ContainsAny(h, "/@?# ") {
+		return fmt.Errorf("allowed host %q: want a name or name:port as a browser sends it in Host (console.example.com, console.example.com:8443)", h)
+	}
+	return nil
 }
 
 // splitHost splits a Host (or an Origin's host) into its lowercased name

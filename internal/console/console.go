@@ -327,7 +327,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name 
 }
 
 var titles = map[string]string{
-	"overview": "Overview", "find": "Find a message", "dlq": "Dead letters", "preview": "Redrive: preview",
+	"overview": "Overview", "find": "Find a message", "dlq": "Dead letters", "dlqs": "Dead letters", "preview": "Redrive: preview",
 	"redriven": "Redrive: done", "stuck": "Stuck records", "conflicts": "Conflicts", "forget": "Forget a record", "forgotten": "Forgotten",
 	"outbox": "Outbox", "group": "Outbox group", "release": "Release a held group", "drop": "Drop a held message", "done": "Done",
 }

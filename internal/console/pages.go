@@ -128,17 +128,20 @@ func (c *Console) find(r *http.Request) (string, any, error) {
 	case err != nil:
 		return "", nil, err
 	}
-	d.Key = key
-	rec, err := operator.ReadRecord(r.Context(), c.cfg.DB, c.cfg.DedupTable, key)
-	if err != nil {
-		return "", nil, err
-	}
 	queue := l.Queue
 	if queue == "" {
 		queue = c.queueOfKey(key)
 	}
-	d.Where = operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: c.cfg.Namespace,
-		MessageID: l.MessageID, Record: rec, Now: c.cfg.Now(), Max: c.cfg.DLQSearch, Wait: c.dlqWait()})
+	read := func(key string) (*dedup.Record, error) {
+		return operator.ReadRecord(r.Context(), c.cfg.DB, c.cfg.DedupTable, key)
+	}
+	d.Where, err = operator.Find(r.Context(), c.cfg.SQS, read, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: c.cfg.Namespace,
+		MessageID: l.MessageID, Now: c.cfg.Now(), Max: c.cfg.DLQSearch, Wait: c.dlqWait()})
+	if err != nil {
+		return "", nil, err
+	}
+	key, rec := d.Where.Key, d.Where.Record
+	d.Key = key
 	if queue != "" {
 		d.DLQQueue = sqsmsg.QueueName(queue)
 		d.DLQFind = cmp.Or(l.IdempotencyKey, l.DedupID, l.MessageID)
@@ -233,7 +236,27 @@ func (c *Console) listDLQ(r *http.Request, qi operator.QueueInfo, groups []strin
 	return res.Listed, nil
 }
 
+// dlqRow is a queue with a dead-letter queue, on the Dead letters index.
+type dlqRow struct {
+	Name, DLQ, Err string
+	Waiting        int
+}
+
 func (c *Console) deadLetters(r *http.Request) (string, any, error) {
+	if strings.TrimSpace(r.FormValue("queue")) == "" {
+		// The index: every queue given that has a DLQ.
+		var rows []dlqRow
+		for _, u := range c.cfg.Queues {
+			qi, err := operator.DescribeQueue(r.Context(), c.cfg.SQS, u)
+			switch {
+			case err != nil:
+				rows = append(rows, dlqRow{Name: sqsmsg.QueueName(u), Err: err.Error()})
+			case qi.DLQURL != "":
+				rows = append(rows, dlqRow{Name: qi.Name, DLQ: sqsmsg.QueueName(qi.DLQURL), Waiting: qi.DLQDepth.Visible + qi.DLQDepth.InFlight})
+			}
+		}
+		return "dlqs", rows, nil
+	}
 	qi, err := c.dlqOf(r)
 	if err != nil {
 		return "", nil, err

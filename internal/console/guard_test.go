@@ -72,10 +72,10 @@ func TestHostChecked(t *testing.T) {
 	// allowed.
 	cfg = w.Config(false)
 	cfg.Addr = "0.0.0.0:8080"
-	any, err := console.New(cfg)
+	everyAddr, err := console.New(cfg)
 	require.NoError(t, err)
 	for host, want := range map[string]int{"10.0.0.5:8080": 200, "[fd00::5]:8080": 200, "localhost:8080": 200, "10.0.0.5:80": 421, "console.internal:8080": 421} {
-		code, body := do(t, any, http.MethodGet, "/", host, nil, nil)
+		code, body := do(t, everyAddr, http.MethodGet, "/", host, nil, nil)
 		require.Equal(t, want, code, "Host %q: %s", host, body)
 	}
 

@@ -157,6 +157,8 @@ func TestTokenBoundToTarget(t *testing.T) {
 	for _, c := range []tamper{
 		{"/forget?key=" + url.QueryEscape(w.StuckKeys[0]), "/forget", "key", w.StuckKeys[1]},
 		{"/forget?key=" + url.QueryEscape(w.StuckKeys[0]), "/forget", "token", "another"},
+		{"/forget?key=" + url.QueryEscape(w.StuckKeys[0]), "/forget", "status", "COMPLETED"},
+		{"/forget?key=" + url.QueryEscape(w.StuckKeys[0]), "/forget", "lease", "1"},
 		{"/dlq/preview?queue=orders.fifo&group=acct-9", "/dlq/redrive", "group", "acct-7"},
 		{"/dlq/preview?queue=orders.fifo&group=acct-9", "/dlq/redrive", "max", "1000"},
 		{"/dlq/preview?queue=orders.fifo&group=acct-9", "/dlq/redrive", "before", "99999999999999"},

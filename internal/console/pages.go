@@ -416,18 +416,25 @@ func (c *Console) forgetConfirm(r *http.Request) (string, any, error) {
 		return "", nil, notFound("no record for key %q in table %s (forgotten already, or expired)", key, c.cfg.DedupTable)
 	}
 	w := operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{Key: key, Record: rec, Now: c.cfg.Now()})
-	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget", url.Values{"key": {rec.Key}, "token": {rec.Token}}), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
+	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget", url.Values{"key": {rec.Key}, "token": {rec.Token}, "status": {rec.Status},
+		"lease": {strconv.FormatInt(rec.LeaseUntil.UnixMilli(), 10)}}), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
 	return "forget", d, nil
 }
 
 func (c *Console) forget(r *http.Request) (string, any, error) {
-	key, token := r.PostForm.Get("key"), r.PostForm.Get("token")
-	if key == "" || token == "" {
-		return "", nil, badRequest("the forget form is malformed (key, token): go back and reload it")
+	key, token, status := r.PostForm.Get("key"), r.PostForm.Get("token"), r.PostForm.Get("status")
+	leaseMS, lerr := strconv.ParseInt(r.PostForm.Get("lease"), 10, 64)
+	if key == "" || token == "" || status == "" || lerr != nil {
+		return "", nil, badRequest("the forget form is malformed (key, token, status, lease): go back and reload it")
 	}
-	err := operator.Forget(r.Context(), c.cfg.DB, c.cfg.DedupTable, key, token)
-	c.log.Info("console: forget", "table", c.cfg.DedupTable, "key", key, "token", token, "err", err)
+	// Deleted only if the record is still the one the page showed.
+	shown := &dedup.Record{Key: key, Token: token, Status: status, LeaseUntil: time.UnixMilli(leaseMS)}
+	err := operator.Forget(r.Context(), c.cfg.DB, c.cfg.DedupTable, shown)
+	c.log.Info("console: forget", "table", c.cfg.DedupTable, "key", key, "token", token, "status", status, "err", err)
+	var changed *operator.ChangedError
 	switch {
+	case errors.As(err, &changed):
+		return "", nil, conflict("%v. Reload the confirmation page to see the record as it is now.", err)
 	case errors.Is(err, operator.ErrNoRecord), errors.Is(err, operator.ErrChanged):
 		return "", nil, conflict("%v", err)
 	case err != nil:

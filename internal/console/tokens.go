@@ -37,7 +37,7 @@ func newTokens(secret []byte, ttl time.Duration, now func() time.Time) *tokens {
 // bound are the fields of each write's form that name its target: a token
 // is issued for their values and accepted only with them.
 var bound = map[string][]string{
-	"/forget":         {"key", "token"},
+	"/forget":         {"key", "token", "status", "lease"},
 	"/dlq/redrive":    {"queue", "group", "before", "max"},
 	"/outbox/release": {"queue", "group"},
 	"/outbox/drop":    {"queue", "group", "id"},

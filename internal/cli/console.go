@@ -19,7 +19,7 @@ import (
 // consoleSettings are worker console's settings.
 type consoleSettings struct {
 	addr, authFile, table, outboxTable, namespace string
-	queues, metrics                               []string
+	queues, metrics, allowedHosts                 []string
 	write                                         bool
 	logFormat, logLevel                           string
 }
@@ -28,7 +28,9 @@ func (s *consoleSettings) define(fs *config.Set) {
 	fs.String(&s.addr, "addr", "WORKER_CONSOLE_ADDR", "127.0.0.1:8080", "address to listen on: loopback only, unless --auth-file is given too")
 	fs.String(&s.authFile, "auth-file", "WORKER_CONSOLE_AUTH_FILE", "", "file holding user:password, asked for on every request (HTTP basic auth); required to listen beyond loopback. Put a TLS proxy in front of it off this machine")
 	fs.Bool(&s.write, "write", "WORKER_CONSOLE_WRITE", false, "allow the writes (redrive, forget, outbox release and drop), each after a confirmation page; without it the console only reads")
-	fs.List(&s.queues, "queues", "WORKER_QUEUES", "URLs of the queues the workers consume (comma-separated), with their dead-letter queues")
+	fs.List(&s.queues, "queue", "WORKER_QUEUES", "URL of a queue the workers consume (its dead-letter queue comes from its redrive policy)")
+	fs.Alias("queues", "queue")
+	fs.List(&s.allowedHosts, "allowed-host", "WORKER_CONSOLE_ALLOWED_HOSTS", "a name the console answers to besides its address, localhost and loopback IPs at its port: the Host a proxy in front of it forwards, or the name browsers use (name: at any port; name:port: at that port)")
 	fs.List(&s.metrics, "metrics", "WORKER_CONSOLE_METRICS", "URLs of the workers' Prometheus /metrics endpoints (comma-separated): the overview draws their rates")
 	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
 	fs.String(&s.outboxTable, "outbox-table", "WORKER_OUTBOX_TABLE", "", "DynamoDB outbox table (empty: no outbox pages)")
@@ -81,6 +83,11 @@ func consoleCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	for _, h := range s.allowedHosts {
+		if err := console.CheckAllowedHost(h); err != nil {
+			return config.Errorf("%s: %v", fs.Name("allowed-host"), err)
+		}
+	}
 	log, err := telemetry.NewLogger(stderr, s.logFormat, s.logLevel)
 	if err != nil {
 		return config.Errorf("%s", err)
@@ -90,21 +97,22 @@ func consoleCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer cl.close()
-	c, err := console.New(console.Config{SQS: cl.sqs, DB: cl.dynamo, Queues: s.queues, DedupTable: s.table, OutboxTable: s.outboxTable,
-		Namespace: s.namespace, Write: s.write, User: user, Password: pass, Metrics: s.metrics, Logger: log})
-	if err != nil {
-		return config.Errorf("%s", err)
-	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return config.Errorf("%s %q: %v", fs.Name("addr"), s.addr, err)
+	}
+	defer func() { _ = ln.Close() }()
+	c, err := console.New(console.Config{Addr: ln.Addr().String(), AllowedHosts: s.allowedHosts, SQS: cl.sqs, DB: cl.dynamo, Queues: s.queues,
+		DedupTable: s.table, OutboxTable: s.outboxTable, Namespace: s.namespace, Write: s.write, User: user, Password: pass, Metrics: s.metrics, Logger: log})
+	if err != nil {
+		return config.Errorf("%s", err)
 	}
 	mode := "read-only"
 	if s.write {
 		mode = "read-write"
 	}
 	fmt.Fprintf(stdout, "console: http://%s/ (%s)\n", ln.Addr(), mode)
-	log.Info("console started", "addr", ln.Addr().String(), "write", s.write, "auth", user != "", "queues", len(s.queues), "dedup_table", s.table, "outbox_table", s.outboxTable)
+	log.Info("console started", "addr", ln.Addr().String(), "write", s.write, "auth", user != "", "allowed_hosts", strings.Join(s.allowedHosts, ","), "queues", len(s.queues), "dedup_table", s.table, "outbox_table", s.outboxTable)
 	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
 	sampling, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})

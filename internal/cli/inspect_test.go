@@ -3,14 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/console/consoletest"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 )
 
 // TestInspectWhereNow: worker inspect says where the message is now, over
@@ -59,4 +62,17 @@ func TestInspectWhereNow(t *testing.T) {
 	n, err := w.DLQDepth(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, n, "inspect moved nothing")
+
+	// A delivery the worker moved to the DLQ, found by the message id its
+	// log line names: its record is its key's (not the id's).
+	m := effect.Message{QueueURL: w.Queue, QueueName: "orders.fifo", ID: w.ConflictMessageID, Group: w.DoneGroup, DedupID: w.DoneDedupID, Body: "amended"}
+	in, err := sqsmsg.DeadLetterCopy(w.DLQ, true, m, &m.Body, nil, errors.New("conflict"), now)
+	require.NoError(t, err)
+	_, err = w.SQS.SendMessage(ctx, in)
+	require.NoError(t, err)
+	out, err = run(inspectArgs{queue: w.Queue, group: w.DoneGroup, messageID: m.ID, dlqSearch: 100})
+	require.NoError(t, err)
+	require.Contains(t, out, "key:            "+w.DoneKey+"\n")
+	require.Contains(t, out, "status:         COMPLETED\n")
+	require.Contains(t, out, "where:          in the dead-letter queue orders-dlq.fifo since ")
 }

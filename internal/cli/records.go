@@ -157,10 +157,6 @@ func inspect(ctx context.Context, db recordsDB, q operator.LocateSQS, a inspectA
 	if err != nil {
 		return err
 	}
-	r, err := readRecord(ctx, db, a.table, key)
-	if err != nil {
-		return err
-	}
 	queue := a.queue
 	if queue == "" && a.dlqSearch > 0 {
 		// The key names its queue: find it in this account and region.
@@ -170,8 +166,13 @@ func inspect(ctx context.Context, db recordsDB, q operator.LocateSQS, a inspectA
 			}
 		}
 	}
-	wh := operator.Locate(ctx, q, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: a.namespace,
-		MessageID: a.messageID, Record: r, Now: now, Max: a.dlqSearch, Wait: time.Second})
+	read := func(key string) (*dedup.Record, error) { return readRecord(ctx, db, a.table, key) }
+	wh, err := operator.Find(ctx, q, read, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: a.namespace,
+		MessageID: a.messageID, Now: now, Max: a.dlqSearch, Wait: time.Second})
+	if err != nil {
+		return err
+	}
+	key, r := wh.Key, wh.Record
 	if r == nil && wh.Dead == nil {
 		return fmt.Errorf("no record for key %q in table %s: %s", key, a.table, wh.Verdict)
 	}

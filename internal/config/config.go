@@ -19,6 +19,7 @@ type Set struct {
 	fs     *flag.FlagSet
 	out    io.Writer
 	envs   map[string]string // flag name -> env name
+	alias  map[string]string // deprecated flag name -> the flag it spells
 	lookup func(string) (string, bool)
 }
 
@@ -30,7 +31,7 @@ func NewSet(name string, usage io.Writer, lookup func(string) (string, bool)) *S
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported as one line by Parse
-	return &Set{fs: fs, out: usage, envs: map[string]string{}, lookup: lookup}
+	return &Set{fs: fs, out: usage, envs: map[string]string{}, alias: map[string]string{}, lookup: lookup}
 }
 
 // SetOutput sets where --help prints the usage.
@@ -80,6 +81,15 @@ func (s *Set) List(p *[]string, name, env, usage string) {
 	s.add(name, env)
 }
 
+// Alias defines old as a deprecated spelling of the flag name (defined
+// before): given, it sets name's value, and name's environment twin is not
+// read on top of it.
+func (s *Set) Alias(old, name string) {
+	f := s.fs.Lookup(name)
+	s.fs.Var(f.Value, old, "deprecated: the old spelling of --"+name)
+	s.alias[old] = name
+}
+
 type listValue []string
 
 func (l *listValue) String() string { return strings.Join(*l, ",") }
@@ -119,7 +129,12 @@ func (s *Set) Parse(args []string) error {
 		return Errorf("unexpected argument %q (flags start with --)", s.fs.Arg(0))
 	}
 	given := map[string]bool{}
-	s.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	s.fs.Visit(func(f *flag.Flag) {
+		given[f.Name] = true
+		if to, ok := s.alias[f.Name]; ok {
+			given[to] = true
+		}
+	})
 	var err error
 	s.fs.VisitAll(func(f *flag.Flag) {
 		env := s.envs[f.Name]

@@ -20,7 +20,9 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -59,6 +61,19 @@ type Config struct {
 	// Write allows the writes (forget, redrive, release, drop); without
 	// it the console only reads.
 	Write bool
+	// Addr is the address the console listens on (host:port, its port
+	// resolved): a request whose Host is neither it, nor localhost or a
+	// loopback IP at its port (any IP at its port when Addr's host is
+	// unspecified, 0.0.0.0 or ::), nor one of AllowedHosts, is refused
+	// (421), so that a web page whose name was re-pointed at this address
+	// (DNS rebinding) cannot read a page or post a form. A write whose
+	// Origin is not one of those hosts, or that the browser says is
+	// cross-site or same-site (Sec-Fetch-Site), is refused (403).
+	Addr string
+	// AllowedHosts are more names the console answers to: the name a
+	// browser reaches it by through a proxy ("console.example.com": at
+	// any port; "console.example.com:8443": at that port only).
+	AllowedHosts []string
 	// User and Password, when set, are asked for (HTTP basic auth) on
 	// every request.
 	User, Password string
@@ -93,6 +108,7 @@ var assets embed.FS
 // Console is the console's http.Handler.
 type Console struct {
 	cfg    Config
+	hosts  hosts
 	log    *slog.Logger
 	tmpl   map[string]*template.Template
 	mux    *http.ServeMux
@@ -107,6 +123,10 @@ func New(cfg Config) (*Console, error) {
 		return nil, errors.New("console: SQS and DB are required")
 	case cfg.DedupTable == "":
 		return nil, errors.New("console: the dedup table is required")
+	}
+	hs, err := newHosts(cfg.Addr, cfg.AllowedHosts)
+	if err != nil {
+		return nil, err
 	}
 	for _, q := range cfg.Queues {
 		if !strings.Contains(q, "/") {
@@ -126,7 +146,7 @@ func New(cfg Config) (*Console, error) {
 	cfg.DLQSearch = cmp.Or(cfg.DLQSearch, 100)
 	cfg.TokenTTL = cmp.Or(cfg.TokenTTL, time.Hour)
 	cfg.ScrapeEvery = cmp.Or(cfg.ScrapeEvery, 5*time.Second)
-	c := &Console{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), tokens: newTokens(cfg.Secret, cfg.TokenTTL, cfg.Now)}
+	c := &Console{cfg: cfg, hosts: hs, log: cfg.Logger, mux: http.NewServeMux(), tokens: newTokens(cfg.Secret, cfg.TokenTTL, cfg.Now)}
 	if len(cfg.Metrics) > 0 {
 		c.rates = &rates{urls: cfg.Metrics, client: &http.Client{Timeout: 2 * time.Second}}
 	}
@@ -180,8 +200,13 @@ func (c *Console) routes() {
 	}))
 }
 
-// ServeHTTP asks for the credentials when set, and answers.
+// ServeHTTP refuses a request for another Host, asks for the credentials
+// when set, and answers.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !c.hosts.allow(splitHost(r.Host, "80")) {
+		http.Error(w, fmt.Sprintf("421: this console does not answer to Host %q (a page whose name was pointed at it?). Open it at http://%s/, or, for the name a proxy forwards or a browser uses, start it with --allowed-host <name>", r.Host, c.cfg.Addr), http.StatusMisdirectedRequest)
+		return
+	}
 	if c.cfg.User != "" || c.cfg.Password != "" {
 		u, p, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(c.cfg.User))&subtle.ConstantTimeCompare([]byte(p), []byte(c.cfg.Password)) != 1 {
@@ -193,7 +218,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin: no referrer leaves the console (its URLs name keys and
+	// groups), and its own forms' POSTs carry their Origin.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	c.mux.ServeHTTP(w, r)
 }
@@ -258,17 +285,21 @@ func (c *Console) page(h handler) http.Handler {
 	})
 }
 
-// write is page for a POST: refused without Config.Write, or without a
-// valid CSRF token (403), or when its form was submitted already (409).
+// write is page for a POST: refused without Config.Write, from another
+// origin, or without a valid CSRF token for its action and target (403),
+// or when its form was submitted already (409).
 func (c *Console) write(h handler) http.Handler {
 	return c.page(func(r *http.Request) (string, any, error) {
 		if !c.cfg.Write {
 			return "", nil, &Error{Code: http.StatusForbidden, Msg: "the console is read-only: start it with --write to change anything"}
 		}
+		if err := c.sameOrigin(r); err != nil {
+			return "", nil, err
+		}
 		if err := r.ParseForm(); err != nil {
 			return "", nil, badRequest("cannot read the form: %v", err)
 		}
-		if err := c.tokens.check(r.PostForm.Get("csrf"), r.URL.Path); err != nil {
+		if err := c.tokens.check(r.PostForm.Get("csrf"), r.URL.Path, r.PostForm); err != nil {
 			return "", nil, err
 		}
 		return h(r)
@@ -296,7 +327,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name 
 }
 
 var titles = map[string]string{
-	"overview": "Overview", "find": "Find a message", "dlq": "Dead letters", "preview": "Redrive: preview",
+	"overview": "Overview", "find": "Find a message", "dlq": "Dead letters", "dlqs": "Dead letters", "preview": "Redrive: preview",
 	"redriven": "Redrive: done", "stuck": "Stuck records", "conflicts": "Conflicts", "forget": "Forget a record", "forgotten": "Forgotten",
 	"outbox": "Outbox", "group": "Outbox group", "release": "Release a held group", "drop": "Drop a held message", "done": "Done",
 }
@@ -334,4 +365,104 @@ func (c *Console) groups(r *http.Request) []string {
 		}
 	}
 	return out
+}
+
+// hosts are the Hosts the console answers to (Config.Addr).
+type hosts struct {
+	host, port  string
+	unspecified bool        // Addr's host is 0.0.0.0 or ::
+	allowed     [][2]string // Config.AllowedHosts: host, and port or ""
+}
+
+func newHosts(addr string, allowed []string) (hosts, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil || p == "" || p == "0" {
+		return hosts{}, fmt.Errorf("console: Addr %q: want the host:port it listens on (its port resolved): every request's Host is checked against it", addr)
+	}
+	hs := hosts{host: strings.ToLower(h), port: p}
+	if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() || h == "" {
+		hs.unspecified = true
+	}
+	for _, a := range allowed {
+		if err := CheckAllowedHost(a); err != nil {
+			return hosts{}, fmt.Errorf("console: %w", err)
+		}
+		ah, ap := splitHost(a, "")
+		hs.allowed = append(hs.allowed, [2]string{ah, ap})
+	}
+	return hs, nil
+}
+
+// CheckAllowedHost says what is wrong with h as one of
+// Config.AllowedHosts: a name, or name:port, as a browser sends it in Host.
+func CheckAllowedHost(h string) error {
+	name, _ := splitHost(h, "")
+	if name == "" || strings.ContainsAny(h, "/@?# ") {
+		return fmt.Errorf("allowed host %q: want a name or name:port as a browser sends it in Host (console.example.com, console.example.com:8443)", h)
+	}
+	return nil
+}
+
+// splitHost splits a Host (or an Origin's host) into its lowercased name
+// and its port, defaultPort when it names none.
+func splitHost(hostport, defaultPort string) (host, port string) {
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		return strings.ToLower(h), cmp.Or(p, defaultPort)
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")), defaultPort
+}
+
+// allow says whether the console answers to host at port: an allowed
+// name (at its port when it gives one), else at the console's port its
+// own address, localhost, a loopback IP, or, listening on every address,
+// any IP. A page that re-points its own name at the console (DNS
+// rebinding) sends that name, never an IP.
+func (hs hosts) allow(host, port string) bool {
+	if host == "" {
+		return false
+	}
+	for _, a := range hs.allowed {
+		if host == a[0] && (a[1] == "" || a[1] == port) {
+			return true
+		}
+	}
+	if port != hs.port {
+		return false
+	}
+	if host == hs.host || host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || hs.unspecified)
+}
+
+// sameOrigin refuses a write a browser sent from another page: an Origin
+// that is not one the console answers to, or a Sec-Fetch-Site other than
+// same-origin ("null" only with same-origin). A request with neither header (curl, a script) is no
+// browser's, so no cross-site forgery: it goes on to the token check.
+func (c *Console) sameOrigin(r *http.Request) error {
+	refuse := func(why string) error {
+		return &Error{Code: http.StatusForbidden, Msg: "this write was not sent by the console's own pages (" + why + "): nothing was done. Open the console at its own address and confirm there"}
+	}
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" {
+		return refuse("the browser says it came from a " + s + " page")
+	}
+	o := r.Header.Get("Origin")
+	if o == "" || (o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") {
+		// A browser that hides the origin (a stricter referrer policy
+		// than the console's) still says where the form came from.
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return refuse(fmt.Sprintf("Origin %q", o))
+	}
+	def := "80"
+	if u.Scheme == "https" {
+		def = "443"
+	}
+	if !c.hosts.allow(splitHost(u.Host, def)) {
+		return refuse(fmt.Sprintf("Origin %q", o))
+	}
+	return nil
 }

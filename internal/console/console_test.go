@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"html"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/console"
 	"github.com/exactlyonce/exactly/internal/console/consoletest"
 	"github.com/exactlyonce/exactly/internal/dedup"
@@ -31,7 +34,9 @@ func setup(t *testing.T, write bool) (*consoletest.World, http.Handler) {
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = consoleHost
+	h.ServeHTTP(rec, req)
 	body := rec.Body.String()
 	require.NotContains(t, body, "goroutine ", "no stack")
 	return rec.Code, body
@@ -41,12 +46,17 @@ func post(t *testing.T, h http.Handler, path string, form url.Values) (int, stri
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Host = consoleHost
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	h.ServeHTTP(rec, req)
 	body := rec.Body.String()
 	require.NotContains(t, body, "goroutine ", "no stack")
 	return rec.Code, body
 }
+
+// consoleHost is the Host a browser sends to the console of
+// consoletest.World.Config (listening on 127.0.0.1:8080).
+const consoleHost = "127.0.0.1:8080"
 
 var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([a-z]+)" value="([^"]*)">`)
 
@@ -240,7 +250,9 @@ func TestForget(t *testing.T) {
 	// A record claimed again between the confirmation and the POST is left.
 	_, page = get(t, h, "/forget?key="+url.QueryEscape(w.StuckKeys[1]))
 	f = form(t, page)
-	f.Set("token", "another-claim")
+	_, err = dedup.NewStore(w.DB, w.DedupTable).Claim(ctx, dedup.ClaimRequest{Key: w.StuckKeys[1], PayloadSHA256: dedup.PayloadHash(w.StuckKeys[1]),
+		MessageID: "m-again", Lease: time.Minute, TTL: time.Hour})
+	require.NoError(t, err, "a worker takes the stuck record over")
 	code, body = post(t, h, "/forget", f)
 	require.Equal(t, http.StatusConflict, code)
 	require.Contains(t, body, "changed since it was shown")
@@ -342,9 +354,8 @@ func TestOutboxDrop(t *testing.T) {
 	require.Equal(t, w.HeldID, f.Get("id"))
 	bad := url.Values{"csrf": f["csrf"], "queue": f["queue"], "group": f["group"], "id": {"confirm-1701"}}
 	code, body := post(t, h, "/outbox/drop", bad)
-	require.Equal(t, http.StatusConflict, code, "only the held message: %s", body)
-	_, page = get(t, h, "/outbox/drop?"+q)
-	code, body = post(t, h, "/outbox/drop", form(t, page))
+	require.Equal(t, http.StatusForbidden, code, "only the held message, its token bound to its id: %s", body)
+	code, body = post(t, h, "/outbox/drop", f)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "Dropped message "+w.HeldID)
 	held, err := w.Held(ctx)
@@ -365,7 +376,7 @@ func TestBadInput(t *testing.T) {
 		{"/find?queue=orders.fifo", 400, "give the message&#39;s id"},
 		{"/find?queue=nope.fifo&message_id=x", 404, `queue &#34;nope.fifo&#34; is not one the console was given`},
 		{"/dlq?queue=nope.fifo", 404, "is not one the console was given"},
-		{"/dlq", 400, "which queue?"},
+		{"/dlq", 200, "orders-dlq.fifo"},
 		{"/dlq?queue=confirmations.fifo", 404, "has no dead-letter queue"},
 		{"/dlq/preview?queue=orders.fifo", 400, "choose the groups"},
 		{"/dlq/preview?queue=orders.fifo&group=no-such-group", 409, "redriven already?"},
@@ -415,7 +426,7 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, r, "none of them deleted anything")
 	code, _ = post(t, h, "/dlq/redrive", url.Values{"csrf": {form(t, mustGet(t, h, "/dlq/preview?queue=orders.fifo&group=acct-7")).Get("csrf")}, "queue": {"orders.fifo"}, "before": {"x"}})
-	require.Equal(t, http.StatusBadRequest, code, "a malformed form")
+	require.Equal(t, http.StatusForbidden, code, "a form that is not the one its token was issued for")
 	require.Equal(t, "orders-dlq.fifo", sqsmsg.QueueName(w.DLQ))
 }
 
@@ -450,10 +461,11 @@ func TestBasicAuth(t *testing.T) {
 	h, err := console.New(cfg)
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Host = consoleHost
+	h.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusUnauthorized, rec.Code)
 	require.Contains(t, rec.Header().Get("WWW-Authenticate"), "Basic")
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.SetBasicAuth("ops", "wrong")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -462,4 +474,89 @@ func TestBasicAuth(t *testing.T) {
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusOK, rec.Code)
+}
+
+// TestFindByLoggedMessageID: a message the worker moved to the DLQ (its
+// copy gets a new message id, and a dedup id of its own made from the
+// original's) is found by its queue and either id: the original's, which
+// the worker's log line names as message_id, or its copy's, which it
+// names as dlq_message_id; with the record of its key (here completed:
+// the copy is of a delivery refused as a conflict).
+func TestFindByLoggedMessageID(t *testing.T) {
+	t.Parallel()
+	w, h := setup(t, false)
+	ctx := context.Background()
+	m := effect.Message{QueueURL: w.Queue, QueueName: "orders.fifo", ID: w.ConflictMessageID, Group: w.DoneGroup, DedupID: w.DoneDedupID,
+		Body: `{"order":"1234","amended":true}`}
+	in, err := sqsmsg.DeadLetterCopy(w.DLQ, true, m, &m.Body, nil, errors.New("conflict: completed for another payload"), time.Now())
+	require.NoError(t, err)
+	out, err := w.SQS.SendMessage(ctx, in)
+	require.NoError(t, err)
+	copyID := aws.ToString(out.MessageId)
+	require.NotEqual(t, m.ID, copyID, "the copy has a message id of its own")
+	for _, id := range []string{m.ID, copyID} {
+		code, body := get(t, h, "/find?queue=orders.fifo&group="+w.DoneGroup+"&message_id="+url.QueryEscape(id))
+		require.Equal(t, http.StatusOK, code, "message_id=%s: %s", id, body)
+		require.Contains(t, body, "in the dead-letter queue orders-dlq.fifo since ", id)
+		require.Contains(t, body, "conflict: completed for another payload", id)
+		require.Contains(t, body, `id="record"`, id)
+		require.Contains(t, body, "COMPLETED", id)
+		require.Contains(t, body, html.EscapeString(w.DoneKey), id)
+	}
+}
+
+var navRE = regexp.MustCompile(`(?s)<nav>(.*?)</nav>`)
+
+// TestEveryPageReachable: the navigation bar links every top-level page
+// (Dead letters too: without a queue it lists the queues that have a
+// DLQ), on every page; and following links from it, as an operator
+// clicks, reaches every page the console serves by GET (the redrive
+// preview by the Dead letters page's form).
+func TestEveryPageReachable(t *testing.T) {
+	t.Parallel()
+	_, h := setup(t, true)
+	top := []string{"/", "/find", "/dlq", "/stuck", "/conflicts", "/outbox"}
+	nav := func(page string) []string {
+		m := navRE.FindStringSubmatch(page)
+		require.NotNil(t, m, "a nav bar")
+		var out []string
+		for _, l := range hrefRE.FindAllStringSubmatch(m[1], -1) {
+			out = append(out, html.UnescapeString(l[1]))
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	queue := []string{"/"}
+	for len(queue) > 0 && len(seen) < 200 {
+		u := queue[0]
+		queue = queue[1:]
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		code, page := get(t, h, u)
+		if code != http.StatusOK {
+			continue
+		}
+		require.Equal(t, top, nav(page), "the nav bar of %s", u)
+		for _, l := range hrefRE.FindAllStringSubmatch(page, -1) {
+			if v := html.UnescapeString(l[1]); strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "/static/") && !seen[v] {
+				queue = append(queue, v)
+			}
+		}
+	}
+	reached := map[string]bool{}
+	for u := range seen {
+		if code, _ := get(t, h, u); code == http.StatusOK {
+			p, _, _ := strings.Cut(u, "?")
+			reached[p] = true
+		}
+	}
+	for _, p := range []string{"/", "/find", "/dlq", "/stuck", "/conflicts", "/forget", "/outbox", "/outbox/group", "/outbox/release", "/outbox/drop"} {
+		require.True(t, reached[p], "%s is reached from the nav bar (reached: %v)", p, reached)
+	}
+	_, body := get(t, h, "/dlq")
+	require.Contains(t, body, `href="/dlq?queue=orders.fifo"`, "the queues with a DLQ")
+	require.NotContains(t, body, `href="/dlq?queue=confirmations.fifo"`, "no DLQ, not listed")
+	require.Contains(t, mustGet(t, h, "/dlq?queue=orders.fifo"), `action="/dlq/preview"`)
 }

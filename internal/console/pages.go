@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,17 +128,20 @@ func (c *Console) find(r *http.Request) (string, any, error) {
 	case err != nil:
 		return "", nil, err
 	}
-	d.Key = key
-	rec, err := operator.ReadRecord(r.Context(), c.cfg.DB, c.cfg.DedupTable, key)
-	if err != nil {
-		return "", nil, err
-	}
 	queue := l.Queue
 	if queue == "" {
 		queue = c.queueOfKey(key)
 	}
-	d.Where = operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: c.cfg.Namespace,
-		MessageID: l.MessageID, Record: rec, Now: c.cfg.Now(), Max: c.cfg.DLQSearch, Wait: c.dlqWait()})
+	read := func(key string) (*dedup.Record, error) {
+		return operator.ReadRecord(r.Context(), c.cfg.DB, c.cfg.DedupTable, key)
+	}
+	d.Where, err = operator.Find(r.Context(), c.cfg.SQS, read, operator.LocateRequest{QueueURL: queue, Key: key, Namespace: c.cfg.Namespace,
+		MessageID: l.MessageID, Now: c.cfg.Now(), Max: c.cfg.DLQSearch, Wait: c.dlqWait()})
+	if err != nil {
+		return "", nil, err
+	}
+	key, rec := d.Where.Key, d.Where.Record
+	d.Key = key
 	if queue != "" {
 		d.DLQQueue = sqsmsg.QueueName(queue)
 		d.DLQFind = cmp.Or(l.IdempotencyKey, l.DedupID, l.MessageID)
@@ -232,7 +236,27 @@ func (c *Console) listDLQ(r *http.Request, qi operator.QueueInfo, groups []strin
 	return res.Listed, nil
 }
 
+// dlqRow is a queue with a dead-letter queue, on the Dead letters index.
+type dlqRow struct {
+	Name, DLQ, Err string
+	Waiting        int
+}
+
 func (c *Console) deadLetters(r *http.Request) (string, any, error) {
+	if strings.TrimSpace(r.FormValue("queue")) == "" {
+		// The index: every queue given that has a DLQ.
+		var rows []dlqRow
+		for _, u := range c.cfg.Queues {
+			qi, err := operator.DescribeQueue(r.Context(), c.cfg.SQS, u)
+			switch {
+			case err != nil:
+				rows = append(rows, dlqRow{Name: sqsmsg.QueueName(u), Err: err.Error()})
+			case qi.DLQURL != "":
+				rows = append(rows, dlqRow{Name: qi.Name, DLQ: sqsmsg.QueueName(qi.DLQURL), Waiting: qi.DLQDepth.Visible + qi.DLQDepth.InFlight})
+			}
+		}
+		return "dlqs", rows, nil
+	}
 	qi, err := c.dlqOf(r)
 	if err != nil {
 		return "", nil, err
@@ -277,7 +301,9 @@ func (c *Console) redrivePreview(r *http.Request) (string, any, error) {
 	}
 	return "preview", previewData{
 		dlqData:  dlqData{Queue: qi.Name, DLQ: sqsmsg.QueueName(qi.DLQURL), FIFO: qi.FIFO, Groups: byGroup(ls), Count: len(ls), More: len(ls) >= redriveMax},
-		QueueURL: qi.URL, Chosen: groups, Before: before.UnixMilli(), CSRF: c.tokens.issue("/dlq/redrive"), Command: cmd + " --dry-run",
+		QueueURL: qi.URL, Chosen: groups, Before: before.UnixMilli(), Command: cmd + " --dry-run",
+		CSRF: c.tokens.issue("/dlq/redrive", url.Values{"queue": {qi.Name}, "group": groups,
+			"before": {strconv.FormatInt(before.UnixMilli(), 10)}, "max": {strconv.Itoa(len(ls))}}),
 	}, nil
 }
 
@@ -390,7 +416,8 @@ func (c *Console) forgetConfirm(r *http.Request) (string, any, error) {
 		return "", nil, notFound("no record for key %q in table %s (forgotten already, or expired)", key, c.cfg.DedupTable)
 	}
 	w := operator.Locate(r.Context(), c.cfg.SQS, operator.LocateRequest{Key: key, Record: rec, Now: c.cfg.Now()})
-	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget"), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
+	d := recordData{Record: rec, CSRF: c.tokens.issue("/forget", url.Values{"key": {rec.Key}, "token": {rec.Token}, "status": {rec.Status},
+		"lease": {strconv.FormatInt(rec.LeaseUntil.UnixMilli(), 10)}}), Where: w.Verdict, Lease: lease(rec, c.cfg.Now())}
 	return "forget", d, nil
 }
 
@@ -532,7 +559,8 @@ func (c *Console) heldConfirm(r *http.Request, action string) (string, any, erro
 	if !ok {
 		return "", nil, conflict("group %q of %s is not held (released or dropped already?)", group, sqsmsg.QueueName(queue))
 	}
-	return strings.TrimPrefix(action, "/outbox/"), heldData{Queue: queue, QueueName: sqsmsg.QueueName(queue), Group: group, Item: it, Held: h, CSRF: c.tokens.issue(action)}, nil
+	csrf := c.tokens.issue(action, url.Values{"queue": {queue}, "group": {group}, "id": {it.ID}})
+	return strings.TrimPrefix(action, "/outbox/"), heldData{Queue: queue, QueueName: sqsmsg.QueueName(queue), Group: group, Item: it, Held: h, CSRF: csrf}, nil
 }
 
 func (c *Console) releaseConfirm(r *http.Request) (string, any, error) {

@@ -38,8 +38,10 @@ type Where struct {
 	Record *dedup.Record // nil: none (never claimed, or expired)
 	Queue  QueueInfo     // its queue, with its depth and its DLQ
 	// Dead is its copy in the DLQ, with the failure reason and time it
-	// carries; nil when the search did not meet it.
-	Dead *redrive.Listed
+	// carries; nil when the search did not meet it. DeadKey is the key
+	// that copy carries, scoped as the worker scopes it ("" when none).
+	Dead    *redrive.Listed
+	DeadKey string
 	// Searched is how many of the DLQ's messages the search read; Bounded
 	// that it stopped at its bound (the DLQ may hold more).
 	Searched int
@@ -111,12 +113,48 @@ func (w *Where) searchDLQ(ctx context.Context, c redrive.SQS, req LocateRequest)
 	w.Searched, w.Bounded = len(res.Listed), len(res.Listed) >= req.Max
 	scope := dedup.Scope{Namespace: req.Namespace, Queue: w.Queue.Name, PerGroup: w.Queue.DedupScope == "messageGroup"}
 	for i, l := range res.Listed {
-		if (l.Key != "" && scope.Key(l.Group, l.Key) == req.Key) || (req.MessageID != "" && l.ID == req.MessageID) {
-			w.Dead = &res.Listed[i]
+		key := ""
+		if l.Key != "" {
+			key = scope.Key(l.Group, l.Key)
+		}
+		if (key != "" && key == req.Key) || copyOf(l, req.MessageID) {
+			w.Dead, w.DeadKey = &res.Listed[i], key
 			break
 		}
 	}
 	return nil
+}
+
+// copyOf says whether l is the message whose MessageId is id, or the
+// worker's dead-letter copy of it: a copy has a MessageId of its own, and
+// in a FIFO queue a MessageDeduplicationId made from the original's
+// (sqsmsg.CopyDeduplicationID).
+func copyOf(l redrive.Listed, id string) bool {
+	return id != "" && (l.ID == id || (l.DedupID != "" && l.DedupID == sqsmsg.CopyDeduplicationID(id)))
+}
+
+// Find reads the record of the message req names (read: its record under
+// a key, nil when none) and Locates it. A search by message id scopes the
+// id as the key, which is the message's key only when it had neither an
+// idempotency-key nor a dedup id; when the DLQ search meets the message
+// by its id and its copy carries another key, that key and its record are
+// the message's.
+func Find(ctx context.Context, c LocateSQS, read func(key string) (*dedup.Record, error), req LocateRequest) (Where, error) {
+	rec, err := read(req.Key)
+	if err != nil {
+		return Where{}, err
+	}
+	req.Record = rec
+	w := Locate(ctx, c, req)
+	if w.Dead == nil || w.DeadKey == "" || w.DeadKey == req.Key {
+		return w, nil
+	}
+	if rec, err = read(w.DeadKey); err != nil {
+		return Where{}, err
+	}
+	w.Key, w.Record = w.DeadKey, rec
+	w.Verdict = w.verdict(req.Now)
+	return w, nil
 }
 
 // verdict says where the message is, from its DLQ copy and its record.

@@ -1199,14 +1199,20 @@ func (p *Pool) fail(qs *queueState, d *delivery, r process.Result, log *slog.Log
 	q := qs.q
 	if q.DLQURL != "" {
 		in, err := sqsmsg.DeadLetterCopy(q.DLQURL, q.FIFO, d.msg, d.raw.Body, d.raw.MessageAttributes, r.Err, time.Now())
+		var copyID string
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err = p.cfg.Client.SendMessage(ctx, in)
+			var out *sqs.SendMessageOutput
+			if out, err = p.cfg.Client.SendMessage(ctx, in); err == nil {
+				copyID = aws.ToString(out.MessageId)
+			}
 			cancel()
 		}
 		if err == nil {
 			qs.settle(d, true, 0)
-			log.Error("permanent failure: moved to the dead-letter queue", "dlq", sqsmsg.QueueName(q.DLQURL), "err", r.Err)
+			// The copy has a MessageId of its own: both ids find it
+			// (worker inspect, the console's Find a message).
+			log.Error("permanent failure: moved to the dead-letter queue", "dlq", sqsmsg.QueueName(q.DLQURL), "dlq_message_id", copyID, "err", r.Err)
 			return
 		}
 		log.Error("cannot move to the dead-letter queue; leaving it to the redrive policy", "dlq", sqsmsg.QueueName(q.DLQURL), "err", err)

@@ -250,6 +250,7 @@ func TestPermanentFailureMovesToDLQ(t *testing.T) {
 	logs := b.logs.String()
 	require.Contains(t, logs, "level=ERROR msg=\"permanent failure: moved to the dead-letter queue\"")
 	require.Contains(t, logs, "outcome=conflict")
+	require.Contains(t, logs, "dlq_message_id="+aws.ToString(m.MessageId), "the copy's id, which finds it in the DLQ")
 }
 
 func TestBusySetsVisibilityToTheRemainingLease(t *testing.T) {

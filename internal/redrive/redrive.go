@@ -71,6 +71,7 @@ type Result struct {
 // Listed is a message a dry run would move.
 type Listed struct {
 	ID, Group string
+	DedupID   string    // its MessageDeduplicationId (FIFO)
 	Key       string    // the dedup key its copy would carry ("" when none)
 	SentAt    time.Time // when it reached the dead-letter queue
 	Failure   string    // why it failed, when its copy says (sqsmsg.FailureAttribute)
@@ -177,7 +178,7 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 
 // listed describes a message a dry run would move.
 func listed(m effect.Message) Listed {
-	l := Listed{ID: m.ID, Group: m.Group, SentAt: m.SentAt, Failure: m.Attributes[sqsmsg.FailureAttribute], FailedAt: m.Attributes[sqsmsg.FailedAtAttribute], Body: m.Body}
+	l := Listed{ID: m.ID, Group: m.Group, DedupID: m.DedupID, SentAt: m.SentAt, Failure: m.Attributes[sqsmsg.FailureAttribute], FailedAt: m.Attributes[sqsmsg.FailedAtAttribute], Body: m.Body}
 	if k, err := (dedup.KeySource{}).Extract(m); err == nil {
 		l.Key = k
 	}

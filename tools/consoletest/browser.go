@@ -61,17 +61,23 @@ func Browser(ctx context.Context, path, userDataDir string, width, height int) (
 // Serve serves a console over a seeded world on a loopback port; stop
 // closes it.
 func Serve(w *consoletest.World, write bool) (url string, stop func(), err error) {
-	c, err := console.New(w.Config(write))
+	return ServeConsole(func(addr string) (*console.Console, error) {
+		cfg := w.Config(write)
+		cfg.Addr = addr
+		return console.New(cfg)
+	})
+}
+
+// ServeConsole serves the console newConsole makes for the loopback
+// address it listens on (the Host the console answers to); stop closes it.
+func ServeConsole(newConsole func(addr string) (*console.Console, error)) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	return ServeConsole(c)
-}
-
-// ServeConsole serves c on a loopback port; stop closes it.
-func ServeConsole(c *console.Console) (url string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c, err := newConsole(ln.Addr().String())
 	if err != nil {
+		_ = ln.Close()
 		return "", nil, err
 	}
 	srv := &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}

@@ -47,7 +47,10 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
 		defer cancel()
-		require.NoError(t, chromedp.Do(sctx, actions...), step)
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			b, _ := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("main")))
+			t.Fatalf("%s: %v: %s", step, err, b)
+		}
 	}
 	text := func(sel string) string {
 		t.Helper()

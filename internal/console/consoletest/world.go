@@ -3,7 +3,7 @@
 // queue holding failed messages of two groups, completed and stuck dedup
 // records, an outbox with a pending group and a held one. The console's
 // handler tests, its end-to-end test in a browser and its screenshots use
-// it.
+// it; Seed puts the same on the emulators, for a test of the built binary.
 package consoletest
 
 import (
@@ -28,10 +28,27 @@ import (
 	"github.com/exactlyonce/exactly/outbox"
 )
 
+// SQS is what seeding calls on SQS, and what the console calls.
+type SQS interface {
+	console.SQS
+	outbox.SQS
+	CreateQueue(context.Context, *sqs.CreateQueueInput, ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	SetQueueAttributes(context.Context, *sqs.SetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
+	SendMessage(context.Context, *sqs.SendMessageInput, ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// DB is what seeding calls on DynamoDB, and what the console calls.
+type DB interface {
+	console.DB
+	dedup.API
+	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	UpdateTimeToLive(context.Context, *dynamodb.UpdateTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
 // World is the seeded stores and what is in them.
 type World struct {
-	SQS *memsqs.Server
-	DB  *memdynamo.DB
+	SQS SQS
+	DB  DB
 
 	Queue, DLQ, Confirm     string // queue URLs
 	DedupTable, OutboxTable string
@@ -52,28 +69,35 @@ type World struct {
 	DedupScope                      dedup.Scope
 }
 
-// Config is a console.Config over the world.
+// Config is a console.Config over the world, listening on 127.0.0.1:8080
+// (a server on another address sets Addr).
 func (w *World) Config(write bool) console.Config {
-	return console.Config{SQS: w.SQS, DB: w.DB, Queues: []string{w.Queue, w.Confirm}, DedupTable: w.DedupTable,
+	return console.Config{Addr: "127.0.0.1:8080", SQS: w.SQS, DB: w.DB, Queues: []string{w.Queue, w.Confirm}, DedupTable: w.DedupTable,
 		OutboxTable: w.OutboxTable, Namespace: w.Namespace, Write: write}
 }
 
-// New seeds a world; now is the records' clock.
+// New seeds a world in the in-memory stores; now is the records' clock.
 func New(ctx context.Context, now time.Time) (*World, error) {
-	w := &World{SQS: memsqs.New(), DB: memdynamo.New(), DedupTable: "exactly-dedup", OutboxTable: "exactly-outbox", Namespace: "exactly",
+	return Seed(ctx, memsqs.New(), memdynamo.New(), "", now)
+}
+
+// Seed seeds a world in the given stores, every queue and table name
+// starting with prefix; now is the records' clock.
+func Seed(ctx context.Context, sq SQS, db DB, prefix string, now time.Time) (*World, error) {
+	w := &World{SQS: sq, DB: db, DedupTable: prefix + "exactly-dedup", OutboxTable: prefix + "exactly-outbox", Namespace: "exactly",
 		DLQCount: map[string]int{}, Secret: "card=4111-1111-1111-1111"}
 	var err error
-	if w.DLQ, err = w.queue(ctx, "orders-dlq.fifo", nil); err != nil {
+	if w.DLQ, err = w.queue(ctx, prefix+"orders-dlq.fifo", nil); err != nil {
 		return nil, err
 	}
-	dlqARN := "arn:aws:sqs:us-east-1:000000000000:orders-dlq.fifo"
+	dlqARN := "arn:aws:sqs:us-east-1:000000000000:" + prefix + "orders-dlq.fifo"
 	if out, err := w.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &w.DLQ, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}}); err == nil {
 		dlqARN = out.Attributes["QueueArn"]
 	}
-	if w.Queue, err = w.queue(ctx, "orders.fifo", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":"5"}`}); err != nil {
+	if w.Queue, err = w.queue(ctx, prefix+"orders.fifo", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":"5"}`}); err != nil {
 		return nil, err
 	}
-	if w.Confirm, err = w.queue(ctx, "confirmations.fifo", nil); err != nil {
+	if w.Confirm, err = w.queue(ctx, prefix+"confirmations.fifo", nil); err != nil {
 		return nil, err
 	}
 	w.DedupScope = dedup.Scope{Namespace: w.Namespace, Queue: sqsmsg.QueueName(w.Queue)}

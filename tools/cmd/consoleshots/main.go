@@ -36,7 +36,7 @@ func main() {
 // withRates is a read-write console over w whose overview has a few
 // minutes of made-up worker rates to draw: a worker's /metrics, sampled
 // every 5 s of a clock that the samples move on.
-func withRates(ctx context.Context, w *ctest.World) (*console.Console, error) {
+func withRates(ctx context.Context, w *ctest.World, addr string) (*console.Console, error) {
 	var mu sync.Mutex
 	i := 0
 	metrics := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
@@ -48,6 +48,7 @@ func withRates(ctx context.Context, w *ctest.World) (*console.Console, error) {
 		fmt.Fprintf(rw, "exactly_conflicts_total 0\nexactly_retries_total %g\nexactly_permanent_failures_total %d\n", math.Floor(n/4), i/20)
 	}))
 	cfg := w.Config(true)
+	cfg.Addr = addr
 	cfg.Metrics = []string{metrics.URL + "/metrics"}
 	start := time.Now().Add(-5 * time.Minute)
 	cfg.Now = func() time.Time {
@@ -85,11 +86,7 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	c, err := withRates(ctx, w)
-	if err != nil {
-		return err
-	}
-	base, stop, err := consoletest.ServeConsole(c)
+	base, stop, err := consoletest.ServeConsole(func(addr string) (*console.Console, error) { return withRates(ctx, w, addr) })
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,10 @@ func before(ctx context.Context, p faulted, op, subject string) (Kind, string, e
 		seq.then(call, "thawed")
 	}
 	inj := p.injector()
+	if pp, ok := p.(*proc); ok && pp.w.inOutage(pp, op) { // outage.go
+		p.faulting(subject, Fail)
+		return Fail, op + "|" + subject + "|outage", apiErr(op, Fail)
+	}
 	k, id := inj.decide(op, subject, p.name())
 	p.faulting(subject, k)
 	switch k {

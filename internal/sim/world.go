@@ -769,6 +769,9 @@ func (h logCounter) Handle(_ context.Context, r slog.Record) error {
 	switch r.Message {
 	case "commit gave up", "cannot extend lease":
 		// The documented window: the lease may end before the commit.
+		if r.Message == "commit gave up" && !h.w.judgeGaveUp(h.p, r) {
+			return nil
+		}
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "key" {
 				h.w.excuseCalled(a.Value.String())

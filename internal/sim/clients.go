@@ -574,6 +574,9 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 			c.p.w.permanent(c.p, s.lid, "commit rejected as invalid")
 		}
 	}
+	if len(keys) == 1 {
+		c.p.w.observeRefused(c.p, key, err) // carriedwrites.go
+	}
 	c.p.w.txMu.Unlock()
 	switch {
 	case len(keys) > 1:

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -26,8 +28,8 @@ func outageWorld(seed uint64) bool { return hash64(seed, "outageworld")%4 == 0 }
 
 // inOutage reports whether p's call of op, now, falls in an outage.
 func (w *world) inOutage(p *proc, op string) bool {
-	if !outageWorld(w.cfg.Seed) || !strings.HasPrefix(p.id, "λ") {
-		return false
+	if !outageWorld(w.cfg.Seed) || !strings.HasPrefix(p.id, "λ") || !w.inj.OpsOn[op] || !w.inj.Kinds[Fail] {
+		return false // FAULTS= and OPS= restrict outages too
 	}
 	switch op {
 	case "PutItem", "UpdateItem", "TransactWriteItems":
@@ -48,26 +50,40 @@ func (w *world) inOutage(p *proc, op string) bool {
 }
 
 // judgeGaveUp tells whether a "commit gave up" line of p (r) opens the
-// documented window: always for a process that died or a pool worker (a
-// forced stop cuts the retries: see Worker.StopAndCancel); for a Lambda
-// invocation only when its next try would have passed its deadline (left,
-// next: the line's attributes).
+// documented window. Always for a process that died. For a pool worker, a
+// give-up before its deadline is a forced stop's (DESIGN.md's first
+// window: the commit under way is tried once, and released when that try
+// fails), but only if that try reached DynamoDB: one that failed on its
+// own cancelled context was never made, and the repeat it leads to is no
+// window. For a Lambda invocation (no forced stop), only when its next try
+// would have passed its deadline (left, next: the line's attributes).
 func (w *world) judgeGaveUp(p *proc, r slog.Record) bool {
-	if p == nil || !strings.HasPrefix(p.id, "λ") || p.dead.Load() {
+	if p == nil || p.dead.Load() {
 		return true
 	}
 	var left, next time.Duration
 	var has int
+	var cause error
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
 		case "left":
 			left, has = a.Value.Duration(), has+1
 		case "next":
 			next, has = a.Value.Duration(), has+1
+		case "err":
+			cause, _ = a.Value.Any().(error)
 		}
 		return true
 	})
+	if errors.Is(cause, context.Canceled) {
+		w.stat("sim: commit gave up on its own cancelled context: never tried (no documented window)", 1)
+		return false
+	}
 	if has < 2 || next > left {
+		return true
+	}
+	if !strings.HasPrefix(p.id, "λ") {
+		w.stat("sim: commit tried once at a forced stop, failed, released (DESIGN.md's first window)", 1)
 		return true
 	}
 	w.stat("lambda: commit gave up before its deadline needed it (no documented window)", 1)

@@ -471,13 +471,14 @@ type Swept struct {
 // SweepExpired does what DynamoDB's TTL does at some time after an item
 // expires: it deletes, in every table whose TTL is enabled, the items whose
 // TTL attribute is a number of epoch seconds before now (and not more than
-// five years before it: DynamoDB leaves those alone) and for which due says
+// five years before it: DynamoDB leaves those alone) and for which isDue says
 // their time has come (DynamoDB sweeps within days of expiry, at no time it
 // promises: the caller draws it). Items whose attribute is missing or not a
-// number are never swept. It returns the items deleted, in an order fixed by their tables and keys.
+// number are never swept. It returns the items deleted, in an order
+// fixed by their tables and keys.
 // The deletes are not counted as calls or write units (DynamoDB's own
 // deletes are free), and nothing else changes.
-func (db *DB) SweepExpired(now time.Time, due func(table string, key map[string]types.AttributeValue, expiresAt time.Time) bool) []Swept {
+func (db *DB) SweepExpired(now time.Time, isDue func(table string, key map[string]types.AttributeValue, expiresAt time.Time) bool) []Swept {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	var out []Swept
@@ -486,8 +487,8 @@ func (db *DB) SweepExpired(now time.Time, due func(table string, key map[string]
 		if !t.ttlOn {
 			continue
 		}
-		for _, k := range slices.Sorted(maps.Keys(t.items)) {
-			it := t.items[k]
+		var due []string // found in map order, swept in key order
+		for k, it := range t.items {
 			n, ok := it[t.ttlAttr].(*types.AttributeValueMemberN)
 			if !ok {
 				continue
@@ -504,11 +505,17 @@ func (db *DB) SweepExpired(now time.Time, due func(table string, key map[string]
 			if t.rangeKey != "" {
 				key[t.rangeKey] = it[t.rangeKey]
 			}
-			if !due(t.name, key, exp) {
+			if !isDue(t.name, key, exp) {
 				continue
 			}
+			due = append(due, k)
+		}
+		slices.Sort(due)
+		for _, k := range due {
+			it := t.items[k]
+			n, _ := strconv.ParseFloat(it[t.ttlAttr].(*types.AttributeValueMemberN).Value, 64)
 			delete(t.items, k)
-			out = append(out, Swept{Table: t.name, Item: copyItem(it), ExpiresAt: exp})
+			out = append(out, Swept{Table: t.name, Item: copyItem(it), ExpiresAt: time.Unix(int64(n), 0)})
 		}
 	}
 	return out

@@ -45,7 +45,7 @@ func (w *world) inOutage(p *proc, op string) bool {
 	if at < begin || at >= begin+length {
 		return false
 	}
-	w.stat("outage: a Lambda DynamoDB write failed in an outage", 1)
+	w.stat("path: a Lambda DynamoDB write failed in an outage", 1)
 	return true
 }
 

@@ -2,13 +2,11 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -27,10 +25,10 @@ import (
 //
 // What the judge makes of it: a COMPLETED record swept lets its message
 // apply once more (a duplicate after the TTL is a new message: DESIGN.md),
-// as a claim that meets it expired does; and every record in the table was
-// written by a claim or a commit: one without a status (a write that
-// created the record it meant to change, such as a conflict note whose
-// condition is missing) is a violation.
+// as a claim that meets it expired does; and a conflict note takes effect
+// only on a COMPLETED record (one that created the record it meant to
+// change, after a sweep, or changed a record claimed again since, is a
+// violation).
 
 // sweepEvery is how often seed's sweeper runs.
 func sweepEvery(seed uint64) time.Duration {
@@ -48,7 +46,6 @@ func (w *world) sweeper(ctx context.Context) {
 	every := sweepEvery(w.cfg.Seed)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	bad := map[string]bool{} // records reported without a status
 	for {
 		select {
 		case <-ctx.Done():
@@ -64,14 +61,13 @@ func (w *world) sweeper(ctx context.Context) {
 		}) {
 			w.swept(pkOf(s.Item), s.Item)
 		}
-		w.statusless(ctx, bad)
 	}
 }
 
 // swept notes the sweep of key's record.
 func (w *world) swept(key string, rec map[string]ddbtypes.AttributeValue) {
 	st := dedup.GetS(rec, dedup.AttrStatus)
-	w.stat("ttl: record swept ("+st+")", 1)
+	w.stat("path: record swept by the TTL sweeper ("+st+")", 1)
 	s := w.byKey[key]
 	if s == nil || st != dedup.StatusCompleted {
 		return
@@ -83,48 +79,6 @@ func (w *world) swept(key string, rec map[string]ddbtypes.AttributeValue) {
 	w.mu.Lock()
 	w.tr(s.lid, "its COMPLETED record was swept by DynamoDB's TTL")
 	w.mu.Unlock()
-}
-
-// statusless reports the dedup records (their keys in the world's
-// namespace: the ledger's items share the table) that have no status, once
-// each.
-func (w *world) statusless(ctx context.Context, bad map[string]bool) {
-	in := &dynamodb.ScanInput{TableName: aws.String(table), FilterExpression: aws.String("attribute_not_exists(#st) AND begins_with(#pk, :ns)"),
-		ExpressionAttributeNames:  map[string]string{"#st": dedup.AttrStatus, "#pk": dedup.AttrPK},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":ns": &ddbtypes.AttributeValueMemberS{Value: namespace + "#"}}}
-	for {
-		out, err := w.db.Scan(ctx, in)
-		if err != nil {
-			return // the run is ending
-		}
-		for _, it := range out.Items {
-			key := pkOf(it)
-			if bad[key] {
-				continue
-			}
-			bad[key] = true
-			lid := -1
-			if s := w.byKey[key]; s != nil {
-				lid = s.lid
-			}
-			w.violate("ttl: a record without a status: %s (logical %d) has %s: a write created the record it was to change (after DynamoDB's TTL swept it)",
-				key, lid, attrNames(it))
-		}
-		if out.LastEvaluatedKey == nil {
-			return
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}
-
-// attrNames lists an item's attribute names.
-func attrNames(it map[string]ddbtypes.AttributeValue) string {
-	var names []string
-	for k := range it {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return fmt.Sprint(names)
 }
 
 // judgeNote: a conflict note (dedup.Store.NoteConflict: an UpdateItem that

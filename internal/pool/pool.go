@@ -204,7 +204,9 @@ type Pool struct {
 	inflight chan struct{} // counting semaphore of received, unfinished messages
 	slots    chan struct{} // counting semaphore of running handlers
 	want     int           // in-flight slots a receiver gathers before it polls
-	queues   map[string]*queueState
+	// queues in Config.Queues' order: the batchers, keepers and receivers
+	// start in it, not in a map's (a simulation's seed replays).
+	queues []*queueState
 	// maxLanes bounds the lanes with work (pending or running) plus want
 	// for every open receive.
 	maxLanes int
@@ -353,7 +355,6 @@ func New(cfg Config) (*Pool, error) {
 		laneFreed: make(chan struct{}),
 		stopCh:    make(chan struct{}),
 		pollsDone: make(chan struct{}),
-		queues:    make(map[string]*queueState),
 	}
 	p.want = min(maxBatch, max(1, cfg.MaxInFlight/receivers))
 	ext, _ := cfg.Observer.(ExtensionObserver)
@@ -379,7 +380,7 @@ func New(cfg Config) (*Pool, error) {
 			b.step = func() { cfg.Step("flush " + name) }
 		}
 		vis := visibilitySeconds(q.Visibility)
-		p.queues[url] = &queueState{
+		p.queues = append(p.queues, &queueState{
 			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
 			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
 			onStale: func(d *delivery, err error) {
@@ -389,7 +390,7 @@ func New(cfg Config) (*Pool, error) {
 				p.log.Warn("receipt handle refused while extending the visibility: the message is no longer ours; not extending or starting it",
 					"queue", name, "message_id", d.msg.ID, "group", d.msg.Group, "err", err)
 			},
-		}
+		})
 	}
 	return p, nil
 }

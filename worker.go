@@ -205,9 +205,12 @@ func (w *Worker) Stop(ctx context.Context) error {
 // contexts are cancelled now, as at the end of ShutdownTimeout, and open long
 // polls are abandoned (a second Ctrl-C): on a FIFO queue what they had taken
 // is asked back and handed back at once (see Run). The cancelled effects'
-// messages come back after their visibility timeout, their claims released; a commit
-// already under way is still tried once, so an effect that finished is not
-// run again. It waits for Run to return, or for ctx.
+// messages come back after their visibility timeout, their claims released; a
+// commit already under way is still tried once, so that an effect that
+// finished is recorded. When that one try fails too (DynamoDB unavailable),
+// the claim is released and, in claim mode, the next delivery runs the effect
+// again: the first of the windows docs/DESIGN.md lists. It waits for Run to
+// return, or for ctx.
 func (w *Worker) StopAndCancel(ctx context.Context) error {
 	w.requestStop()
 	w.pool.Force()

@@ -10,8 +10,10 @@
 //
 // Whatever it does not model (indexes, nested update paths, legacy
 // parameters, UPDATED_* return values, ...) fails with an error wrapping
-// ErrUnsupported instead of being guessed. It never deletes expired items:
-// like DynamoDB before its TTL sweep, expired records stay readable.
+// ErrUnsupported instead of being guessed. It deletes expired items only
+// when told to (SweepExpired, which the caller drives as DynamoDB's TTL
+// sweeper would, at times it draws): until then, as in DynamoDB before its
+// sweep, expired records stay readable.
 //
 // The same contract tests run against it and against DynamoDB Local, so that
 // it cannot pass what DynamoDB fails. It is safe for concurrent use.
@@ -21,6 +23,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -344,7 +348,7 @@ func (t *table) describe() *types.TableDescription {
 	return d
 }
 
-// UpdateTimeToLive enables or disables TTL. Items are never swept.
+// UpdateTimeToLive enables or disables TTL. Items are swept only by SweepExpired.
 func (db *DB) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
 	t, unlock, err := db.enterTable(ctx, "UpdateTimeToLive", in.TableName)
 	if err != nil {
@@ -455,4 +459,64 @@ func (t *table) keyFrom(it item) (string, error) {
 
 func (t *table) isKey(name string) bool {
 	return name == t.hashKey || (t.rangeKey != "" && name == t.rangeKey)
+}
+
+// Swept is an item SweepExpired deleted.
+type Swept struct {
+	Table     string
+	Item      map[string]types.AttributeValue
+	ExpiresAt time.Time
+}
+
+// SweepExpired does what DynamoDB's TTL does at some time after an item
+// expires: it deletes, in every table whose TTL is enabled, the items whose
+// TTL attribute is a number of epoch seconds before now (and not more than
+// five years before it: DynamoDB leaves those alone) and for which isDue says
+// their time has come (DynamoDB sweeps within days of expiry, at no time it
+// promises: the caller draws it). Items whose attribute is missing or not a
+// number are never swept. It returns the items deleted, in an order
+// fixed by their tables and keys.
+// The deletes are not counted as calls or write units (DynamoDB's own
+// deletes are free), and nothing else changes.
+func (db *DB) SweepExpired(now time.Time, isDue func(table string, key map[string]types.AttributeValue, expiresAt time.Time) bool) []Swept {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []Swept
+	for _, name := range slices.Sorted(maps.Keys(db.tables)) {
+		t := db.tables[name]
+		if !t.ttlOn {
+			continue
+		}
+		var due []string // found in map order, swept in key order
+		for k, it := range t.items {
+			n, ok := it[t.ttlAttr].(*types.AttributeValueMemberN)
+			if !ok {
+				continue
+			}
+			f, err := strconv.ParseFloat(n.Value, 64)
+			if err != nil {
+				continue
+			}
+			exp := time.Unix(int64(f), 0)
+			if !exp.Before(now) || exp.Before(now.AddDate(-5, 0, 0)) {
+				continue
+			}
+			key := map[string]types.AttributeValue{t.hashKey: it[t.hashKey]}
+			if t.rangeKey != "" {
+				key[t.rangeKey] = it[t.rangeKey]
+			}
+			if !isDue(t.name, key, exp) {
+				continue
+			}
+			due = append(due, k)
+		}
+		slices.Sort(due)
+		for _, k := range due {
+			it := t.items[k]
+			n, _ := strconv.ParseFloat(it[t.ttlAttr].(*types.AttributeValueMemberN).Value, 64)
+			delete(t.items, k)
+			out = append(out, Swept{Table: t.name, Item: copyItem(it), ExpiresAt: time.Unix(int64(n), 0)})
+		}
+	}
+	return out
 }

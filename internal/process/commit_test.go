@@ -318,6 +318,45 @@ func TestForcedStopEndsCommitRetries(t *testing.T) {
 	})
 }
 
+// TestForcedStopTriesTheCommitOnce: a forced stop (Worker.StopAndCancel)
+// after the effect finished still makes one commit attempt, so that the
+// effect is recorded; when that attempt fails for a passing reason the
+// commit is not retried and the claim is released: the next delivery runs
+// the effect again (DESIGN.md's first window, as for a shutdown that cuts
+// a running effect).
+func TestForcedStopTriesTheCommitOnce(t *testing.T) {
+	t.Parallel()
+	for _, fails := range []bool{false, true} {
+		t.Run(fmt.Sprint("fails=", fails), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b := setup(t)
+				f := withFaults(t, b)
+				if fails {
+					f.inject("complete", failBefore)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				b.effect = func(context.Context, effect.Input) (effect.Output, error) {
+					cancel() // the stop comes as the effect finishes
+					return effect.Output{Result: []byte("ok")}, nil
+				}
+				r := b.proc.Process(ctx, msg("1", "x"), process.Hooks{})
+				require.Equal(t, 1, f.count("complete"), "one commit attempt")
+				rec := b.record(t, r.Key)
+				if !fails {
+					require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
+					require.Equal(t, "COMPLETED", rec["status"].(*types.AttributeValueMemberS).Value)
+					return
+				}
+				require.Equal(t, process.Retry, r.Action)
+				require.ErrorIs(t, r.Err, errServer)
+				require.Equal(t, "IN_PROGRESS", rec["status"].(*types.AttributeValueMemberS).Value)
+				require.Equal(t, "0", rec["lease_until"].(*types.AttributeValueMemberN).Value, "released")
+			})
+		})
+	}
+}
+
 // TestCommitByBoundsRetries: Lambda's commit must end before the invocation's
 // deadline.
 func TestCommitByBoundsRetries(t *testing.T) {
@@ -329,6 +368,29 @@ func TestCommitByBoundsRetries(t *testing.T) {
 		r := b.proc.Process(context.Background(), msg("1", deposit), process.Hooks{CommitBy: by, LeaseUntil: time.Now().Add(2 * time.Second)})
 		require.Equal(t, process.Retry, r.Action)
 		require.False(t, time.Now().After(by))
+	})
+}
+
+// TestCommitRetriesPastTheLeaseUntilCommitBy: on Lambda the message's context
+// ends with its lease (the deadline less LeaseMargin), and CommitBy is later
+// (the deadline less a quarter of the margin). The commit of an effect that
+// finished is retried until CommitBy, not until the context's deadline: an
+// outage that heals between the two commits it, instead of releasing the
+// claim for the next delivery to run the effect again.
+func TestCommitRetriesPastTheLeaseUntilCommitBy(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, b *bundle, commit string) {
+		f := withFaults(t, b)
+		lease := time.Now().Add(20 * time.Second)
+		by := lease.Add(6 * time.Second)
+		f.failUntilTime(commit, lease.Add(time.Second))
+		ctx, cancel := context.WithDeadline(context.Background(), lease)
+		defer cancel()
+		r := b.proc.Process(ctx, msg("1", deposit), process.Hooks{CommitBy: by, LeaseUntil: lease})
+		require.Equal(t, process.Delete, r.Action, "err: %v", r.Err)
+		require.True(t, r.Applied)
+		require.False(t, time.Now().After(by))
+		require.EqualValues(t, 1, b.calls.Load(), "the effect ran once")
 	})
 }
 

@@ -657,6 +657,13 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 	}
 	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
+	// The wait between attempts ends when ctx does, but for a deadline of
+	// ctx when h.CommitBy is set: that is the commit's own end (on Lambda,
+	// later than ctx's, which ends with the lease).
+	sleep := sleepCtx
+	if !h.CommitBy.IsZero() {
+		sleep = sleepUnlessCancelled
+	}
 	for attempt := 1; ; attempt++ {
 		if (p.Optimistic || p.WritesOnly) && h.notHeld() {
 			// Past the message's visibility: see WritesOnly. Nothing this
@@ -683,8 +690,12 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 		if attempt == 1 {
 			p.Log.Warn("commit failed; retrying with the same claim", "key", key, "err", err)
 		}
-		if time.Until(deadline) < wait || !sleepCtx(ctx, wait) {
-			p.Log.Warn("commit gave up", "key", key, "attempts", attempt, "err", err)
+		next := time.Now().Add(wait)
+		if time.Until(deadline) < wait || !sleep(ctx, wait) {
+			// left and next: a give-up before the deadline needed it (next
+			// not past left) is a forced stop's.
+			p.Log.Warn("commit gave up", "key", key, "attempts", attempt, "err", err,
+				"left", time.Until(deadline), "next", time.Until(next))
 			return attempt - 1, err
 		}
 	}
@@ -836,6 +847,23 @@ func (p *Processor) backoff(attempt int, base, maxD time.Duration) time.Duration
 		d = maxD
 	}
 	return p.Rand.Between(d)
+}
+
+// sleepUnlessCancelled waits d; false when ctx was cancelled first (a forced
+// stop). A deadline of ctx does not end the wait.
+func sleepUnlessCancelled(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return !errors.Is(ctx.Err(), context.Canceled)
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return false
+		}
+		<-t.C
+		return true
+	}
 }
 
 // sleepCtx waits d; false when ctx ended first.

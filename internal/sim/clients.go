@@ -109,6 +109,10 @@ func before(ctx context.Context, p faulted, op, subject string) (Kind, string, e
 		seq.then(call, "thawed")
 	}
 	inj := p.injector()
+	if pp, ok := p.(*proc); ok && pp.w.inOutage(pp, op) { // outage.go
+		p.faulting(subject, Fail)
+		return Fail, op + "|" + subject + "|outage", apiErr(op, Fail)
+	}
 	k, id := inj.decide(op, subject, p.name())
 	p.faulting(subject, k)
 	switch k {
@@ -569,6 +573,9 @@ func (c *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 		if s := c.p.w.byKey[key]; s != nil {
 			c.p.w.permanent(c.p, s.lid, "commit rejected as invalid")
 		}
+	}
+	if len(keys) == 1 {
+		c.p.w.observeRefused(c.p, key, err) // carriedwrites.go
 	}
 	c.p.w.txMu.Unlock()
 	switch {

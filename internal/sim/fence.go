@@ -192,6 +192,7 @@ func (w *world) afterUpdate(p *proc, in *dynamodb.UpdateItemInput, pre map[strin
 	_, done := vals[":done"]
 	lu, fencedLU := vals[":lu"]
 	if !done && !fencedLU {
+		w.judgeNote(p, in, pre[pkOf(in.Key)], err) // ttlsweep.go
 		return
 	}
 	key := pkOf(in.Key)

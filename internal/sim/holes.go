@@ -52,7 +52,7 @@ func (w *world) observeGrant(p *proc, q string, receipt, msgID string, vis time.
 	if recv {
 		lid := w.msgLid[msgID]
 		w.receipts[receipt] = &rcpt{proc: p.id, lid: lid, msgID: msgID, until: now + vis, at: now, slow: slow}
-		if s := w.byLid[lid]; s != nil && s.invalid {
+		if s := w.byLid[lid]; s != nil && s.failsAtCommit() {
 			w.checkRedelivery(p, s, msgID, now)
 		}
 		return
@@ -127,7 +127,7 @@ func (w *world) observeInvalid(p *proc, key string) {
 // observeDLQTry: p is about to send a copy of lid to a DLQ. w.mu not held.
 func (w *world) observeDLQTry(p *proc, lid int) {
 	s := w.byLid[lid]
-	if s == nil || !s.invalid {
+	if s == nil || !s.failsAtCommit() {
 		return
 	}
 	w.mu.Lock()

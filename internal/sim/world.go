@@ -99,6 +99,7 @@ type msgSpec struct {
 	body    string
 	sends   []send
 	lim     *limSpec // limits.go: its commit sits at, under or over a DynamoDB limit
+	refused bool     // carriedwrites.go: an effect write after the carrier fails its condition
 }
 
 type send struct {
@@ -241,7 +242,9 @@ func (w *world) tr(lid int, format string, args ...any) {
 }
 
 // deadEnd reports whether a message must end in its DLQ, never applied.
-func (s *msgSpec) deadEnd() bool { return s.poison || s.conflict || s.invalid || s.lim.dead() }
+func (s *msgSpec) deadEnd() bool {
+	return s.poison || s.conflict || s.invalid || s.lim.dead() || s.refused
+}
 
 // lidOf reads the logical id out of a body: the number after
 // "amount_cents": (the sim writes it before any padding, so a large body
@@ -558,6 +561,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(dedup.AttrExpiresAt), Enabled: aws.Bool(true)}}); err != nil {
 		return nil, err
 	}
+	go w.sweeper(ctx) // ttlsweep.go: ends with the run's context
 	mk := func(name string, attrs map[string]string) error {
 		out, err := w.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(w.realName(name)), Attributes: w.queueAttrs(name, attrs)})
 		if err != nil {
@@ -599,6 +603,9 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		return nil, err
 	}
 	w.carrierKeys()
+	if err := w.refusedWorkload(ctx); err != nil {
+		return nil, err
+	}
 	w.worldStats()
 	return w, nil
 }
@@ -773,6 +780,9 @@ func (h logCounter) Handle(_ context.Context, r slog.Record) error {
 	switch r.Message {
 	case "commit gave up", "cannot extend lease":
 		// The documented window: the lease may end before the commit.
+		if r.Message == "commit gave up" && !h.w.judgeGaveUp(h.p, r) {
+			return nil
+		}
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "key" {
 				h.w.excuseCalled(a.Value.String())
@@ -892,6 +902,7 @@ func (w *world) effectFn(p *proc, now func() time.Time) func(context.Context, ef
 		p.mu.Unlock()
 		if logicalQ(in.Message.QueueName) == q1Name {
 			out, err := w.ledgerApply(ctx, p, ledger, in, s)
+			out = w.refusedWrite(p, s, out, err)
 			if err == nil && s.lim != nil {
 				return w.limApply(p, in, s, out), nil
 			}

@@ -87,7 +87,8 @@ func (w *world) opListings(ctx context.Context, p *proc) {
 // of them a person's while (think), and confirms. The page promises: "This
 // will delete the record K from the dedup table, if it is still this record
 // (status S, claim token T). Its message's next delivery, or a redrive of
-// it, runs the effect again." What Forget deleted is judged against that;
+// it, runs the effect again." What Forget deleted is judged against that
+// (and the lease it was shown, which operator.Forget also conditions on);
 // the effect's second run it announces is the documented window.
 func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Duration) {
 	db := &opDB{p: p, w: w}
@@ -98,7 +99,7 @@ func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Dura
 	shown := page.Records[pick%len(page.Records)]
 	time.Sleep(think)
 	w.stat("world: operator forgets confirmed", 1)
-	err = operator.Forget(ctx, db, table, shown.Key, shown.Token)
+	err = operator.Forget(ctx, db, table, shown)
 	old, deleted := db.takeDeleted(shown.Key)
 	if !deleted {
 		if err == nil {
@@ -107,9 +108,13 @@ func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Dura
 		return
 	}
 	st, tok := dedup.GetS(old, dedup.AttrStatus), dedup.GetS(old, dedup.AttrToken)
-	if st != shown.Status || tok != shown.Token {
-		w.violate("operator: Forget of %s deleted a %s record (token %s): its page promised to delete it only if still %s with token %s",
-			shown.Key, st, tok, shown.Status, shown.Token)
+	var lu string
+	if n, ok := old[dedup.AttrLeaseUntil].(*ddbtypes.AttributeValueMemberN); ok {
+		lu = n.Value
+	}
+	if st != shown.Status || tok != shown.Token || lu != fmt.Sprint(shown.LeaseUntil.UnixMilli()) {
+		w.violate("operator: Forget of %s deleted a %s record (token %s, lease until %s ms): its page promised to delete it only if still %s with token %s, lease until %d ms",
+			shown.Key, st, tok, lu, shown.Status, shown.Token, shown.LeaseUntil.UnixMilli())
 		return
 	}
 	w.stat("world: operator records forgotten", 1)

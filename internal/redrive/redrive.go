@@ -93,8 +93,11 @@ func (cfg Config) Validate() error {
 	return nil
 }
 
-// Run moves messages until the dead-letter queue is empty, Max is reached,
-// or something fails. It stops at the first failure, after the batch at
+// Run moves messages until a receive brings no message it has not seen
+// (the dead-letter queue is empty, or holds only what this redrive leaves
+// there), Max is reached, or something fails. On a DLQ too large to read
+// within Visibility, the messages it leaves come back before the last are
+// read and may hide some it never reached: run it again for those. It stops at the first failure, after the batch at
 // hand: a message that could not be sent stays in the dead-letter queue
 // (visible again after Visibility) together with the later messages of its
 // group, and the error names it. A message sent whose delete failed comes
@@ -115,13 +118,24 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 		cfg.Before = time.Now()
 	}
 	fifo := sqsmsg.IsFIFO(cfg.Queue)
-	// Messages left for being too new are held until the end, so that the
-	// receives get past them, then made visible again.
-	var left []types.ChangeMessageVisibilityBatchRequestEntry
+	// Messages left in the DLQ (too new, of other groups, listed) are held
+	// until the end, so that the receives get past them, then made visible
+	// again. They are hidden only for Visibility: on a DLQ too large to
+	// read within it they come back before the last are read. Each is held
+	// and counted once, by message id, with the receipt handle of its last
+	// receive, and a receive that brings no message not seen before ends
+	// the redrive: so it ends, and what it holds is bounded by the DLQ's
+	// distinct messages.
+	held := map[string]int{} // message id -> index in left
+	var left []*string       // receipt handles
 	defer func() {
 		for len(left) > 0 {
 			n := min(len(left), 10)
-			_, _ = c.ChangeMessageVisibilityBatch(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &cfg.DLQ, Entries: left[:n]})
+			entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, n)
+			for i, h := range left[:n] {
+				entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: h}
+			}
+			_, _ = c.ChangeMessageVisibilityBatch(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &cfg.DLQ, Entries: entries})
 			left = left[n:]
 		}
 	}()
@@ -140,15 +154,19 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("receive from %s: %w", sqsmsg.QueueName(cfg.DLQ), err)
 		}
-		if len(out.Messages) == 0 {
-			return res, nil
-		}
 		var old []types.Message
 		var oldMsgs []effect.Message
 		hold := func(m types.Message) {
-			left = append(left, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(len(left) % 10)), ReceiptHandle: m.ReceiptHandle})
+			held[aws.ToString(m.MessageId)] = len(left)
+			left = append(left, m.ReceiptHandle)
 		}
+		fresh := 0
 		for _, m := range out.Messages {
+			if i, ok := held[aws.ToString(m.MessageId)]; ok {
+				left[i] = m.ReceiptHandle // back: hidden again by this receive
+				continue
+			}
+			fresh++
 			msg := sqsmsg.ToMessage(cfg.DLQ, m)
 			switch {
 			case !msg.SentAt.Before(cfg.Before):
@@ -163,6 +181,9 @@ func Run(ctx context.Context, c SQS, cfg Config) (Result, error) {
 			default:
 				old, oldMsgs = append(old, m), append(oldMsgs, msg)
 			}
+		}
+		if fresh == 0 {
+			return res, nil
 		}
 		if len(old) == 0 {
 			continue
@@ -270,14 +291,30 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 			sendErr = fmt.Errorf("send to %s: %w", sqsmsg.QueueName(cfg.Queue), err)
 			break
 		}
+		answered := map[int]bool{}
 		for _, s := range out.Successful {
-			i, _ := strconv.Atoi(aws.ToString(s.Id))
-			sent[i] = true
+			if i, ok := entryIndex(s.Id, len(msgs)); ok {
+				sent[i], answered[i] = true, true
+			}
 		}
 		for _, f := range out.Failed {
-			i, _ := strconv.Atoi(aws.ToString(f.Id))
-			stopped[views[i].Group] = true
-			fail(fmt.Errorf("message %s not moved: %s: %s", aws.ToString(msgs[i].MessageId), aws.ToString(f.Code), aws.ToString(f.Message)))
+			if i, ok := entryIndex(f.Id, len(msgs)); ok && !sent[i] {
+				answered[i] = true
+				stopped[views[i].Group] = true
+				fail(fmt.Errorf("message %s not moved: %s: %s", aws.ToString(msgs[i].MessageId), aws.ToString(f.Code), aws.ToString(f.Message)))
+			}
+		}
+		// An entry the answer names neither as sent nor as failed has not
+		// moved, as far as anyone can tell: it stops its group like a
+		// failure, so that no later message of the group goes ahead of it.
+		// Not deleted, it stays in the DLQ; if its copy did arrive, a move
+		// within five minutes reuses its MessageDeduplicationId and the
+		// ledger drops a later one (same key).
+		for _, e := range entries {
+			if i, _ := strconv.Atoi(aws.ToString(e.Id)); !answered[i] {
+				stopped[views[i].Group] = true
+				fail(fmt.Errorf("message %s not moved: %w", aws.ToString(msgs[i].MessageId), errNoResult))
+			}
 		}
 	}
 	stop = errors.Join(sendErr, stop)
@@ -299,6 +336,15 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 		}
 	}
 	return len(dels), stop
+}
+
+// errNoResult: SQS's answer names an entry neither as sent nor as failed.
+var errNoResult = errors.New("no result for the entry in SQS's answer to SendMessageBatch")
+
+// entryIndex is the index an answer's entry id names, if it names one of n.
+func entryIndex(id *string, n int) (int, bool) {
+	i, err := strconv.Atoi(aws.ToString(id))
+	return i, err == nil && i >= 0 && i < n
 }
 
 // maxBatchBytes is SQS's limit on the total size of one SendMessageBatch.

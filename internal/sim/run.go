@@ -61,8 +61,11 @@ func run(cfg Config) Result {
 	go func() { w.produce(ctx); close(produced) }()
 	redriven := make(chan struct{})
 	go func() { w.redriveDLQ1(ctx); close(redriven) }()
+	operated := make(chan struct{}) // operators.go
+	go func() { w.operate(ctx); close(operated) }()
 	<-produced
 	<-redriven
+	<-operated
 	for !w.settled(ctx) || !w.obSettled(ctx) {
 		if time.Since(w.start) > settleCap {
 			w.violate("not settled after %s of virtual time: messages left in the source queues", settleCap)

@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/exactlyonce/exactly/internal/dedup"
+	"github.com/exactlyonce/exactly/internal/operator"
+	"github.com/exactlyonce/exactly/internal/redrive"
+)
+
+// An operator is a person at the console or the CLI, acting at moments
+// drawn from the seed while workers run, faults strike and the scheduled
+// redrive waits: it reads every listing, forgets records Stuck lists (some
+// still worked on by a frozen or slow worker: a lease ends while its holder
+// lives), and lists the dead letters as a dry run does, on a DLQ too large
+// to read within the listing's visibility. Each action goes through the
+// code the console and the CLI call (internal/operator, internal/redrive),
+// with the operator's own process and faulty clients, and is judged when it
+// is made by what its page promises; the world's end checks judge the rest
+// (no effect applied twice, nothing lost, group order).
+const (
+	opFrom, opUntil = time.Minute, redriveAt - time.Minute // the operators' window
+	opDryRunFor     = 20 * time.Minute                     // a dry run that has not ended by then never will
+)
+
+// operate runs the operators of one world until their last action; a world
+// has none, or up to six actions, drawn from its own stream of the seed.
+func (w *world) operate(ctx context.Context) {
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, 0x09e7a70)) //nolint:gosec // the seed's stream: a replay draws the same operators
+	n := rng.IntN(7)
+	at := make([]time.Duration, n)
+	for i := range at {
+		at[i] = opFrom + time.Duration(rng.Int64N(int64(opUntil-opFrom)))
+	}
+	slices.Sort(at) // a person at a time
+	for i, t := range at {
+		time.Sleep(t - time.Since(w.start))
+		if ctx.Err() != nil {
+			return
+		}
+		p := w.newProc(fmt.Sprintf("operator.%d", i))
+		switch rng.IntN(3) {
+		case 0:
+			w.opListings(ctx, p)
+		case 1:
+			w.opForget(ctx, p, rng.IntN(1<<20), time.Duration(rng.Int64N(int64(30*time.Second))))
+		case 2:
+			w.opDryRun(ctx, p, time.Duration(1+rng.IntN(5))*time.Second, time.Duration(rng.IntN(3))*time.Second)
+		}
+	}
+}
+
+// opListings reads what the console's pages show: each queue's overview,
+// the dedup table's, the stuck records and the conflicts. Stuck promises
+// IN_PROGRESS records whose lease has ended.
+func (w *world) opListings(ctx context.Context, p *proc) {
+	sq := &faultySQS{p: p, inner: w.sqs}
+	for _, q := range []string{q1Name, dlq1Name, q2Name, dlq2Name} {
+		_, _ = operator.DescribeQueue(ctx, sq, w.urls[q])
+	}
+	_, _ = operator.DescribeTable(ctx, &faultyDynamo{p: p, inner: w.db}, table)
+	db := &opDB{p: p, w: w}
+	now := time.Now()
+	page, err := operator.Stuck(ctx, db, table, now, nil, 0)
+	if err == nil {
+		for _, r := range page.Records {
+			if r.Status != dedup.StatusInProgress || !r.LeaseUntil.Before(now) {
+				w.violate("operator: Stuck listed %s (%s, lease until %s at %s): not an IN_PROGRESS record whose lease ended",
+					r.Key, r.Status, r.LeaseUntil.Sub(w.start), now.Sub(w.start))
+			}
+		}
+	}
+	_, _ = operator.Conflicts(ctx, db, table, now, nil, 0)
+	w.stat("world: operator listings read", 1)
+}
+
+// opForget lists the stuck records, reads the confirmation page for one
+// of them a person's while (think), and confirms. The page promises: "This
+// will delete the record K from the dedup table, if it is still this record
+// (status S, claim token T). Its message's next delivery, or a redrive of
+// it, runs the effect again." What Forget deleted is judged against that
+// (and the lease it was shown, which operator.Forget also conditions on);
+// the effect's second run it announces is the documented window.
+func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Duration) {
+	db := &opDB{p: p, w: w}
+	page, err := operator.Stuck(ctx, db, table, time.Now(), nil, 0)
+	if err != nil || len(page.Records) == 0 {
+		return
+	}
+	shown := page.Records[pick%len(page.Records)]
+	time.Sleep(think)
+	w.stat("world: operator forgets confirmed", 1)
+	err = operator.Forget(ctx, db, table, shown)
+	old, deleted := db.takeDeleted(shown.Key)
+	if !deleted {
+		if err == nil {
+			w.violate("operator: Forget of %s reported success and deleted nothing", shown.Key)
+		}
+		return
+	}
+	st, tok := dedup.GetS(old, dedup.AttrStatus), dedup.GetS(old, dedup.AttrToken)
+	var lu string
+	if n, ok := old[dedup.AttrLeaseUntil].(*ddbtypes.AttributeValueMemberN); ok {
+		lu = n.Value
+	}
+	if st != shown.Status || tok != shown.Token || lu != fmt.Sprint(shown.LeaseUntil.UnixMilli()) {
+		w.violate("operator: Forget of %s deleted a %s record (token %s, lease until %s ms): its page promised to delete it only if still %s with token %s, lease until %d ms",
+			shown.Key, st, tok, lu, shown.Status, shown.Token, shown.LeaseUntil.UnixMilli())
+		return
+	}
+	w.stat("world: operator records forgotten", 1)
+	// As promised, the next delivery runs the effect again: the window is
+	// open for a downstream call the forgotten claim made, or makes yet.
+	if s := w.byKey[shown.Key]; s != nil {
+		w.mu.Lock()
+		w.excused[s.lid] = true
+		w.tr(s.lid, "%s forgot %s (token %s)", p.id, shown.Key, shown.Token)
+		w.mu.Unlock()
+	}
+}
+
+// opDryRun lists DLQ1 as `worker redrive --dry-run` and the console's
+// preview do, with the given visibility, over a link that takes latency
+// per receive: with more than ten messages per visibility's worth of
+// receives, the first are visible again before the last are read. The
+// preview promises what would move and moves nothing; the listing must
+// end, list each message once, and move nothing.
+func (w *world) opDryRun(ctx context.Context, p *proc, vis, latency time.Duration) {
+	dctx, cancel := context.WithTimeout(ctx, opDryRunFor)
+	defer cancel()
+	sq := &slowReceives{faultySQS: &faultySQS{p: p, inner: w.sqs}, latency: latency}
+	res, err := redrive.Run(dctx, sq, redrive.Config{DLQ: w.urls[dlq1Name], Queue: w.urls[q1Name], DryRun: true, Visibility: vis})
+	w.stat("world: operator dry runs", 1)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		w.violate("operator: a dry run of %s (visibility %s, %s a receive) had not ended after %s (%d receives, %d listed)",
+			dlq1Name, vis, latency, opDryRunFor, sq.receives, len(res.Listed))
+	}
+	if res.Moved != 0 {
+		w.violate("operator: a dry run moved %d messages", res.Moved)
+	}
+	seen := map[string]bool{}
+	for _, l := range res.Listed {
+		if seen[l.ID] {
+			w.violate("operator: a dry run of %s listed message %s twice", dlq1Name, l.ID)
+			return
+		}
+		seen[l.ID] = true
+	}
+}
+
+// slowReceives takes latency before every ReceiveMessage.
+type slowReceives struct {
+	*faultySQS
+	latency  time.Duration
+	receives int
+}
+
+func (s *slowReceives) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	s.receives++
+	time.Sleep(s.latency)
+	return s.faultySQS.ReceiveMessage(ctx, in, opt...)
+}
+
+// opDB is the operator's dedup table: its reads and its one delete go
+// through the process's faults and the sequencer, and the delete asks for
+// the item it deleted, so that it can be judged against the page.
+type opDB struct {
+	p       *proc
+	w       *world
+	deleted map[string]map[string]ddbtypes.AttributeValue
+}
+
+func (d *opDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return read(ctx, d.p, "GetItem", "", func() (*dynamodb.GetItemOutput, error) { return d.w.db.GetItem(ctx, in, opt...) })
+}
+
+func (d *opDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opt ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return read(ctx, d.p, "Scan", "", func() (*dynamodb.ScanOutput, error) { return d.w.db.Scan(ctx, in, opt...) })
+}
+
+func (d *opDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	key := dedup.GetS(in.Key, dedup.AttrPK)
+	k, id, err := d.p.before(ctx, "DeleteItem", key)
+	if err != nil {
+		return nil, err
+	}
+	asked := *in
+	asked.ReturnValues = ddbtypes.ReturnValueAllOld
+	out, err := d.w.db.DeleteItem(ctx, &asked, opt...)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Attributes) > 0 {
+		if d.deleted == nil {
+			d.deleted = map[string]map[string]ddbtypes.AttributeValue{}
+		}
+		d.deleted[key] = out.Attributes
+	}
+	if err := d.p.after(ctx, "DeleteItem", k, id); err != nil {
+		return nil, err // it took effect; its answer is lost
+	}
+	if in.ReturnValues != ddbtypes.ReturnValueAllOld {
+		out.Attributes = nil // as the caller asked
+	}
+	return out, nil
+}
+
+// takeDeleted is the item the delete of key removed, if it removed one.
+func (d *opDB) takeDeleted(key string) (map[string]ddbtypes.AttributeValue, bool) {
+	it, ok := d.deleted[key]
+	delete(d.deleted, key)
+	return it, ok
+}

@@ -67,7 +67,7 @@ const (
 	// MaxResultBytes bounds a stored result: the JSON of a function's
 	// output, or the body of an HTTP response (its status and headers are
 	// stored besides, up to as much again).
-	MaxResultBytes = dedup.MaxResultBytes
+	MaxResultBytes = 16 << 10
 )
 
 // Config configures a Ledger.

@@ -26,4 +26,6 @@ func TestPublicDefaultsAreTheOnesUsed(t *testing.T) {
 	require.Equal(t, sqsevent.DefaultConcurrency, exactly.DefaultLambdaConcurrency)
 	require.Equal(t, telemetry.DefaultEMFNamespace, exactly.DefaultEMFNamespace)
 	require.Equal(t, dedup.MaxResultBytes, idempotency.MaxResultBytes)
+	require.Equal(t, dedup.MaxStoredBytes, idempotency.MaxResponseBytesLimit+idempotency.MaxResultBytes,
+		"the store holds the largest response the middleware may store and its headers")
 }

@@ -118,7 +118,7 @@ func ExampleMiddleware() {
 	// Output:
 	// 201  order 1
 	// 201 true order 1
-	// 422  this Idempotency-Key was used for a different request
+	// 422  {"type":"urn:exactly:idempotency:key-reused","title":"Unprocessable Entity","status":422,"detail":"this Idempotency-Key was used for a different request"}
 }
 
 // ExampleWrapTx: a function whose effect is DynamoDB writes returns them;

@@ -6,7 +6,7 @@ import (
 )
 
 // NewDynamoDBClient is dynamodb.NewFromConfig for Config.DynamoDB (and
-// idempotency.NewLedger), made quiet against a local endpoint: when the
+// idempotency.Config.DynamoDB), made quiet against a local endpoint: when the
 // client has a custom endpoint (cfg.BaseEndpoint, AWS_ENDPOINT_URL_DYNAMODB
 // or AWS_ENDPOINT_URL), it turns off the SDK's check of the CRC32 that
 // DynamoDB sends with each response. DynamoDB Local sends a CRC32 of 0 with

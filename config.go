@@ -22,7 +22,6 @@ import (
 	"github.com/exactlyonce/exactly/internal/jitter"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/sqsevent"
-	"github.com/exactlyonce/exactly/internal/telemetry"
 	"github.com/exactlyonce/exactly/outbox"
 )
 
@@ -55,14 +54,14 @@ const (
 	DefaultKeySource    = "auto"
 	DefaultPayloadHash  = "body"
 	DefaultRetryInPlace = 2
-	DefaultConcurrency  = pool.DefaultConcurrency
-	DefaultReceivers    = pool.DefaultReceivers
-	DefaultWaitTime     = pool.DefaultWaitTime
-	DefaultAckDelay     = pool.DefaultAckDelay
+	DefaultConcurrency  = 32
+	DefaultReceivers    = 2
+	DefaultWaitTime     = 20 * time.Second
+	DefaultAckDelay     = 50 * time.Millisecond
 	// DefaultShutdownTimeout fits inside ECS's stopTimeout of 120 s.
-	DefaultShutdownTimeout = pool.DefaultShutdownTimeout
+	DefaultShutdownTimeout = 90 * time.Second
 	// DefaultLambdaConcurrency bounds the groups of one batch run at once.
-	DefaultLambdaConcurrency = sqsevent.DefaultConcurrency
+	DefaultLambdaConcurrency = 10
 )
 
 // Config configures a Worker (New) and a Lambda handler (NewLambdaHandler).
@@ -253,7 +252,7 @@ type EMF struct {
 
 // Defaults of Config.EMF.
 const (
-	DefaultEMFNamespace = telemetry.DefaultEMFNamespace
+	DefaultEMFNamespace = "exactly"
 	DefaultEMFInterval  = time.Minute
 )
 

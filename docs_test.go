@@ -58,6 +58,54 @@ func TestDocLinksResolve(t *testing.T) {
 	require.Greater(t, checked, 50)
 }
 
+// relPath is a relative path that climbs (../), written anywhere in a doc:
+// a link, a code span, a fenced block.
+var relPath = regexp.MustCompile("(?:^|[\\s`'\"(\\[])((?:\\./)?(?:\\.\\./)+[^\\s`'\")\\]]*)")
+
+// TestDocsNameNoPathOutsideTheRepository: no Markdown file names a path
+// that climbs out of the repository, in a link or not (a code span, a
+// command): a reader of the repository alone cannot follow it, as
+// "see `../shared/EMULATORS.md` in the workspace" could not be.
+func TestDocsNameNoPathOutsideTheRepository(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(".")
+	require.NoError(t, err)
+	for _, doc := range markdownFiles(t, root) {
+		for _, p := range outOfRepoPaths(t, root, doc) {
+			t.Errorf("%s names %s, outside the repository: docs point inside it only", doc, p)
+		}
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "a.md"), []byte("see `../../shared/EMULATORS.md`, `../shared/EMULATORS.md` and [b](../b.md)\n```\ncd ../../t6\n```\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.md"), nil, 0o600))
+	require.Equal(t, []string{"../../shared/EMULATORS.md", "../shared/EMULATORS.md", "../../t6"}, outOfRepoPaths(t, dir, "sub/a.md"),
+		"the check sees a path in a code span and a fenced block, one to nothing, and leaves one to a file of the repository alone")
+}
+
+// outOfRepoPaths returns the climbing paths doc (relative to root) names
+// that resolve outside root, or inside it to nothing (what was meant is
+// outside: "../shared" from a directory of the repository).
+func outOfRepoPaths(t *testing.T, root, doc string) []string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(root, doc))
+	require.NoError(t, err)
+	var out []string
+	for _, m := range relPath.FindAllStringSubmatch(string(src), -1) {
+		rel, err := filepath.Rel(root, filepath.Join(root, filepath.Dir(doc), filepath.FromSlash(m[1])))
+		require.NoError(t, err)
+		if rel == ".." || strings.HasPrefix(filepath.ToSlash(rel), "../") {
+			out = append(out, m[1])
+			continue
+		}
+		path, _, _ := strings.Cut(strings.TrimRight(rel, ".,;:"), "#")
+		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
 // TestDocLinksCatchesDrift: the checks above fail on a broken link, a
 // missing heading and a link out of the repository.
 func TestDocLinksCatchesDrift(t *testing.T) {

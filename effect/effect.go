@@ -58,7 +58,8 @@ type Input struct {
 // Output is what a successful effect returns.
 type Output struct {
 	// Result is stored with the dedup record and replayed for duplicates.
-	// It is bounded by dedup.MaxResultBytes; a larger result is an error.
+	// It is bounded by 16 KiB (idempotency.MaxResultBytes); a larger result
+	// is an error.
 	Result []byte
 	// Writes, when not empty, are committed in one DynamoDB TransactWriteItems
 	// together with the COMPLETED dedup record, conditioned on the claim's

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -335,6 +336,35 @@ func Group(g string) func(*effect.Message) { return func(m *effect.Message) { m.
 
 // DedupID sets a message's MessageDeduplicationId.
 func DedupID(id string) func(*effect.Message) { return func(m *effect.Message) { m.DedupID = id } }
+
+// Key sets a message's idempotency-key attribute: the key the worker's
+// default key source (auto) takes first, and the one the outbox relay
+// sends.
+func Key(k string) func(*effect.Message) { return Attr(dedup.IdempotencyKeyAttribute, k) }
+
+// SendInput is the SendMessageInput that sends m to the queue at url, for
+// SQS.SendMessage (this package's or the SDK's): its body, its attributes
+// (Key, Attr) as String message attributes, and on a FIFO queue (a url
+// ending in .fifo) its group and deduplication id. Msg's ID and
+// ReceiveCount are SQS's to give, so they are not sent.
+func SendInput(url string, m effect.Message) *sqs.SendMessageInput {
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(m.Body)}
+	if strings.HasSuffix(url, ".fifo") {
+		if m.Group != "" {
+			in.MessageGroupId = aws.String(m.Group)
+		}
+		if m.DedupID != "" {
+			in.MessageDeduplicationId = aws.String(m.DedupID)
+		}
+	}
+	for name, v := range m.Attributes {
+		if in.MessageAttributes == nil {
+			in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{}
+		}
+		in.MessageAttributes[name] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	return in
+}
 
 // Attr sets a message attribute, such as "idempotency-key".
 func Attr(name, value string) func(*effect.Message) {

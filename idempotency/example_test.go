@@ -11,15 +11,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/exactlyonce/exactly/exactlytest"
 	"github.com/exactlyonce/exactly/idempotency"
-	"github.com/exactlyonce/exactly/internal/memdynamo"
 )
 
-// table stands in for DynamoDB in the examples; in production pass
-// dynamodb.NewFromConfig(cfg) and the dedup table that `worker setup` or the
-// dedup-table Terraform module creates.
-func table() *memdynamo.DB {
-	return newDB(nil)
+// table stands in for DynamoDB in the examples: the test kit's in-memory
+// DynamoDB with a "dedup" table (keyed by pk, TTL on expires_at) and an
+// "orders" table. In production pass exactly.NewDynamoDBClient(cfg) and the
+// dedup table that `worker setup` or the dedup-table Terraform module
+// creates.
+func table() *exactlytest.DynamoDB {
+	ctx := context.Background()
+	db := exactlytest.NewEmptyDynamoDB()
+	for _, name := range []string{"dedup", "orders"} {
+		if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            aws.String(name),
+			BillingMode:          types.BillingModePayPerRequest,
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		}); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String("dedup"),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
+	}); err != nil {
+		panic(err)
+	}
+	return db
 }
 
 type Payment struct {
@@ -98,7 +118,7 @@ func ExampleMiddleware() {
 	// Output:
 	// 201  order 1
 	// 201 true order 1
-	// 422  this Idempotency-Key was used for a different request
+	// 422  {"type":"urn:exactly:idempotency:key-reused","title":"Unprocessable Entity","status":422,"detail":"this Idempotency-Key was used for a different request"}
 }
 
 // ExampleWrapTx: a function whose effect is DynamoDB writes returns them;

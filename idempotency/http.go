@@ -43,7 +43,20 @@ type MiddlewareConfig struct {
 	// MaxBodyBytes bounds the request body read for the fingerprint. A
 	// larger body is answered 413. Defaults to 1 MiB.
 	MaxBodyBytes int64
+	// MaxResponseBytes bounds the response body stored for replay; defaults
+	// to MaxResultBytes (16 KiB), at most MaxResponseBytesLimit (368 KiB,
+	// what one DynamoDB item of 400 KB holds with the headers and the
+	// record). Past it a response is served once and not stored: its
+	// retries get 422 (ProblemResponseNotStored). A stored response costs
+	// its size in write units (1 per KB), and again in read units for each
+	// replay. Middleware panics on a negative value or one past the limit.
+	MaxResponseBytes int
 }
+
+// MaxResponseBytesLimit is the largest MiddlewareConfig.MaxResponseBytes:
+// with up to MaxResultBytes of headers, the record stays inside DynamoDB's
+// 400 KB item limit.
+const MaxResponseBytesLimit = 368 << 10
 
 // Middleware makes an HTTP API idempotent at its edge, per the IETF
 // Idempotency-Key draft: the first request with a key runs the handler and
@@ -60,8 +73,8 @@ type MiddlewareConfig struct {
 // claim is released and a retry runs the handler again (so a handler must
 // not answer 5xx after doing something it cannot do twice).
 //
-// A response body of up to MaxResultBytes bytes is stored (headers up to as
-// much again). A larger one is not: the request is recorded as done, and a
+// A response body of up to MaxResponseBytes (16 KiB by default) is stored,
+// headers up to MaxResultBytes more. A larger one is not: the request is recorded as done, and a
 // retry gets 422 with an explanation, neither a wrong replay nor a second
 // run, nor a 409 that would have the client retry for as long as the record
 // lives.
@@ -83,6 +96,13 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
+	switch {
+	case cfg.MaxResponseBytes < 0 || cfg.MaxResponseBytes > MaxResponseBytesLimit:
+		panic(fmt.Sprintf("idempotency: MiddlewareConfig.MaxResponseBytes (%d) must be between 0 (the default, %d) and MaxResponseBytesLimit (%d), what one DynamoDB item holds",
+			cfg.MaxResponseBytes, MaxResultBytes, MaxResponseBytesLimit))
+	case cfg.MaxResponseBytes == 0:
+		cfg.MaxResponseBytes = MaxResultBytes
+	}
 	methods := map[string]bool{}
 	for _, m := range cfg.Methods {
 		methods[m] = true
@@ -98,7 +118,7 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 			raw := r.Header.Get(HeaderKey)
 			if raw == "" {
 				if cfg.Required {
-					http.Error(w, "the "+HeaderKey+" header is required for "+r.Method+" requests", http.StatusBadRequest)
+					writeProblem(w, http.StatusBadRequest, ProblemKeyMissing, "the "+HeaderKey+" header is required for "+r.Method+" requests")
 					return
 				}
 				next.ServeHTTP(w, r)
@@ -108,10 +128,10 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 			if err != nil {
 				var tooLarge *http.MaxBytesError
 				if errors.As(err, &tooLarge) {
-					http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+					writeProblem(w, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, fmt.Sprintf("the request body is larger than %d bytes (MiddlewareConfig.MaxBodyBytes)", cfg.MaxBodyBytes))
 					return
 				}
-				http.Error(w, "cannot read the request body", http.StatusBadRequest)
+				writeProblem(w, http.StatusBadRequest, ProblemBodyUnreadable, "cannot read the request body")
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -122,7 +142,7 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 			key := scope.Key(client, raw)
 			fp := hashOf(fmt.Appendf(nil, "%s\x00%s\x00%s", r.Method, r.URL.RequestURI(), body))
 
-			rec := &recorder{w: w, header: http.Header{}}
+			rec := &recorder{w: w, header: http.Header{}, limit: cfg.MaxResponseBytes}
 			res := l.run(r.Context(), proc, key, fp, func(ctx context.Context) (effect.Output, error) {
 				next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, keyCtx{}, key)))
 				rec.final()
@@ -133,7 +153,7 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 				if !ok {
 					// Recorded as done without a result: a retry is told so.
 					l.cfg.Logger.Warn("idempotency: response too large to store; retries get 422",
-						"key", key, "body_bytes", rec.size, "max_body_bytes", MaxResultBytes)
+						"key", key, "body_bytes", rec.size, "max_body_bytes", rec.limit)
 				}
 				return effect.Output{Result: stored}, nil
 			})
@@ -151,22 +171,22 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 				l.cfg.Logger.Warn("idempotency: streamed response not recorded", "key", key, "err", err)
 			case errors.As(err, &busy):
 				w.Header().Set("Retry-After", strconv.Itoa(int(max((busy.RetryAfter+time.Second-1)/time.Second, 1))))
-				http.Error(w, "a request with this "+HeaderKey+" is still being processed", http.StatusConflict)
+				writeProblem(w, http.StatusConflict, ProblemInProgress, "a request with this "+HeaderKey+" is still being processed")
 			case errors.Is(err, ErrPayloadMismatch):
-				http.Error(w, "this "+HeaderKey+" was used for a different request", http.StatusUnprocessableEntity)
+				writeProblem(w, http.StatusUnprocessableEntity, ProblemKeyReused, "this "+HeaderKey+" was used for a different request")
 			case err != nil:
 				l.cfg.Logger.Warn("idempotency: request not run", "key", key, "err", err)
 				w.Header().Set("Retry-After", "1")
-				http.Error(w, "the request could not be recorded; retry with the same "+HeaderKey, http.StatusServiceUnavailable)
+				writeProblem(w, http.StatusServiceUnavailable, ProblemNotRecorded, "the request could not be recorded; retry with the same "+HeaderKey)
 			case len(stored) == 0:
 				// Not 409 (in progress: retry later) nor 5xx (retry): the
 				// request is done and no retry can get its response.
-				http.Error(w, "a request with this "+HeaderKey+" was served, but its response was too large to replay", http.StatusUnprocessableEntity)
+				writeProblem(w, http.StatusUnprocessableEntity, ProblemResponseNotStored, "a request with this "+HeaderKey+" was served, but its response was too large to replay")
 			default:
 				sr, err := decodeResponse(stored)
 				if err != nil {
 					l.cfg.Logger.Error("idempotency: cannot replay the stored response", "key", key, "err", err)
-					http.Error(w, "cannot replay the stored response", http.StatusInternalServerError)
+					writeProblem(w, http.StatusInternalServerError, ProblemReplayFailed, "cannot replay the stored response")
 					return
 				}
 				for k, vs := range sr.header {
@@ -178,6 +198,50 @@ func Middleware(l *Ledger, cfg MiddlewareConfig) func(http.Handler) http.Handler
 			}
 		})
 	}
+}
+
+// The type of each problem Middleware answers with (RFC 9457 problem
+// details, application/problem+json, as the Idempotency-Key draft does):
+// a client tells the kinds of error apart by it, not by the text.
+const (
+	// ProblemKeyMissing: 400, the Idempotency-Key header is required
+	// (MiddlewareConfig.Required) and absent.
+	ProblemKeyMissing = "urn:exactly:idempotency:key-missing"
+	// ProblemKeyReused: 422, the key was used for a different request
+	// (method, path or body).
+	ProblemKeyReused = "urn:exactly:idempotency:key-reused"
+	// ProblemInProgress: 409 with Retry-After, the first request with the
+	// key is still running.
+	ProblemInProgress = "urn:exactly:idempotency:in-progress"
+	// ProblemResponseNotStored: 422, the first request was served but its
+	// response was too large to store, so no retry can get it.
+	ProblemResponseNotStored = "urn:exactly:idempotency:response-not-stored"
+	// ProblemNotRecorded: 503 with Retry-After, the ledger could not be
+	// reached; the handler did not run.
+	ProblemNotRecorded = "urn:exactly:idempotency:not-recorded"
+	// ProblemBodyTooLarge: 413, the request body is past
+	// MiddlewareConfig.MaxBodyBytes.
+	ProblemBodyTooLarge = "urn:exactly:idempotency:body-too-large"
+	// ProblemBodyUnreadable: 400, the request body could not be read.
+	ProblemBodyUnreadable = "urn:exactly:idempotency:body-unreadable"
+	// ProblemReplayFailed: 500, the stored response could not be decoded.
+	ProblemReplayFailed = "urn:exactly:idempotency:replay-failed"
+)
+
+// writeProblem answers an RFC 9457 problem details object.
+func writeProblem(w http.ResponseWriter, status int, typ, detail string) {
+	b, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}{typ, http.StatusText(status), status, detail})
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // errNotStored marks a response that is passed on but not recorded.
@@ -193,6 +257,7 @@ type recorder struct {
 	wroteHeader bool
 	body        bytes.Buffer
 	size        int  // bytes written, kept or not
+	limit       int  // MiddlewareConfig.MaxResponseBytes
 	streaming   bool // flushed: status, headers and body so far went to w
 }
 
@@ -222,7 +287,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if !r.streaming {
 		return r.body.Write(b)
 	}
-	if r.size <= MaxResultBytes {
+	if r.size <= r.limit {
 		r.body.Write(b)
 	} else {
 		r.body.Reset() // too large to store: not kept
@@ -245,7 +310,7 @@ func (r *recorder) FlushError() error {
 		if err := r.send(r.w); err != nil {
 			return err
 		}
-		if r.size > MaxResultBytes {
+		if r.size > r.limit {
 			r.body.Reset()
 		}
 	}
@@ -293,9 +358,10 @@ const storedFormat = 1
 // encode is the stored form of the response: the format, the status, the
 // headers (count, then each name and its values, lengths first) and the
 // body's bytes as they are, so that the body's limit is its own size. ok is
-// false when the body or the headers exceed MaxResultBytes: not stored.
+// false when the body exceeds the limit or the headers MaxResultBytes: not
+// stored.
 func (r *recorder) encode() (stored []byte, ok bool) {
-	if r.size > MaxResultBytes {
+	if r.size > r.limit {
 		return nil, false
 	}
 	b := []byte{storedFormat}

@@ -2,7 +2,10 @@ package idempotency_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +56,25 @@ func post(t *testing.T, h http.Handler, key, body string) *httptest.ResponseReco
 	return rec
 }
 
+// requireProblem: rec is an RFC 9457 problem details response of this
+// status and type.
+func requireProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, typ string) {
+	t.Helper()
+	require.Equal(t, status, rec.Code)
+	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+	var p struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p), "%s", rec.Body)
+	require.Equal(t, typ, p.Type)
+	require.Equal(t, status, p.Status)
+	require.Equal(t, http.StatusText(status), p.Title)
+	require.NotEmpty(t, p.Detail)
+}
+
 func TestMiddlewareReplaysTheStoredResponse(t *testing.T) {
 	t.Parallel()
 	api := &orders{}
@@ -71,7 +93,7 @@ func TestMiddlewareReplaysTheStoredResponse(t *testing.T) {
 	require.Equal(t, first.Body.String(), retry.Body.String())
 	require.EqualValues(t, 1, api.created.Load())
 
-	require.Equal(t, http.StatusUnprocessableEntity, post(t, h, "k-1", `{"sku":"b"}`).Code, "the key reused for another request")
+	requireProblem(t, post(t, h, "k-1", `{"sku":"b"}`), http.StatusUnprocessableEntity, idempotency.ProblemKeyReused)
 	require.Equal(t, http.StatusCreated, post(t, h, "k-2", `{"sku":"b"}`).Code)
 	require.EqualValues(t, 2, api.created.Load())
 }
@@ -86,7 +108,7 @@ func TestMiddlewareWithoutKey(t *testing.T) {
 	require.EqualValues(t, 2, api.created.Load())
 
 	required := idempotency.Middleware(l, idempotency.MiddlewareConfig{Required: true})(api)
-	require.Equal(t, http.StatusBadRequest, post(t, required, "", `{}`).Code)
+	requireProblem(t, post(t, required, "", `{}`), http.StatusBadRequest, idempotency.ProblemKeyMissing)
 	require.EqualValues(t, 2, api.created.Load())
 
 	get := httptest.NewRecorder()
@@ -103,7 +125,7 @@ func TestMiddlewareInProgressIs409(t *testing.T) {
 		go func() { done <- post(t, h, "k-1", `{}`).Code }()
 		synctest.Wait()
 		busy := post(t, h, "k-1", `{}`)
-		require.Equal(t, http.StatusConflict, busy.Code)
+		requireProblem(t, busy, http.StatusConflict, idempotency.ProblemInProgress)
 		require.Equal(t, "1", busy.Header().Get("Retry-After"), "just started: try again soon, not after the lease's minute")
 		time.Sleep(3 * time.Second)
 		require.Equal(t, "3", post(t, h, "k-1", `{}`).Header().Get("Retry-After"), "as long again as it has run")
@@ -246,10 +268,49 @@ func TestMiddlewareBodyLimitIsTheBodysBytes(t *testing.T) {
 	require.Equal(t, http.StatusCreated, first.Code, "the first caller gets its response")
 	require.Len(t, first.Body.Bytes(), idempotency.MaxResultBytes+1)
 	retry = post(t, h, "k-2", `{}`)
-	require.Equal(t, http.StatusUnprocessableEntity, retry.Code)
+	requireProblem(t, retry, http.StatusUnprocessableEntity, idempotency.ProblemResponseNotStored)
 	require.Empty(t, retry.Header().Get("Retry-After"))
 	require.Contains(t, retry.Body.String(), "too large to replay")
 	require.EqualValues(t, 2, runs.Load(), "recorded as done: not run again")
+}
+
+// TestMiddlewareMaxResponseBytes: a response past the default 16 KiB is
+// served once and its retry gets 422; with MaxResponseBytes raised it is
+// replayed; a limit past what a DynamoDB item holds is refused at once.
+func TestMiddlewareMaxResponseBytes(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	body := bytes.Repeat([]byte("0123456789abcdef"), 100<<10/16) // 100 KiB
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	})
+	l := newLedger(t, newDB(t))
+	def := idempotency.Middleware(l, idempotency.MiddlewareConfig{Name: "default"})(api)
+	require.Equal(t, http.StatusCreated, post(t, def, "k-1", `{}`).Code)
+	requireProblem(t, post(t, def, "k-1", `{}`), http.StatusUnprocessableEntity, idempotency.ProblemResponseNotStored)
+
+	raised := idempotency.Middleware(l, idempotency.MiddlewareConfig{Name: "raised", MaxResponseBytes: len(body)})(api)
+	first := post(t, raised, "k-1", `{}`)
+	require.Equal(t, http.StatusCreated, first.Code)
+	retry := post(t, raised, "k-1", `{}`)
+	require.Equal(t, http.StatusCreated, retry.Code)
+	require.Equal(t, "true", retry.Header().Get(idempotency.HeaderReplayed))
+	require.Equal(t, body, retry.Body.Bytes())
+	require.EqualValues(t, 2, runs.Load(), "each key ran once")
+
+	most := idempotency.Middleware(l, idempotency.MiddlewareConfig{Name: "most", MaxResponseBytes: idempotency.MaxResponseBytesLimit})
+	body = bytes.Repeat([]byte{'x'}, idempotency.MaxResponseBytesLimit)
+	require.Equal(t, http.StatusCreated, post(t, most(api), "k-1", `{}`).Code)
+	retry = post(t, most(api), "k-1", `{}`)
+	require.Equal(t, "true", retry.Header().Get(idempotency.HeaderReplayed), "the largest response is stored: %d", retry.Code)
+	require.Len(t, retry.Body.Bytes(), idempotency.MaxResponseBytesLimit)
+
+	for _, n := range []int{-1, idempotency.MaxResponseBytesLimit + 1} {
+		require.PanicsWithValue(t, fmt.Sprintf("idempotency: MiddlewareConfig.MaxResponseBytes (%d) must be between 0 (the default, 16384) and MaxResponseBytesLimit (376832), what one DynamoDB item holds", n),
+			func() { idempotency.Middleware(l, idempotency.MiddlewareConfig{MaxResponseBytes: n}) })
+	}
 }
 
 // TestMiddlewareStreams: a handler that flushes streams its response under

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -67,7 +68,7 @@ const (
 	// MaxResultBytes bounds a stored result: the JSON of a function's
 	// output, or the body of an HTTP response (its status and headers are
 	// stored besides, up to as much again).
-	MaxResultBytes = dedup.MaxResultBytes
+	MaxResultBytes = 16 << 10
 )
 
 // Config configures a Ledger.
@@ -195,6 +196,14 @@ type keyCtx struct{}
 // that KeyPointers or KeyFunc look for fails with ErrKeyMissing, unrun
 // (see AllowMissingKey). The output is stored as JSON: Out must round-trip
 // through encoding/json.
+//
+// Wrap panics, as regexp.MustCompile does, when an option cannot work for
+// fn, a mistake that would otherwise fail every call: a KeyFunc for another
+// input type, a KeyPointers or ValidatePointers argument that is not a
+// JSON pointer ("order" for "/order"), an Expiry that is not positive. The
+// panic names the option and the fix; it happens where the function is
+// wrapped (at start-up, or in the first test that builds it), never in a
+// call.
 func Wrap[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out, error), opts ...Option) func(context.Context, In) (Out, error) {
 	// Never optimistic: fn has effects of its own, which must not run for
 	// a duplicate.
@@ -211,11 +220,15 @@ func Wrap[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out
 // 4 MB in all), conditioned on the call's claim. They are applied exactly
 // once whatever fails. A write whose own condition fails, or writes past
 // those limits, make the call fail at once with an error matching
-// effect.IsPermanent; nothing is applied.
+// effect.IsPermanent; nothing is applied. WrapTx panics on the mistakes
+// Wrap does.
 func WrapTx[In, Out any](l *Ledger, name string, fn func(context.Context, In) (Out, []types.TransactWriteItem, error), opts ...Option) func(context.Context, In) (Out, error) {
 	s := settings{expiry: l.cfg.Expiry}
 	for _, o := range opts {
 		o(&s)
+	}
+	if err := s.check(reflect.TypeFor[In]()); err != nil {
+		panic(fmt.Sprintf("idempotency: Wrap %q: %v", name, err))
 	}
 	scope := dedup.Scope{Namespace: l.cfg.Namespace, Queue: name}
 	proc := l.processor(s.expiry, s.optimistic, 0)

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ type Option func(*settings)
 type settings struct {
 	keyPtrs    []string
 	keyFunc    func(in any) (string, error)
+	keyFuncIn  reflect.Type // the In of KeyFunc
 	validate   []string
 	noValidate bool
 	allowNoKey bool
@@ -29,15 +31,18 @@ var errNoKey = errors.New("no key")
 // pointers (strings or numbers), joined: KeyPointers("/customer", "/order")
 // keys by customer and order. Without KeyPointers or KeyFunc, the key is the
 // SHA-256 of the whole input's JSON. The Powertools counterpart is
-// event_key_jmespath.
+// event_key_jmespath. A pointer that is not one ("order" for "/order")
+// makes Wrap panic.
 func KeyPointers(ptrs ...string) Option {
 	return func(s *settings) { s.keyPtrs = append(s.keyPtrs, ptrs...) }
 }
 
 // KeyFunc takes the key from the input with f. An empty key counts as
-// missing (see AllowMissingKey). f must accept the wrapped function's In.
+// missing (see AllowMissingKey). f must accept the wrapped function's In
+// (Wrap panics otherwise).
 func KeyFunc[In any](f func(In) string) Option {
 	return func(s *settings) {
+		s.keyFuncIn = reflect.TypeFor[In]()
 		s.keyFunc = func(in any) (string, error) {
 			v, ok := in.(In)
 			if !ok {
@@ -62,7 +67,8 @@ func KeyFunc[In any](f func(In) string) Option {
 // call whose key was completed under the old setting is a duplicate
 // whatever its payload: it gets the stored result and is not run, neither
 // run twice nor failed with ErrPayloadMismatch. Payload validation is back
-// for a key once its old record has expired (Expiry).
+// for a key once its old record has expired (Expiry). A pointer that is
+// not one makes Wrap panic, as in KeyPointers.
 func ValidatePointers(ptrs ...string) Option {
 	return func(s *settings) { s.validate = append(s.validate, ptrs...) }
 }
@@ -87,8 +93,31 @@ func AllowMissingKey() Option { return func(s *settings) { s.allowNoKey = true }
 // writes it returns. Wrap ignores it: its function has effects of its own.
 func Optimistic() Option { return func(s *settings) { s.optimistic = true } }
 
-// Expiry overrides Config.Expiry for this function.
+// Expiry overrides Config.Expiry for this function. It must be positive
+// (Wrap panics otherwise).
 func Expiry(d time.Duration) Option { return func(s *settings) { s.expiry = d } }
+
+// check says which option cannot work for a function taking in, and how
+// to fix it: each such mistake would fail every call.
+func (s *settings) check(in reflect.Type) error {
+	if s.keyFuncIn != nil && s.keyFuncIn != in && (s.keyFuncIn.Kind() != reflect.Interface || !in.Implements(s.keyFuncIn)) {
+		return fmt.Errorf("KeyFunc takes %s, but the function's input is %s: pass a func(%s) string", s.keyFuncIn, in, in)
+	}
+	for _, p := range s.keyPtrs {
+		if err := dedup.CheckPointer(p); err != nil {
+			return fmt.Errorf("KeyPointers: %w", err)
+		}
+	}
+	for _, p := range s.validate {
+		if err := dedup.CheckPointer(p); err != nil {
+			return fmt.Errorf("ValidatePointers: %w", err)
+		}
+	}
+	if s.expiry <= 0 {
+		return fmt.Errorf("Expiry(%s): a completed call must answer its duplicates for a positive time: pass a positive duration (Config.Expiry's default is %s)", s.expiry, DefaultExpiry)
+	}
+	return nil
+}
 
 // key returns the input's raw key; an error wrapping errNoKey when the
 // input has none.

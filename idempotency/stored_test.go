@@ -11,7 +11,7 @@ import (
 // as it was, and the JSON form of earlier versions is still read.
 func TestStoredResponseRoundTrip(t *testing.T) {
 	t.Parallel()
-	r := &recorder{header: http.Header{"Location": {"/orders/1"}, "Set-Cookie": {"a=1", "b=2"}, "X-Empty": {}}}
+	r := &recorder{header: http.Header{"Location": {"/orders/1"}, "Set-Cookie": {"a=1", "b=2"}, "X-Empty": {}}, limit: MaxResultBytes}
 	r.WriteHeader(http.StatusCreated)
 	_, _ = r.Write([]byte{0, 1, 2, 255})
 	b, ok := r.encode()
@@ -27,7 +27,7 @@ func TestStoredResponseRoundTrip(t *testing.T) {
 
 // FuzzDecodeResponse: no stored bytes make the replay panic.
 func FuzzDecodeResponse(f *testing.F) {
-	r := &recorder{header: http.Header{"Location": {"/orders/1"}}}
+	r := &recorder{header: http.Header{"Location": {"/orders/1"}}, limit: MaxResultBytes}
 	_, _ = r.Write([]byte("ok"))
 	b, _ := r.encode()
 	f.Add(b)

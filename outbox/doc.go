@@ -10,4 +10,13 @@
 // the message id):
 // SQS drops resends inside its five-minute window and the consumer's dedup
 // ledger absorbs the rest.
+//
+//	ob := outbox.New(dynamodbClient, "exactly-outbox")
+//	err := ob.Write(ctx, []outbox.Message{{
+//		QueueURL: ordersQueue, Group: "customer-42", ID: "order-1001/created",
+//		Body: `{"order":"1001"}`,
+//	}}, yourOwnWrites...) // your Put/Update/ConditionCheck items, on any table
+//
+// The package's runnable examples (Outbox.Write, Relay.Sweep) use the test
+// kit's in-memory DynamoDB and SQS (package exactlytest).
 package outbox

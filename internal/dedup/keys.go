@@ -138,6 +138,23 @@ func DecodeJSON(b []byte) (any, error) {
 	return doc, nil
 }
 
+// CheckPointer says why ptr is not an RFC 6901 JSON pointer: one that is
+// neither empty (the whole document) nor starts with "/", or has a "~" not
+// followed by 0 or 1. Pointer finds nothing at such a pointer, in any
+// document.
+func CheckPointer(ptr string) error {
+	if ptr != "" && !strings.HasPrefix(ptr, "/") {
+		return fmt.Errorf("%q is not a JSON pointer: it must start with \"/\" (\"/%s\")", ptr, ptr)
+	}
+	for i := strings.IndexByte(ptr, '~'); i >= 0; i = strings.IndexByte(ptr, '~') {
+		if i+1 >= len(ptr) || (ptr[i+1] != '0' && ptr[i+1] != '1') {
+			return fmt.Errorf("%q is not a JSON pointer: \"~\" must be followed by 0 (~) or 1 (/)", ptr)
+		}
+		ptr = ptr[i+2:]
+	}
+	return nil
+}
+
 // Pointer resolves an RFC 6901 JSON pointer ("/order/id") in a document
 // from DecodeJSON; false when the document has no such value.
 func Pointer(doc any, ptr string) (any, bool) {

@@ -41,10 +41,11 @@ const (
 const MaxResultBytes = 16 << 10
 
 // MaxStoredBytes bounds what the store writes as a record's result: room
-// for a result of MaxResultBytes with as much again of framing (an HTTP
-// response's headers). A record with it and the longest key stays far
-// below DynamoDB's item limit of 400 KB (the contract suite writes one).
-const MaxStoredBytes = 2 * MaxResultBytes
+// for the largest HTTP response the idempotency middleware may be set to
+// store (idempotency.MaxResponseBytesLimit, 368 KiB) with MaxResultBytes of
+// framing (its headers). A record with it and the longest key stays below
+// DynamoDB's item limit of 400 KB (the contract suite writes one).
+const MaxStoredBytes = 384 << 10
 
 // Record is a decoded dedup record, as stored.
 type Record struct {

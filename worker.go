@@ -151,6 +151,14 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 // abandoned poll takes, if any, come back after their visibility timeout
 // (nothing is lost: SQS redelivers them). A smaller WaitTime makes the
 // graceful stop prompter, at the cost of more empty receives.
+//
+// On a FIFO queue, what a poll cancelled by StopAndCancel (or by the end of
+// ShutdownTimeout) had already taken is asked back with the poll's receive
+// request attempt id and handed back at once, in group order. What SQS
+// will not give back (it refuses an attempt id it deems not retryable) is
+// logged with how long it stays hidden, and holds its group until then. A
+// standard queue has no attempt id: what a cancelled poll took comes back
+// after its visibility timeout.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.ran.CompareAndSwap(false, true) {
 		return errors.New("exactly: Worker.Run called twice")
@@ -195,8 +203,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 
 // StopAndCancel is Stop that does not wait for running effects: their
 // contexts are cancelled now, as at the end of ShutdownTimeout, and open long
-// polls are abandoned (a second Ctrl-C). The cancelled effects' messages come
-// back after their visibility timeout, their claims released; a commit
+// polls are abandoned (a second Ctrl-C): on a FIFO queue what they had taken
+// is asked back and handed back at once (see Run). The cancelled effects'
+// messages come back after their visibility timeout, their claims released; a commit
 // already under way is still tried once, so an effect that finished is not
 // run again. It waits for Run to return, or for ctx.
 func (w *Worker) StopAndCancel(ctx context.Context) error {

@@ -3,11 +3,16 @@
 #
 #   make sim                 a fixed budget of seeds (SIM_SEEDS_DEFAULT and CHAIN_SEEDS, ~13 minutes on 2 idle cores; part of CI)
 #   make sim SEEDS=N         N seeds (from FIRST, default 1)
-#   make sim SEED=123        replay one seed (once; REPEAT=N runs it up to N times, red when any run
+#   make sim SEED=123        run one seed (once; REPEAT=N runs it up to N times, red when any run
 #                            is). The seed fixes the world, workload, faults, the product's jitter
-#                            and the order of calls that arrive together (internal/sim/sequencer.go);
-#                            a red seed's report gives DIGEST=, and the replay says whether it ran
-#                            the same run (about 4 seeds in 5 with faults: docs/TESTING.md)
+#                            and the order of calls that arrive together (internal/sim/sequencer.go)
+#   make sim SEED=123 REPLAY=sim-red/seed-123.rec
+#                            replay a red run: every red seed writes its recording (every step of
+#                            the sequencer and every fault: internal/sim/record.go) to SIM_RECORD,
+#                            and its report prints this command; the replay says "replayed the
+#                            recording exactly" or names the first decision that differs, with
+#                            what was recorded and what was asked. DIGEST= (from the report)
+#                            checks a replay without a recording
 #   make sim FAULTS=lost,partial OPS=SendMessageBatch,DeleteMessageBatch
 #                            only these fault kinds / only faults on these operations
 #   make sim RATE=0.08       probability that a call gets a fault (default: drawn per seed)
@@ -52,11 +57,15 @@ OPS ?=
 RATE ?=
 LOGS ?=
 SIM_ARGS ?=
+REPLAY ?=
 SIM_REPORT ?= $(SIM_ROOT)/sim-report.txt
+# Red seeds' recordings (SIM_RECORD= : none).
+SIM_RECORD ?= $(SIM_ROOT)/sim-red
 
 SIM_COMMIT ?= $(shell git -C $(SIM_ROOT) rev-parse --short HEAD 2>/dev/null)$(shell git -C $(SIM_ROOT) diff --quiet HEAD 2>/dev/null || echo +dirty)
 
 sim_flags = -sim.commit=$(SIM_COMMIT) -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAIN_SEEDS) -sim.first=$(FIRST) $(if $(RATE),-sim.rate=$(RATE)) -sim.report=$(SIM_REPORT) \
+	$(if $(SIM_RECORD),-sim.record=$(SIM_RECORD)) $(if $(REPLAY),-sim.replay=$(abspath $(REPLAY))) \
 	$(if $(SEED),-sim.seed=$(SEED) -sim.repeat=$(or $(REPEAT),1) $(if $(DIGEST),-sim.digest=$(DIGEST)),$(if $(REPEAT),-sim.repeat=$(REPEAT))) \
 	$(if $(FAULTS),-sim.faults=$(FAULTS)) $(if $(OPS),-sim.ops=$(OPS)) $(if $(LOGS),-sim.logs) $(SIM_ARGS)
 

@@ -121,6 +121,31 @@ TF_VALIDATE_ROOTS     = $(patsubst $(EXACTLY_ROOT)/%/,%,$(wildcard $(TF_DIR)/mod
 .PHONY: tf-provider
 tf-provider: $(AWS_PROVIDER) ## build the pinned AWS provider from source into ~/.cache/exactly/tools/bin (once; long)
 
+# The same provider cut to the service packages the repository's .tf files use
+# (scripts/tf-provider-min, tools/cmd/tfprovidermin): the schema of every type
+# the modules name is the pinned one, and the build fits a cold CI run.
+# AWS_PROVIDER_BUILD=min makes tf-validate and tf-apply-local use it.
+AWS_PROVIDER_BUILD    ?= full
+AWS_PROVIDER_MIN_PATH := $(EXACTLY_ROOT)/.tools/aws-provider-min.path
+TF_ROOTS              := $(TF_DIR) $(CUSTOM_EFFECT_TF) $(LOCALSTACK)/terraform
+
+.PHONY: tf-provider-min
+tf-provider-min: ## build the pinned AWS provider cut to the services the modules use (once per service list; cached in ~/.cache/exactly/tools/bin)
+	@mkdir -p $(dir $(AWS_PROVIDER_MIN_PATH))
+	@GO=$(GO) $(EXACTLY_ROOT)/scripts/tf-provider-min $(AWS_PROVIDER_VERSION) $(EXACTLY_TOOLS_BIN) $(TF_ROOTS) >$(AWS_PROVIDER_MIN_PATH).new
+	@mv $(AWS_PROVIDER_MIN_PATH).new $(AWS_PROVIDER_MIN_PATH)
+
+ifeq ($(AWS_PROVIDER_BUILD),min)
+TF_PROVIDER_DEP     := tf-provider-min
+# Read when the recipe runs, after tf-provider-min wrote it.
+TF_PROVIDER_USE_DIR  = $(shell cat $(AWS_PROVIDER_MIN_PATH))
+else ifeq ($(AWS_PROVIDER_BUILD),full)
+TF_PROVIDER_DEP     := $(AWS_PROVIDER)
+TF_PROVIDER_USE_DIR  = $(AWS_PROVIDER_DIR)
+else
+$(error AWS_PROVIDER_BUILD=$(AWS_PROVIDER_BUILD): set it to full (the whole provider, make tf-provider) or min (make tf-provider-min))
+endif
+
 # Where the provider is (or would be) cached: .ci/run asks.
 .PHONY: print-aws-provider
 print-aws-provider:
@@ -130,14 +155,14 @@ print-aws-provider:
 # every run (the cache may move); its folder is created here, not by another target.
 define tf-provider-rc
 	@mkdir -p $(dir $(TF_PROVIDER_RC))
-	@printf 'provider_installation {\n  dev_overrides {\n    "hashicorp/aws" = "%s"\n  }\n}\n' $(AWS_PROVIDER_DIR) >$(TF_PROVIDER_RC)
+	@printf 'provider_installation {\n  dev_overrides {\n    "hashicorp/aws" = "%s"\n  }\n}\n' $(TF_PROVIDER_USE_DIR) >$(TF_PROVIDER_RC)
 endef
 
 $(AWS_PROVIDER):
 	$(call exactly-go-install,$@,github.com/hashicorp/terraform-provider-aws@$(AWS_PROVIDER_VERSION),terraform-provider-aws)
 
 .PHONY: tf-validate
-tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module and example against the AWS provider's schema (builds the provider once: long; CI when it is cached)
+tf-validate: $(TERRAFORM) $(TF_PROVIDER_DEP) ## terraform validate of every module and example against the AWS provider's schema (builds the provider once: long; CI when it is cached)
 	$(tf-provider-rc)
 	@rm -rf $(TF_VALIDATE_STAGE) && mkdir -p $(TF_VALIDATE_STAGE)/infra $(TF_VALIDATE_STAGE)/examples/custom-effect
 	@cp -R $(TF_DIR) $(TF_VALIDATE_STAGE)/infra/ && cp -R $(CUSTOM_EFFECT_TF) $(TF_VALIDATE_STAGE)/examples/custom-effect/
@@ -151,7 +176,7 @@ tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module 
 	for d in $(TF_VALIDATE_STAGE)/infra/terraform/examples/*/; do \
 		cp $(TF_OVERRIDE) $$d; d=$${d#$(TF_VALIDATE_STAGE)/}; validate $${d%/} " with localstack_override.tf"; n=$$((n+1)); \
 	done; \
-	echo ">> tf-validate: $$n terraform validate runs passed in $$(( $$(date +%s) - start )) s (provider $(AWS_PROVIDER), terraform $(TERRAFORM_VERSION))"
+	echo ">> tf-validate: $$n terraform validate runs passed in $$(( $$(date +%s) - start )) s (provider $(TF_PROVIDER_USE_DIR), $(AWS_PROVIDER_BUILD) build; terraform $(TERRAFORM_VERSION))"
 
 # --- terraform apply against the local emulators ------------------------------
 # infra/terraform/local (queue, dedup-table, outbox-table) applied to fauxqs and
@@ -159,11 +184,11 @@ tf-validate: $(TERRAFORM) $(AWS_PROVIDER) ## terraform validate of every module 
 # with the provider above; the worker and the relay run on what it made; plan
 # must show no drift; destroy must leave nothing. See scripts/tf-apply-local.
 .PHONY: tf-apply-local
-tf-apply-local: $(TERRAFORM) $(AWS_PROVIDER) ## apply queue, dedup-table, outbox-table to the local emulators, run worker and relay on them, plan (no drift), destroy (builds the provider once)
+tf-apply-local: $(TERRAFORM) $(TF_PROVIDER_DEP) ## apply queue, dedup-table, outbox-table to the local emulators, run worker and relay on them, plan (no drift), destroy (builds the provider once)
 	$(tf-provider-rc)
 	@start=$$(date +%s); cd $(EXACTLY_ROOT) && \
 		TERRAFORM=$(TERRAFORM) TF_CLI_CONFIG_FILE=$(TF_PROVIDER_RC) scripts/with-stack scripts/tf-apply-local && \
-		echo ">> make tf-apply-local took $$(( $$(date +%s) - start )) s (emulators' start included; provider $(AWS_PROVIDER), terraform $(TERRAFORM_VERSION))"
+		echo ">> make tf-apply-local took $$(( $$(date +%s) - start )) s (emulators' start included; provider $(TF_PROVIDER_USE_DIR), $(AWS_PROVIDER_BUILD) build; terraform $(TERRAFORM_VERSION))"
 
 .PHONY: localstack-check
 localstack-check: $(COMPOSE_SPEC) shellcheck-installed ## offline checks of localstack/: compose file, init scripts (bash -n, shellcheck, a run against a fake awslocal)

@@ -10,3 +10,6 @@ func (o *Outbox) Waiting(queue, group string) int {
 	}
 	return 0
 }
+
+// ShardOf is the pending index's shard of a group.
+func ShardOf(queue, group string) string { return shardOf(partitionKey(queue, group)) }

@@ -3,12 +3,6 @@ package outbox
 import (
 	"context"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/exactlyonce/exactly/internal/outboxschema"
 )
 
 // HeldItem returns the message a held group is held at (ok false when the
@@ -19,12 +13,9 @@ func HeldItem(ctx context.Context, db API, table, queue, group string) (Item, He
 	if err != nil || !ok {
 		return Item{}, h, ok, err
 	}
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: &table, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(partitionKey(queue, group)), outboxschema.AttrSK: num(h.Seq)},
-	})
+	it, err := getItem(ctx, db, table, partitionKey(queue, group), h.Seq)
 	if err != nil {
 		return Item{}, h, true, fmt.Errorf("outbox: read the held message of group %q of %s: %w", group, queue, err)
 	}
-	return readItem(out.Item), h, true, nil
+	return it, h, true, nil
 }

@@ -6,10 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/exactlyonce/exactly/outbox"
 )
@@ -295,6 +299,35 @@ func TestOneIDInTwoGroupsIsTwoMessages(t *testing.T) {
 	})
 }
 
+// TestAMessageWrittenBeforeTheKeyChangedKeepsItsKey: the relay publishes
+// a message under the key stored with it when it was written, not the key
+// Key gives now: a message written by an older Write (here: of no group,
+// whose id holds a '/', once keyed by its id) and published by a newer
+// relay keeps its key, so a copy of it published again is still the
+// same message for SQS and the worker.
+func TestAMessageWrittenBeforeTheKeyChangedKeepsItsKey(t *testing.T) {
+	each(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		q, _ := testenv.NewQueue(t, e.sqs, false, nil, 0)
+		ob := outbox.New(e.db, e.table)
+		require.NoError(t, ob.Write(ctx, []outbox.Message{{QueueURL: q, Body: "old", ID: "a/b"}, {QueueURL: q, Body: "new", ID: "c/d"}}))
+		_, err := e.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+			TableName: &e.table, Key: map[string]types.AttributeValue{outboxschema.AttrPK: &types.AttributeValueMemberS{Value: q + "#"}, outboxschema.AttrSK: &types.AttributeValueMemberN{Value: "1"}},
+			UpdateExpression: aws.String("SET #key = :old"), ConditionExpression: aws.String("#id = :id"),
+			ExpressionAttributeNames:  map[string]string{"#key": outboxschema.AttrKey, "#id": outboxschema.AttrID},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":old": &types.AttributeValueMemberS{Value: "a/b"}, ":id": &types.AttributeValueMemberS{Value: "a/b"}},
+		}}}})
+		require.NoError(t, err, "the item as the older Write stored it")
+		round, err := e.relay().Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, round.Published)
+		_, keys := e.received(t, q)
+		require.Equal(t, "a/b", keys["old"], "the key it was written with")
+		require.Equal(t, outbox.Key("", "c/d"), keys["new"])
+		require.NotEqual(t, "c/d", keys["new"])
+	})
+}
+
 func TestKey(t *testing.T) {
 	long := strings.Repeat("i", 128)
 	for _, tc := range []struct{ group, id, want string }{
@@ -305,6 +338,11 @@ func TestKey(t *testing.T) {
 		require.Equal(t, tc.want, outbox.Key(tc.group, tc.id))
 	}
 	require.NotEqual(t, outbox.Key("a/b", "c"), outbox.Key("a", "b/c"), "a '/' in the group cannot make two keys one")
+	require.NotEqual(t, outbox.Key("", "a/b"), outbox.Key("a", "b"), "a '/' in an id of no group cannot make two keys one")
+	require.Regexp(t, "^h[0-9a-f]{63}$", outbox.Key("", "a/b"))
+	hashed := outbox.Key("a/b", "c")
+	require.NotEqual(t, hashed, outbox.Key("", hashed), "an id of no group shaped like a hashed key is hashed too")
+	require.Equal(t, "H"+hashed[1:], outbox.Key("", "H"+hashed[1:]), "only that shape")
 	require.Regexp(t, "^h[0-9a-f]{63}$", outbox.Key("a/b", "c"))
 	for _, k := range []string{outbox.Key("g", long), outbox.Key(long, long), outbox.Key("a/b", "c")} {
 		require.True(t, outbox.ValidID(k), "a valid dedup id: %q", k)

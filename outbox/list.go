@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/exactlyonce/exactly/internal/outboxschema"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -49,34 +51,88 @@ func readItem(it map[string]types.AttributeValue) Item {
 }
 
 // ListPending returns up to limit messages not yet published, the oldest
-// groups first (as the pending index orders them), each group's in order.
+// groups first across the pending index's shards (merged by age), each
+// group's in order; and, past limit if need be, the held message of every
+// held group not among them: a held group is always listed, however many
+// older groups there are. It reads the whole pending index (a Query of
+// each shard: one item per pending group) to find them.
 func ListPending(ctx context.Context, db API, table string, limit int) ([]Item, error) {
-	var out []Item
-	for s := 0; s < outboxschema.Shards && len(out) < limit; s++ {
-		heads, err := db.Query(ctx, &dynamodb.QueryInput{
-			TableName: &table, IndexName: aws.String(outboxschema.PendingIndex),
-			KeyConditionExpression:    aws.String("#shard = :s"),
-			ExpressionAttributeNames:  map[string]string{"#shard": outboxschema.AttrShard},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(strconv.Itoa(s))},
-			Limit:                     aws.Int32(int32(limit)),
-		})
+	var heads []head
+	for s := range outboxschema.Shards {
+		hs, err := pendingHeads(ctx, db, table, s)
 		if err != nil {
-			return nil, fmt.Errorf("outbox: read pending index: %w", err)
+			return nil, err
 		}
-		for _, it := range heads.Items {
-			h := readHead(it)
-			items, err := queryGroup(ctx, db, table, h.pk, h.sent, limit-len(out))
-			if err != nil {
-				return nil, err
-			}
-			for _, x := range items {
-				if x.SentAt.IsZero() && len(out) < limit {
-					out = append(out, x)
-				}
+		heads = append(heads, hs...)
+	}
+	slices.SortStableFunc(heads, func(a, b head) int { return cmp.Compare(a.since, b.since) })
+	var out []Item
+	heldShown := map[string]bool{}
+	for _, h := range heads {
+		if len(out) >= limit {
+			break
+		}
+		items, err := queryGroup(ctx, db, table, h.pk, h.sent, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range items {
+			if x.SentAt.IsZero() && len(out) < limit {
+				out = append(out, x)
+				heldShown[h.pk] = heldShown[h.pk] || x.Held != ""
 			}
 		}
 	}
+	for _, h := range heads {
+		if h.held == "" || heldShown[h.pk] {
+			continue
+		}
+		x, err := getItem(ctx, db, table, h.pk, h.heldSeq)
+		if err != nil {
+			return nil, err
+		}
+		if x.Seq == h.heldSeq && x.SentAt.IsZero() {
+			out = append(out, x)
+		}
+	}
 	return out, nil
+}
+
+// pendingHeads reads one shard of the pending index, oldest group first.
+func pendingHeads(ctx context.Context, db API, table string, shard int) ([]head, error) {
+	in := &dynamodb.QueryInput{
+		TableName: &table, IndexName: aws.String(outboxschema.PendingIndex),
+		KeyConditionExpression:    aws.String("#shard = :s"),
+		ExpressionAttributeNames:  map[string]string{"#shard": outboxschema.AttrShard},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(strconv.Itoa(shard))},
+	}
+	var out []head
+	for {
+		page, err := db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: read pending index: %w", err)
+		}
+		for _, it := range page.Items {
+			out = append(out, readHead(it))
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// getItem reads one message of a group (strongly consistent); a zero Item
+// when it is not there.
+func getItem(ctx context.Context, db API, table, pk string, seq int64) (Item, error) {
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(seq)},
+	})
+	if err != nil {
+		return Item{}, fmt.Errorf("outbox: read message %d of %s: %w", seq, pk, err)
+	}
+	return readItem(out.Item), nil
 }
 
 // ListGroup returns up to limit of a group's messages still in the table

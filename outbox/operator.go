@@ -19,7 +19,8 @@ import (
 // `worker outbox release` and `worker outbox drop` call them.
 
 // ErrNotHeld is returned by Release and Drop when the group is not held
-// (or, for Drop, when the held message is not the one named).
+// (or, for Drop, when the held message is not the one named, or the group
+// was released since Drop read it).
 var ErrNotHeld = errors.New("outbox: not held")
 
 // Held is a held group as its head says.
@@ -92,6 +93,7 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 // handles.
 func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 	pk := partitionKey(queue, group)
+	var first head
 	for attempt := 0; ; attempt++ {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: headKey(pk), ConsistentRead: aws.Bool(true)})
 		if err != nil {
@@ -101,15 +103,27 @@ func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 		if out.Item == nil || h.held == "" {
 			return fmt.Errorf("%w: group %q of %s", ErrNotHeld, group, queue)
 		}
+		if attempt == 0 {
+			first = h
+		} else if h.held != first.held || h.heldSeq != first.heldSeq {
+			// Released (and perhaps held again) since the first read: the
+			// hold the operator meant is gone, and its message may have
+			// been published.
+			return fmt.Errorf("%w: group %q of %s was released since it was read", ErrNotHeld, group, queue)
+		}
 		now := time.Now()
 		// SQS's number of the group's last message goes with the hold:
 		// the messages after the dropped one that SQS took before the
 		// last one recorded (a Reordered hold's break, which the operator
 		// saw) would otherwise hold the group again.
 		headUpd := "SET #sent = :k REMOVE #held, #hseq, #sqsseq"
-		cond := "#hseq = :k AND #seq = :seq"
+		// Conditioned on the hold read, not only its message: a Release
+		// keeps held_seq, and a Drop after it would mark a message the
+		// relay may have published as never published, its mark going
+		// back.
+		cond := "#held = :why AND #hseq = :k AND #seq = :seq"
 		names := map[string]string{"#sent": outboxschema.AttrSent, "#held": outboxschema.AttrHeld, "#hseq": outboxschema.AttrHeldSeq, "#seq": outboxschema.AttrSeq, "#sqsseq": outboxschema.AttrSQSSeq}
-		values := map[string]types.AttributeValue{":k": num(h.heldSeq), ":seq": num(h.seq)}
+		values := map[string]types.AttributeValue{":why": str(h.held), ":k": num(h.heldSeq), ":seq": num(h.seq)}
 		if h.seq == h.heldSeq {
 			headUpd += ", #shard, #since" // nothing left: the group leaves the pending index
 			names["#shard"], names["#since"] = outboxschema.AttrShard, outboxschema.AttrSince
@@ -138,7 +152,7 @@ func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 			case aws.ToString(tce.CancellationReasons[1].Code) == "ConditionalCheckFailed":
 				return fmt.Errorf("%w: the held message of group %q of %s is number %d, whose id is not %q", ErrNotHeld, group, queue, h.heldSeq, id)
 			case aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" && attempt < 3:
-				continue // a message was added, or the group released: read again
+				continue // a message was added, or the group released: read again (a release is refused)
 			}
 		}
 		return fmt.Errorf("outbox: drop message %q of group %q of %s: %w", id, group, queue, err)

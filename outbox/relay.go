@@ -228,9 +228,15 @@ type head struct {
 	// sqsSeq is SQS's sequence number of the group's last message
 	// recorded published ("" when none is kept: a standard queue, a head
 	// written before it was, or one an operator's Release or Drop
-	// cleared); sqsOf is the mark read with it.
+	// cleared).
 	sqsSeq string
-	sqsOf  int64
+	// read is the mark as read from the table, sent's first value: what
+	// progress is conditioned on. accept may move sent on past messages
+	// marked published (a head read behind its items); the head in the
+	// table still says read, and a relay comparing its own moved mark
+	// with the table's would take its failed write for another relay's
+	// record, and never record the group's progress.
+	read int64
 }
 
 func readHead(it map[string]types.AttributeValue) head {
@@ -238,7 +244,7 @@ func readHead(it map[string]types.AttributeValue) head {
 		pk: getS(it, outboxschema.AttrPK), queue: getS(it, outboxschema.AttrQueue), group: getS(it, outboxschema.AttrGroup),
 		seq: getN(it, outboxschema.AttrSeq), sent: getN(it, outboxschema.AttrSent), since: getN(it, outboxschema.AttrSince),
 		held: getS(it, outboxschema.AttrHeld), heldSeq: getN(it, outboxschema.AttrHeldSeq),
-		sqsSeq: getS(it, outboxschema.AttrSQSSeq), sqsOf: getN(it, outboxschema.AttrSent),
+		sqsSeq: getS(it, outboxschema.AttrSQSSeq), read: getN(it, outboxschema.AttrSent),
 	}
 }
 
@@ -592,7 +598,7 @@ type run struct {
 // for the round.
 func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
 	for _, l := range lanes {
-		l.last, l.lastSeq = l.h.sqsSeq, l.h.sqsOf
+		l.last, l.lastSeq = l.h.sqsSeq, l.h.read
 	}
 	for {
 		byQueue := map[string][]run{}
@@ -932,8 +938,8 @@ func (r *Relay) progress(l *lane, now time.Time, drained bool) []types.TransactW
 	// it before the hold records nothing). A mark of 0 is no mark, or the
 	// 0 a hold at the group's first message recorded.
 	cond := "attribute_not_exists(#held) AND #sent = :read"
-	values[":read"] = num(l.h.sent)
-	if l.h.sent == 0 {
+	values[":read"] = num(l.h.read)
+	if l.h.read == 0 {
 		cond = "attribute_not_exists(#held) AND (attribute_not_exists(#sent) OR #sent = :read)"
 	}
 	// SQS's number of the group's last message moves with the mark, from
@@ -1059,7 +1065,7 @@ func (r *Relay) commit(ctx context.Context, l *lane, now time.Time, mu *sync.Mut
 			switch {
 			case old.sent == last:
 				return nil // recorded already (a shared transaction whose answer was lost)
-			case old.sent != l.h.sent:
+			case old.sent != l.h.read:
 				// Another relay recorded first: what this one sent since
 				// its read was published again. A hold this one meant is
 				// not written (the next relay to publish the group's

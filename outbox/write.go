@@ -67,19 +67,38 @@ type Message struct {
 // exactly worker scopes its keys as the queue does, so a key of the id
 // alone would make the same id in two groups one message: the second
 // dropped by SQS within five minutes, or taken by the worker for a
-// duplicate. The key is group/id when that fits SQS's 128 characters and
-// the group holds no '/' (so it reads back unambiguously), else "h" and
-// 63 hex digits of SHA-256 over both (never holding a '/'); the id alone
-// without a group.
+// duplicate. A key names one (group, id): the id alone without a group
+// when it holds no '/' and is not shaped like a hashed key; group/id when
+// that fits SQS's 128 characters and the group holds no '/' (so it reads
+// back unambiguously, and never as an id of no group, which holds no
+// '/'); else "h" and 63 hex digits of SHA-256 over group, a NUL and id
+// (SQS allows no NUL in either, so the pair hashed is unambiguous; the
+// key never holds a '/'). The relay publishes the key stored with the
+// message when it was written (a message written before a change of this
+// encoding keeps the key it had).
 func Key(group, id string) string {
-	if group == "" {
+	if group == "" && !strings.Contains(id, "/") && !hashShaped(id) {
 		return id
 	}
-	if k := group + "/" + id; len(k) <= maxIDLen && !strings.Contains(group, "/") {
+	if k := group + "/" + id; group != "" && len(k) <= maxIDLen && !strings.Contains(group, "/") {
 		return k
 	}
 	sum := sha256.Sum256([]byte(group + "\x00" + id))
 	return "h" + hex.EncodeToString(sum[:])[:63]
+}
+
+// hashShaped reports whether s looks like a key Key hashed: "h" and 63
+// lowercase hex digits.
+func hashShaped(s string) bool {
+	if len(s) != 64 || s[0] != 'h' {
+		return false
+	}
+	for _, c := range s[1:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Limits of a message, SQS's.

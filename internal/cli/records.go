@@ -267,7 +267,15 @@ func forget(ctx context.Context, db recordsDB, table, key string, yes bool, stdo
 	if !yes {
 		return errNotConfirmed
 	}
-	if err := operator.Forget(ctx, db, table, key, r.Token); err != nil {
+	// Deleted only if the record is still the one printed above: a worker
+	// that completed it or extended its lease since keeps it.
+	if err := operator.Forget(ctx, db, table, r); err != nil {
+		var changed *operator.ChangedError
+		if errors.As(err, &changed) {
+			fmt.Fprintf(stdout, "\nnot deleted: the record changed since it was read; it is now:\n")
+			printRecord(stdout, changed.Now, now)
+			return fmt.Errorf("%w; run worker forget again to act on the record as it is now", err)
+		}
 		return denied(err, "dynamodb:DeleteItem", "table "+table)
 	}
 	fmt.Fprintf(stdout, "deleted %s: its message's next delivery runs the effect again\n", key)

@@ -225,7 +225,7 @@ func outboxCommand(ctx context.Context, args []string, stdout, stderr io.Writer,
 	fs.String(&table, "outbox-table", "WORKER_OUTBOX_TABLE", DefaultOutboxTable, "DynamoDB outbox table")
 	fs.String(&queue, "queue", "", "", "with --group: list this group's messages still in the table (published ones until their TTL), not the pending ones")
 	fs.String(&group, "group", "", "", "message group of --queue")
-	fs.Int(&limit, "limit", "", 50, "messages to list at most")
+	fs.Int(&limit, "limit", "", 50, "messages to list at most (and each held group's held message past them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

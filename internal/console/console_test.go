@@ -243,10 +243,36 @@ func TestForget(t *testing.T) {
 	f.Set("token", "another-claim")
 	code, body = post(t, h, "/forget", f)
 	require.Equal(t, http.StatusConflict, code)
-	require.Contains(t, body, "claimed or completed again since")
+	require.Contains(t, body, "changed since it was shown")
 	r, err = w.Record(ctx, w.StuckKeys[1])
 	require.NoError(t, err)
 	require.NotNil(t, r)
+}
+
+// TestForgetCompletedSinceShown: a stuck record whose slow worker completes
+// it, under the same token, between the confirmation page and the POST is
+// left alone: 409, with what the record is now.
+func TestForgetCompletedSinceShown(t *testing.T) {
+	t.Parallel()
+	w, h := setup(t, true)
+	ctx := context.Background()
+	code, page := get(t, h, "/forget?key="+url.QueryEscape(w.StuckKeys[0]))
+	require.Equal(t, http.StatusOK, code, page)
+	f := form(t, page)
+	r, err := w.Record(ctx, w.StuckKeys[0])
+	require.NoError(t, err)
+	require.Equal(t, dedup.StatusInProgress, r.Status)
+	st := dedup.NewStore(w.DB, w.DedupTable)
+	require.NoError(t, st.Complete(ctx, dedup.Claim{Key: r.Key, Token: r.Token, Outcome: dedup.Won}, []byte("done"), time.Hour))
+
+	code, body := post(t, h, "/forget", f)
+	require.Equal(t, http.StatusConflict, code, body)
+	require.Contains(t, body, "changed since it was shown")
+	require.Contains(t, body, "it is now COMPLETED")
+	r, err = w.Record(ctx, w.StuckKeys[0])
+	require.NoError(t, err)
+	require.NotNil(t, r, "the completed record stays")
+	require.Equal(t, dedup.StatusCompleted, r.Status)
 }
 
 func TestRedrive(t *testing.T) {

@@ -395,13 +395,19 @@ func (c *Console) forgetConfirm(r *http.Request) (string, any, error) {
 }
 
 func (c *Console) forget(r *http.Request) (string, any, error) {
-	key, token := r.PostForm.Get("key"), r.PostForm.Get("token")
-	if key == "" || token == "" {
-		return "", nil, badRequest("the forget form is malformed (key, token): go back and reload it")
+	key, token, status := r.PostForm.Get("key"), r.PostForm.Get("token"), r.PostForm.Get("status")
+	leaseMS, lerr := strconv.ParseInt(r.PostForm.Get("lease"), 10, 64)
+	if key == "" || token == "" || status == "" || lerr != nil {
+		return "", nil, badRequest("the forget form is malformed (key, token, status, lease): go back and reload it")
 	}
-	err := operator.Forget(r.Context(), c.cfg.DB, c.cfg.DedupTable, key, token)
-	c.log.Info("console: forget", "table", c.cfg.DedupTable, "key", key, "token", token, "err", err)
+	// Deleted only if the record is still the one the page showed.
+	shown := &dedup.Record{Key: key, Token: token, Status: status, LeaseUntil: time.UnixMilli(leaseMS)}
+	err := operator.Forget(r.Context(), c.cfg.DB, c.cfg.DedupTable, shown)
+	c.log.Info("console: forget", "table", c.cfg.DedupTable, "key", key, "token", token, "status", status, "err", err)
+	var changed *operator.ChangedError
 	switch {
+	case errors.As(err, &changed):
+		return "", nil, conflict("%v. Reload the confirmation page to see the record as it is now.", err)
 	case errors.Is(err, operator.ErrNoRecord), errors.Is(err, operator.ErrChanged):
 		return "", nil, conflict("%v", err)
 	case err != nil:

@@ -35,7 +35,7 @@ func TestContractEmulator(t *testing.T) {
 		NewQueue: func(t testing.TB, fifo bool, attrs map[string]string, maxReceive int) (string, string) {
 			return testenv.NewQueue(t, c, fifo, attrs, maxReceive)
 		},
-		Quirks: sqscontract.Quirks{OneMessagePerGroup: true, DeleteAcceptsInvalidReceipts: true, DedupScopeIgnored: true,
+		Quirks: sqscontract.Quirks{OneMessagePerGroup: true, DeleteAcceptsInvalidReceipts: true, DedupScopeIgnored: true, AttemptIDIgnored: true,
 			// fauxqs takes these past AWS's documented limits (AWS's API
 			// reference: SendMessage's MessageAttributes, MessageGroupId,
 			// MessageDeduplicationId and DelaySeconds; SendMessageBatch's

@@ -178,6 +178,7 @@ type attempt struct {
 	at       time.Time
 	messages []*message
 	receives []int
+	changes  []int
 }
 
 type message struct {
@@ -198,6 +199,7 @@ type message struct {
 	receivedAt   time.Time // of the current receipt
 	handle       string    // the current receipt handle
 	visibleAt    time.Time // in flight until then (when received)
+	changes      int       // ChangeMessageVisibility calls that took effect
 
 	elem *list.Element
 	grp  *group
@@ -916,7 +918,11 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 			s.mu.Unlock()
 			return nil, noQueue()
 		}
-		ms := s.receive(q, now, maxN, in)
+		ms, err := s.receive(q, now, maxN, in)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
 		if len(ms) > 0 || !now.Before(deadline) {
 			s.mu.Unlock()
 			return ms, nil
@@ -994,7 +1000,7 @@ func (g *group) blocked(now time.Time) bool {
 	return false
 }
 
-func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessageInput) []types.Message {
+func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessageInput) ([]types.Message, error) {
 	vis := q.vis
 	if in.VisibilityTimeout > 0 {
 		vis = time.Duration(in.VisibilityTimeout) * time.Second
@@ -1002,15 +1008,23 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 	attemptID := aws.ToString(in.ReceiveRequestAttemptId)
 	if q.fifo && attemptID != "" {
 		q.expireAttempts(now)
-		if a := q.attempts[attemptID]; a != nil && a.stillHeld(q, now) {
-			// A retried receive: the same messages and receipt handles,
-			// with the visibility timeout reset.
-			out := make([]types.Message, len(a.messages))
-			for i, m := range a.messages {
-				m.visibleAt = now.Add(vis)
-				out[i] = s.view(q, m, in)
+		if a := q.attempts[attemptID]; a != nil {
+			if a.modified(q) {
+				// AWS: retryable only while none of its messages was
+				// deleted or had its visibility changed.
+				delete(q.attempts, attemptID)
+				return nil, invalidParam("Value %s for parameter ReceiveRequestAttemptId is invalid. Reason: The receiveRequestAttemptId is not valid anymore since the receive call is not retryable.", attemptID)
 			}
-			return out
+			if a.stillHeld(now) {
+				// A retried receive: the same messages and receipt handles,
+				// with the visibility timeout reset.
+				out := make([]types.Message, len(a.messages))
+				for i, m := range a.messages {
+					m.visibleAt = now.Add(vis)
+					out[i] = s.view(q, m, in)
+				}
+				return out, nil
+			}
 		}
 	}
 	var got []*message
@@ -1075,9 +1089,10 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 		}
 	}
 	if q.fifo && attemptID != "" && len(got) > 0 {
-		a := &attempt{at: now, messages: got, receives: make([]int, len(got))}
+		a := &attempt{at: now, messages: got, receives: make([]int, len(got)), changes: make([]int, len(got))}
 		for i, m := range got {
 			a.receives[i] = m.receives
+			a.changes[i] = m.changes
 		}
 		q.attempts[attemptID] = a
 		q.attemptLog = append(q.attemptLog, dedupRef{key: attemptID, at: now})
@@ -1086,12 +1101,25 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 	for i, m := range got {
 		out[i] = s.view(q, m, in)
 	}
-	return out
+	return out, nil
 }
 
-func (a *attempt) stillHeld(q *queue, now time.Time) bool {
+// modified reports whether one of the attempt's messages was deleted or
+// had its visibility changed since.
+func (a *attempt) modified(q *queue) bool {
 	for i, m := range a.messages {
-		if q.byID[m.ref()] != m || m.receives != a.receives[i] || !m.inFlight(now) {
+		if q.byID[m.ref()] != m || m.changes != a.changes[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// stillHeld reports whether the attempt's receipts are all current: none
+// of its messages was received again, nor became visible.
+func (a *attempt) stillHeld(now time.Time) bool {
+	for i, m := range a.messages {
+		if m.receives != a.receives[i] || !m.inFlight(now) {
 			return false
 		}
 	}
@@ -1298,6 +1326,7 @@ func (q *queue) changeOne(h *string, secs int32, now time.Time) error {
 		return invalidParam("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", secs)
 	}
 	m.visibleAt = until
+	m.changes++
 	if secs == 0 {
 		q.notify()
 	}

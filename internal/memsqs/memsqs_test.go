@@ -144,6 +144,36 @@ func TestReceiveAttemptIDReturnsSameMessages(t *testing.T) {
 	require.Equal(t, "b1", aws.ToString(other[0].Body))
 }
 
+// TestReceiveAttemptIDIsRefusedOnceModified: AWS lets a receive be retried
+// by its attempt id only while none of its messages was deleted or had its
+// visibility changed; after that the retry is refused as not retryable.
+func TestReceiveAttemptIDIsRefusedOnceModified(t *testing.T) {
+	t.Parallel()
+	for _, modify := range []string{"visibility", "delete"} {
+		t.Run(modify, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			url, _ := memsqs.NewQueue(t, b.s, true, nil, 0)
+			b.send(t, url, "a1", "A", "1")
+			b.send(t, url, "a2", "A", "2")
+			in := &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 2, ReceiveRequestAttemptId: aws.String("x")}
+			out, err := b.s.ReceiveMessage(context.Background(), in)
+			require.NoError(t, err)
+			require.Len(t, out.Messages, 2)
+			h := out.Messages[1].ReceiptHandle
+			if modify == "delete" {
+				_, err = b.s.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: h})
+			} else {
+				_, err = b.s.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: h, VisibilityTimeout: 60})
+			}
+			require.NoError(t, err)
+			_, err = b.s.ReceiveMessage(context.Background(), in)
+			require.Equal(t, "InvalidParameterValue", code(err))
+			require.ErrorContains(t, err, "not retryable")
+		})
+	}
+}
+
 func TestLongPollWakesOnVisibilityExpiry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

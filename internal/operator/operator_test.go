@@ -79,12 +79,12 @@ func TestForget(t *testing.T) {
 	require.NoError(t, err)
 	r, err := operator.ReadRecord(ctx, db, table, "k")
 	require.NoError(t, err)
-	require.ErrorIs(t, operator.Forget(ctx, db, table, "k", "another-token"), operator.ErrChanged)
-	require.NoError(t, operator.Forget(ctx, db, table, "k", r.Token))
+	require.ErrorIs(t, operator.Forget(ctx, db, table, &dedup.Record{Key: "k", Status: r.Status, Token: "another-token", LeaseUntil: r.LeaseUntil}), operator.ErrChanged)
+	require.NoError(t, operator.Forget(ctx, db, table, r))
 	r, err = operator.ReadRecord(ctx, db, table, "k")
 	require.NoError(t, err)
 	require.Nil(t, r)
-	require.ErrorIs(t, operator.Forget(ctx, db, table, "k", c.Token), operator.ErrNoRecord)
+	require.ErrorIs(t, operator.Forget(ctx, db, table, &dedup.Record{Key: "k", Status: dedup.StatusInProgress, Token: c.Token, LeaseUntil: c.LeaseUntil}), operator.ErrNoRecord)
 }
 
 // TestScopedKeyAndDescribe: the key as the worker scopes it; a queue that
@@ -111,4 +111,48 @@ func TestScopedKeyAndDescribe(t *testing.T) {
 	require.Equal(t, 3, qi.MaxReceives)
 	_, err = operator.DescribeQueue(ctx, q, url+"-gone")
 	require.ErrorContains(t, err, "cannot read queue")
+}
+
+// TestForgetRefusesARecordCompletedSinceShown: a record listed as stuck
+// (IN_PROGRESS, its lease ended) whose slow worker completes it under the
+// same token between the operator's read and the confirmation is not
+// deleted (deleting it would run the effect again on the message's next
+// delivery); the error says what the record is now. A lease extended
+// since (the worker is alive) is refused too.
+func TestForgetRefusesARecordCompletedSinceShown(t *testing.T) {
+	ctx := context.Background()
+	db := memdynamo.New()
+	table := newTable(t, db)
+	now := time.Now().Truncate(time.Millisecond)
+	st := dedup.NewStore(db, table, dedup.WithClock(func() time.Time { return now.Add(-10 * time.Minute) }))
+	c, err := st.Claim(ctx, dedup.ClaimRequest{Key: "k", PayloadSHA256: "h", MessageID: "m", Lease: time.Minute, TTL: time.Hour})
+	require.NoError(t, err)
+	p, err := operator.Stuck(ctx, db, table, now, nil, 0)
+	require.NoError(t, err)
+	require.Len(t, p.Records, 1)
+	shown := p.Records[0]
+
+	require.NoError(t, st.Complete(ctx, c, []byte("ok"), time.Hour)) // the slow worker, same token
+	err = operator.Forget(ctx, db, table, shown)
+	require.ErrorIs(t, err, operator.ErrChanged)
+	var ce *operator.ChangedError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, dedup.StatusCompleted, ce.Now.Status)
+	require.Contains(t, err.Error(), "COMPLETED")
+	r, err := operator.ReadRecord(ctx, db, table, "k")
+	require.NoError(t, err)
+	require.NotNil(t, r, "the completed record stays")
+	require.Equal(t, dedup.StatusCompleted, r.Status)
+
+	// A lease the worker extended since it was shown: refused too.
+	c2, err := st.Claim(ctx, dedup.ClaimRequest{Key: "k2", PayloadSHA256: "h", MessageID: "m2", Lease: time.Minute, TTL: time.Hour})
+	require.NoError(t, err)
+	shown2, err := operator.ReadRecord(ctx, db, table, "k2")
+	require.NoError(t, err)
+	require.NoError(t, dedup.NewStore(db, table, dedup.WithClock(func() time.Time { return now })).Extend(ctx, &c2, time.Minute))
+	require.ErrorIs(t, operator.Forget(ctx, db, table, shown2), operator.ErrChanged)
+	// Read again, as it is now: deleted.
+	shown2, err = operator.ReadRecord(ctx, db, table, "k2")
+	require.NoError(t, err)
+	require.NoError(t, operator.Forget(ctx, db, table, shown2))
 }

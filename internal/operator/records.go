@@ -167,18 +167,33 @@ func SortStuck(recs []*dedup.Record) {
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].LeaseUntil.Before(recs[j].LeaseUntil) })
 }
 
-// Forget deletes the record under key if it is still the one whose token
-// the operator was shown (a worker that claimed it since keeps its claim):
-// the only deletion the project makes. The next delivery of its message,
-// or a redrive of it, runs the effect again. ErrNoRecord when there is
-// none (forgotten already?), ErrChanged when it is another claim now.
-func Forget(ctx context.Context, db RecordsDB, table, key, token string) error {
+// Forget deletes the record shown to the operator if it is still exactly
+// that record: the same claim token, status and lease (a worker that
+// completed it since, under the same token, keeps its COMPLETED record; a
+// worker that extended its lease since is alive and keeps its claim; one
+// that claimed it since keeps its claim). The only deletion the project
+// makes. The next delivery of its message, or a redrive of it, runs the
+// effect again. ErrNoRecord when there is none (forgotten already?), a
+// *ChangedError (errors.Is ErrChanged) carrying the record as it is now
+// when it changed.
+func Forget(ctx context.Context, db RecordsDB, table string, shown *dedup.Record) error {
+	key := shown.Key
+	cond := "attribute_exists(#pk) AND #tok = :tok AND #st = :st AND #lu = :lu"
+	if shown.LeaseUntil.UnixMilli() == 0 {
+		cond = "attribute_exists(#pk) AND #tok = :tok AND #st = :st AND (attribute_not_exists(#lu) OR #lu = :lu)"
+	}
 	_, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                           &table,
-		Key:                                 map[string]ddbtypes.AttributeValue{dedup.AttrPK: &ddbtypes.AttributeValueMemberS{Value: key}},
-		ConditionExpression:                 aws.String("attribute_exists(#pk) AND #tok = :tok"),
-		ExpressionAttributeNames:            map[string]string{"#tok": dedup.AttrToken, "#pk": dedup.AttrPK},
-		ExpressionAttributeValues:           map[string]ddbtypes.AttributeValue{":tok": &ddbtypes.AttributeValueMemberS{Value: token}},
+		TableName:           &table,
+		Key:                 map[string]ddbtypes.AttributeValue{dedup.AttrPK: &ddbtypes.AttributeValueMemberS{Value: key}},
+		ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": dedup.AttrPK, "#tok": dedup.AttrToken, "#st": dedup.AttrStatus, "#lu": dedup.AttrLeaseUntil,
+		},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":tok": &ddbtypes.AttributeValueMemberS{Value: shown.Token},
+			":st":  &ddbtypes.AttributeValueMemberS{Value: shown.Status},
+			":lu":  &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(shown.LeaseUntil.UnixMilli())},
+		},
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *ddbtypes.ConditionalCheckFailedException
@@ -186,10 +201,41 @@ func Forget(ctx context.Context, db RecordsDB, table, key, token string) error {
 		if len(ccf.Item) == 0 {
 			return fmt.Errorf("%w for key %q in table %s (forgotten already, or expired)", ErrNoRecord, key, table)
 		}
-		return fmt.Errorf("%w: key %q was claimed or completed again since; nothing deleted", ErrChanged, key)
+		now, derr := dedup.DecodeRecord(ccf.Item)
+		if derr != nil {
+			return fmt.Errorf("%w: key %q; nothing deleted (%w)", ErrChanged, key, derr)
+		}
+		return &ChangedError{Shown: shown, Now: now}
 	}
 	if err != nil {
 		return fmt.Errorf("cannot delete record %q: %w", key, err)
 	}
 	return nil
+}
+
+// ChangedError is Forget's answer when the record is no longer the one
+// shown: nothing was deleted, and Now is the record as it is now (what to
+// show the operator before asking again). errors.Is(err, ErrChanged).
+type ChangedError struct {
+	Shown, Now *dedup.Record
+}
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("%v: key %q was %s, claim token %s, lease until %s; it is now %s; nothing deleted",
+		ErrChanged, e.Shown.Key, e.Shown.Status, e.Shown.Token, e.Shown.LeaseUntil.UTC().Format(time.RFC3339Nano), DescribeRecord(e.Now))
+}
+
+// Is makes errors.Is(err, ErrChanged) true.
+func (e *ChangedError) Is(target error) bool { return target == ErrChanged }
+
+// DescribeRecord says in one line what a record is: its status, claim token,
+// lease or completion time, and attempts.
+func DescribeRecord(r *dedup.Record) string {
+	s := fmt.Sprintf("%s, claim token %s", r.Status, r.Token)
+	if r.Status == dedup.StatusCompleted && !r.CompletedAt.IsZero() {
+		s += ", completed at " + r.CompletedAt.UTC().Format(time.RFC3339Nano)
+	} else {
+		s += ", lease until " + r.LeaseUntil.UTC().Format(time.RFC3339Nano)
+	}
+	return s + fmt.Sprintf(", attempts %d", r.Attempts)
 }

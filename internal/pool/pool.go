@@ -204,7 +204,9 @@ type Pool struct {
 	inflight chan struct{} // counting semaphore of received, unfinished messages
 	slots    chan struct{} // counting semaphore of running handlers
 	want     int           // in-flight slots a receiver gathers before it polls
-	queues   map[string]*queueState
+	// queues in Config.Queues' order: the batchers, keepers and receivers
+	// start in it, not in a map's (a simulation's seed replays).
+	queues []*queueState
 	// maxLanes bounds the lanes with work (pending or running) plus want
 	// for every open receive.
 	maxLanes int
@@ -353,7 +355,6 @@ func New(cfg Config) (*Pool, error) {
 		laneFreed: make(chan struct{}),
 		stopCh:    make(chan struct{}),
 		pollsDone: make(chan struct{}),
-		queues:    make(map[string]*queueState),
 	}
 	p.want = min(maxBatch, max(1, cfg.MaxInFlight/receivers))
 	ext, _ := cfg.Observer.(ExtensionObserver)
@@ -379,7 +380,7 @@ func New(cfg Config) (*Pool, error) {
 			b.step = func() { cfg.Step("flush " + name) }
 		}
 		vis := visibilitySeconds(q.Visibility)
-		p.queues[url] = &queueState{
+		p.queues = append(p.queues, &queueState{
 			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
 			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
 			onStale: func(d *delivery, err error) {
@@ -389,7 +390,7 @@ func New(cfg Config) (*Pool, error) {
 				p.log.Warn("receipt handle refused while extending the visibility: the message is no longer ours; not extending or starting it",
 					"queue", name, "message_id", d.msg.ID, "group", d.msg.Group, "err", err)
 			},
-		}
+		})
 	}
 	return p, nil
 }
@@ -412,7 +413,9 @@ func orDefault(d, def time.Duration) time.Duration {
 // WaitTime), and what they bring is handed back too: SQS keeps serving a poll
 // its client gave up on, and the messages it takes, the handed-back ones
 // included, would stay in flight for nobody until their visibility timeout
-// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them.
+// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them;
+// on a FIFO queue what a cancelled poll had taken is then asked back by its
+// receive request attempt id and handed back too (recover).
 func (p *Pool) Run(ctx context.Context) {
 	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
@@ -508,12 +511,20 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		}
 		start := time.Now()
 		out, err := p.cfg.Client.ReceiveMessage(pollCtx, in)
+		// Cancelled (the grace period ended, or Force): what the poll took
+		// is asked back before the receiver ends.
+		cancelled := err != nil && pollCtx.Err() != nil
+		if cancelled {
+			out, err = p.recover(qs, in, err)
+		}
+		if err != nil && (cancelled || ctx.Err() != nil) {
+			p.releaseLanes()
+			p.releaseInflight(n)
+			return
+		}
 		if err != nil {
 			p.releaseLanes()
 			p.releaseInflight(n)
-			if ctx.Err() != nil || pollCtx.Err() != nil {
-				return
-			}
 			failures++
 			p.obs.ReceiveError(name, err)
 			if time.Since(lastLog) > 10*time.Second {
@@ -527,6 +538,9 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		p.releaseInflight(n - len(out.Messages))
 		if len(out.Messages) == 0 {
 			p.releaseLanes()
+			if cancelled {
+				return
+			}
 			continue
 		}
 		p.obs.Received(name, len(out.Messages))
@@ -557,6 +571,9 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		qs.mu.Unlock()
 		p.dispatch(qs, ds)
 		p.releaseLanes()
+		if cancelled {
+			return
+		}
 	}
 }
 
@@ -1021,6 +1038,16 @@ func (p *Pool) runLane(l *lane) {
 	}
 }
 
+// ended reports whether shutdown has begun (Run's context ended).
+func (p *Pool) ended() bool {
+	select {
+	case <-p.runEnded:
+		return true
+	default:
+		return false
+	}
+}
+
 // handBackPending hands back every delivery waiting in l.
 func (p *Pool) handBackPending(l *lane) {
 	p.mu.Lock()
@@ -1055,6 +1082,7 @@ func (p *Pool) retryInPlace(l *lane, d *delivery, after time.Duration, holdBack 
 	default:
 	}
 	if stopped {
+		p.log.Info("retry in place given up for shutdown: back to SQS with the delay", "queue", d.msg.QueueName, "message_id", d.msg.ID, "after_ms", after.Milliseconds())
 		holdBack()
 		l.qs.settle(d, false, after)
 		p.finish()
@@ -1123,7 +1151,8 @@ func (p *Pool) run(qs *queueState, d *delivery, inPlace bool, holdBack, yield fu
 		// waiting here would only hold the group, and SQS brings it back in
 		// time if need be. A delay asked for beyond RetryMax is SQS's to
 		// wait out too.
-		if inPlace && r.Outcome != dedup.Busy && !r.LeaseLost && after <= p.cfg.RetryMax {
+		// Nor once shutdown has begun: the pool would not run it again.
+		if inPlace && r.Outcome != dedup.Busy && !r.LeaseLost && after <= p.cfg.RetryMax && !p.ended() {
 			d.retries++
 			if after <= 0 {
 				after = p.backoff(d.retries, p.cfg.RetryBase, p.cfg.RetryMax)
@@ -1211,6 +1240,47 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// recoverWait bounds the receive that recovers what a cancelled poll took:
+// a short poll, unless the queue's own ReceiveMessageWaitTimeSeconds makes
+// it a long one (WaitTimeSeconds 0 cannot be sent: the SDK omits it).
+const recoverWait = 25 * time.Second
+
+// recover is called when a poll was cancelled (shutdown, or Force) and
+// answered err. On a FIFO queue it asks again with the poll's
+// ReceiveRequestAttemptId, which SQS answers, for five minutes, with the
+// messages the cancelled poll took; the caller dispatches them, and a
+// stopping pool's lanes hand them back in group order. A fresh receive
+// (the poll had taken nothing) brings messages that go back the same way.
+// On a standard queue, or when the retry fails (SQS refuses an attempt id
+// it deems not retryable, after a throttled receive), it logs what may stay
+// hidden and for how long, and returns an error: the receiver ends.
+func (p *Pool) recover(qs *queueState, in *sqs.ReceiveMessageInput, pollErr error) (*sqs.ReceiveMessageOutput, error) {
+	name := sqsmsg.QueueName(qs.q.URL)
+	hidden := (time.Duration(qs.vis) * time.Second).Milliseconds()
+	if !qs.q.FIFO {
+		if !errors.Is(pollErr, context.Canceled) {
+			return nil, pollErr // it failed as shutdown began: it took nothing
+		}
+		p.log.Warn("long poll cancelled: a message it took stays hidden until its visibility timeout (a standard queue has no receive attempt id to get it back by)",
+			"queue", name, "hidden_up_to_ms", hidden, "err", pollErr)
+		return nil, pollErr
+	}
+	retry := *in
+	retry.WaitTimeSeconds = 0
+	ctx, cancel := context.WithTimeout(context.Background(), recoverWait)
+	defer cancel()
+	out, err := p.cfg.Client.ReceiveMessage(ctx, &retry)
+	if err != nil {
+		p.log.Warn("long poll cancelled and what it took cannot be asked back: a message it took stays hidden, and holds its group, until its visibility timeout",
+			"queue", name, "attempt_id", aws.ToString(in.ReceiveRequestAttemptId), "hidden_up_to_ms", hidden, "err", err)
+		return nil, err
+	}
+	if len(out.Messages) > 0 {
+		p.log.Info("long poll cancelled; got back what it took, to hand back", "queue", name, "messages", len(out.Messages))
+	}
+	return out, nil
 }
 
 func (p *Pool) attemptID() string {

@@ -62,5 +62,6 @@ func TestARetryInPlaceDueAfterTheStopGoesBackWithItsDelay(t *testing.T) {
 		require.NotEmpty(t, b.rec.changes)
 		last := b.rec.changes[len(b.rec.changes)-1]
 		require.Equal(t, int32(1), aws.ToInt32(&last.VisibilityTimeout), "handed back with the retry's delay")
+		require.Contains(t, b.logs.String(), "retry in place given up for shutdown", "the log does not leave the retry promised")
 	})
 }

@@ -93,7 +93,7 @@ func RunChain(cfg Config) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg.Seed, !cfg.Unsequenced, cfg.LogSteps), lim: newChainLims(cfg.Seed), cmb: newChainCmb(cfg.Seed)}
+		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg), lim: newChainLims(cfg.Seed), cmb: newChainCmb(cfg.Seed)}
 	// Message ids and receipt handles from the seed, as the world's.
 	c.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithWake(c.seq.woke))
 	start := time.Now()
@@ -145,6 +145,7 @@ func RunChain(cfg Config) Result {
 		res.Steps = c.seq.log
 		c.seq.mu.Unlock()
 	}
+	res.Record, res.Diverged = c.seq.record()
 	return res
 }
 

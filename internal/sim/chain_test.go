@@ -55,7 +55,16 @@ func TestChain(t *testing.T) {
 		t.Run(fmt.Sprintf("worker=%d", i), func(t *testing.T) {
 			t.Parallel()
 			for seed := range next {
-				res := runChainSeed(t, Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops, Logs: *flagLogs})
+				cfg := Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops, Logs: *flagLogs}
+				rec := replaying(t, runChain, seed)
+				if rec != nil {
+					cfg.Want = rec.Steps
+				}
+				res := runChainSeed(t, cfg)
+				if rec != nil {
+					_, report := rec.compare(res)
+					t.Log(report)
+				}
 				mu.Lock()
 				for k, n := range res.Stats {
 					stats[k] += n
@@ -66,7 +75,8 @@ func TestChain(t *testing.T) {
 				mu.Unlock()
 				if res.Failed() {
 					var b strings.Builder
-					fmt.Fprintf(&b, "chain seed %d RED (%s virtual, %d faults)\nreplay: go test ./internal/sim -run '^TestChain$' -sim.seed=%d -v -sim.rate=%g\nviolations:\n", seed, res.Virtual.Round(time.Second), len(res.Faults), seed, rate())
+					cmd := fmt.Sprintf("go test ./internal/sim -run '^TestChain$' -sim.seed=%d -v -sim.rate=%g", seed, rate())
+					fmt.Fprintf(&b, "chain seed %d RED (%s virtual, %d faults)\nreplay: %s\n%sviolations:\n", seed, res.Virtual.Round(time.Second), len(res.Faults), cmd, recordRed(runChain, seed, cmd, res))
 					for _, v := range first(res.Violations, 8) {
 						fmt.Fprintf(&b, "  - %s\n", v)
 					}

@@ -12,7 +12,8 @@ import (
 // cases changes what happens, a map iteration that reaches the trace,
 // randomness not drawn from the seed. Each case runs twice and the two
 // digests (faults with their instants, statistics, every message's story)
-// must agree: twelve seeds of the whole world (three pool workers, two
+// must agree, and the second, replaying the first's recording
+// (record.go), must take every recorded step and no other: twelve seeds of the whole world (three pool workers, two
 // Lambda pollers, each seed its own shape) without faults, six with the
 // seed's faults as the budget runs them, and two seeds of the chain
 // (TestChain: producer, outbox, relays, two worker stages) with faults.
@@ -49,9 +50,14 @@ func TestSeedsReplay(t *testing.T) {
 			if c.chain {
 				run = runChainSeed
 			}
-			a, b := run(t, cfg), run(t, cfg)
+			a := run(t, cfg)
+			cfg.Want = a.Record // the second run replays the first's recording
+			b := run(t, cfg)
 			if !c.faults && a.Failed() {
 				t.Errorf("seed %d (no faults) is red: %v", c.seed, first(a.Violations, 3))
+			}
+			if b.Diverged != nil {
+				t.Errorf("seed %d left its recording at %s", c.seed, b.Diverged)
 			}
 			if a.Digest() != b.Digest() {
 				t.Errorf("seed %d replayed differently: %s%s", c.seed, firstDiff(a, b), stepDiff(a.Steps, b.Steps))

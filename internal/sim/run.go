@@ -25,6 +25,11 @@ type Result struct {
 	Trace []string
 	Shape string   // the world's shape (swarm.go)
 	Steps []string // the sequencer's steps, with Config.LogSteps
+	// Record is every step the sequencer took, in order (a recording's,
+	// record.go); Diverged, when replaying one (Config.Want), the first
+	// step that is not the recorded one.
+	Record   []Step
+	Diverged *Divergence
 	// Logs: every process's log lines, in order, with Config.Logs.
 	Logs []string
 }
@@ -87,6 +92,7 @@ func run(cfg Config) Result {
 		res.Steps = w.seq.log
 		w.seq.mu.Unlock()
 	}
+	res.Record, res.Diverged = w.seq.record()
 	return res
 }
 

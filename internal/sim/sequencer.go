@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,16 +45,71 @@ type sequencer struct {
 	// Config.LogSteps (debugging a replay): every step, as it is taken.
 	logOn bool
 	log   []string
+	// rec is every step, in the order taken (Result.Record: what a
+	// recording keeps); want, when replaying one, the recorded steps,
+	// and div the first step taken that is not the recorded one.
+	start time.Time
+	rec   []Step
+	want  []Step
+	div   *Divergence
+}
+
+// Step is one decision of the sequencer: the call ID (step's identity)
+// reached the world, after waiting on its way for What when not "", At
+// after the run began.
+type Step struct {
+	At       time.Duration
+	ID, What string
+}
+
+func (s Step) String() string {
+	if s.ID == "" {
+		return "(no step)"
+	}
+	out := fmt.Sprintf("+%s %s", s.At, s.ID)
+	if s.What != "" {
+		out += " after " + s.What
+	}
+	return out
+}
+
+// Divergence is where a replay left its recording: the first step taken
+// (Asked) that is not the recorded one (Recorded), by index. A zero
+// Asked: the run ended before the recording did; a zero Recorded: it
+// went on past it.
+type Divergence struct {
+	Index           int
+	Recorded, Asked Step
+}
+
+func (d Divergence) String() string {
+	return fmt.Sprintf("step %d: recorded %s, asked %s", d.Index, d.Recorded, d.Asked)
 }
 
 // seqSpread bounds a step's latency.
 const seqSpread = 1 << 16 // ns
 
-func newSequencer(seed uint64, on, logSteps bool) *sequencer {
-	if !on {
+func newSequencer(cfg Config) *sequencer {
+	if cfg.Unsequenced {
 		return nil
 	}
-	return &sequencer{seed: seed, n: map[string]int{}, at: map[int64]*meeting{}, logOn: logSteps}
+	return &sequencer{seed: cfg.Seed, n: map[string]int{}, at: map[int64]*meeting{}, logOn: cfg.LogSteps,
+		start: time.Now(), want: cfg.Want}
+}
+
+// record returns the steps taken and, when replaying, where the run left
+// the recording (nil: it took every recorded step, and no other).
+func (s *sequencer) record() ([]Step, *Divergence) {
+	if s == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	div := s.div
+	if div == nil && s.want != nil && len(s.rec) < len(s.want) {
+		div = &Divergence{Index: len(s.rec), Recorded: s.want[len(s.rec)]}
+	}
+	return s.rec, div
 }
 
 // step waits the latency of who's next call of op on subject (nothing
@@ -128,11 +184,20 @@ func (s *sequencer) sleep(id, what string) {
 		}
 		d = time.Duration(1 + hash64(s.seed, key, "again", strconv.Itoa(round))%seqSpread)
 	}
-	if s.logOn {
-		s.mu.Lock()
-		s.log = append(s.log, time.Now().Format("15:04:05.000000000")+" "+id+" "+what)
-		s.mu.Unlock()
+	s.mu.Lock()
+	st := Step{At: time.Since(s.start), ID: id, What: what}
+	if i := len(s.rec); s.want != nil && s.div == nil {
+		if i >= len(s.want) {
+			s.div = &Divergence{Index: i, Asked: st}
+		} else if s.want[i] != st {
+			s.div = &Divergence{Index: i, Recorded: s.want[i], Asked: st}
+		}
 	}
+	s.rec = append(s.rec, st)
+	if s.logOn {
+		s.log = append(s.log, time.Now().Format("15:04:05.000000000")+" "+id+" "+what)
+	}
+	s.mu.Unlock()
 }
 
 // callID is a call's identity, carried in its context to the fake SQS: a

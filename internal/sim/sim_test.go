@@ -210,7 +210,13 @@ func simFlags(t *testing.T, n int) (map[Kind]bool, map[string]bool, []uint64) {
 		t.Fatal(err)
 	}
 	seeds := []uint64{*flagSeed}
-	if *flagSeed == 0 {
+	if *flagSeed == 0 && *flagReplay != "" {
+		rec, err := readRecording(*flagReplay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = []uint64{rec.Seed}
+	} else if *flagSeed == 0 {
 		seeds = nil
 		for i := range n {
 			seeds = append(seeds, *flagFirst+uint64(i))
@@ -249,11 +255,18 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 		{
 			cfg := Config{Seed: seed, Rate: rate(), Kinds: kinds, Ops: ops, Workers: *flagWorkers, Lambdas: *flagLambdas,
 				Swarm: *flagSwarm, FixedRate: *flagRate != 0, FixedKinds: *flagFaults != "", FixedOps: *flagOps != "", Unsequenced: !*flagSequence, Logs: *flagLogs}
+			rec := replaying(t, runWorld, seed)
+			if rec != nil {
+				cfg.Want = rec.Steps
+			}
 			t0 := time.Now()
 			res, runs := runRepeat(t, cfg, *flagRepeat)
 			took := time.Since(t0)
 			sum.add(res, took)
-			if *flagSeed != 0 {
+			if rec != nil {
+				_, report := rec.compare(res)
+				t.Log(report)
+			} else if *flagSeed != 0 {
 				checkDigest(t, seed, res)
 			}
 			if !res.Failed() {
@@ -267,6 +280,7 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 			fmt.Fprintf(&b, "seed %s RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seedAt(seed), runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
 			fmt.Fprintf(&b, "shape: %s\n", res.Shape)
 			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -sim.digest=%s -v%s)\n", replay(seed, res.Digest()), seed, res.Digest(), extraFlags())
+			b.WriteString(recordRed(runWorld, seed, replay(seed, ""), res))
 			b.WriteString("violations:\n")
 			for _, v := range first(res.Violations, 6) {
 				fmt.Fprintf(&b, "  - %s\n", v)

@@ -73,6 +73,10 @@ type Config struct {
 	// together reach the fakes in the Go runtime's order.
 	Unsequenced bool
 	LogSteps    bool // keep every step of the sequencer in Result.Steps (debugging a replay)
+	// Want replays a recording (record.go): the run compares each step
+	// it takes with the recorded one and reports the first that differs
+	// in Result.Diverged.
+	Want []Step
 }
 
 // msgSpec is one logical message of the workload.
@@ -542,7 +546,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		wide: newWidened(cfg.Seed), copies: newCopies(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
-	w.seq = newSequencer(cfg.Seed, !cfg.Unsequenced, cfg.LogSteps)
+	w.seq = newSequencer(cfg)
 	w.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithDuplicates(w.duplicate), memsqs.WithWake(w.seq.woke))
 	w.inj = newInjector(cfg.Seed, w.shape.Rate, w.shape.Kinds, w.shape.Ops, cfg.Only)
 	w.inj.stall = w.shape.maxVis()

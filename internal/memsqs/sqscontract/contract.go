@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	smithy "github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 )
 
@@ -51,6 +53,11 @@ type Quirks struct {
 	// DedupScopeIgnored: DeduplicationScope=messageGroup is stored but dedup
 	// stays queue-wide (fauxqs). On AWS the same id in two groups is two messages.
 	DedupScopeIgnored bool
+	// AttemptIDIgnored: a FIFO receive retried with the same
+	// ReceiveRequestAttemptId is a fresh receive (fauxqs). On AWS it
+	// returns the first attempt's messages and receipt handles for five
+	// minutes, while none of them was deleted or had its visibility changed.
+	AttemptIDIgnored bool
 	// Unenforced names the limits (Limit* constants) the implementation
 	// accepts past AWS's documented value; their cases then assert that it
 	// does accept (so a declaration goes stale loudly) instead of the
@@ -148,6 +155,7 @@ func Run(t *testing.T, target Target) {
 		{"LongPoll/HonoursContext", c.longPollContext},
 		{"LongPoll/CancelledPollStillTakesMessages", c.longPollOrphans},
 		{"Receive/MaxNumberOfMessages", c.maxNumber},
+		{"Receive/AttemptIDRetried", c.attemptID},
 		{"Errors/QueueDoesNotExist", c.noQueue},
 		{"Limits/MessageSize", c.limitMessageSize},
 		{"Limits/BatchSize", c.limitBatchSize},
@@ -743,4 +751,35 @@ func (c *suite) noQueue(t *testing.T) {
 	require.ErrorAs(t, err, &nq)
 	_, err = c.Client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &missing, MessageBody: aws.String("x")})
 	require.ErrorAs(t, err, &nq)
+}
+
+// attemptID: a FIFO receive retried with its ReceiveRequestAttemptId
+// returns the same messages and receipt handles (what a stopping worker
+// asks back from a poll it cancelled); once one of them had its visibility
+// changed, the retry is refused as not retryable.
+func (c *suite) attemptID(t *testing.T) {
+	url, _ := c.NewQueue(t, true, nil, 0)
+	c.sendFIFO(t, url, "A", "a1", "a2")
+	in := &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, ReceiveRequestAttemptId: aws.String(id("attempt"))}
+	first, err := c.Client.ReceiveMessage(context.Background(), in)
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Messages)
+	retry, err := c.Client.ReceiveMessage(context.Background(), in)
+	require.NoError(t, err)
+	if c.Quirks.AttemptIDIgnored {
+		// Declared: the retry is a fresh receive, which finds the group
+		// held. Asserted, so that the declaration goes stale loudly.
+		require.Empty(t, retry.Messages, "AttemptIDIgnored is declared: a retried attempt id must act as a fresh receive")
+		t.Skip("AttemptIDIgnored: this implementation treats a retried ReceiveRequestAttemptId as a fresh receive")
+	}
+	require.Len(t, retry.Messages, len(first.Messages), "a retried attempt id returns the first attempt's messages")
+	for i, m := range first.Messages {
+		require.Equal(t, aws.ToString(m.MessageId), aws.ToString(retry.Messages[i].MessageId))
+		require.Equal(t, aws.ToString(m.ReceiptHandle), aws.ToString(retry.Messages[i].ReceiptHandle))
+	}
+	c.setVis(t, url, first.Messages[0], 0)
+	_, err = c.Client.ReceiveMessage(context.Background(), in)
+	var api smithy.APIError
+	require.ErrorAs(t, err, &api, "a retry after a visibility change is refused")
+	require.Equal(t, "InvalidParameterValue", strings.TrimPrefix(api.ErrorCode(), "AWS.SimpleQueueService."))
 }

@@ -182,8 +182,7 @@ func TestASizeRefusalHoldsTheGroup(t *testing.T) {
 // TestAGroupHeldAtItsFirstMessageMovesOnWhenReleased: the hold records the
 // head's published mark (0 when nothing of the group was published yet);
 // after a release, the relay's progress must still be recordable from that
-// mark. Found by the simulation's outbox half (seed 47): the relay
-// conditioned a mark of 0 on there being none, so a group held at its first
+// mark. The relay once conditioned a mark of 0 on there being none, so a group held at its first
 // message and released was published again and again, never recorded, and
 // never drained.
 func TestAGroupHeldAtItsFirstMessageMovesOnWhenReleased(t *testing.T) {

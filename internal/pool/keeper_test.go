@@ -267,7 +267,7 @@ func TestStaleReceiptMarksTheDeliveryLost(t *testing.T) {
 // Hooks.Held, asked when the run commits, says so (before the fix it said no,
 // for the first receipt's visibility had passed, and a transactional or
 // optimistic commit was dropped, the newer receipt handed back with it: a
-// receive wasted towards maxReceiveCount, seed 138@59ba4b0).
+// receive wasted towards maxReceiveCount).
 func TestHeldThroughANewerReceipt(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -323,8 +323,8 @@ func (s *slowAnswerSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessa
 // it to someone else since. The pool counts a delivery's visibility from
 // when its receive was made, so it knows the delivery is stale and does
 // not run it (before the fix it dated it a second before the answer came,
-// and claimed and committed a message it no longer held: seed 138@59ba4b0,
-// the claim kept the message's holder busy; dated by the end of the poll's
+// and claimed and committed a message it no longer held, its claim keeping
+// the message's next holder busy; dated by the end of the poll's
 // wait, the 9 s answer still looked held). The message runs once, on its
 // next receipt. The wait is cut to half the visibility (4 s).
 func TestSlowAnswerIsNotRun(t *testing.T) {

@@ -550,7 +550,7 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		// date could make a delivery look held past what SQS gave it: an
 		// answer slow on its way back, or read by a process that stalled
 		// meanwhile, may come when SQS has already handed the message to
-		// someone else (seed 138@59ba4b0), and a commit on it would break
+		// someone else, and a commit on it would break
 		// its group's order. An SDK retry of a FIFO receive returns the
 		// first attempt's messages, visible since then too. The wait is at
 		// most half the visibility (qs.wait), so a fresh delivery has at

@@ -558,8 +558,8 @@ func TestHungHeartbeatCancelsTheEffectAtTheLeaseEnd(t *testing.T) {
 // heartbeat's extension is slow, and its next interval ends before that
 // extension answers. When it answers, the heartbeat has been stopped and
 // its timer has fired: it must not extend again (select picked either at
-// random: an extension after the stop in about half the runs, and a seed
-// of the simulation that did not replay, internal/sim seed 14).
+// random: an extension after the stop in about half the runs, which made
+// a simulation run that did not replay).
 func TestNoExtensionAfterTheHeartbeatStopped(t *testing.T) {
 	t.Parallel()
 	for range 20 {

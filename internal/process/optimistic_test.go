@@ -263,9 +263,9 @@ func TestOptimisticFallbackClaimsOnlyWhileHeld(t *testing.T) {
 // still holds the message. Past its visibility, SQS may have moved it on (to
 // another consumer, or to the DLQ with the rest of its group going on), and
 // a commit then would apply it out of its group's order, on what the effect
-// read before its successors were applied (seed 138@59ba4b0: a worker
-// frozen past the visibility of a message the redrive policy then moved
-// committed it after the next two, losing one's update). Each attempt is
+// read before its successors were applied (a worker frozen past the
+// visibility of a message the redrive policy then moved would commit it
+// after the next two, losing one's update). Each attempt is
 // checked: a commit retried after the visibility passed is not sent.
 func TestCommitsOnlyWhileHeld(t *testing.T) {
 	t.Parallel()
@@ -315,8 +315,7 @@ func TestCommitsOnlyWhileHeld(t *testing.T) {
 // visibility passed (its request went out late: a process frozen at the
 // call) is released at once, the effect not run: another consumer may have
 // the message, and would otherwise find this claim busy for a whole lease
-// (seed 138@59ba4b0: a worker thawed into its claim and blocked the group's
-// next receive).
+// (a worker thawed into its claim blocks the group's next receive).
 func TestClaimGivenBackWhenNotHeld(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

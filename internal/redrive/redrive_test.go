@@ -262,8 +262,8 @@ func TestRedriveOneGroup(t *testing.T) {
 // each pass SQS's 1 MiB limit for one SendMessageBatch together: SQS
 // refuses the whole request (BatchRequestTooLong), and a redrive that puts
 // them in one batch moves nothing, however often it is run. Batches are
-// sized as they are built. (Found by the simulation, seed 2205, with bodies
-// padded to 177 KiB.) In memory: the emulator need not enforce the total.
+// sized as they are built (bodies padded to 177 KiB, as the simulation's
+// large messages are). In memory: the emulator need not enforce the total.
 func TestRedriveSizesItsBatches(t *testing.T) {
 	t.Parallel()
 	c := memsqs.New()

@@ -210,18 +210,15 @@ func receiptID(h string) string {
 
 func (c *faultySQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
 	q := qname(in.QueueUrl)
-	entered := time.Now() // about when the worker took the poll's start time
 	k, id, err := c.p.before(ctx, "ReceiveMessage", q+"|"+c.p.id)
 	if err != nil {
 		return nil, err
 	}
-	held := time.Since(entered) // a freeze or pause of the process held the request
 	out, err := c.receive(withCallID(ctx, c.p.id, "ReceiveMessage", id), q, in, opt...)
 	if err != nil {
 		return nil, err
 	}
-	wait := time.Duration(in.WaitTimeSeconds) * time.Second
-	c.p.w.observeReceive(c.p, q, out.Messages, held > time.Millisecond && time.Since(entered) > wait+time.Second) // the sequencer holds a call microseconds
+	c.p.w.observeReceive(c.p, q, out.Messages)
 	c.p.w.obReceived(q, out.Messages)
 	vis := visibility
 	if q == q1Name {

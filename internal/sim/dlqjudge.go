@@ -133,8 +133,7 @@ func (w *world) judgeSQSMove(id string, lid int) {
 	if n < w.maxReceive() {
 		// The receive counts seen are a lower bound: a receive whose
 		// caller gave up (its long poll cancelled, its answer lost before
-		// the observer) counts at SQS unseen. Counted, not judged (seed
-		// 3440: 8 seen of 10).
+		// the observer) counts at SQS unseen. Counted, not judged.
 		w.stats["dlq: moves by the redrive policy after fewer receives seen than maxReceiveCount"]++
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/smithy-go"
@@ -138,6 +139,7 @@ type Injector struct {
 	Only     map[string]bool // when set, only these fault IDs may fire (shrinking)
 	start    time.Time
 	stall    time.Duration // Slow and Pause stall past this (the longest visibility timeout)
+	healed   atomic.Bool   // the fault phase is over: no call gets a fault (tail.go)
 
 	mu       sync.Mutex
 	attempts map[string]int
@@ -183,7 +185,7 @@ func (in *Injector) decide(op, subject, proc string) (Kind, string) {
 	n := in.attempts[base]
 	in.mu.Unlock()
 	id := fmt.Sprintf("%s|%d", base, n)
-	if !in.OpsOn[op] || in.Disabled[id] || (in.Only != nil && !in.Only[id]) {
+	if in.healed.Load() || !in.OpsOn[op] || in.Disabled[id] || (in.Only != nil && !in.Only[id]) {
 		return None, id
 	}
 	x := hash64(in.Seed, id)

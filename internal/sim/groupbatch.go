@@ -310,8 +310,7 @@ func (o *obHalf) gbHeld(group string, seq int64, why string) {
 		// (its first copy past SQS's five-minute deduplication window)
 		// with a later message's copy answered as a duplicate in one
 		// request: the later one's first sequence number is below the
-		// earlier one's new number, which looks like a break (seed
-		// 5095@df5a66b).
+		// earlier one's new number, which looks like a break.
 		w.stat("outbox group batch: false hold: an earlier message's copy taken anew past the five-minute deduplication window, a later one's answered as a duplicate (known)", 1)
 		return
 	}

@@ -10,8 +10,7 @@ import (
 // message 1", where message 1's number is that of a copy SQS took anew
 // (its first copy, below message 2's, had left the five-minute
 // deduplication window) is a false hold of a known kind, counted; when
-// the number is message 1's only copy's, the hold stays judged false
-// (seed 5095@df5a66b).
+// the number is message 1's only copy's, the hold stays judged false.
 func TestGroupBatchHoldOnACopyTakenAnew(t *testing.T) {
 	held := func(seqs1 []string) *world {
 		w := &world{start: time.Now(), stats: map[string]int{}}

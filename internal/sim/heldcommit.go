@@ -8,7 +8,7 @@ import (
 
 // A commit that applies only the effect's writes (Q1's modes:
 // transactional, optimistic, carried, group commit) is sent only while the
-// worker holds the message (DESIGN.md, Group order; seed 138@59ba4b0): one
+// worker holds the message (DESIGN.md, Group order): one
 // sent after SQS's visibility of every receipt the worker had of it ended
 // may apply the message after its successors. Judged against SQS's own
 // grants (holes.go's receipts), when the request reaches the table. The
@@ -34,11 +34,11 @@ func (w *world) checkHeldAtCommit(p *proc, keys []string, k Kind) {
 	slack := heldSlack // the sequencer's steps between the worker's check and the table
 	if w.groupCommits(p.id) {
 		// A group's first attempt is checked when it joins, up to the
-		// window before the group's request (alone or not: seed 9591).
+		// window before the group's request, whether it is alone or not.
 		slack += w.shape.GroupWindow
 	}
 	if w.stalledJustBefore(p, now) {
-		w.stat("sim: commits sent after a stall on their way (the documented window)", 1)
+		w.stat("window: a writes-only commit sent after a stall on its way (DESIGN.md, Group order: what remains)", 1)
 		return
 	}
 	w.mu.Lock()

@@ -92,9 +92,6 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 					w.violate("%s: exactly.New: configuration error on the simulated deployment, no fault injected: %v", p.id, err)
 				}
 				w.stat("pool: start-up failed", 1)
-				if p.faults.Load() > 0 {
-					w.noteStartDeath(p) // starved.go
-				}
 				w.crash(p, "start-up: exactly.New failed")
 				return
 			}
@@ -131,7 +128,6 @@ func (w *world) gracefulStop(ctx context.Context, p *proc, slot, inc int, ws []*
 		return
 	}
 	w.stat("pool: graceful stops", 1)
-	w.noteStop(p)
 	for _, wk := range ws {
 		_ = wk.Stop(context.Background())
 	}

@@ -128,11 +128,11 @@ func (w *world) judgeRMW(p *proc, in *dynamodb.TransactWriteItemsInput, keys []s
 		switch {
 		case again:
 			w.tr(s.lid, "%s committed it again past its TTL on a stale read of %s (read %d from %d applications; it held %d from %d): excused", p.id, k, read[0], read[1], held[0], held[1])
-			w.stats["end: read-dependent: a re-application past its TTL committed a stale read (its loss excused exactly)"]++
+			w.stats["window: read-dependent: a re-application past its record's TTL committed a stale read, its loss taken off exactly (DESIGN.md, What it guarantees: while its record lives)"]++
 		case stalled:
 			again = true
 			w.tr(s.lid, "%s committed it on a stale read of %s, its commit request stalled past the visibility (read %d from %d applications; it held %d from %d): the documented window, excused", p.id, k, read[0], read[1], held[0], held[1])
-			w.stats["end: read-dependent: a commit request stalled after the held check committed a stale read (its loss excused exactly)"]++
+			w.stats["window: read-dependent: a commit request stalled after the held check committed a stale read, its loss taken off exactly (DESIGN.md, Group order: what remains)"]++
 		}
 		w.mu.Unlock()
 		if !again {

@@ -66,16 +66,14 @@ func run(cfg Config) Result {
 	<-produced
 	<-redriven
 	<-operated
-	for !w.settled(ctx) || !w.obSettled(ctx) {
-		if time.Since(w.start) > settleCap {
-			w.violate("not settled after %s of virtual time: messages left in the source queues", settleCap)
-			break
-		}
-		time.Sleep(30 * time.Second)
+	// The fault phase ends when the queues settle; then the healed tail
+	// (tail.go).
+	if w.settle(ctx) {
+		w.heal(ctx)
 	}
 	stopWorkers()
 	w.wg.Wait()
-	w.starve.polls.Wait()
+	w.copies.polls.Wait()
 	w.check(ctx)
 	w.obCheck(ctx)
 	w.mu.Lock()
@@ -101,7 +99,10 @@ func run(cfg Config) Result {
 	return res
 }
 
-// check verifies the end-of-run invariants.
+// check verifies the end-of-run invariants, after the healed tail: every
+// message that is not a dead end applied (once: the ledger's balances), and
+// in no DLQ; every dead-end message in its DLQ, never applied; no claim left
+// behind; each FIFO group's messages first applied in order.
 func (w *world) check(ctx context.Context) {
 	inDLQ := map[string]map[int]int{}
 	for _, q := range []string{dlq1Name, dlq2Name} {
@@ -121,7 +122,6 @@ func (w *world) check(ctx context.Context) {
 	bad := func(format string, args ...any) {
 		w.violations = append(w.violations, "end: "+fmt.Sprintf(format, args...))
 	}
-	dlqOf := map[string]string{q1Name: dlq1Name, q2Name: dlq2Name}
 	sums := map[string][2]int64{} // account -> balance, applied
 	for _, s := range w.msgs {
 		dlq := dlqOf[s.queue]
@@ -129,8 +129,7 @@ func (w *world) check(ctx context.Context) {
 		if n == 0 && w.obDropped(s.lid) {
 			continue // an outbox message the operator dropped: never published
 		}
-		switch {
-		case s.deadEnd():
+		if s.deadEnd() {
 			if n > 0 && !s.conflict {
 				bad("poison message %d (%s) was applied", s.lid, s.key)
 			}
@@ -138,8 +137,6 @@ func (w *world) check(ctx context.Context) {
 				why := ""
 				switch {
 				case w.redriven[s.lid]:
-					// Its copy reached the DLQ and the operator's redrive
-					// sent it back: not a deduplication of the DLQ.
 					why = " (its DLQ copy was redriven back to its queue and did not reach the DLQ again)"
 				case w.dlqSent[s.lid]:
 					why = " (a copy was sent to it: dropped by the DLQ's deduplication?)"
@@ -150,66 +147,41 @@ func (w *world) check(ctx context.Context) {
 				}
 				bad("lost: %s message %d (%s, group %s, dedup id %s) is not in %s%s; its story: %s", kind, s.lid, s.queue, s.group, s.dedupID, dlq, why, strings.Join(w.trace[s.lid], " | "))
 			}
-		default:
-			if n == 0 {
-				where := "nowhere"
-				if inDLQ[dlq][s.lid] > 0 {
-					where = "in " + dlq
-					if !w.productCopyInDLQ(s.lid) {
-						where += " (moved by the queue's redrive policy after " + strconv.Itoa(w.maxReceive()) + " receives)"
-					}
+			continue
+		}
+		switch {
+		case n == 0:
+			where := "nowhere"
+			if inDLQ[dlq][s.lid] > 0 {
+				where = "in " + dlq
+				if !w.productCopyInDLQ(s.lid) {
+					where += " (moved by the queue's redrive policy)"
 				}
-				if left[s.lid] {
-					where = "still in " + s.queue
-				}
-				if policy := !left[s.lid] && inDLQ[dlq][s.lid] > 0 && !w.productCopyInDLQ(s.lid); policy {
-					ok, why := w.starvedOut(s)
-					if ok {
-						// The faults left it no chance (starved.go): excused,
-						// and its amount is not owed to the balances.
-						w.stats["end: moved by the redrive policy, every receive spoiled by faults (starved.go)"]++
-						w.tr(s.lid, "starved: %s", why)
-						continue
-					}
-					where += "; not starved by faults: " + why
-				}
-				bad("lost: message %d (%s, group %s, poison until fixed: %v) never applied; it is %s; its story: %s", s.lid, s.queue, s.group, s.fixable, where, strings.Join(w.trace[s.lid], " | "))
 			}
-			// Applied, then its deletes kept failing until SQS's redrive
-			// policy moved it (maxReceiveCount): the copy keeps its id, and
-			// a replay of it is a duplicate. Any other copy of an applied
-			// message in a DLQ is a product's move that should not be.
-			if inDLQ[dlq][s.lid] > 0 && n > 0 && inDLQ[dlq][s.lid] == w.policyAtEnd[s.lid] {
-				w.stats["end: applied, then moved to the DLQ by the redrive policy (its deletes failed)"]++
+			if left[s.lid] {
+				where = "still in " + s.queue
 			}
-			if inDLQ[dlq][s.lid] > w.policyAtEnd[s.lid] && n > 0 {
-				bad("message %d (%s) applied but also left in %s; its story: %s", s.lid, s.queue, dlq, strings.Join(w.trace[s.lid], " | "))
-			}
-			if s.queue == q1Name {
-				acct := "acct#" + s.queue[:2] + "-" + s.group
-				v := sums[acct]
-				// Once, and once more per expired record met (ttl.go).
-				v[0] += int64(s.lid) * int64(max(n, 1))
-				v[1] += int64(max(n, 1))
-				sums[acct] = v
-			}
+			bad("lost: message %d (%s, group %s, poison until fixed: %v) never applied after the tail's redrives; it is %s; its story: %s", s.lid, s.queue, s.group, s.fixable, where, strings.Join(w.trace[s.lid], " | "))
+		case inDLQ[dlq][s.lid] > 0:
+			bad("message %d (%s) applied but still in %s after the tail's redrives; its story: %s", s.lid, s.queue, dlq, strings.Join(w.trace[s.lid], " | "))
+		}
+		if s.queue == q1Name {
+			acct := "acct#" + s.queue[:2] + "-" + s.group
+			v := sums[acct]
+			// Once, and once more per expired record met (ttl.go).
+			v[0] += int64(s.lid) * int64(max(n, 1))
+			v[1] += int64(max(n, 1))
+			sums[acct] = v
 		}
 	}
 	for _, q := range slices.Sorted(maps.Keys(inDLQ)) { // a replay reports in the same order
-		m := inDLQ[q]
-		for _, lid := range slices.Sorted(maps.Keys(m)) {
+		for _, lid := range slices.Sorted(maps.Keys(inDLQ[q])) {
 			// Found in a DLQ: dead-lettered, by the product or by the
-			// queue's redrive policy (which nobody observes), and so
-			// holding nothing back in its group.
+			// queue's redrive policy, and so holding nothing back in its
+			// group (the order check).
 			w.markDLQ(lid)
-			if s := w.byLid[lid]; s == nil || !s.deadEnd() {
-				if s != nil && w.applied[lid] == 0 {
-					continue // reported as lost above
-				}
-				if s != nil && m[lid] == w.policyAtEnd[lid] {
-					continue // applied, then moved by the redrive policy (its deletes failed): counted above
-				}
-				bad("%s holds message %d, which is not poison", q, lid)
+			if w.byLid[lid] == nil {
+				bad("%s holds message %d, which is no message of the workload", q, lid)
 			}
 		}
 	}
@@ -225,6 +197,7 @@ func (w *world) check(ctx context.Context) {
 			bad("transactional balance: %s has balance %d from %d applications, want %d from %d (each message once)", acct, got[0], got[1], want[0], want[1])
 		}
 	}
+	w.checkClaims(ctx, bad)
 	w.checkRMW(ctx, sums, bad)
 	w.checkLimits(ctx, bad)
 	// Per-group order of first application follows sequence order. A
@@ -253,6 +226,8 @@ func (w *world) check(ctx context.Context) {
 				lb := w.dlqAt[b]
 				via := func(x int) bool { r, ok := w.redrivenAt[x]; return ok && r <= w.appliedAt[x] && w.appliedFromCopy(x) }
 				aDead, bDead := via(a), via(b)
+				ta, aVia := w.arrivedVia(a)
+				tb, bVia := w.arrivedVia(b)
 				switch {
 				case w.inDLQAt(a, ab):
 					continue // a was in a DLQ when b was applied (again, after a redrive of a)
@@ -260,6 +235,8 @@ func (w *world) check(ctx context.Context) {
 					continue // a was in the DLQ while b went on from the queue
 				case aDead && bDead && lb < la:
 					continue // both redriven; b reached the DLQ first
+				case aVia && bVia && tb < ta:
+					continue // both applied from redrive copies; b's DLQ message reached the DLQ first
 				case w.obSQSHadFirst(b, a):
 					continue // SQS had b first: a GroupBatch break, judged at SQS (groupbatch.go)
 				}

@@ -84,8 +84,10 @@ var classes = []struct{ name, match, also string }{
 	{"deleted before its record committed", "before its record committed", ""},
 	{"COMPLETED record reopened", "reopened", ""},
 	{"not settled (stuck messages)", "not settled", ""},
-	{"DLQ holds a message that is not poison", "which is not poison", ""},
-	{"applied and left in the DLQ", "applied but also left", ""},
+	{"DLQ holds a message of no workload", "which is no message of the workload", ""},
+	{"applied and left in the DLQ", "applied but still in", ""},
+	{"tail: the redrive policy moved a message after the faults healed", "after the faults healed", ""},
+	{"tail: a claim left IN_PROGRESS", "claim left behind", ""},
 }
 
 func classify(vs []string) []string {
@@ -520,7 +522,7 @@ func (s *summary) print(t *testing.T, start time.Time, kinds map[Kind]bool, ops 
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, sect := range []string{"shape:", "fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "outbox", "limits:", "log:"} {
+	for _, sect := range []string{"shape:", "fault:", "process:", "workload:", "pool:", "lambda:", "redrive:", "tail:", "window:", "path:", "fence:", "dlq:", "world:", "end:", "dynamo:", "sim:", "downstream", "outbox", "limits:", "log:"} {
 		for _, k := range names {
 			if strings.HasPrefix(k, sect) {
 				fmt.Fprintf(&b, "  %-72s %8d\n", k, s.stats[k])

@@ -138,9 +138,7 @@ type world struct {
 	order        map[string][]int // queue|group -> logical ids in order of first application
 	excused      map[int]bool     // claim mode: the window opened for it
 	deadLettered map[int]bool
-	// policyAtEnd counts, per logical message, the copies in a DLQ at the
-	// end that kept their source id: moved there by SQS's redrive policy.
-	policyAtEnd map[int]int
+	// what the product sent to the DLQs and the operator's redrives back
 	dlqSent     map[int]bool
 	dlqSentLast map[int]time.Duration // the product's last DLQ copy of lid, since the start
 	redriven    map[int]bool
@@ -166,13 +164,17 @@ type world struct {
 	dlqTry     map[string]time.Duration // proc|key -> last DLQ copy tried (invalid messages)
 
 	wide   *widened // fence.go, ttl.go, dlqjudge.go, rmw.go
-	starve *starved // starved.go
+	copies *copies  // copies.go
 	ob     *obHalf  // outboxworld.go
 	lims   *limits  // limits.go
 
 	sqsDups atomic.Int64 // standard.go: SQS's duplicate deliveries left
 
 	seq *sequencer // sequencer.go: nil when off
+
+	// tail.go: when the faults stopped, and when the tail's redrives began
+	// (0 before).
+	healedAt, redriveFrom time.Duration
 }
 
 // worldMoved notes a DLQ message seen with the id it had in its source
@@ -185,6 +187,8 @@ func (w *world) worldMoved(id string, lid int) {
 		return
 	}
 	w.judgeSQSMove(id, lid)
+	w.judgeTailMove(lid, at)
+	w.noteArrived(id, at)
 	w.deadLettered[lid] = true
 	at += time.Nanosecond // after that receive, whose delivery may have run
 	if cur, has := w.dlqAt[lid]; !has || at < cur {
@@ -194,9 +198,9 @@ func (w *world) worldMoved(id string, lid int) {
 }
 
 // inDLQAt reports whether lid was in a DLQ at t: its latest move by then
-// came after its latest redrive by then (seed 138@59ba4b0: a message
-// redriven, moved by the policy again, and its successor's redrive copy
-// applied meanwhile). w.mu held.
+// came after its latest redrive by then (a message may be redriven, moved
+// by the policy again, and its successor's redrive copy applied
+// meanwhile). w.mu held.
 func (w *world) inDLQAt(lid int, t time.Duration) bool {
 	latest := func(ts []time.Duration) (time.Duration, bool) {
 		var m time.Duration
@@ -217,7 +221,7 @@ func (w *world) inDLQAt(lid int, t time.Duration) bool {
 // the DLQ, not SQS's redrive policy: it sent one after the operator's
 // redrive (or there was no redrive). A poison message the product moved,
 // redriven, and then moved by the policy after maxReceiveCount receives is
-// the policy's (seed 14811@37757a1). w.mu held or the world stopped.
+// the policy's. w.mu held or the world stopped.
 func (w *world) productCopyInDLQ(lid int) bool {
 	if !w.dlqSent[lid] {
 		return false
@@ -287,8 +291,8 @@ func isDLQ(q string) bool { return q == dlq1Name || q == dlq2Name }
 
 // ---------------------------------------------------------------- observations
 
-// observeReceive notes what a receive brought. sentLate: see srcRecv.
-func (w *world) observeReceive(p *proc, q string, ms []types.Message, sentLate bool) {
+// observeReceive notes what a receive brought.
+func (w *world) observeReceive(p *proc, q string, ms []types.Message) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	who := "ESM"
@@ -307,8 +311,10 @@ func (w *world) observeReceive(p *proc, q string, ms []types.Message, sentLate b
 		default:
 			w.lastSrcRecv[aws.ToString(m.MessageId)] = time.Since(w.start)
 			w.delivered(p, lid, m)
-			w.noteRecv(p, lid, m, false, sentLate)
 		}
+	}
+	if !isDLQ(q) {
+		w.noteRecv(p, time.Since(w.start), ms)
 	}
 }
 
@@ -322,11 +328,12 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 		w.judgeCopy(p, q, lid)
 		w.dlqSent[lid] = true
 		w.dlqSentLast[lid] = time.Since(w.start)
+		w.noteArrived(msgID, time.Since(w.start))
 		w.markDLQ(lid)
 		w.stats["path: DLQ move (product)"]++
 	case strings.HasPrefix(p.id, "redrive"):
 		w.redriven[lid] = true
-		w.noteCopy(lid, msgID)
+		w.noteCopy(lid, msgID, dedupID)
 		if _, ok := w.redrivenAt[lid]; !ok {
 			w.redrivenAt[lid] = time.Since(w.start)
 		}
@@ -396,7 +403,6 @@ func (w *world) observeClaim(p *proc, key string) {
 	w.mu.Lock()
 	reopened := w.reopened(p, key)
 	w.tr(s.lid, "%s claimed %s", p.id, key)
-	w.noteClaim(p, key)
 	w.stats["dynamo: claim written"]++
 	w.mu.Unlock()
 	if reopened {
@@ -413,7 +419,6 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 	defer w.mu.Unlock()
 	w.committed[s.lid] = true
 	w.tr(s.lid, "%s committed %s (applied: %v)", p.id, key, tx)
-	w.noteCommit(key)
 	p.mu.Lock()
 	delete(p.open, key)
 	p.mu.Unlock()
@@ -427,7 +432,9 @@ func (w *world) observeCommit(p *proc, key string, tx bool) {
 		w.order[k] = append(w.order[k], s.lid)
 		w.appliedAt[s.lid] = time.Since(w.start)
 		w.appliedVia[s.lid] = p.ranOf(s.key)
-	} else if !w.granted(s.lid) {
+	} else if w.granted(s.lid) {
+		w.stats["window: applied again past its record's TTL (DESIGN.md, What it guarantees: while its record lives)"]++
+	} else {
 		w.violations = append(w.violations, fmt.Sprintf("+%s transactional mode: logical %d (%s) applied %d times (by %v)",
 			time.Since(w.start).Round(time.Millisecond), s.lid, key, w.applied[s.lid], w.callers[s.lid]))
 	}
@@ -450,8 +457,12 @@ func (w *world) downstream(p *proc, s *msgSpec) {
 		w.appliedVia[s.lid] = p.ranOf(s.key)
 		return
 	}
-	w.stats["downstream: second call inside the window"]++
-	if !w.excused[s.lid] && !w.granted(s.lid) {
+	switch {
+	case w.granted(s.lid):
+		w.stats["window: called again past its record's TTL (DESIGN.md, What it guarantees: while its record lives)"]++
+	case w.excused[s.lid]:
+		w.stats["window: claim mode, called again after a death, a stall or a lost commit between the call and its commit (DESIGN.md, What it does not guarantee)"]++
+	default:
 		w.violations = append(w.violations, fmt.Sprintf("+%s claim mode: downstream called %d times for logical %d (%s) by %v, and no worker died, stalled or lost its commit between an effect and its commit; faults on the key: %s",
 			time.Since(w.start).Round(time.Millisecond), w.applied[s.lid], s.lid, s.key, w.callers[s.lid], w.faultsOn(s.key)))
 	}
@@ -532,10 +543,10 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		db: memdynamo.New(), urls: map[string]string{}, arns: map[string]string{},
 		start: time.Now(), ctx: ctx, byLid: map[int]*msgSpec{}, byKey: map[string]*msgSpec{},
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
-		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, policyAtEnd: map[int]int{}, dlqSent: map[int]bool{}, dlqSentLast: map[int]time.Duration{},
+		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{}, dlqSentLast: map[int]time.Duration{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
 		appliedAt: map[int]time.Duration{}, appliedVia: map[int]string{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{},
-		wide: newWidened(cfg.Seed), starve: newStarved(),
+		wide: newWidened(cfg.Seed), copies: newCopies(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}
 	w.seq = newSequencer(cfg)
@@ -974,7 +985,7 @@ func (w *world) esm(ctx context.Context, n int) {
 			continue
 		}
 		at := time.Since(w.start)
-		w.observeReceive(nil, q2Name, out.Messages, false)
+		w.observeReceive(nil, q2Name, out.Messages)
 		if c == nil || c.p.dead.Load() {
 			p := w.newProc(fmt.Sprintf("λ%d.%d", n, cold))
 			c = w.coldStart(ctx, p)
@@ -983,20 +994,12 @@ func (w *world) esm(ctx context.Context, n int) {
 				// The init failed: the invocation fails, and its records
 				// come back after the visibility timeout, as in Lambda.
 				w.stat("lambda: invocation failed (cold start)", 1)
-				w.esmReceived(p, at, out.Messages, true)
+				w.noteRecv(p, at, out.Messages)
 				continue
 			}
 		}
-		faults, began := c.p.faults.Load(), time.Now()
-		back := w.invoke(ctx, c, out.Messages, esm)
-		w.esmReceived(c.p, at, out.Messages, c.p.dead.Load())
-		// An invocation that met faults, or that ran into the second half
-		// of its timeout (the handler starts no message it has too little
-		// time left for) in a world that breaks the redrive rule,
-		// returns messages through no fault of their own (esmReturned).
-		if !c.p.dead.Load() && (c.p.faults.Load() > faults || (w.breaksRedriveRule() && time.Since(began) >= lambdaTO/2)) {
-			w.esmReturned(c.p, at, out.Messages, back)
-		}
+		w.invoke(ctx, c, out.Messages, esm)
+		w.noteRecv(c.p, at, out.Messages)
 	}
 }
 
@@ -1140,19 +1143,25 @@ func (w *world) invoke(ctx context.Context, c *container, msgs []types.Message, 
 	return failed
 }
 
-// redriveDLQ1 is the operator's redrive of DLQ1 into Q1 mid-run, with the
-// product's redrive: rerun after a failure, as its error message asks, and
-// once more past the redrive's visibility timeout until a run finds nothing
-// old left to move (a message whose delete failed comes back then).
+// redriveDLQ1 is the operator's redrive of DLQ1 into Q1 mid-run.
 func (w *world) redriveDLQ1(ctx context.Context) {
 	time.Sleep(redriveAt - time.Since(w.start))
+	w.redrive(ctx, dlq1Name, q1Name, "redrive")
+}
+
+// redrive empties dlq into q with the product's redrive, as an operator
+// does: rerun after a failure, as its error message asks, and once more past
+// the redrive's visibility timeout until a run finds nothing old left to
+// move (a message whose delete failed comes back then). Its processes are
+// named after name (a name starting "redrive": observeSend).
+func (w *world) redrive(ctx context.Context, dlq, q, name string) {
 	before := time.Now()
 	for try := 0; try < 40 && ctx.Err() == nil; try++ {
-		p := w.newProc(fmt.Sprintf("redrive.%d", try))
+		p := w.newProc(fmt.Sprintf("%s.%d", name, try))
 		sq := &faultySQS{p: p, inner: w.sqs}
 		rctx, cancel := context.WithCancel(ctx)
 		p.kill = cancel
-		res, err := redrive.Run(rctx, sq, redrive.Config{DLQ: w.urls[dlq1Name], Queue: w.urls[q1Name], Before: before})
+		res, err := redrive.Run(rctx, sq, redrive.Config{DLQ: w.urls[dlq], Queue: w.urls[q], Before: before})
 		cancel()
 		w.stat("redrive: runs", 1)
 		w.stat("redrive: moved", res.Moved)
@@ -1203,9 +1212,6 @@ func (w *world) drain(ctx context.Context, name string) []int {
 		for i, m := range out.Messages {
 			lids = append(lids, lidNum(aws.ToString(m.Body)))
 			w.mu.Lock()
-			if _, kept := w.lastSrcRecv[aws.ToString(m.MessageId)]; kept {
-				w.policyAtEnd[lidNum(aws.ToString(m.Body))]++
-			}
 			w.worldMoved(aws.ToString(m.MessageId), lidNum(aws.ToString(m.Body)))
 			w.mu.Unlock()
 			dels = append(dels, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
@@ -1232,12 +1238,12 @@ func (w *world) drain(ctx context.Context, name string) []int {
 // takes several of them and a failure fails the rest of the batch
 // (FailRest "batch"): behind one record busy on a crashed invocation's
 // live claim, the other groups' messages are reported unstarted at every
-// receive (seed 10502@37757a1: two messages of other groups moved after ten
-// such receives, none of them tried). And in the outbox half's read-pages
+// receive, and messages of other groups may be moved after ten such
+// receives, none of them tried. And in the outbox half's read-pages
 // worlds (limits.go): 110 messages of 11 groups reach Q2 within seconds,
 // Lambda batches take several groups, and behind one retried record the
-// others come back unstarted (seeds 138 and 400: ten receives in five
-// minutes, none tried).
+// others come back unstarted (ten receives can pass in five minutes,
+// none tried).
 func (w *world) maxReceive() int {
 	if w.shape.Burst || (w.shape.Outbox.On && w.shape.FailRest == "batch" && w.shape.LambdaBatch > 1) || w.shape.Outbox.Pages {
 		return 30

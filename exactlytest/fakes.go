@@ -2,8 +2,10 @@ package exactlytest
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/exactly"
@@ -60,6 +62,32 @@ func (d *DynamoDB) Calls() map[string]int { return d.db.Calls() }
 // single write whose condition fails consumes the same. What an effect or
 // a commit mode costs in write units.
 func (d *DynamoDB) WriteUnits() int { return d.db.WriteUnits() }
+
+// Swept is an item SweepExpired deleted: its table, the item as it was, and
+// the time its TTL attribute named.
+type Swept struct {
+	Table     string
+	Item      map[string]types.AttributeValue
+	ExpiresAt time.Time
+}
+
+// SweepExpired does what DynamoDB's TTL does at some time after an item
+// expires, when a test says so: it deletes, in every table whose TTL is
+// enabled, the items whose TTL attribute is a number of epoch seconds before
+// now (and not more than five years before it, which DynamoDB leaves alone)
+// and for which isDue says their time has come (DynamoDB promises no time:
+// within days of expiry). Until then an expired item stays, readable, as on
+// DynamoDB. It returns the items deleted, in an order fixed by their tables
+// and keys; the deletes cost no calls or write units, as DynamoDB's own do
+// not. With it a test can show what an effect or a worker does when a
+// record disappears under it.
+func (d *DynamoDB) SweepExpired(now time.Time, isDue func(table string, key map[string]types.AttributeValue, expiresAt time.Time) bool) []Swept {
+	var out []Swept
+	for _, s := range d.db.SweepExpired(now, isDue) {
+		out = append(out, Swept{Table: s.Table, Item: s.Item, ExpiresAt: s.ExpiresAt})
+	}
+	return out
+}
 
 var (
 	_ exactly.SQS      = (*SQS)(nil)

@@ -48,7 +48,8 @@ func main() {
 		os.Exit(2)
 	}
 	// The first signal drains (running effects finish, open long polls
-	// return: within WaitTime when idle); a second one cancels what runs.
+	// return: within WaitTime when idle); a second one cancels running
+	// effects and open polls (see the list below for what that hides).
 	drained := make(chan struct{})
 	go func() {
 		<-ctx.Done()

@@ -131,7 +131,7 @@ TF_ROOTS              := $(TF_DIR) $(CUSTOM_EFFECT_TF) $(LOCALSTACK)/terraform
 
 .PHONY: tf-provider-min
 tf-provider-min: ## build the pinned AWS provider cut to the services the modules use (once per service list; cached in ~/.cache/exactly/tools/bin)
-	@mkdir -p $(dir $(AWS_PROVIDER_MIN_PATH))
+	@mkdir -p $(dir $(AWS_PROVIDER_MIN_PATH).new)
 	@GO=$(GO) $(EXACTLY_ROOT)/scripts/tf-provider-min $(AWS_PROVIDER_VERSION) $(EXACTLY_TOOLS_BIN) $(TF_ROOTS) >$(AWS_PROVIDER_MIN_PATH).new
 	@mv $(AWS_PROVIDER_MIN_PATH).new $(AWS_PROVIDER_MIN_PATH)
 

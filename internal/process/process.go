@@ -691,13 +691,18 @@ func (p *Processor) retryCommit(ctx context.Context, key string, h Hooks, try fu
 			p.Log.Warn("commit failed; retrying with the same claim", "key", key, "err", err)
 		}
 		next := time.Now().Add(wait)
-		if time.Until(deadline) < wait || !sleep(ctx, wait) {
-			// left and next: a give-up before the deadline needed it (next
-			// not past left) is a forced stop's.
-			p.Log.Warn("commit gave up", "key", key, "attempts", attempt, "err", err,
-				"left", time.Until(deadline), "next", time.Until(next))
-			return attempt - 1, err
+		// reason: "deadline" when the next try would come past the commit's
+		// deadline, "stopped" when the wait for it was cut (a forced stop).
+		reason := "deadline"
+		if time.Until(deadline) >= wait {
+			if sleep(ctx, wait) {
+				continue
+			}
+			reason = "stopped"
 		}
+		p.Log.Warn("commit gave up", "key", key, "attempts", attempt, "err", err, "reason", reason,
+			"left_ms", time.Until(deadline).Milliseconds(), "next_ms", time.Until(next).Milliseconds())
+		return attempt - 1, err
 	}
 }
 

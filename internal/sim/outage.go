@@ -56,20 +56,18 @@ func (w *world) inOutage(p *proc, op string) bool {
 // fails), but only if that try reached DynamoDB: one that failed on its
 // own cancelled context was never made, and the repeat it leads to is no
 // window. For a Lambda invocation (no forced stop), only when its next try
-// would have passed its deadline (left, next: the line's attributes).
+// would have passed its deadline (the line's reason "deadline"; "stopped"
+// when the wait for it was cut).
 func (w *world) judgeGaveUp(p *proc, r slog.Record) bool {
 	if p == nil || p.dead.Load() {
 		return true
 	}
-	var left, next time.Duration
-	var has int
+	var reason string
 	var cause error
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
-		case "left":
-			left, has = a.Value.Duration(), has+1
-		case "next":
-			next, has = a.Value.Duration(), has+1
+		case "reason":
+			reason = a.Value.String()
 		case "err":
 			cause, _ = a.Value.Any().(error)
 		}
@@ -79,7 +77,7 @@ func (w *world) judgeGaveUp(p *proc, r slog.Record) bool {
 		w.stat("sim: commit gave up on its own cancelled context: never tried (no documented window)", 1)
 		return false
 	}
-	if has < 2 || next > left {
+	if reason != "stopped" {
 		return true
 	}
 	if !strings.HasPrefix(p.id, "λ") {

@@ -13,8 +13,10 @@
 // service registrations (internal/service/*/service_package_gen.go); the
 // command rewrites DIR's list of service packages
 // (internal/provider/sdkv2/service_packages_gen.go) to hold those alone, and
-// prints the packages it kept. A type no package registers fails it: a
-// misspelled resource type is an error here, as terraform validate makes it.
+// prints the packages it kept (-n: prints them and writes nothing, which
+// works on the module cache's read-only copy). A type no package registers
+// fails it: a misspelled resource type is an error here, as terraform
+// validate makes it.
 package main
 
 import (
@@ -46,12 +48,13 @@ var (
 
 func main() {
 	provider := flag.String("provider", "", "the provider module's source folder")
+	dryRun := flag.Bool("n", false, "print the packages it would keep and write nothing (the folder may be read-only)")
 	flag.Parse()
 	if *provider == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: tfprovidermin -provider DIR TFDIR...")
 		os.Exit(2)
 	}
-	kept, err := run(*provider, flag.Args())
+	kept, err := run(*provider, flag.Args(), !*dryRun)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tfprovidermin:", err)
 		os.Exit(1)
@@ -59,7 +62,7 @@ func main() {
 	fmt.Println(strings.Join(kept, " "))
 }
 
-func run(provider string, tfDirs []string) ([]string, error) {
+func run(provider string, tfDirs []string, write bool) ([]string, error) {
 	types, err := usedTypes(tfDirs)
 	if err != nil {
 		return nil, err
@@ -91,6 +94,9 @@ func run(provider string, tfDirs []string) ([]string, error) {
 	cut, err := cutRegistry(src, kept)
 	if err != nil {
 		return nil, err
+	}
+	if !write {
+		return kept, nil
 	}
 	return kept, os.WriteFile(filepath.Join(provider, registryFile), cut, 0o644)
 }

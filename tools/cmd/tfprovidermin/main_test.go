@@ -72,13 +72,20 @@ func tfDir(t *testing.T, text string) string {
 
 func TestCutKeepsThePackagesTheModulesUse(t *testing.T) {
 	provider := fakeProvider(t)
-	kept, err := run(provider, []string{tfDir(t, `
+	dirs := []string{tfDir(t, `
 resource "aws_sqs_queue" "q" {}
 data "aws_iam_policy_document" "p" {}
   resource "aws_cloudwatch_log_group" "l" {}
-`)})
+`)}
+	listed, err := run(provider, dirs, false)
+	require.NoError(t, err)
+	untouched, err := os.ReadFile(filepath.Join(provider, registryFile))
+	require.NoError(t, err)
+	require.Equal(t, fakeRegistry, string(untouched), "-n writes nothing")
+	kept, err := run(provider, dirs, true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"iam", "logs", "meta", "sqs"}, kept, "meta is always kept; quicksight is not used")
+	require.Equal(t, listed, kept, "-n lists what the cut keeps")
 	cut, err := os.ReadFile(filepath.Join(provider, registryFile))
 	require.NoError(t, err)
 	require.NotContains(t, string(cut), "quicksight")
@@ -88,20 +95,20 @@ data "aws_iam_policy_document" "p" {}
 	}
 	require.Contains(t, string(cut), "return slices.Clone(v)", "the rest of the file is kept")
 
-	again, err := run(provider, []string{tfDir(t, `resource "aws_sqs_queue" "q" {}`)})
+	again, err := run(provider, []string{tfDir(t, `resource "aws_sqs_queue" "q" {}`)}, true)
 	require.NoError(t, err, "a cut registry can be cut again")
 	require.Equal(t, []string{"meta", "sqs"}, again)
 }
 
 func TestATypeNoPackageRegistersFails(t *testing.T) {
-	_, err := run(fakeProvider(t), []string{tfDir(t, `resource "aws_sqs_queu" "q" {}`)})
+	_, err := run(fakeProvider(t), []string{tfDir(t, `resource "aws_sqs_queu" "q" {}`)}, false)
 	require.ErrorContains(t, err, "registers aws_sqs_queu")
 }
 
 func TestARegistryOfAnotherShapeFails(t *testing.T) {
 	provider := fakeProvider(t)
 	require.NoError(t, os.WriteFile(filepath.Join(provider, registryFile), []byte("package sdkv2\n"), 0o644))
-	_, err := run(provider, []string{tfDir(t, `resource "aws_sqs_queue" "q" {}`)})
+	_, err := run(provider, []string{tfDir(t, `resource "aws_sqs_queue" "q" {}`)}, true)
 	require.ErrorContains(t, err, "shape changed")
 }
 

@@ -11,6 +11,12 @@
 #   make bench-report   the same, and rewrites docs/BENCHMARKS.md, docs/bench-throughput.svg, docs/bench-budget.svg and
 #                       docs/bench-results.json (the raw numbers; tools/cmd/bench -render re-renders them)
 #
+#   make bench-sweep    the curves alone (tools/cmd/bench -sweep-only: the aws-like regime, no emulators): one
+#                       dimension at a time from today's point, each beside the hand-written consumer (the relay
+#                       beside a direct producer); writes docs/bench-sweep.json and re-renders docs/BENCHMARKS.md
+#                       from docs/bench-results.json with the curves and their charts (docs/bench-sweep-*.svg)
+#
+# BENCH_SWEEP is the plan (default: the issue's; `dim=v1,v2;...` over groups, size, queues, backlog, effect, relay).
 # BENCH_ARGS passes flags to tools/cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',
 # BENCH_ARGS=-quick; `cd tools && go run ./cmd/bench -help` lists them); BENCH_GO_ARGS to go test
 # (BENCH_GO_ARGS='-benchtime 3s -count 3'). Benchmarks are not part of make test or CI; the
@@ -26,6 +32,7 @@ BENCH_GO_ARGS ?=
 BENCH_PKGS ?= ./internal/...
 BENCH_MODULES ?= . tools
 BENCH_REPORT ?= docs/BENCHMARKS.md
+BENCH_SWEEP ?= default
 
 # $(call exactly-bench,EXTRA tools/cmd/bench FLAGS)
 define exactly-bench
@@ -48,3 +55,11 @@ bench: ## benchmarks as tables: in memory (go test -bench), then against the loc
 bench-report: ## make bench, and rewrite docs/BENCHMARKS.md, its chart and docs/bench-results.json with the results
 	@mkdir -p $(dir $(BENCH_ROOT)/$(BENCH_REPORT))
 	$(call exactly-bench,-report $(BENCH_REPORT) -json $(dir $(BENCH_REPORT))bench-results.json -command "make bench-report$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')$(if $(strip $(BENCH_GO_ARGS)), BENCH_GO_ARGS='$(BENCH_GO_ARGS)')")
+
+.PHONY: bench-sweep
+bench-sweep: ## the curves alone (aws-like latency, no emulators): docs/bench-sweep.json, then re-render docs/BENCHMARKS.md with them
+	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd $(BENCH_ROOT); \
+	(cd tools && $(GO) build -o "$$tmp/bench" ./cmd/bench); \
+	"$$tmp/bench" -sweep-only -sweep '$(BENCH_SWEEP)' -json $(dir $(BENCH_REPORT))bench-sweep.json $(BENCH_ARGS) \
+		-command "make bench-sweep$(if $(filter-out default,$(BENCH_SWEEP)), BENCH_SWEEP='$(BENCH_SWEEP)')$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')"; \
+	"$$tmp/bench" -render $(dir $(BENCH_REPORT))bench-results.json -sweep-from $(dir $(BENCH_REPORT))bench-sweep.json -report $(BENCH_REPORT) > /dev/null

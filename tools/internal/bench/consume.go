@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -55,6 +57,9 @@ type consumeOpts struct {
 	queue, dedup, ledger       string
 	concurrency                int
 	prefill, groups            int
+	size, queues               int
+	effectDelay                time.Duration
+	queueURLs                  []string // aws regime: every queue of the fakes
 	scale, jitter              float64
 	seed                       uint64
 	cpuProfile, metricsAddr    string
@@ -78,6 +83,9 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&o.concurrency, "concurrency", 16, "messages in flight: the worker's --concurrency; the hand-written consumer's receive loops")
 	fs.IntVar(&o.prefill, "prefill", 0, "aws regime: messages sent to the fake queue before serving")
 	fs.IntVar(&o.groups, "groups", 1024, "aws regime: message groups of the pre-fill")
+	fs.IntVar(&o.size, "size", 0, "aws regime: bytes of each pre-filled body (padded; 0: the bare deposit, about 50 B)")
+	fs.IntVar(&o.queues, "queues", 1, "aws regime: FIFO queues the pre-fill is spread over, all consumed by the one consumer")
+	fs.DurationVar(&o.effectDelay, "effect-delay", 0, "how long each effect takes before it builds its writes (a call the effect waits on)")
 	fs.Float64Var(&o.scale, "latency-scale", 1, "aws regime: latency scale (0: the fakes at their own speed)")
 	fs.Float64Var(&o.jitter, "jitter", DefaultJitter, "aws regime: latency jitter, a fraction")
 	fs.Uint64Var(&o.seed, "seed", 1, "aws regime: seed of the jitter")
@@ -92,6 +100,10 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	case ConsumerHandwritten, ConsumerWorker, ConsumerGrouped, ConsumerCarried:
 	default:
 		return fmt.Errorf("-consumer %q: want handwritten, worker, grouped or carried", o.consumer)
+	}
+	if o.queues < 1 || o.size < 0 || o.size > maxBatchBytes || o.effectDelay < 0 {
+		return fmt.Errorf("bench consume: -queues %d, -size %d, -effect-delay %s: want at least 1 queue, a size from 0 to %d bytes and a delay of 0 or more",
+			o.queues, o.size, o.effectDelay, maxBatchBytes)
 	}
 	reg := prometheus.NewRegistry()
 	// As `worker run`: the Go and process collectors.
@@ -115,6 +127,7 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 		if o.queue == "" || o.ledger == "" {
 			err = errors.New("emulator regime: -queue and -ledger-table are required")
 		}
+		o.queueURLs = []string{o.queue}
 	default:
 		err = fmt.Errorf("-regime %q: want emulator or aws", o.regime)
 	}
@@ -124,13 +137,13 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	waits := newGroupWaits(reg)
 	var run func(context.Context) error
 	if o.consumer == ConsumerHandwritten {
-		h := newHandwritten(sq, db, o.queue, o.ledger, reg)
-		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits, states: st}
+		h := newHandwritten(sq, db, o.queueURLs, o.ledger, reg)
+		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits, states: st, delay: o.effectDelay}
 		run = func(ctx context.Context) error { return h.run(ctx, o.concurrency) }
 	} else {
 		cfg := exactly.Config{
-			SQS: sq, DynamoDB: db, Queues: []string{o.queue}, Table: o.dedup,
-			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st}, Commit: exactly.CommitMode(DefaultCommit),
+			SQS: sq, DynamoDB: db, Queues: o.queueURLs, Table: o.dedup,
+			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st, delay: o.effectDelay}, Commit: exactly.CommitMode(DefaultCommit),
 			Concurrency: o.concurrency, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Registerer: reg,
 		}
 		switch o.consumer {
@@ -189,13 +202,20 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer, st *states) (fakeSQS, fakeDynamoDB, error) {
 	srv := memsqs.New()
 	mdb := memdynamo.New()
-	out, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{
-		QueueName: aws.String("bench.fifo"), Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "30"},
-	})
-	if err != nil {
-		return nil, nil, err
+	for i := range max(o.queues, 1) {
+		name := "bench.fifo"
+		if i > 0 {
+			name = "bench-" + strconv.Itoa(i) + ".fifo"
+		}
+		out, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{
+			QueueName: aws.String(name), Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(SweepVisibility.Seconds()))},
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		o.queueURLs = append(o.queueURLs, aws.ToString(out.QueueUrl))
 	}
-	o.queue, o.dedup, o.ledger = aws.ToString(out.QueueUrl), "bench-dedup", "bench-ledger"
+	o.queue, o.dedup, o.ledger = o.queueURLs[0], "bench-dedup", "bench-ledger"
 	for _, t := range []string{o.dedup, o.ledger} {
 		if _, err := mdb.CreateTable(ctx, keyedTableInput(t)); err != nil {
 			return nil, nil, err
@@ -207,19 +227,32 @@ func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer, st *
 	}); err != nil {
 		return nil, nil, err
 	}
+	// Queue i gets the groups g with g % queues == i, so every queue has
+	// its share of the backlog and each group stays in one queue.
 	w := Workload(o.prefill, o.groups)
-	for _, batch := range w.Batches() {
-		r, err := srv.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &o.queue, Entries: batch})
-		if err == nil && len(r.Failed) > 0 {
-			err = errors.New(aws.ToString(r.Failed[0].Message))
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("pre-fill: %w", err)
+	w.Size = o.size
+	for i, url := range o.queueURLs {
+		if err := fill(ctx, srv, url, w.Shard(i, len(o.queueURLs))); err != nil {
+			return nil, nil, err
 		}
 	}
 	l := NewLatency(o.scale, o.jitter, o.seed)
 	c := newCounter(reg)
 	return &heldSQS{s: srv, l: l, c: c, st: st}, &heldDynamoDB{d: mdb, l: l, c: c}, nil
+}
+
+// fill sends batches to url on the fake, unheld.
+func fill(ctx context.Context, srv *memsqs.Server, url string, batches [][]sqstypes.SendMessageBatchRequestEntry) error {
+	for _, batch := range batches {
+		r, err := srv.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: batch})
+		if err == nil && len(r.Failed) > 0 {
+			err = errors.New(aws.ToString(r.Failed[0].Message))
+		}
+		if err != nil {
+			return fmt.Errorf("pre-fill: %w", err)
+		}
+	}
+	return nil
 }
 
 // groupWaits measures how long each FIFO group waits for its next
@@ -266,6 +299,7 @@ type timedLedger struct {
 	*builtin.Ledger
 	waits  *groupWaits
 	states *states
+	delay  time.Duration // how long the effect waits before it builds its writes (a slow call of its own)
 }
 
 func (t *timedLedger) Apply(ctx context.Context, in effect.Input) (effect.Output, error) {
@@ -273,6 +307,9 @@ func (t *timedLedger) Apply(ctx context.Context, in effect.Input) (effect.Output
 	t.states.start(in.Message.ID)
 	defer t.states.end(in.Message.ID)
 	defer t.waits.done(in.Message.Group)
+	if err := hold(ctx, t.delay); err != nil {
+		return effect.Output{}, err
+	}
 	return t.Ledger.Apply(ctx, in)
 }
 
@@ -323,20 +360,20 @@ func splitOp(k string) (string, string) {
 type handwritten struct {
 	sqs    fakeSQS
 	db     fakeDynamoDB
-	url    string
+	urls   []string // loop i starts at queue i and moves on one queue a batch
 	ledger effect.Effect
 
 	applied, received, failed prometheus.Counter
 }
 
-func newHandwritten(sq fakeSQS, db fakeDynamoDB, url, ledgerTable string, reg prometheus.Registerer) *handwritten {
+func newHandwritten(sq fakeSQS, db fakeDynamoDB, urls []string, ledgerTable string, reg prometheus.Registerer) *handwritten {
 	c := func(name string) prometheus.Counter {
 		v := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "exactly", Name: name, Help: name})
 		reg.MustRegister(v)
 		return v
 	}
 	return &handwritten{
-		sqs: sq, db: db, url: url, ledger: &builtin.Ledger{Table: ledgerTable},
+		sqs: sq, db: db, urls: urls, ledger: &builtin.Ledger{Table: ledgerTable},
 		applied: c("effects_applied_total"), received: c("messages_received_total"), failed: c("permanent_failures_total"),
 	}
 }
@@ -344,11 +381,11 @@ func newHandwritten(sq fakeSQS, db fakeDynamoDB, url, ledgerTable string, reg pr
 // run runs conc receive loops until ctx ends; work received is finished.
 func (h *handwritten) run(ctx context.Context, conc int) error {
 	done := make(chan struct{}, conc)
-	for range conc {
+	for i := range conc {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			for ctx.Err() == nil {
-				h.batch(ctx)
+			for k := i; ctx.Err() == nil; k++ {
+				h.batch(ctx, h.urls[k%len(h.urls)])
 			}
 		}()
 	}
@@ -358,8 +395,8 @@ func (h *handwritten) run(ctx context.Context, conc int) error {
 	return nil
 }
 
-func (h *handwritten) batch(ctx context.Context) {
-	out, err := h.sqs.ReceiveMessage(ctx, receiveInput(h.url, 10, 20))
+func (h *handwritten) batch(ctx context.Context, url string) {
+	out, err := h.sqs.ReceiveMessage(ctx, receiveInput(url, 10, 20))
 	if err != nil {
 		if ctx.Err() == nil {
 			h.failed.Inc()
@@ -371,7 +408,7 @@ func (h *handwritten) batch(ctx context.Context) {
 	wctx := context.WithoutCancel(ctx)
 	ok := out.Messages[:0]
 	for _, m := range out.Messages {
-		msg := sqsmsg.ToMessage(h.url, m)
+		msg := sqsmsg.ToMessage(url, m)
 		o, err := h.ledger.Apply(wctx, effect.Input{Message: msg, Key: msg.DedupID})
 		if err == nil {
 			_, err = h.db.TransactWriteItems(wctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.Writes})
@@ -385,7 +422,7 @@ func (h *handwritten) batch(ctx context.Context) {
 	if len(ok) == 0 {
 		return
 	}
-	res, err := h.sqs.DeleteMessageBatch(wctx, &sqs.DeleteMessageBatchInput{QueueUrl: &h.url, Entries: deleteEntries(ok)})
+	res, err := h.sqs.DeleteMessageBatch(wctx, &sqs.DeleteMessageBatchInput{QueueUrl: &url, Entries: deleteEntries(ok)})
 	if err != nil {
 		h.failed.Add(float64(len(ok)))
 		return

@@ -107,7 +107,7 @@ func TestHandwrittenConsumer(t *testing.T) {
 		st := newStates(reg)
 		sq, db, err := o.fakes(ctx, reg, st)
 		require.NoError(t, err)
-		h := newHandwritten(sq, db, o.queue, o.ledger, reg)
+		h := newHandwritten(sq, db, o.queueURLs, o.ledger, reg)
 		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: newGroupWaits(reg), states: st}
 		done := make(chan error)
 		go func() { done <- h.run(ctx, 2) }()

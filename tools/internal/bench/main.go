@@ -55,6 +55,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	command := fs.String("command", "", "the command to record in the report (default: this one)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file (docs/bench-results.json)")
 	render := fs.String("render", "", "do not measure: render the tables and the report from a -json file")
+	sweep := fs.String("sweep", "", "curves, aws regime: \"default\" ("+DefaultSweep+") or dim=v1,v2;... over groups, size, queues, backlog, effect, relay")
+	fs.BoolVar(&cfg.SweepOnly, "sweep-only", false, "run the sweep and nothing else (no emulators needed)")
+	fs.IntVar(&cfg.SweepConc, "sweep-concurrency", DefaultSweepConc, "concurrency of the sweep's consumers")
+	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", DefaultSweepWarmup, "warm-up of a sweep point (a slow effect gets at least its own duration)")
+	fs.DurationVar(&cfg.SweepWindow, "sweep-window", DefaultSweepWindow, "window of a sweep point (a slow effect gets at least three times its duration)")
+	sweepFrom := fs.String("sweep-from", "", "take the sweep from this -json file (a -sweep-only run) into the report")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +76,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.LimitConcurrency, err = intList(*limitConc); err != nil {
 		return fmt.Errorf("-limit-concurrency: %w", err)
+	}
+	if *sweep != "" {
+		if cfg.Sweep, err = ParseSweep(*sweep); err != nil {
+			return err
+		}
 	}
 	for _, g := range strings.Split(*regimes, ",") {
 		if g = strings.TrimSpace(g); g != "" {
@@ -119,6 +130,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *command != "" {
 		res.Command = *command
 	}
+	if res.Sweep != nil && res.Sweep.Command == "" {
+		res.Sweep.Command = res.Command
+	}
+	if *sweepFrom != "" {
+		b, err := os.ReadFile(*sweepFrom)
+		if err != nil {
+			return err
+		}
+		var other Result
+		if err := json.Unmarshal(b, &other); err != nil {
+			return fmt.Errorf("-sweep-from %s: %w", *sweepFrom, err)
+		}
+		if other.Sweep == nil {
+			return fmt.Errorf("-sweep-from %s: the file holds no sweep (run with -sweep)", *sweepFrom)
+		}
+		res.Sweep = other.Sweep
+	}
 	if *inmem != "" {
 		b, err := os.ReadFile(*inmem)
 		if err != nil {
@@ -150,6 +178,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := os.WriteFile(filepath.Join(filepath.Dir(*report), BudgetChartFile), []byte(BudgetChart(res)), 0o644); err != nil {
 		return err
+	}
+	for dim, svg := range SweepCharts(res.Sweep) {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(*report), SweepChartFile(dim)), []byte(svg), 0o644); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(*report, []byte(Markdown(res)), 0o644); err != nil {
 		return err

@@ -47,6 +47,7 @@ func Markdown(r *Result) string {
 	fmt.Fprintf(&b, "![throughput against concurrency, both regimes](%s)\n\n", ChartFile)
 	awsMarkdown(&b, r)
 	profileMarkdown(&b, r)
+	sweepMarkdown(&b, r.Sweep)
 
 	b.WriteString("## Summary, emulator speed\n\n")
 	for _, f := range r.Findings() {

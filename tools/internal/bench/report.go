@@ -273,6 +273,10 @@ func (r *Result) latencyTable() *table {
 func WriteText(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "Benchmark, effect %s, %s (load average %s at start, %s at end)\n\n",
 		r.Config.Effect, r.Started.UTC().Format(time.RFC3339), r.LoadBefore, r.LoadAfter)
+	if len(r.Runs) == 0 && len(r.Relay) == 0 && r.Sweep != nil {
+		writeSweepText(w, r.Sweep)
+		return
+	}
 	if ts := r.Targets(); len(ts) > 0 {
 		fmt.Fprintln(w, "Targets of issue 22 (same-run ratios):")
 		r.targetsTable().text(w)
@@ -316,6 +320,7 @@ func WriteText(w io.Writer, r *Result) {
 		r.latencyTable().text(w)
 	}
 	fmt.Fprintln(w)
+	writeSweepText(w, r.Sweep)
 	for _, f := range r.Findings() {
 		fmt.Fprintln(w, "- "+f)
 	}

@@ -96,6 +96,11 @@ type Config struct {
 	NoProfile        bool          // skip the CPU profiles (emulator regime: the worker's; aws regime: its saturated runs')
 	RelayGroups      []int         // group counts of the relay comparison (DefaultRelayGroups)
 	RelayWriters     int           // producer goroutines of the relay comparison (DefaultRelayWriters)
+	Sweep            []SweepPoint  // the sweep's points (ParseSweep), aws regime; none: no sweep
+	SweepOnly        bool          // run the sweep and nothing else
+	SweepConc        int           // concurrency of the sweep's consumers (DefaultSweepConc)
+	SweepWarmup      time.Duration // a sweep point's warm-up (DefaultSweepWarmup)
+	SweepWindow      time.Duration // a sweep point's window (DefaultSweepWindow)
 	Log              io.Writer     `json:"-"` // progress lines; nil: discarded
 }
 
@@ -167,6 +172,14 @@ func (c *Config) defaults() error {
 	setDur(&c.Window, DefaultWindow)
 	setDur(&c.LimitDuration, DefaultLimitDuration)
 	setDur(&c.LatencyDuration, DefaultLatencyDuration)
+	setDur(&c.SweepWarmup, DefaultSweepWarmup)
+	setDur(&c.SweepWindow, DefaultSweepWindow)
+	if c.SweepConc <= 0 {
+		c.SweepConc = DefaultSweepConc
+	}
+	if c.SweepOnly && len(c.Sweep) == 0 {
+		return errors.New("-sweep-only needs -sweep (try -sweep default)")
+	}
 	if len(c.LimitConcurrency) == 0 {
 		c.LimitConcurrency = DefaultLimitConcurrency()
 	}
@@ -204,6 +217,7 @@ type Result struct {
 	Relay          []RelayRun  // the relay comparison, aws regime
 	HotGroup       []Drain     // one FIFO group, aws regime: a group's wait for its next message
 	Profile        *CPUProfile `json:",omitempty"` // where the worker's CPU goes, emulator regime
+	Sweep          *Sweep      `json:",omitempty"` // curves: one dimension at a time from today's point, aws regime
 	Failures       []string    // runs that failed and were left out (the rest went on)
 }
 
@@ -385,6 +399,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	if cfg.SweepOnly {
+		return sweepOnly(ctx, cfg)
+	}
 	emu := slices.Contains(cfg.Regimes, RegimeEmulator)
 	h := &harness{cfg: cfg, log: cfg.Log, bin: cfg.WorkerBin, self: cfg.SelfBin}
 	if emu {
@@ -531,6 +548,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.Limits = append(res.Limits, l)
 	}
+	if len(cfg.Sweep) > 0 {
+		s, err := h.sweep(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Sweep = s
+	}
 	res.setShares()
 	res.Ended = time.Now()
 	res.LoadAfter = loadAvg()
@@ -653,7 +677,7 @@ func (h *harness) startConsumer(ctx context.Context, kind string, procs, conc in
 
 // startFake starts a `bench consume` process of the aws regime: its own
 // fakes behind the latency layer, pre-filled with n messages.
-func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups int, profile string) (*consumer, error) {
+func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups int, profile string, extra ...string) (*consumer, error) {
 	c := ConsumerWorker
 	switch kind {
 	case "baseline":
@@ -670,7 +694,7 @@ func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups in
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile)
 	}
-	return h.startProcs(ctx, h.self, 1, args)
+	return h.startProcs(ctx, h.self, 1, append(args, extra...))
 }
 
 // profiled reports whether a saturated run of the aws regime is profiled:
@@ -781,16 +805,9 @@ func (h *harness) saturated(ctx context.Context, regime, kind string, procs, con
 		}
 	}
 	run.Prefill = n
-	s0, s1, err := h.window(ctx, c, n)
-	if stopErr := c.stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
+	if err := h.measure(ctx, c, n, &run); err != nil {
 		return run, fmt.Errorf("%s %s procs=%d concurrency=%d: %w", regime, kind, procs, conc, err)
 	}
-	run.Window = delta(s0, s1)
-	run.Seconds = s1.At.Sub(s0.At).Seconds()
-	run.Rate = run.Window.Counts["applied"] / run.Seconds
 	if profile != "" {
 		total, shares, err := readProfile(ctx, h.self, profile)
 		if err != nil {
@@ -798,14 +815,30 @@ func (h *harness) saturated(ctx context.Context, regime, kind string, procs, con
 		}
 		run.Profile = &CPUProfile{Consumer: kind, Regime: regime, Conc: conc, Total: total, Categories: shares}
 	}
+	return run, nil
+}
+
+// measure samples c's window over a backlog of n, stops c and fills run's
+// window, rate and counts, and logs them.
+func (h *harness) measure(ctx context.Context, c *consumer, n int, run *Drain) error {
+	s0, s1, err := h.window(ctx, c, n)
+	if stopErr := c.stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		return err
+	}
+	run.Window = delta(s0, s1)
+	run.Seconds = s1.At.Sub(s0.At).Seconds()
+	run.Rate = run.Window.Counts["applied"] / run.Seconds
 	h.logf("%s %s procs=%d concurrency=%d: %.0f msg/s over %.1fs, SQS %.3f req/msg, DynamoDB %.3f req/msg, %.0f WRU/msg, CPU %.0f µs/msg (%.2f cores), peak RSS %.0f MiB",
-		regime, kind, procs, conc, run.Rate, run.Seconds, run.PerMessage("SQS"), run.PerMessage("DynamoDB"), run.WriteUnits(), run.CPUPerMessage(), run.CPUBusy(), run.PeakRSS())
+		run.regime(), run.Consumer, run.Procs, run.Conc, run.Rate, run.Seconds, run.PerMessage("SQS"), run.PerMessage("DynamoDB"), run.WriteUnits(), run.CPUPerMessage(), run.CPUBusy(), run.PeakRSS())
 	for _, k := range []string{"retries", "busy", "permanent", "leases_lost", "receive_errors", "batch_failed", "failed"} {
 		if v := run.Window.Counts[k]; v > 0 {
 			h.logf("  note: %s %.0f in the window", k, v)
 		}
 	}
-	return run, nil
+	return nil
 }
 
 // window waits for the first effect, then Warmup, and samples the window.
@@ -1098,10 +1131,6 @@ func (r *Result) failed(ctx context.Context, h *harness, err error) error {
 		return ctx.Err()
 	}
 	h.logf("FAILED, left out: %v", err)
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	r.Failures = append(r.Failures, msg)
+	r.Failures = append(r.Failures, firstLine(err.Error()))
 	return nil
 }

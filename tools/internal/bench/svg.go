@@ -111,7 +111,11 @@ func Chart(r *Result) string {
 
 // niceMax rounds v up to 1, 2 or 5 times a power of ten (at least 10).
 func niceMax(v float64) float64 {
-	v = max(v*1.05, 10)
+	return roundUp125(max(v*1.05, 10))
+}
+
+// roundUp125 rounds v > 0 up to 1, 2 or 5 times a power of ten.
+func roundUp125(v float64) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(v)))
 	for _, m := range []float64{1, 2, 5, 10} {
 		if m*p >= v {

@@ -33,7 +33,7 @@ func BenchmarkWorker(b *testing.B) {
 	const conc = 16
 	hand := cpuPerMessage(b, b.N, func(ctx context.Context, srv *memsqs.Server, db *memdynamo.DB, url string, done func() bool) (wait func()) {
 		reg := prometheus.NewRegistry()
-		h := newHandwritten(srv, db, url, "ledger", reg)
+		h := newHandwritten(srv, db, []string{url}, "ledger", reg)
 		stopped := make(chan struct{})
 		go func() { defer close(stopped); _ = h.run(ctx, conc) }()
 		for !done() && gathered(b, reg, "exactly_effects_applied_total") < float64(b.N) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -15,9 +16,15 @@ import (
 // id, so none is a duplicate.
 type Work struct {
 	N, Groups int
+	// Size pads each body to this many bytes (a "pad" field the ledger
+	// ignores); 0 or less than the deposit itself: no padding.
+	Size int
 	// Prefix makes the deduplication ids unique to one run.
 	Prefix string
 }
+
+// maxBatchBytes is SQS's cap on a SendMessageBatch's total payload.
+const maxBatchBytes = 1 << 20
 
 // Workload returns n messages over groups groups (at least 1).
 func Workload(n, groups int) Work {
@@ -30,14 +37,19 @@ func (w Work) Entry(i int) sqstypes.SendMessageBatchRequestEntry {
 	g := i % w.Groups
 	seq := i/w.Groups + 1
 	acct := "g" + strconv.Itoa(g)
+	body := fmt.Sprintf(`{"account":%q,"amount_cents":%d,"seq":%d}`, acct, 1+i%97, seq)
+	if pad := w.Size - len(body) - len(`,"pad":""`); pad > 0 {
+		body = body[:len(body)-1] + `,"pad":"` + strings.Repeat("x", pad) + `"}`
+	}
 	return sqstypes.SendMessageBatchRequestEntry{
-		MessageBody:            aws.String(fmt.Sprintf(`{"account":%q,"amount_cents":%d,"seq":%d}`, acct, 1+i%97, seq)),
+		MessageBody:            aws.String(body),
 		MessageGroupId:         aws.String(acct),
 		MessageDeduplicationId: aws.String(w.Prefix + "-" + strconv.Itoa(i)),
 	}
 }
 
-// Batches returns all messages in send order, in batches of ten.
+// Batches returns all messages in send order, in batches of up to ten
+// whose bodies together stay within SQS's 1 MiB a batch.
 func (w Work) Batches() [][]sqstypes.SendMessageBatchRequestEntry {
 	return w.Shard(0, 1)
 }
@@ -48,16 +60,23 @@ func (w Work) Batches() [][]sqstypes.SendMessageBatchRequestEntry {
 func (w Work) Shard(k, senders int) [][]sqstypes.SendMessageBatchRequestEntry {
 	var out [][]sqstypes.SendMessageBatchRequestEntry
 	var cur []sqstypes.SendMessageBatchRequestEntry
+	bytes := 0
 	for i := range w.N {
 		if (i%w.Groups)%senders != k {
 			continue
 		}
 		e := w.Entry(i)
+		n := len(aws.ToString(e.MessageBody))
+		if len(cur) > 0 && bytes+n > maxBatchBytes {
+			out = append(out, cur)
+			cur, bytes = nil, 0
+		}
 		e.Id = aws.String(strconv.Itoa(len(cur)))
 		cur = append(cur, e)
+		bytes += n
 		if len(cur) == 10 {
 			out = append(out, cur)
-			cur = nil
+			cur, bytes = nil, 0
 		}
 	}
 	if len(cur) > 0 {

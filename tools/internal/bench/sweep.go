@@ -1,0 +1,353 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Dimensions of a sweep: each moves one thing away from today's point
+// (DefaultFakeGroups groups, the bare deposit of about 50 B, one queue, a
+// backlog of a few seconds, an effect with no wait of its own).
+const (
+	SweepGroups  = "groups"  // message groups of the pre-filled queue
+	SweepSize    = "size"    // bytes of each body
+	SweepQueues  = "queues"  // queues one consumer reads
+	SweepBacklog = "backlog" // messages waiting when the consumer starts
+	SweepEffect  = "effect"  // how long each effect waits before it builds its writes
+	SweepRelay   = "relay"   // message groups of the relay's producers
+)
+
+// sweepDims are the dimensions in the order a plan runs and a report shows them.
+var sweepDims = []string{SweepGroups, SweepSize, SweepQueues, SweepBacklog, SweepEffect, SweepRelay}
+
+// DefaultSweep is the issue's sweep: -sweep default.
+const DefaultSweep = "groups=1,10,100,1000,10000,100000;size=100,10KiB,256KiB,1MiB;queues=1,10,50;" +
+	"backlog=10000,100000,1000000;effect=1ms,100ms,10s;relay=1,10,100,1000"
+
+// Defaults of a sweep's runs.
+const (
+	DefaultSweepConc   = 16
+	DefaultSweepWarmup = time.Second
+	DefaultSweepWindow = 3 * time.Second
+	// SweepBytes caps a point's pre-fill at this many body bytes, so that
+	// the largest messages fit the machine's memory: 1 MiB bodies drain
+	// from a backlog of 512.
+	SweepBytes = 512 << 20
+	// SweepVisibility is the visibility timeout of the fakes' queues
+	// (`bench consume`).
+	SweepVisibility = 30 * time.Second
+)
+
+// SweepPoint is one point of a sweep: today's point with one dimension
+// moved. Zero fields are today's.
+type SweepPoint struct {
+	Dim         string
+	Label       string // the value as given ("10KiB", "100ms")
+	Groups      int    // 0: DefaultFakeGroups
+	Size        int    // 0: the bare deposit
+	Queues      int    // 0: 1
+	Backlog     int    // 0: sized to the window at the modelled rate
+	EffectDelay time.Duration
+	RelayGroups int // relay points only
+}
+
+// X is the point's value on its dimension's axis.
+func (p SweepPoint) X() float64 {
+	switch p.Dim {
+	case SweepGroups:
+		return float64(p.Groups)
+	case SweepSize:
+		return float64(p.Size)
+	case SweepQueues:
+		return float64(p.Queues)
+	case SweepBacklog:
+		return float64(p.Backlog)
+	case SweepEffect:
+		return p.EffectDelay.Seconds()
+	case SweepRelay:
+		return float64(p.RelayGroups)
+	}
+	return 0
+}
+
+func (p SweepPoint) groups() int { return cmp0(p.Groups, DefaultFakeGroups) }
+func (p SweepPoint) queues() int { return cmp0(p.Queues, 1) }
+
+func cmp0(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// ParseSweep reads a plan: "dim=v1,v2;dim=..." over sweepDims, or
+// "default" (DefaultSweep). Sizes take B, KiB and MiB; effect durations
+// are Go durations.
+func ParseSweep(spec string) ([]SweepPoint, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "default" {
+		spec = DefaultSweep
+	}
+	var out []SweepPoint
+	seen := map[string]bool{}
+	for _, part := range strings.Split(spec, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		dim, values, ok := strings.Cut(part, "=")
+		dim = strings.TrimSpace(dim)
+		if !ok || !slices.Contains(sweepDims, dim) {
+			return nil, fmt.Errorf("-sweep %q: want dim=v1,v2,... with dim one of %s", part, strings.Join(sweepDims, ", "))
+		}
+		if seen[dim] {
+			return nil, fmt.Errorf("-sweep: %s given twice", dim)
+		}
+		seen[dim] = true
+		for _, v := range strings.Split(values, ",") {
+			v = strings.TrimSpace(v)
+			if v == "" {
+				continue
+			}
+			p, err := sweepPoint(dim, v)
+			if err != nil {
+				return nil, fmt.Errorf("-sweep %s=%s: %w", dim, v, err)
+			}
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-sweep: no points (try -sweep default)")
+	}
+	slices.SortStableFunc(out, func(a, b SweepPoint) int { return slices.Index(sweepDims, a.Dim) - slices.Index(sweepDims, b.Dim) })
+	return out, nil
+}
+
+func sweepPoint(dim, v string) (SweepPoint, error) {
+	p := SweepPoint{Dim: dim, Label: v}
+	if dim == SweepEffect {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return p, errors.New("want a positive duration such as 100ms")
+		}
+		p.EffectDelay = d
+		return p, nil
+	}
+	if dim == SweepSize {
+		n, err := parseBytes(v)
+		if err != nil {
+			return p, err
+		}
+		if n > maxBatchBytes {
+			return p, fmt.Errorf("%d bytes is over SQS's maximum message size of 1 MiB", n)
+		}
+		p.Size = n
+		return p, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return p, errors.New("want a positive integer")
+	}
+	switch dim {
+	case SweepGroups:
+		p.Groups = n
+	case SweepQueues:
+		p.Queues = n
+	case SweepBacklog:
+		p.Backlog = n
+	case SweepRelay:
+		p.RelayGroups = n
+	}
+	return p, nil
+}
+
+// parseBytes reads 100, 100B, 10KiB or 1MiB.
+func parseBytes(v string) (int, error) {
+	mult := 1
+	num := v
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"B", 1}} {
+		if s, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, mult = s, u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || n < 1 {
+		return 0, errors.New("want a size such as 100, 10KiB or 1MiB")
+	}
+	return n * mult, nil
+}
+
+// Sweep is a sweep's results: its own run, so that it can be measured
+// apart from the rest and merged into a report (-sweep-from).
+type Sweep struct {
+	Started, Ended        time.Time
+	LoadBefore, LoadAfter string
+	Command               string
+	Commit                string
+	Conc                  int
+	Warmup, Window        time.Duration
+	LatencyScale          float64
+	Runs                  []SweepRun
+	Failures              []string
+}
+
+// SweepRun is one consumer at one point.
+type SweepRun struct {
+	Point    SweepPoint
+	Consumer string  // worker or baseline; for relay points the relay mode
+	Drain    Drain   // consumer points
+	Relay    *RelayRun `json:",omitempty"` // relay points
+	Model    float64 // the rate the modelled latency allows this consumer, msg/s
+	Load     string  // /proc/loadavg as the run started
+}
+
+// ModelRate is the rate the latency model allows at p for consumer at
+// concurrency conc: every message takes one transaction plus its effect's
+// wait (m); a group's batch of b messages takes a receive, b of those in
+// order and a delete. The worker keeps conc messages in flight (conc/m
+// over many groups); the hand-written consumer's conc loops each hold one
+// batch at a time. Both are bounded by the groups' batches.
+func ModelRate(p SweepPoint, consumer string, conc int, scale float64) float64 {
+	tx := Base("DynamoDB", "TransactWriteItems").Seconds() * scale
+	rt := Base("SQS", "ReceiveMessage").Seconds() * scale
+	m := tx + p.EffectDelay.Seconds()
+	g := float64(p.groups())
+	b := 10.0
+	batch := b / (2*rt + b*m) // one group's rate
+	if consumer == "baseline" {
+		return math.Min(float64(conc), g) * batch
+	}
+	return math.Min(float64(conc)/m, g*batch)
+}
+
+// sweepPrefill is the backlog of a consumer point: the point's own, or
+// enough for warmup and window at 1.5 times the model, at least one
+// message per group, within SweepBytes.
+func sweepPrefill(p SweepPoint, conc int, scale float64, secs float64) int {
+	if p.Backlog > 0 {
+		return p.Backlog
+	}
+	n := int(math.Ceil(ModelRate(p, "worker", conc, scale) * secs * 1.5))
+	n = max(n, 500, min(p.groups(), 200000))
+	if p.Size > 0 {
+		n = min(n, max(SweepBytes/p.Size, 100))
+	}
+	return n
+}
+
+// sweepTimes are a point's warm-up and window: a slow effect gets at
+// least one effect's time to warm up and three to measure.
+func (h *harness) sweepTimes(p SweepPoint) (warmup, window time.Duration) {
+	warmup, window = h.cfg.SweepWarmup, h.cfg.SweepWindow
+	if p.EffectDelay > 0 {
+		warmup = max(warmup, p.EffectDelay)
+		window = max(window, 3*p.EffectDelay)
+	}
+	return warmup, window
+}
+
+// sweep runs every point of the plan: the hand-written consumer and the
+// worker for consumer points, the direct producer, the outbox with the
+// relay's defaults and with GroupBatch for relay points.
+func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
+	s := &Sweep{Started: time.Now(), LoadBefore: loadAvg(), Conc: h.cfg.SweepConc, Warmup: h.cfg.SweepWarmup, Window: h.cfg.SweepWindow,
+		LatencyScale: h.cfg.LatencyScale, Commit: ReadMachine().Commit}
+	for _, p := range h.cfg.Sweep {
+		warmup, window := h.sweepTimes(p)
+		hs := *h
+		hs.cfg.Warmup, hs.cfg.Window = warmup, window
+		if p.Dim == SweepRelay {
+			for _, mode := range []string{RelayDirect, RelayOutbox, RelayGroupBatch} {
+				load := loadAvg()
+				rr, err := hs.measureRelay(ctx, mode, p.RelayGroups, h.cfg.RelayWriters)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					s.Failures = append(s.Failures, fmt.Sprintf("%s=%s %s: %v", p.Dim, p.Label, mode, err))
+					continue
+				}
+				s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: mode, Relay: &rr, Load: load})
+			}
+			continue
+		}
+		for _, kind := range []string{"baseline", "worker"} {
+			if kind == "baseline" && 10*p.EffectDelay > SweepVisibility {
+				s.Failures = append(s.Failures, fmt.Sprintf("%s=%s hand-written consumer not run: its batch of 10 effects in turn (%s) outlives the queue's %s visibility timeout, and it does not extend it",
+					p.Dim, p.Label, 10*p.EffectDelay, SweepVisibility))
+				continue
+			}
+			load := loadAvg()
+			d, err := hs.sweepDrain(ctx, kind, p)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				h.logf("FAILED, left out: %v", err)
+				s.Failures = append(s.Failures, fmt.Sprintf("%s=%s %s: %v", p.Dim, p.Label, kind, firstLine(err.Error())))
+				continue
+			}
+			s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: kind, Drain: d, Model: ModelRate(p, kind, h.cfg.SweepConc, h.cfg.LatencyScale), Load: load})
+		}
+	}
+	s.Ended, s.LoadAfter = time.Now(), loadAvg()
+	return s, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// sweepDrain is one consumer point: a `bench consume` process on the
+// fakes held at the modelled latency, pre-filled for the point.
+func (h *harness) sweepDrain(ctx context.Context, kind string, p SweepPoint) (Drain, error) {
+	conc := h.cfg.SweepConc
+	run := Drain{Regime: RegimeAWS, Consumer: kind, Procs: 1, Conc: conc, Groups: p.groups()}
+	n := sweepPrefill(p, conc, h.cfg.LatencyScale, (h.cfg.Warmup + h.cfg.Window).Seconds())
+	extra := []string{"-size", strconv.Itoa(p.Size), "-queues", strconv.Itoa(p.queues()), "-effect-delay", p.EffectDelay.String()}
+	h.logf("sweep %s=%s %s: pre-filling %d messages", p.Dim, p.Label, kind, n)
+	c, err := h.startFake(ctx, kind, conc, n, p.groups(), "", extra...)
+	if err != nil {
+		return run, err
+	}
+	run.Prefill = n
+	if err := h.measure(ctx, c, n, &run); err != nil {
+		return run, fmt.Errorf("sweep %s=%s %s: %w", p.Dim, p.Label, kind, err)
+	}
+	return run, nil
+}
+
+// sweepOnly runs the sweep alone (Config.SweepOnly): no emulators, no
+// worker binary.
+func sweepOnly(ctx context.Context, cfg Config) (*Result, error) {
+	h := &harness{cfg: cfg, log: cfg.Log, self: cfg.SelfBin}
+	if h.self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		h.self = self
+	}
+	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
+	s, err := h.sweep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Sweep = s
+	res.Ended, res.LoadAfter = time.Now(), loadAvg()
+	return res, nil
+}

@@ -1,0 +1,429 @@
+package bench
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/exactlyonce/exactly/internal/pool"
+)
+
+// SweepChartFile is the chart of one sweep dimension, beside the report.
+func SweepChartFile(dim string) string { return "bench-sweep-" + dim + ".svg" }
+
+// dims returns the dimensions the sweep ran, in sweepDims order.
+func (s *Sweep) dims() []string {
+	var out []string
+	for _, d := range sweepDims {
+		for _, r := range s.Runs {
+			if r.Point.Dim == d {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// points returns dim's points in run order, each once.
+func (s *Sweep) points(dim string) []SweepPoint {
+	var out []SweepPoint
+	for _, r := range s.Runs {
+		if r.Point.Dim == dim && !slices.ContainsFunc(out, func(p SweepPoint) bool { return p.Label == r.Point.Label }) {
+			out = append(out, r.Point)
+		}
+	}
+	return out
+}
+
+// run returns consumer's run at dim's point label.
+func (s *Sweep) run(dim, label, consumer string) (SweepRun, bool) {
+	for _, r := range s.Runs {
+		if r.Point.Dim == dim && r.Point.Label == label && r.Consumer == consumer {
+			return r, true
+		}
+	}
+	return SweepRun{}, false
+}
+
+// inFlight is the most messages the worker holds at concurrency conc: the
+// pool's bound, 10 a receiver's batch for each handler and receiver.
+func inFlight(conc int) int {
+	receivers := max(pool.DefaultReceivers, conc/pool.HandlersPerReceiver)
+	return 10 * (conc + receivers)
+}
+
+func dimTitle(dim string) string {
+	switch dim {
+	case SweepGroups:
+		return "message groups"
+	case SweepSize:
+		return "message size"
+	case SweepQueues:
+		return "queues per worker"
+	case SweepBacklog:
+		return "backlog (messages waiting)"
+	case SweepEffect:
+		return "effect duration"
+	case SweepRelay:
+		return "relay: message groups of the producers"
+	}
+	return dim
+}
+
+// table is dim's rows: each consumer at each point, beside the
+// hand-written consumer (or the direct producer) of the same point.
+func (s *Sweep) table(dim string) *table {
+	if dim == SweepRelay {
+		t := &table{head: []string{"groups", "load (1 min) at start", "producer", "msg/s reaching SQS", "× direct", "msg/s written", "SQS req/msg", "DynamoDB req/msg", "WRU/msg"}}
+		for _, p := range s.points(dim) {
+			direct, _ := s.run(dim, p.Label, RelayDirect)
+			for _, mode := range []string{RelayDirect, RelayOutbox, RelayGroupBatch} {
+				r, ok := s.run(dim, p.Label, mode)
+				if !ok || r.Relay == nil {
+					continue
+				}
+				x := r.Relay
+				vs := "-"
+				if mode != RelayDirect && direct.Relay != nil {
+					vs = ratio(x.Rate, direct.Relay.Rate)
+				}
+				t.add(p.Label, load1(r.Load), relayName(mode), fmt.Sprintf("%.0f", x.Rate), vs, fmt.Sprintf("%.0f", x.Written/max(x.Seconds, 1e-9)),
+					fmt.Sprintf("%.2f", perMessage(x.Window, "SQS")), fmt.Sprintf("%.2f", perMessage(x.Window, "DynamoDB")), fmt.Sprintf("%.1f", x.WriteUnits()))
+			}
+		}
+		return t
+	}
+	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "prefill"}}
+	for _, p := range s.points(dim) {
+		base, hasBase := s.run(dim, p.Label, "baseline")
+		for _, c := range []string{"baseline", "worker"} {
+			r, ok := s.run(dim, p.Label, c)
+			if !ok {
+				continue
+			}
+			d := r.Drain
+			vsRate, vsCPU, vsRSS := "-", "-", "-"
+			if c != "baseline" && hasBase {
+				vsRate, vsCPU = ratio(d.Rate, base.Drain.Rate), ratio(d.CPUPerMessage(), base.Drain.CPUPerMessage())
+				vsRSS = fmt.Sprintf("%+.0f", d.PeakRSS()-base.Drain.PeakRSS())
+			}
+			t.add(p.Label, load1(r.Load), consumerName(c), fmt.Sprintf("%.0f", d.Rate), vsRate, fmt.Sprintf("%.0f", r.Model), ratio(d.Rate, r.Model),
+				fmt.Sprintf("%.0f", d.CPUPerMessage()), vsCPU, fmt.Sprintf("%.0f", d.PeakRSS()), vsRSS,
+				fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.1f", d.WriteUnits()), msf(d.StartWait()), fmt.Sprint(d.Prefill))
+		}
+	}
+	return t
+}
+
+// load1 is the 1-minute load average of a /proc/loadavg reading.
+func load1(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return "-"
+}
+
+// span returns the lowest and highest of f over dim's runs of consumer.
+func (s *Sweep) span(dim, consumer string, f func(SweepRun) (float64, bool)) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range s.Runs {
+		if r.Point.Dim != dim || r.Consumer != consumer {
+			continue
+		}
+		if v, good := f(r); good {
+			lo, hi, ok = min(lo, v), max(hi, v), true
+		}
+	}
+	return lo, hi, ok
+}
+
+// vsBase is f of a worker run over f of the hand-written run at its point.
+func (s *Sweep) vsBase(f func(Drain) float64) func(SweepRun) (float64, bool) {
+	return func(r SweepRun) (float64, bool) {
+		b, ok := s.run(r.Point.Dim, r.Point.Label, "baseline")
+		if !ok || f(b.Drain) <= 0 {
+			return 0, false
+		}
+		return f(r.Drain) / f(b.Drain), true
+	}
+}
+
+// Sentence is what dim's curve says, in one sentence from its numbers.
+func (s *Sweep) Sentence(dim string) string {
+	ps := s.points(dim)
+	if len(ps) == 0 {
+		return ""
+	}
+	first, last := ps[0].Label, ps[len(ps)-1].Label
+	if dim == SweepRelay {
+		lo, hi, ok := s.span(dim, RelayOutbox, s.vsDirect)
+		glo, ghi, gok := s.span(dim, RelayGroupBatch, s.vsDirect)
+		if !ok || !gok {
+			return ""
+		}
+		return fmt.Sprintf("From %s to %s groups the outbox with the relay's defaults delivers %.2f to %.2f× what a direct producer sends in the same run, with GroupBatch %.2f to %.2f×.", first, last, lo, hi, glo, ghi)
+	}
+	w0, ok0 := s.run(dim, first, "worker")
+	w1, ok1 := s.run(dim, last, "worker")
+	if !ok0 || !ok1 {
+		return ""
+	}
+	rlo, rhi, _ := s.span(dim, "worker", s.vsBase(func(d Drain) float64 { return d.Rate }))
+	mlo, mhi, _ := s.span(dim, "worker", func(r SweepRun) (float64, bool) { return r.Drain.Rate / r.Model, r.Model > 0 })
+	clo, chi, _ := s.span(dim, "worker", s.vsBase(Drain.CPUPerMessage))
+	return fmt.Sprintf("From %s to %s %s the worker's rate goes from %.0f to %.0f msg/s (%.2f to %.2f× the hand-written consumer's, %.2f to %.2f× the model's), "+
+		"its CPU per message from %.0f to %.0f µs (%.2f to %.2f× the hand-written consumer's) and its peak RSS from %.0f to %.0f MiB.",
+		first, last, dimUnit(dim), w0.Drain.Rate, w1.Drain.Rate, rlo, rhi, mlo, mhi, w0.Drain.CPUPerMessage(), w1.Drain.CPUPerMessage(), clo, chi, w0.Drain.PeakRSS(), w1.Drain.PeakRSS())
+}
+
+func (s *Sweep) vsDirect(r SweepRun) (float64, bool) {
+	d, ok := s.run(r.Point.Dim, r.Point.Label, RelayDirect)
+	if !ok || r.Relay == nil || d.Relay == nil || d.Relay.Rate <= 0 {
+		return 0, false
+	}
+	return r.Relay.Rate / d.Relay.Rate, true
+}
+
+func dimUnit(dim string) string {
+	switch dim {
+	case SweepGroups:
+		return "groups"
+	case SweepQueues:
+		return "queues"
+	case SweepBacklog:
+		return "messages waiting"
+	case SweepSize:
+		return "bodies"
+	case SweepEffect:
+		return "effects"
+	}
+	return dim
+}
+
+// writeSweepText prints the sweep's tables.
+func writeSweepText(w io.Writer, s *Sweep) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "Sweep, aws-like latency, concurrency %d (load average %s at start, %s at end):\n", s.Conc, s.LoadBefore, s.LoadAfter)
+	for _, dim := range s.dims() {
+		fmt.Fprintf(w, "\n%s:\n", dimTitle(dim))
+		s.table(dim).text(w)
+		if line := s.Sentence(dim); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
+	for _, f := range s.Failures {
+		fmt.Fprintln(w, "FAILED, left out: "+f)
+	}
+	fmt.Fprintln(w)
+}
+
+// sweepMarkdown is the report's section of curves.
+func sweepMarkdown(b *strings.Builder, s *Sweep) {
+	if s == nil || len(s.Runs) == 0 {
+		return
+	}
+	b.WriteString("## Curves: cost as work grows (aws-like latency)\n\n")
+	fmt.Fprintf(b, "One dimension at a time from today's point (%d groups, the bare deposit of about 50 B, one queue, a backlog sized to the window, an effect with no wait of its own), ", DefaultFakeGroups)
+	fmt.Fprintf(b, "each consumer in its own `bench consume` process on the in-memory fakes held at the latency model × %g, at concurrency %d, beside the hand-written consumer (the relay: beside a direct producer) at the same point in the same run. ", s.LatencyScale, s.Conc)
+	fmt.Fprintf(b, "Measured %s to %s (%s), load average %s at start and %s at end, worker built from `%s`; `%s`. ",
+		s.Started.UTC().Format("2006-01-02 15:04"), s.Ended.UTC().Format("15:04 MST"), s.Ended.Sub(s.Started).Round(time.Second), s.LoadBefore, s.LoadAfter, s.Commit, s.Command)
+	fmt.Fprintf(b, "Each point has a %s warm-up and a %s window (a slow effect: at least its duration and three times it), one round: a sweep samples, the main tables above measure. ", s.Warmup, s.Window)
+	b.WriteString("Model msg/s is what the latency allows: every message one transaction (12 ms) plus its effect's wait, a group's batch of up to 10 a receive and a delete (15 ms each) around them in order; ")
+	b.WriteString("the worker holds the concurrency's messages in flight, the hand-written consumer's loops one batch each. ")
+	b.WriteString("CPU and peak RSS are the whole process's, the fakes' included (they hold the backlog), so the column to read is the difference from the hand-written consumer at the same point, which holds the same backlog on the same fakes. ")
+	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d (10 × (concurrency + receivers)): that, times the body size, bounds what its memory may add as groups and backlog grow.\n\n", inFlight(s.Conc), s.Conc)
+	for _, dim := range s.dims() {
+		fmt.Fprintf(b, "### %s\n\n", strings.ToUpper(dimTitle(dim)[:1])+dimTitle(dim)[1:])
+		if line := s.Sentence(dim); line != "" {
+			b.WriteString(line + "\n\n")
+		}
+		fmt.Fprintf(b, "![%s](%s)\n\n", dimTitle(dim), SweepChartFile(dim))
+		s.table(dim).markdown(b)
+		b.WriteString("\n")
+	}
+	if len(s.Failures) > 0 {
+		b.WriteString("Points that failed and were left out:\n\n")
+		for _, f := range s.Failures {
+			b.WriteString("- " + f + "\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// curveSeries is one line of a panel: ys by point index (NaN: none).
+type curveSeries struct {
+	name   string
+	color  string
+	dashed bool
+	ys     []float64
+}
+
+type curvePanel struct {
+	title  string
+	series []curveSeries
+}
+
+// SweepCharts draws each dimension's curves: one SVG per dimension, its
+// panels side by side over the points.
+func SweepCharts(s *Sweep) map[string]string {
+	out := map[string]string{}
+	if s == nil {
+		return out
+	}
+	for _, dim := range s.dims() {
+		ps := s.points(dim)
+		xs := make([]string, len(ps))
+		for i, p := range ps {
+			xs[i] = p.Label
+		}
+		at := func(consumer string, f func(SweepRun) float64) []float64 {
+			ys := make([]float64, len(ps))
+			for i, p := range ps {
+				ys[i] = math.NaN()
+				if r, ok := s.run(dim, p.Label, consumer); ok {
+					ys[i] = f(r)
+				}
+			}
+			return ys
+		}
+		var panels []curvePanel
+		if dim == SweepRelay {
+			rel := func(f func(RelayRun) float64) func(SweepRun) float64 {
+				return func(r SweepRun) float64 {
+					if r.Relay == nil {
+						return math.NaN()
+					}
+					return f(*r.Relay)
+				}
+			}
+			three := func(f func(RelayRun) float64) []curveSeries {
+				return []curveSeries{
+					{name: "direct producer", color: "#7f7f7f", dashed: true, ys: at(RelayDirect, rel(f))},
+					{name: "outbox + relay (defaults)", color: "#1f77b4", ys: at(RelayOutbox, rel(f))},
+					{name: "outbox + relay (GroupBatch)", color: "#ff7f0e", ys: at(RelayGroupBatch, rel(f))},
+				}
+			}
+			panels = []curvePanel{
+				{"msg/s reaching SQS", three(func(x RelayRun) float64 { return x.Rate })},
+				{"SQS requests/msg", three(func(x RelayRun) float64 { return perMessage(x.Window, "SQS") })},
+				{"DynamoDB requests/msg", three(func(x RelayRun) float64 { return perMessage(x.Window, "DynamoDB") })},
+				{"write units/msg", three(RelayRun.WriteUnits)},
+			}
+		} else {
+			two := func(f func(Drain) float64) []curveSeries {
+				return []curveSeries{
+					{name: "hand-written", color: "#7f7f7f", dashed: true, ys: at("baseline", func(r SweepRun) float64 { return f(r.Drain) })},
+					{name: "worker", color: "#1f77b4", ys: at("worker", func(r SweepRun) float64 { return f(r.Drain) })},
+				}
+			}
+			rate := append(two(func(d Drain) float64 { return d.Rate }),
+				curveSeries{name: "worker's model", color: "#2ca02c", dashed: true, ys: at("worker", func(r SweepRun) float64 { return r.Model })})
+			panels = []curvePanel{
+				{"messages/s", rate},
+				{"CPU µs/msg", two(Drain.CPUPerMessage)},
+				{"peak RSS, MiB", two(Drain.PeakRSS)},
+				{"SQS requests/msg", two(func(d Drain) float64 { return d.PerMessage("SQS") })},
+			}
+		}
+		out[dim] = curveChart(fmt.Sprintf("%s, aws-like latency, concurrency %d (load %s → %s)", dimTitle(dim), s.Conc, load1(s.LoadBefore), load1(s.LoadAfter)), dimTitle(dim), xs, panels)
+	}
+	return out
+}
+
+// curveChart draws panels side by side, each with its own y scale from
+// zero, over the same categorical x axis.
+func curveChart(title, xTitle string, xs []string, panels []curvePanel) string {
+	const (
+		panelW, height           = 290, 400
+		left, right, top, bottom = 58, 16, 60, 130
+	)
+	width := len(panels)*panelW + 10
+	plotW, plotH := float64(panelW-left-right), float64(height-top-bottom)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="14" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
+	for pi, p := range panels {
+		x0 := float64(pi * panelW)
+		ymax := 0.0
+		for _, s := range p.series {
+			for _, v := range s.ys {
+				if !math.IsNaN(v) {
+					ymax = max(ymax, v)
+				}
+			}
+		}
+		ymax = niceScale(ymax)
+		x := func(i int) float64 {
+			if len(xs) <= 1 {
+				return x0 + float64(left) + plotW/2
+			}
+			return x0 + float64(left) + 12 + float64(i)*(plotW-24)/float64(len(xs)-1)
+		}
+		y := func(v float64) float64 { return float64(top) + plotH*(1-v/ymax) }
+		fmt.Fprintf(&b, `<text x="%.1f" y="46" font-weight="bold">%s</text>`+"\n", x0+float64(left), html.EscapeString(p.title))
+		for i := 0; i <= 4; i++ {
+			v := ymax * float64(i) / 4
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e6e6e6"/>`+"\n", x0+float64(left), y(v), x0+float64(left)+plotW, y(v))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#444">%s</text>`+"\n", x0+float64(left)-5, y(v)+4, tick(v))
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#444"/>`+"\n", x0+float64(left), top, x0+float64(left), float64(top)+plotH)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444"/>`+"\n", x0+float64(left), float64(top)+plotH, x0+float64(left)+plotW, float64(top)+plotH)
+		for i, l := range xs {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#444">%s</text>`+"\n", x(i), float64(top)+plotH+16, html.EscapeString(l))
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x0+float64(left)+plotW/2, float64(top)+plotH+32, html.EscapeString(xTitle))
+		for si, s := range p.series {
+			dash := ""
+			if s.dashed {
+				dash = ` stroke-dasharray="5 4"`
+			}
+			var pts []string
+			for i, v := range s.ys {
+				if !math.IsNaN(v) {
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
+				}
+			}
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), s.color, dash)
+			for i, v := range s.ys {
+				if !math.IsNaN(v) {
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s at %s: %s</title></circle>`+"\n", x(i), y(v), s.color, html.EscapeString(s.name), html.EscapeString(xs[i]), tick(v))
+				}
+			}
+			ly := float64(top) + plotH + 52 + float64(si)*16
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", x0+float64(left), ly, x0+float64(left)+20, ly, s.color, dash)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", x0+float64(left)+26, ly+4, html.EscapeString(s.name))
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// niceScale is niceMax for values that may be below 10 (requests per
+// message): 1, 2 or 5 times a power of ten at or above v.
+func niceScale(v float64) float64 {
+	if v >= 10 {
+		return niceMax(v)
+	}
+	if v <= 0 {
+		return 1
+	}
+	return roundUp125(v * 1.05)
+}
+
+func tick(v float64) string {
+	switch {
+	case v == 0 || math.Abs(v) >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}

@@ -50,11 +50,11 @@ func (s *Sweep) run(dim, label, consumer string) (SweepRun, bool) {
 	return SweepRun{}, false
 }
 
-// inFlight is the most messages the worker holds at concurrency conc: the
-// pool's bound, 10 a receiver's batch for each handler and receiver.
-func inFlight(conc int) int {
-	receivers := max(pool.DefaultReceivers, conc/pool.HandlersPerReceiver)
-	return 10 * (conc + receivers)
+// inFlight is the most messages the worker holds at concurrency conc on
+// queues queues: the pool's default bound, from its receivers (each
+// queue has its own).
+func inFlight(conc, queues int) int {
+	return pool.MaxInFlightFor(conc, queues*pool.ReceiversFor(conc, false))
 }
 
 func dimTitle(dim string) string {
@@ -238,7 +238,8 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 	b.WriteString("Model msg/s is what the latency allows: every message one transaction (12 ms) plus its effect's wait, a group's batch of up to 10 a receive and a delete (15 ms each) around them in order; ")
 	b.WriteString("the worker holds the concurrency's messages in flight, the hand-written consumer's loops one batch each. ")
 	b.WriteString("CPU and peak RSS are the whole process's, the fakes' included (they hold the backlog), so the column to read is the difference from the hand-written consumer at the same point, which holds the same backlog on the same fakes. ")
-	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d (10 × (concurrency + receivers)): that, times the body size, bounds what its memory may add as groups and backlog grow.\n\n", inFlight(s.Conc), s.Conc)
+	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d on one queue (the pool's default `MaxInFlight`, from its receivers; %d on 50 queues, each with its own receivers): that, times the body size, bounds what its memory may add as groups and backlog grow.\n\n",
+		inFlight(s.Conc, 1), s.Conc, inFlight(s.Conc, 50))
 	for _, dim := range s.dims() {
 		fmt.Fprintf(b, "### %s\n\n", strings.ToUpper(dimTitle(dim)[:1])+dimTitle(dim)[1:])
 		if line := s.Sentence(dim); line != "" {

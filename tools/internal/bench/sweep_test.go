@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"context"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly/effect"
+	"github.com/exactlyonce/exactly/internal/builtin"
+)
+
+func TestParseSweepDefault(t *testing.T) {
+	t.Parallel()
+	ps, err := ParseSweep("default")
+	require.NoError(t, err)
+	count := map[string]int{}
+	for _, p := range ps {
+		count[p.Dim]++
+	}
+	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepBacklog: 3, SweepEffect: 3, SweepRelay: 4}, count)
+	require.Equal(t, SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}, ps[0])
+	require.Equal(t, SweepRelay, ps[len(ps)-1].Dim)
+}
+
+func TestParseSweepValues(t *testing.T) {
+	t.Parallel()
+	// Dimensions run in sweepDims order whatever order they are given in.
+	ps, err := ParseSweep(" effect=10s ; size=100,10KiB,1MiB;backlog=20000")
+	require.NoError(t, err)
+	require.Equal(t, []SweepPoint{
+		{Dim: SweepSize, Label: "100", Size: 100},
+		{Dim: SweepSize, Label: "10KiB", Size: 10 << 10},
+		{Dim: SweepSize, Label: "1MiB", Size: 1 << 20},
+		{Dim: SweepBacklog, Label: "20000", Backlog: 20000},
+		{Dim: SweepEffect, Label: "10s", EffectDelay: 10 * time.Second},
+	}, ps)
+	require.Equal(t, 10.0, ps[4].X())
+	require.Equal(t, float64(10<<10), ps[1].X())
+}
+
+func TestParseSweepErrors(t *testing.T) {
+	t.Parallel()
+	for spec, want := range map[string]string{
+		"":                    "no points",
+		"colours=1":           "dim one of groups, size",
+		"groups=0":            "positive integer",
+		"groups=1;groups=2":   "groups given twice",
+		"size=2MiB":           "over SQS's maximum message size",
+		"size=big":            "a size such as",
+		"effect=fast":         "positive duration",
+		"queues":              "want dim=v1,v2",
+		"relay=1,x":           "relay=x",
+		"backlog=10000,-1000": "positive integer",
+	} {
+		_, err := ParseSweep(spec)
+		require.ErrorContains(t, err, want, spec)
+	}
+}
+
+func TestModelRate(t *testing.T) {
+	t.Parallel()
+	// One group: a batch of 10 takes a receive, 10 transactions in
+	// order and a delete: 10 / (15 + 10×12 + 15 ms).
+	one := SweepPoint{Dim: SweepGroups, Groups: 1}
+	require.InDelta(t, 10/0.150, ModelRate(one, "worker", 16, 1), 1e-9)
+	require.InDelta(t, 10/0.150, ModelRate(one, "baseline", 16, 1), 1e-9)
+	// Many groups: the worker's 16 transactions in flight, the
+	// hand-written consumer's 16 loops of a batch each.
+	many := SweepPoint{Dim: SweepGroups, Groups: 1000}
+	require.InDelta(t, 16/0.012, ModelRate(many, "worker", 16, 1), 1e-6)
+	require.InDelta(t, 16*10/0.150, ModelRate(many, "baseline", 16, 1), 1e-6)
+	// Today's groups by default; an effect's wait adds to each message;
+	// the scale stretches every call.
+	slow := SweepPoint{Dim: SweepEffect, EffectDelay: 100 * time.Millisecond}
+	require.InDelta(t, 16/0.112, ModelRate(slow, "worker", 16, 1), 1e-6)
+	require.InDelta(t, 16/0.024, ModelRate(many, "worker", 16, 2), 1e-6)
+}
+
+func TestSweepPrefill(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 30000, sweepPrefill(SweepPoint{Backlog: 30000}, 16, 1, 4), "a backlog point is its own")
+	// 1333 msg/s × 4 s × 1.5.
+	require.Equal(t, 8000, sweepPrefill(SweepPoint{}, 16, 1, 4))
+	require.Equal(t, 100000, sweepPrefill(SweepPoint{Groups: 100000}, 16, 1, 4), "every group has a message")
+	require.Equal(t, 500, sweepPrefill(SweepPoint{Groups: 1}, 16, 1, 4), "at least 500")
+	require.Equal(t, SweepBytes>>20, sweepPrefill(SweepPoint{Size: 1 << 20}, 16, 1, 4), "within SweepBytes")
+}
+
+func TestWorkSizeAndBatches(t *testing.T) {
+	t.Parallel()
+	w := Workload(25, 3)
+	w.Size = 300 << 10
+	bs := w.Batches()
+	n := 0
+	for _, b := range bs {
+		bytes := 0
+		for i, e := range b {
+			require.Len(t, aws.ToString(e.MessageBody), 300<<10)
+			require.Equal(t, strings.TrimSpace(aws.ToString(e.Id)), aws.ToString(e.Id))
+			require.Equal(t, i, atoi(t, aws.ToString(e.Id)))
+			bytes += len(aws.ToString(e.MessageBody))
+		}
+		require.LessOrEqual(t, bytes, maxBatchBytes)
+		n += len(b)
+	}
+	require.Equal(t, 25, n)
+	require.Len(t, bs, 9, "three bodies of 300 KiB a batch")
+	e, err := builtin.ParseLedgerEntry(aws.ToString(bs[0][0].MessageBody))
+	require.NoError(t, err, "the pad is a field the ledger ignores")
+	require.Equal(t, "g0", e.Account)
+	// Small bodies stay unpadded, ten a batch.
+	w = Workload(25, 3)
+	w.Size = 10
+	require.Len(t, w.Batches(), 3)
+	require.NotContains(t, aws.ToString(w.Entry(0).MessageBody), "pad")
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n := 0
+	for _, c := range s {
+		require.True(t, c >= '0' && c <= '9', s)
+		n = 10*n + int(c-'0')
+	}
+	return n
+}
+
+// TestHandwrittenQueues drains three queues with two loops: each loop
+// moves on a queue a batch, so no queue is left to wait.
+func TestHandwrittenQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		o := consumeOpts{prefill: 90, groups: 90, queues: 3, size: 2000, scale: 1, jitter: 0.2, seed: 1}
+		reg := prometheus.NewRegistry()
+		sq, db, err := o.fakes(ctx, reg, nil)
+		require.NoError(t, err)
+		require.Len(t, o.queueURLs, 3)
+		h := newHandwritten(sq, db, o.queueURLs, o.ledger, reg)
+		done := make(chan error)
+		go func() { done <- h.run(ctx, 2) }()
+		for gathered(t, reg, "exactly_effects_applied_total") < 90 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		require.NoError(t, <-done)
+		time.Sleep(21 * time.Second)
+	})
+}
+
+// TestTimedLedgerDelay holds an effect for its delay before its writes.
+func TestTimedLedgerDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		l := &timedLedger{Ledger: &builtin.Ledger{Table: "l"}, waits: newGroupWaits(reg), delay: 100 * time.Millisecond}
+		e := Workload(1, 1).Entry(0)
+		in := effect.Input{Message: effect.Message{ID: "m1", Group: "g0", Body: aws.ToString(e.MessageBody), DedupID: "d1"}, Key: "d1"}
+		start := time.Now()
+		out, err := l.Apply(context.Background(), in)
+		require.NoError(t, err)
+		require.NotEmpty(t, out.Writes)
+		require.Equal(t, 100*time.Millisecond, time.Since(start))
+	})
+}
+
+func testSweep() *Sweep {
+	drain := func(kind string, rate, cpuSec, rss float64) Drain {
+		d := Drain{Regime: RegimeAWS, Consumer: kind, Procs: 1, Conc: 16, Seconds: 2, Rate: rate, Prefill: 8000, Window: newSample(time.Unix(10, 0))}
+		d.Window.Counts["applied"] = 2 * rate
+		d.Window.Counts["cpu_seconds"] = cpuSec
+		d.Window.Counts[peakRSS] = rss * (1 << 20)
+		d.Window.Requests["SQS.ReceiveMessage"] = 0.1 * 2 * rate
+		return d
+	}
+	p1 := SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}
+	p2 := SweepPoint{Dim: SweepGroups, Label: "1000", Groups: 1000}
+	r := SweepPoint{Dim: SweepRelay, Label: "1", RelayGroups: 1}
+	relay := func(rate float64) *RelayRun {
+		x := &RelayRun{Seconds: 2, Rate: rate, Written: 2 * rate, Window: newSample(time.Unix(10, 0))}
+		x.Window.Counts["applied"] = 2 * rate
+		return x
+	}
+	return &Sweep{Conc: 16, LoadBefore: "3.00 2.00 1.00 1/100 5", LoadAfter: "4.00 2.00 1.00 1/100 6", LatencyScale: 1, Warmup: time.Second, Window: 3 * time.Second, Command: "make bench-sweep",
+		Runs: []SweepRun{
+			{Point: p1, Consumer: "baseline", Drain: drain("baseline", 60, 0.06, 20), Model: 66.7, Load: "3.00 2.00 1.00"},
+			{Point: p1, Consumer: "worker", Drain: drain("worker", 63, 0.0756, 24), Model: 66.7, Load: "3.10 2.00 1.00"},
+			{Point: p2, Consumer: "baseline", Drain: drain("baseline", 1000, 0.4, 40), Model: 1067, Load: "3.20 2.00 1.00"},
+			{Point: p2, Consumer: "worker", Drain: drain("worker", 1200, 0.6, 50), Model: 1333, Load: "3.30 2.00 1.00"},
+			{Point: r, Consumer: RelayDirect, Relay: relay(600), Load: "3.40"},
+			{Point: r, Consumer: RelayOutbox, Relay: relay(48), Load: "3.40"},
+			{Point: r, Consumer: RelayGroupBatch, Relay: relay(360), Load: "3.40"},
+		}}
+}
+
+func TestSweepSentenceAndTable(t *testing.T) {
+	t.Parallel()
+	s := testSweep()
+	require.Equal(t, []string{SweepGroups, SweepRelay}, s.dims())
+	require.Equal(t, "From 1 to 1000 groups the worker's rate goes from 63 to 1200 msg/s (1.05 to 1.20× the hand-written consumer's, 0.90 to 0.94× the model's), "+
+		"its CPU per message from 600 to 250 µs (1.20 to 1.25× the hand-written consumer's) and its peak RSS from 24 to 50 MiB.", s.Sentence(SweepGroups))
+	require.Equal(t, "From 1 to 1 groups the outbox with the relay's defaults delivers 0.08 to 0.08× what a direct producer sends in the same run, with GroupBatch 0.60 to 0.60×.", s.Sentence(SweepRelay))
+	tb := s.table(SweepGroups)
+	require.Len(t, tb.rows, 4)
+	require.Equal(t, []string{"1000", "3.30", "worker (optimistic)", "1200", "1.20", "1333", "0.90", "250", "1.25", "50", "+10", "0.100", "0.0", "0.0 ms", "8000"}, tb.rows[3])
+	require.Equal(t, "3.00", tb.rows[0][1], "the load beside every figure")
+	var b strings.Builder
+	sweepMarkdown(&b, s)
+	md := b.String()
+	for _, want := range []string{"## Curves: cost as work grows", "### Message groups", "![message groups](bench-sweep-groups.svg)", "| 1000 | 3.30 | worker (optimistic) |", "at most 180 messages at concurrency 16", "`make bench-sweep`"} {
+		require.Contains(t, md, want)
+	}
+	require.Less(t, strings.Index(md, "From 1 to 1000 groups"), strings.Index(md, "![message groups]"), "the sentence leads, the chart and table follow")
+}
+
+func TestSweepChartsAreSVG(t *testing.T) {
+	t.Parallel()
+	charts := SweepCharts(testSweep())
+	require.Len(t, charts, 2)
+	for dim, svg := range charts {
+		d := xml.NewDecoder(strings.NewReader(svg))
+		for {
+			_, err := d.Token()
+			if err != nil {
+				require.ErrorContains(t, err, "EOF", dim)
+				break
+			}
+		}
+		want := 2*3 + 3 // three panels of two consumers, the rate's with the model
+		if dim == SweepRelay {
+			want = 4 * 3 // four panels of three producers
+		}
+		require.Equal(t, want, strings.Count(svg, "<polyline"), dim)
+	}
+	require.Contains(t, charts[SweepGroups], "worker&#39;s model")
+	require.Contains(t, charts[SweepGroups], "load 3.00 → 4.00")
+	require.Contains(t, charts[SweepRelay], "GroupBatch")
+	require.Empty(t, SweepCharts(nil))
+}

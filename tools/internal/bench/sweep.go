@@ -205,11 +205,11 @@ type Sweep struct {
 // SweepRun is one consumer at one point.
 type SweepRun struct {
 	Point    SweepPoint
-	Consumer string  // worker or baseline; for relay points the relay mode
-	Drain    Drain   // consumer points
+	Consumer string    // worker or baseline; for relay points the relay mode
+	Drain    Drain     // consumer points
 	Relay    *RelayRun `json:",omitempty"` // relay points
-	Model    float64 // the rate the modelled latency allows this consumer, msg/s
-	Load     string  // /proc/loadavg as the run started
+	Model    float64   // the rate the modelled latency allows this consumer, msg/s
+	Load     string    // /proc/loadavg as the run started
 }
 
 // ModelRate is the rate the latency model allows at p for consumer at

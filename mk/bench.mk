@@ -14,7 +14,8 @@
 #   make bench-sweep    the curves alone (tools/cmd/bench -sweep-only: the aws-like regime, no emulators): one
 #                       dimension at a time from today's point, each beside the hand-written consumer (the relay
 #                       beside a direct producer); writes docs/bench-sweep.json and re-renders docs/BENCHMARKS.md
-#                       from docs/bench-results.json with the curves and their charts (docs/bench-sweep-*.svg)
+#                       from docs/bench-results.json with the curves and their charts (docs/bench-sweep-*.svg).
+#                       A plan other than the default measures its points again into docs/bench-sweep.json.
 #
 # BENCH_SWEEP is the plan (default: the issue's; `dim=v1,v2;...` over groups, size, queues, backlog, effect, relay).
 # BENCH_ARGS passes flags to tools/cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',
@@ -58,8 +59,11 @@ bench-report: ## make bench, and rewrite docs/BENCHMARKS.md, its chart and docs/
 
 .PHONY: bench-sweep
 bench-sweep: ## the curves alone (aws-like latency, no emulators): docs/bench-sweep.json, then re-render docs/BENCHMARKS.md with them
-	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd $(BENCH_ROOT); \
+	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd $(BENCH_ROOT); out=$(dir $(BENCH_REPORT))bench-sweep.json; \
 	(cd tools && $(GO) build -o "$$tmp/bench" ./cmd/bench); \
-	"$$tmp/bench" -sweep-only -sweep '$(BENCH_SWEEP)' -json $(dir $(BENCH_REPORT))bench-sweep.json $(BENCH_ARGS) \
+	"$$tmp/bench" -sweep-only -sweep '$(BENCH_SWEEP)' -json "$$tmp/sweep.json" $(BENCH_ARGS) \
 		-command "make bench-sweep$(if $(filter-out default,$(BENCH_SWEEP)), BENCH_SWEEP='$(BENCH_SWEEP)')$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')"; \
-	"$$tmp/bench" -render $(dir $(BENCH_REPORT))bench-results.json -sweep-from $(dir $(BENCH_REPORT))bench-sweep.json -report $(BENCH_REPORT) > /dev/null
+	if [ '$(BENCH_SWEEP)' != default ] && [ -f "$$out" ]; then \
+		"$$tmp/bench" -render "$$out" -sweep-from "$$out,$$tmp/sweep.json" -json "$$tmp/merged.json" > /dev/null; mv "$$tmp/merged.json" "$$out"; \
+	else mv "$$tmp/sweep.json" "$$out"; fi; \
+	"$$tmp/bench" -render $(dir $(BENCH_REPORT))bench-results.json -sweep-from "$$out" -report $(BENCH_REPORT) > /dev/null

@@ -60,7 +60,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.SweepConc, "sweep-concurrency", DefaultSweepConc, "concurrency of the sweep's consumers")
 	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", DefaultSweepWarmup, "warm-up of a sweep point (a slow effect gets at least its own duration)")
 	fs.DurationVar(&cfg.SweepWindow, "sweep-window", DefaultSweepWindow, "window of a sweep point (a slow effect gets at least three times its duration)")
-	sweepFrom := fs.String("sweep-from", "", "take the sweep from this -json file (a -sweep-only run) into the report")
+	sweepFrom := fs.String("sweep-from", "", "take the sweep from these -json files (-sweep-only runs, comma-separated; a later file's points replace an earlier one's) into the report")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -134,18 +134,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		res.Sweep.Command = res.Command
 	}
 	if *sweepFrom != "" {
-		b, err := os.ReadFile(*sweepFrom)
-		if err != nil {
-			return err
+		res.Sweep = nil
+		for _, file := range strings.Split(*sweepFrom, ",") {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			var other Result
+			if err := json.Unmarshal(b, &other); err != nil {
+				return fmt.Errorf("-sweep-from %s: %w", file, err)
+			}
+			if other.Sweep == nil {
+				return fmt.Errorf("-sweep-from %s: the file holds no sweep (run with -sweep)", file)
+			}
+			res.Sweep = res.Sweep.Merge(other.Sweep)
 		}
-		var other Result
-		if err := json.Unmarshal(b, &other); err != nil {
-			return fmt.Errorf("-sweep-from %s: %w", *sweepFrom, err)
-		}
-		if other.Sweep == nil {
-			return fmt.Errorf("-sweep-from %s: the file holds no sweep (run with -sweep)", *sweepFrom)
-		}
-		res.Sweep = other.Sweep
 	}
 	if *inmem != "" {
 		b, err := os.ReadFile(*inmem)

@@ -48,6 +48,14 @@ const (
 // and then drains.
 const StopTimeout = 60 * time.Second
 
+// StartTimeout bounds a consumer's start until it serves /metrics; a
+// `bench consume` of the aws regime fills its fake queue first and gets
+// PrefillTime a message more.
+const (
+	StartTimeout = 60 * time.Second
+	PrefillTime  = 200 * time.Microsecond
+)
+
 // MinPrefill is the fewest messages a saturated run at emulator speed
 // starts with.
 const MinPrefill = 2000
@@ -391,6 +399,9 @@ type harness struct {
 	self   string // this binary, for `bench consume`
 	log    io.Writer
 	limits Limits // the latest measured
+	// prefillWait is what a consumer's start may take beyond StartTimeout
+	// (a sweep's large backlogs, filled in the consumer's process).
+	prefillWait time.Duration
 }
 
 // Run measures. ctx cancels it (worker processes are stopped, queues and
@@ -711,7 +722,7 @@ func (h *harness) startProcs(ctx context.Context, bin string, procs int, args []
 	errs := make([]error, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
-		wg.Go(func() { ws[i], errs[i] = startWorker(ctx, bin, args) })
+		wg.Go(func() { ws[i], errs[i] = startWorker(ctx, bin, args, StartTimeout+h.prefillWait) })
 	}
 	wg.Wait()
 	stop := func() error {

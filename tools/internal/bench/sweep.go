@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ const (
 	// SweepVisibility is the visibility timeout of the fakes' queues
 	// (`bench consume`).
 	SweepVisibility = 30 * time.Second
+	// PrefillByteTime is what a body's byte adds to a consumer's start
+	// (the fake checks and hashes every body it is sent).
+	PrefillByteTime = 100 * time.Nanosecond
 )
 
 // SweepPoint is one point of a sweep: today's point with one dimension
@@ -320,6 +324,7 @@ func (h *harness) sweepDrain(ctx context.Context, kind string, p SweepPoint) (Dr
 	n := sweepPrefill(p, conc, h.cfg.LatencyScale, (h.cfg.Warmup + h.cfg.Window).Seconds())
 	extra := []string{"-size", strconv.Itoa(p.Size), "-queues", strconv.Itoa(p.queues()), "-effect-delay", p.EffectDelay.String()}
 	h.logf("sweep %s=%s %s: pre-filling %d messages", p.Dim, p.Label, kind, n)
+	h.prefillWait = time.Duration(n)*PrefillTime + time.Duration(n*p.Size)*PrefillByteTime
 	c, err := h.startFake(ctx, kind, conc, n, p.groups(), "", extra...)
 	if err != nil {
 		return run, err
@@ -350,4 +355,44 @@ func sweepOnly(ctx context.Context, cfg Config) (*Result, error) {
 	res.Sweep = s
 	res.Ended, res.LoadAfter = time.Now(), loadAvg()
 	return res, nil
+}
+
+// Merge returns s with later's runs: a point and consumer later measured
+// replaces s's, and a failure of a point later measured is dropped. The
+// runs are ordered by dimension and value; the commands are both.
+func (s *Sweep) Merge(later *Sweep) *Sweep {
+	if s == nil {
+		c := *later
+		return &c
+	}
+	out := *s
+	out.Runs = slices.Clone(s.Runs)
+	for _, r := range later.Runs {
+		i := slices.IndexFunc(out.Runs, func(o SweepRun) bool {
+			return o.Point.Dim == r.Point.Dim && o.Point.Label == r.Point.Label && o.Consumer == r.Consumer
+		})
+		if i >= 0 {
+			out.Runs[i] = r
+		} else {
+			out.Runs = append(out.Runs, r)
+		}
+	}
+	out.Failures = nil
+	for _, f := range slices.Concat(s.Failures, later.Failures) {
+		if !slices.ContainsFunc(later.Runs, func(r SweepRun) bool { return strings.HasPrefix(f, r.Point.Dim+"="+r.Point.Label+" ") }) || slices.Contains(later.Failures, f) {
+			out.Failures = append(out.Failures, f)
+		}
+	}
+	slices.SortStableFunc(out.Runs, func(a, b SweepRun) int {
+		if d := slices.Index(sweepDims, a.Point.Dim) - slices.Index(sweepDims, b.Point.Dim); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.Point.X(), b.Point.X())
+	})
+	out.Ended, out.LoadAfter = later.Ended, later.LoadAfter
+	out.Command = s.Command + "; then " + later.Command
+	if later.Commit != s.Commit {
+		out.Commit = s.Commit + ", then " + later.Commit
+	}
+	return &out
 }

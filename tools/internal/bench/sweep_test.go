@@ -243,3 +243,29 @@ func TestSweepChartsAreSVG(t *testing.T) {
 	require.Contains(t, charts[SweepRelay], "GroupBatch")
 	require.Empty(t, SweepCharts(nil))
 }
+
+func TestSweepMerge(t *testing.T) {
+	t.Parallel()
+	first := testSweep()
+	first.Command, first.Commit = "make bench-sweep", "abc"
+	first.Failures = []string{"size=1MiB worker: did not serve", "backlog=1000000 worker: did not serve"}
+	big := SweepPoint{Dim: SweepSize, Label: "1MiB", Size: 1 << 20}
+	later := &Sweep{Command: "make bench-sweep BENCH_SWEEP='size=1MiB'", Commit: "abc", LoadAfter: "9.00",
+		Runs: []SweepRun{
+			{Point: big, Consumer: "worker", Drain: Drain{Rate: 100}},
+			{Point: SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}, Consumer: "worker", Drain: Drain{Rate: 70}},
+		}}
+	m := first.Merge(later)
+	require.Equal(t, []string{"backlog=1000000 worker: did not serve"}, m.Failures, "the point measured since is no failure")
+	require.Equal(t, []string{SweepGroups, SweepSize, SweepRelay}, m.dims())
+	w, ok := m.run(SweepGroups, "1", "worker")
+	require.True(t, ok)
+	require.Equal(t, 70.0, w.Drain.Rate, "the later run replaces the earlier")
+	require.Len(t, m.Runs, len(first.Runs)+1)
+	require.Equal(t, "make bench-sweep; then make bench-sweep BENCH_SWEEP='size=1MiB'", m.Command)
+	require.Equal(t, "abc", m.Commit)
+	require.Equal(t, "9.00", m.LoadAfter)
+	w0, _ := first.run(SweepGroups, "1", "worker")
+	require.Equal(t, 63.0, w0.Drain.Rate, "the first sweep is left as it was")
+	require.Equal(t, later.Runs, (*Sweep)(nil).Merge(later).Runs)
+}

@@ -49,8 +49,9 @@ type workerProc struct {
 const metricsLine = "serving /healthz, /readyz and /metrics"
 
 // startWorker starts bin with args (which must include --metrics-addr
-// 127.0.0.1:0 and --log-format json) and waits until it serves /metrics.
-func startWorker(ctx context.Context, bin string, args []string) (*workerProc, error) {
+// 127.0.0.1:0 and --log-format json) and waits up to wait until it
+// serves /metrics.
+func startWorker(ctx context.Context, bin string, args []string, wait time.Duration) (*workerProc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()
 	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
@@ -103,9 +104,9 @@ func startWorker(ctx context.Context, bin string, args []string) (*workerProc, e
 		return w, nil
 	case <-w.exited:
 		return nil, fmt.Errorf("the worker exited at start-up (%w):\n%s", w.err, w.logTail())
-	case <-time.After(60 * time.Second):
+	case <-time.After(wait):
 		w.kill()
-		return nil, fmt.Errorf("the worker did not serve /metrics within 60s:\n%s", w.logTail())
+		return nil, fmt.Errorf("the worker did not serve /metrics within %s:\n%s", wait, w.logTail())
 	case <-ctx.Done():
 		w.kill()
 		return nil, ctx.Err()

@@ -410,10 +410,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	if cfg.SweepOnly {
-		return sweepOnly(ctx, cfg)
-	}
-	emu := slices.Contains(cfg.Regimes, RegimeEmulator)
+	// The sweep alone needs no emulators and no worker binary.
+	emu := slices.Contains(cfg.Regimes, RegimeEmulator) && !cfg.SweepOnly
 	h := &harness{cfg: cfg, log: cfg.Log, bin: cfg.WorkerBin, self: cfg.SelfBin}
 	if emu {
 		raw, err := newClients(ctx, 2*slices.Max(cfg.LimitConcurrency))
@@ -431,6 +429,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		h.self = self
 	}
 	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
+	if cfg.SweepOnly {
+		s, err := h.sweep(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Sweep = s
+		res.Ended, res.LoadAfter = time.Now(), loadAvg()
+		return res, nil
+	}
 	if h.bin == "" && emu {
 		dir, err := os.MkdirTemp("", "exactly-bench")
 		if err != nil {

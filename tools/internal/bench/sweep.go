@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -336,27 +335,6 @@ func (h *harness) sweepDrain(ctx context.Context, kind string, p SweepPoint) (Dr
 	return run, nil
 }
 
-// sweepOnly runs the sweep alone (Config.SweepOnly): no emulators, no
-// worker binary.
-func sweepOnly(ctx context.Context, cfg Config) (*Result, error) {
-	h := &harness{cfg: cfg, log: cfg.Log, self: cfg.SelfBin}
-	if h.self == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		h.self = self
-	}
-	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
-	s, err := h.sweep(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.Sweep = s
-	res.Ended, res.LoadAfter = time.Now(), loadAvg()
-	return res, nil
-}
-
 // Merge returns s with later's runs: a point and consumer later measured
 // replaces s's, and a failure of a point later measured is dropped. The
 // runs are ordered by dimension and value; the commands are both.
@@ -377,12 +355,21 @@ func (s *Sweep) Merge(later *Sweep) *Sweep {
 			out.Runs = append(out.Runs, r)
 		}
 	}
+	// A point later measured, or later failed again, keeps only its later word.
+	var points []string
+	for _, r := range later.Runs {
+		points = append(points, r.Point.Dim+"="+r.Point.Label+" ")
+	}
+	for _, f := range later.Failures {
+		points = append(points, strings.SplitAfterN(f, " ", 2)[0])
+	}
 	out.Failures = nil
-	for _, f := range slices.Concat(s.Failures, later.Failures) {
-		if !slices.ContainsFunc(later.Runs, func(r SweepRun) bool { return strings.HasPrefix(f, r.Point.Dim+"="+r.Point.Label+" ") }) || slices.Contains(later.Failures, f) {
+	for _, f := range s.Failures {
+		if !slices.ContainsFunc(points, func(p string) bool { return strings.HasPrefix(f, p) }) {
 			out.Failures = append(out.Failures, f)
 		}
 	}
+	out.Failures = append(out.Failures, later.Failures...)
 	slices.SortStableFunc(out.Runs, func(a, b SweepRun) int {
 		if d := slices.Index(sweepDims, a.Point.Dim) - slices.Index(sweepDims, b.Point.Dim); d != 0 {
 			return d

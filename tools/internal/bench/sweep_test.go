@@ -251,12 +251,13 @@ func TestSweepMerge(t *testing.T) {
 	first.Failures = []string{"size=1MiB worker: did not serve", "backlog=1000000 worker: did not serve"}
 	big := SweepPoint{Dim: SweepSize, Label: "1MiB", Size: 1 << 20}
 	later := &Sweep{Command: "make bench-sweep BENCH_SWEEP='size=1MiB'", Commit: "abc", LoadAfter: "9.00",
+		Failures: []string{"backlog=1000000 worker: did not serve within 4m20s"},
 		Runs: []SweepRun{
 			{Point: big, Consumer: "worker", Drain: Drain{Rate: 100}},
 			{Point: SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}, Consumer: "worker", Drain: Drain{Rate: 70}},
 		}}
 	m := first.Merge(later)
-	require.Equal(t, []string{"backlog=1000000 worker: did not serve"}, m.Failures, "the point measured since is no failure")
+	require.Equal(t, []string{"backlog=1000000 worker: did not serve within 4m20s"}, m.Failures, "a point measured or failed since has only its later word")
 	require.Equal(t, []string{SweepGroups, SweepSize, SweepRelay}, m.dims())
 	w, ok := m.run(SweepGroups, "1", "worker")
 	require.True(t, ok)
@@ -268,4 +269,16 @@ func TestSweepMerge(t *testing.T) {
 	w0, _ := first.run(SweepGroups, "1", "worker")
 	require.Equal(t, 63.0, w0.Drain.Rate, "the first sweep is left as it was")
 	require.Equal(t, later.Runs, (*Sweep)(nil).Merge(later).Runs)
+}
+
+func TestSweepSentenceLeavesOutEmptyPoints(t *testing.T) {
+	t.Parallel()
+	s := testSweep()
+	huge := SweepPoint{Dim: SweepGroups, Label: "100000", Groups: 100000}
+	s.Runs = append(s.Runs,
+		SweepRun{Point: huge, Consumer: "baseline", Model: 1067},
+		SweepRun{Point: huge, Consumer: "worker", Model: 1333})
+	line := s.Sentence(SweepGroups)
+	require.Contains(t, line, "From 1 to 1000 groups the worker's rate goes from 63 to 1200 msg/s (1.05 to 1.20×")
+	require.Contains(t, line, "At 100000 groups it applied nothing in its window.")
 }

@@ -278,7 +278,8 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 	fmt.Fprintf(b, "each consumer in its own `bench consume` process on the in-memory fakes held at the latency model × %g, at concurrency %d, beside the hand-written consumer (the relay: beside a direct producer) at the same point in the same run. ", s.LatencyScale, s.Conc)
 	fmt.Fprintf(b, "Measured %s to %s (%s), load average %s at start and %s at end, worker built from `%s`; `%s`. ",
 		s.Started.UTC().Format("2006-01-02 15:04"), s.Ended.UTC().Format("15:04 MST"), s.Ended.Sub(s.Started).Round(time.Second), s.LoadBefore, s.LoadAfter, s.Commit, s.Command)
-	fmt.Fprintf(b, "Each point has a %s warm-up and a %s window (a slow effect: at least its duration and three times it), one round: a sweep samples, the main tables above measure. ", s.Warmup, s.Window)
+	fmt.Fprintf(b, "Each point has a %s warm-up and a %s window (a slow effect: at least its duration and three times it), one round: a sweep samples, the main tables above measure; read a single point within about 15 %%. ", s.Warmup, s.Window)
+	b.WriteString("`make bench-sweep` runs it apart from `make bench-report` (the two together pass 15 minutes on 2 cores) and merges a plan of its own into the same results. ")
 	b.WriteString("Model msg/s is what the latency allows: every message one transaction (12 ms) plus its effect's wait, a group's batch of up to 10 a receive and a delete (15 ms each) around them in order; ")
 	b.WriteString("the worker holds the concurrency's messages in flight, the hand-written consumer's loops one batch each. ")
 	b.WriteString("CPU and peak RSS are the whole process's, the fakes' included (they hold the backlog), so the column to read is the difference from the hand-written consumer at the same point, which holds the same backlog on the same fakes. ")

@@ -86,6 +86,10 @@ func (o *obHalf) produceAll(ctx context.Context, p *proc, write func(*obWrite) b
 				mu.Unlock()
 			}
 		})
+		// A microsecond apart, also when behind its plan: each Write
+		// reaches the group's line before the next starts (goroutines
+		// started at one instant would race for it: no replay).
+		time.Sleep(time.Microsecond)
 	}
 	wg.Wait()
 	return ok && ctx.Err() == nil && !p.dead.Load()

@@ -78,10 +78,14 @@ type chain struct {
 	sized    atomic.Bool  // the sizes workload is written
 	reads    atomic.Int64 // reads of outbox items (staleMarks)
 
+	start time.Time
+
 	mu         sync.Mutex
 	violations []string
 	stats      map[string]int
-	logs       []string // with Config.Logs (chain_log.go)
+	logs       []string        // with Config.Logs (chain_log.go)
+	healedAt   time.Duration   // when the tail began (chain_tail.go)
+	deadSeen   map[string]bool // dead letters judged (judgeDeadLetter)
 
 	seq *sequencer // sequencer.go: nil when off
 	lim *chainLims // chain_limits.go
@@ -97,6 +101,7 @@ func RunChain(cfg Config) Result {
 	// Message ids and receipt handles from the seed, as the world's.
 	c.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithWake(c.seq.woke))
 	start := time.Now()
+	c.start = start
 	if err := c.setUp(ctx); err != nil {
 		return Result{Violations: []string{"set-up: " + err.Error()}}
 	}
@@ -119,21 +124,16 @@ func RunChain(cfg Config) Result {
 		c.cmbLoop(pctx)
 	}
 	c.wg.Go(func() { c.operate(pctx) })
-	for settled := 0; settled < 2; {
-		if time.Since(start) > settleCap {
-			c.violate("not settled after %s of virtual time", settleCap)
-			break
-		}
-		time.Sleep(30 * time.Second)
-		if c.settled(ctx) {
-			settled++
-		} else {
-			settled = 0
-		}
-	}
+	// The fault phase, then the healed tail (chain_tail.go); liveness is
+	// judged after it.
+	c.faultPhase(ctx)
+	healed := c.heal(ctx)
 	stop()
 	c.wg.Wait()
-	c.check(ctx)
+	if healed {
+		c.check(ctx)
+		c.checkClaims(ctx)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, n := range c.inj.counts {
@@ -467,7 +467,7 @@ func (c *chain) check(ctx context.Context) {
 		}
 		sort.Strings(bodies)
 		if len(bodies) > 0 {
-			c.violate("%s holds %v: a deposit or confirmation failed for good (out of order?)", q, bodies)
+			c.violate("end: %s holds %v after the tail's redrives", q, bodies)
 		}
 	}
 }

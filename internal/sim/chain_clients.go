@@ -330,7 +330,11 @@ func (c *cSQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opt ..
 
 func (c *cSQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	return call(ctx, c.p, "SendMessage", sqsmsg.QueueName(aws.ToString(in.QueueUrl))+"|"+aws.ToString(in.MessageDeduplicationId), func() (*sqs.SendMessageOutput, error) {
-		return c.inner.SendMessage(ctx, in, opt...)
+		out, err := c.inner.SendMessage(ctx, in, opt...)
+		if err == nil {
+			c.p.c.judgeDeadLetter(c.p, aws.ToString(in.QueueUrl), aws.ToString(in.MessageBody))
+		}
+		return out, err
 	})
 }
 
@@ -379,6 +383,17 @@ func (c *cSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInp
 			if err != nil {
 				return nil, nil, err
 			}
+			sent := map[string]bool{}
+			for _, ok := range out.Successful {
+				sent[aws.ToString(ok.Id)] = true
+			}
+			var bodies []string
+			for _, e := range es {
+				if sent[aws.ToString(e.Id)] {
+					bodies = append(bodies, aws.ToString(e.MessageBody))
+				}
+			}
+			c.p.c.judgeDeadLetter(c.p, aws.ToString(in.QueueUrl), bodies...)
 			return out, out.Failed, nil
 		},
 		func(o *sqs.SendMessageBatchOutput, f []types.BatchResultErrorEntry) *sqs.SendMessageBatchOutput {

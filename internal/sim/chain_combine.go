@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/exactlyonce/exactly/outbox"
@@ -78,7 +76,7 @@ func (c *chain) cmbLoop(ctx context.Context) { c.loop(ctx, "combiner", c.combine
 // combine runs the writers of one incarnation; each starts from its first
 // Write again (the process knows nothing of the last one's).
 func (c *chain) combine(ctx context.Context, p *cproc) {
-	ob := outbox.New(&cmbDB{cDynamo: cDynamo{p: p, inner: c.db}, c: c}, chainOutbox, outbox.WithRand(seededRand(c.cfg.Seed, p.id)))
+	ob := outbox.New(&holdDB{cDynamo: &cDynamo{p: p, inner: c.db}, hold: chainCmbHold, writePrefix: "cmb-w", several: "combine: transactions of several Writes"}, chainOutbox, outbox.WithRand(seededRand(c.cfg.Seed, p.id)))
 	var wg sync.WaitGroup
 	for w := range chainCmbWriters {
 		wg.Go(func() {
@@ -153,28 +151,6 @@ func (c *chain) cmbWrite(ctx context.Context, p *cproc, ob *outbox.Outbox, cw cm
 
 func cmbKey(pk string) map[string]ddbtypes.AttributeValue {
 	return map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}}
-}
-
-// cmbDB holds the combining writers' transactions for chainCmbHold, so
-// that Writes made meanwhile queue behind them, and counts the ones that
-// carry several Writes.
-type cmbDB struct {
-	cDynamo
-	c *chain
-}
-
-func (d *cmbDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	n := 0
-	for _, it := range in.TransactItems {
-		if it.Put != nil && strings.HasPrefix(keyStr(it.Put.Item), "cmb-w") {
-			n++
-		}
-	}
-	if n > 1 {
-		d.c.stat("combine: transactions of several Writes", 1)
-	}
-	time.Sleep(chainCmbHold)
-	return d.cDynamo.TransactWriteItems(ctx, in, opt...)
 }
 
 // checkCombined judges the combining workload from its queue.

@@ -83,6 +83,7 @@ type obShape struct {
 	PagesBig    bool          // and 80 of them near 256 KiB: past its 16 MB answer
 	Poll        time.Duration // Relay.Poll
 	GroupBatch  int           // Relay.GroupBatch, hot groups (groupbatch.go); 0: the default
+	Combine     bool          // concurrent Writes of a group, combined (obcombine.go)
 }
 
 func drawOutbox(pick func(name string, n int) int) obShape {
@@ -103,7 +104,7 @@ func drawOutbox(pick func(name string, n int) int) obShape {
 	if pick("ob pages", 10) == 0 {
 		o = o.pages(pick("ob pages big", 4) == 0)
 	}
-	return o.drawGroupBatch(pick)
+	return o.drawGroupBatch(pick).drawCombine(pick)
 }
 
 func (o obShape) choices() []string {
@@ -112,7 +113,7 @@ func (o obShape) choices() []string {
 	}
 	return append([]string{"outbox=on", fmt.Sprintf("outbox groups=%d", o.Groups), fmt.Sprintf("outbox relays=%d", o.Relays), fmt.Sprintf("outbox poll=%s", o.Poll), fmt.Sprintf("outbox per group=%d", o.PerGroup),
 		"outbox sizes=" + o.Sizes, fmt.Sprintf("outbox multi-message writes=%v", o.Multi),
-		fmt.Sprintf("outbox limit lowered=%v", o.Lower), fmt.Sprintf("outbox batches refused as too long=%v", o.TooLong), fmt.Sprintf("outbox read pages=%v", o.Pages), fmt.Sprintf("outbox read pages of 16 MB=%v", o.PagesBig)}, o.gbChoices()...)
+		fmt.Sprintf("outbox limit lowered=%v", o.Lower), fmt.Sprintf("outbox batches refused as too long=%v", o.TooLong), fmt.Sprintf("outbox read pages=%v", o.Pages), fmt.Sprintf("outbox read pages of 16 MB=%v", o.PagesBig), fmt.Sprintf("outbox combined writes=%v", o.Combine)}, o.gbChoices()...)
 }
 
 // obWrite is one planned outbox.Write: its messages, in order.
@@ -159,6 +160,9 @@ type obHalf struct {
 	edges bool                      // at SQS's limits on attributes, ids and groups (sqslimits.go)
 	ids   map[int]string            // lid -> the ID it was written with, in an edges world
 	attrs map[int]map[string]string // lid -> its caller's attributes
+
+	committed map[int]int64   // lid -> its outbox sequence number, once committed (obcombine.go)
+	badWrite  map[string]bool // Writes judged not consecutive (obcombine.go)
 }
 
 func (p *proc) seed() uint64            { return p.w.cfg.Seed }
@@ -257,7 +261,7 @@ func (w *world) obWorkload() {
 				// more groups than a batch takes.
 				t = time.Duration(1+gseq) * 40 * time.Second
 			default:
-				t += o.s.gap(r, lid)
+				t += o.s.obGap(r, lid)
 			}
 			if size == 0 && !over {
 				id, o.attrs[lid] = o.obEdgeMsg(lid, id)
@@ -370,60 +374,65 @@ func (w *world) obLoop(ctx context.Context, slot string, run func(ctx context.Co
 // again: it knows nothing.
 func (o *obHalf) produce(ctx context.Context, p *proc) {
 	w := o.w
-	ob := outbox.New(&cDynamo{p: p, inner: w.db}, obTable, outbox.WithRand(seededRand(w.cfg.Seed, p.id)))
-	for _, wr := range o.writes {
-		if d := wr.at - time.Since(w.start); d > 0 {
-			time.Sleep(d)
-		}
-		if wr.over != nil {
-			for ctx.Err() == nil && !p.dead.Load() {
-				err := ob.Write(ctx, []outbox.Message{{QueueURL: w.urls[wr.over.queue], Group: wr.over.group, ID: wr.over.id, Body: wr.over.body, Attributes: wr.over.attrs}})
-				why := "past SQS's limits: " + wr.over.why
-				if wr.over.why == "" {
-					why = fmt.Sprintf("%d bytes with the relay's idempotency-key: one byte over SQS's limit", obSize(wr.over.group, wr.over.id, wr.over.body))
-				}
-				if errors.Is(err, outbox.ErrInvalid) {
-					w.stat("outbox: writes refused "+cmp.Or(wr.over.why, "one byte over SQS's limit"), 1)
-					break
-				}
-				if err == nil {
-					w.violate("outbox: Write took message %q of group %q, %s", wr.over.id, wr.over.group, why)
-					break
-				}
-			}
-			continue
-		}
-		var msgs []outbox.Message
-		for _, s := range wr.msgs {
-			msgs = append(msgs, outbox.Message{QueueURL: w.urls[s.queue], Group: s.group, ID: o.obIDOf(s), Body: s.body, Attributes: o.attrs[s.lid]})
-		}
-		business := ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
-			TableName: aws.String(obBusiness), Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: o.writeOf[wr.msgs[0].lid]}},
-			ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		}}
-		for attempt := 0; ; attempt++ {
-			if ctx.Err() != nil || p.dead.Load() {
-				return
-			}
-			err := ob.Write(ctx, msgs, business)
-			var tce *ddbtypes.TransactionCanceledException
-			if err == nil {
-				w.stat("outbox: writes committed", 1)
-				break
-			}
-			if errors.Is(err, outbox.ErrInvalid) {
-				w.violate("outbox: Write refused message %d (at most SQS's limit with the relay's key): %v", wr.msgs[0].lid, err)
-				return
-			}
-			if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
-				break // committed by an earlier attempt
-			}
-			w.stat("outbox: writes retried", 1)
-			time.Sleep(time.Second << min(attempt, 4))
-		}
+	ob := outbox.New(o.producerDB(p), obTable, outbox.WithRand(seededRand(w.cfg.Seed, p.id)))
+	if !o.produceAll(ctx, p, func(wr *obWrite) bool { return o.write(ctx, p, ob, wr) }) {
+		return
 	}
 	o.produced.Store(true)
 	<-ctx.Done()
+}
+
+// write makes one planned write until it is known committed, or refused
+// as it must be; false when the process died first (or Write refused a
+// message it must take).
+func (o *obHalf) write(ctx context.Context, p *proc, ob *outbox.Outbox, wr *obWrite) bool {
+	w := o.w
+	if wr.over != nil {
+		for ctx.Err() == nil && !p.dead.Load() {
+			err := ob.Write(ctx, []outbox.Message{{QueueURL: w.urls[wr.over.queue], Group: wr.over.group, ID: wr.over.id, Body: wr.over.body, Attributes: wr.over.attrs}})
+			why := "past SQS's limits: " + wr.over.why
+			if wr.over.why == "" {
+				why = fmt.Sprintf("%d bytes with the relay's idempotency-key: one byte over SQS's limit", obSize(wr.over.group, wr.over.id, wr.over.body))
+			}
+			if errors.Is(err, outbox.ErrInvalid) {
+				w.stat("outbox: writes refused "+cmp.Or(wr.over.why, "one byte over SQS's limit"), 1)
+				break
+			}
+			if err == nil {
+				w.violate("outbox: Write took message %q of group %q, %s", wr.over.id, wr.over.group, why)
+				break
+			}
+		}
+		return ctx.Err() == nil && !p.dead.Load()
+	}
+	var msgs []outbox.Message
+	for _, s := range wr.msgs {
+		msgs = append(msgs, outbox.Message{QueueURL: w.urls[s.queue], Group: s.group, ID: o.obIDOf(s), Body: s.body, Attributes: o.attrs[s.lid]})
+	}
+	business := ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+		TableName: aws.String(obBusiness), Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: o.writeOf[wr.msgs[0].lid]}},
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	}}
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil || p.dead.Load() {
+			return false
+		}
+		err := ob.Write(ctx, msgs, business)
+		var tce *ddbtypes.TransactionCanceledException
+		if err == nil {
+			w.stat("outbox: writes committed", 1)
+			return true
+		}
+		if errors.Is(err, outbox.ErrInvalid) {
+			w.violate("outbox: Write refused message %d (at most SQS's limit with the relay's key): %v", wr.msgs[0].lid, err)
+			return false
+		}
+		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+			return true // committed by an earlier attempt
+		}
+		w.stat("outbox: writes retried", 1)
+		time.Sleep(time.Second << min(attempt, 4))
+	}
 }
 
 // relay runs a relay incarnation as `worker relay` does (Run).
@@ -600,6 +609,7 @@ func (o *obHalf) published1(q string, e types.SendMessageBatchRequestEntry) {
 	}
 	first := !o.published[s.lid]
 	if first {
+		bad = append(bad, o.obCommitOrder(context.Background(), s.group)...)
 		for _, prev := range o.byGroup[s.group][:s.gseq] {
 			if !o.published[prev.lid] && !o.dropped[prev.lid] {
 				if o.s.GroupBatch > 1 {
@@ -687,12 +697,13 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 	if err != nil || !held {
 		return
 	}
-	ms := o.byGroup[group]
-	if h.Seq < 1 || int(h.Seq) > len(ms) {
-		w.violate("outbox: group %s held at seq %d, which no Write gave it", group, h.Seq)
+	// The held message by its key: its seq is its place in the order the
+	// Writes committed, which a combining seed's are not planned in.
+	s := o.byKey[outbox.Key(group, it.ID)]
+	if h.Seq < 1 || s == nil || s.group != group {
+		w.violate("outbox: group %s held at seq %d (message %q), which no Write gave it", group, h.Seq, it.ID)
 		return
 	}
-	s := ms[h.Seq-1]
 	limit := outbox.MaxBodyBytes
 	if q == obLowered && o.lowerTo > 0 {
 		limit = o.lowerTo

@@ -74,6 +74,7 @@ func run(cfg Config) Result {
 	stopWorkers()
 	w.wg.Wait()
 	w.copies.polls.Wait()
+	w.obCommitOrderAll(ctx)
 	w.check(ctx)
 	w.obCheck(ctx)
 	w.mu.Lock()

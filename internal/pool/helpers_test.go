@@ -172,7 +172,7 @@ func setup(t *testing.T, o options) *testBundle {
 		// Off unless a test is about it (idlestop_test.go): the request
 		// counts and visibilities the other tests assert are a busy pool's.
 		IdleVisibility: -1,
-		Log: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Log:            slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if o.config != nil {
 		o.config(&b.cfg)

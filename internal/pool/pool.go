@@ -71,8 +71,8 @@ const (
 	// for the queue's visibility), so it is kept short; an empty answer
 	// makes the receiver idle, and its next poll is an idle one of the
 	// full wait.
-	busyWait = time.Second
-	DefaultRetryMax  = 5 * time.Minute
+	busyWait        = time.Second
+	DefaultRetryMax = 5 * time.Minute
 )
 
 // ReceiversFor is the default number of receivers of a queue for a pool
@@ -184,9 +184,9 @@ type Config struct {
 	// Visibility: that queue's polls all ask for its Visibility, and a stop
 	// waits for an open one to return (within WaitTime).
 	IdleVisibility time.Duration
-	AckDelay        time.Duration // DefaultAckDelay if 0
-	RetryBase       time.Duration // DefaultRetryBase if 0
-	RetryMax        time.Duration // DefaultRetryMax if 0
+	AckDelay       time.Duration // DefaultAckDelay if 0
+	RetryBase      time.Duration // DefaultRetryBase if 0
+	RetryMax       time.Duration // DefaultRetryMax if 0
 	// RetryInPlace is how many times a retryable failure is retried in
 	// place, with backoff, before the message goes back to SQS: the pool
 	// keeps holding it (and, in a FIFO queue, the rest of its group) hidden
@@ -443,13 +443,15 @@ func orDefault(d, def time.Duration) time.Duration {
 // of that is done, within ShutdownTimeout plus the final flush. Call Force to
 // cut the grace period short. A Pool runs once.
 //
-// Long polls already under way are not cancelled but left to return (within
-// WaitTime), and what they bring is handed back too: SQS keeps serving a poll
-// its client gave up on, and the messages it takes, the handed-back ones
-// included, would stay in flight for nobody until their visibility timeout
-// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them;
-// on a FIFO queue what a cancelled poll had taken is then asked back by its
-// receive request attempt id and handed back too (recover).
+// An idle poll (IdleVisibility; one a queue) is cancelled at once: SQS
+// keeps serving a poll its client gave up on (aws/aws-sdk-go-v2#2068), and
+// a message it takes then stays in flight for nobody, but only for the
+// idle visibility it asked for; on a FIFO queue what it had taken is asked
+// back by its receive request attempt id and handed back (recover). Other
+// polls, made after one that brought messages and waiting at most
+// busyWait, are left to return, and what they bring is handed back too:
+// they asked for the queue's visibility. The end of the grace period or
+// Force cancel them, and recover asks back what they took.
 func (p *Pool) Run(ctx context.Context) {
 	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
@@ -479,8 +481,8 @@ func (p *Pool) Run(ctx context.Context) {
 		}
 	}
 	<-ctx.Done()
-	p.log.Info("shutting down: receiving stopped; waiting for running effects and for the long polls under way, which return within the wait time (what they bring is handed back, not hidden); a forced stop (a second signal) ends both now",
-		"grace_ms", p.cfg.ShutdownTimeout.Milliseconds(), "wait_time_ms", p.cfg.WaitTime.Milliseconds())
+	p.log.Info("shutting down: receiving stopped; idle long polls end now (a message SQS still hands one is hidden for the idle visibility at most); waiting for running effects and for busy polls, which return within a second (what they bring is handed back, not hidden); a forced stop (a second signal) ends both now",
+		"grace_ms", p.cfg.ShutdownTimeout.Milliseconds(), "wait_time_ms", p.cfg.WaitTime.Milliseconds(), "idle_visibility_ms", p.cfg.IdleVisibility.Milliseconds())
 	p.mu.Lock()
 	p.stopping = true
 	close(p.stopCh)

@@ -267,8 +267,13 @@ type queueState struct {
 	// idlePoll is held by the receiver whose idle poll is open: one a
 	// queue, so that a stop abandons one poll, which can take a message
 	// sent meanwhile once (one receive of its maxReceiveCount), not once
-	// per receiver. The others wait until it brings messages.
+	// per receiver. The others wait until it brings messages (busy).
 	idlePoll chan struct{}
+	// busy is closed (and replaced) when an idle poll brings messages: the
+	// receivers waiting for idlePoll then poll at once, as busy ones, so
+	// that a burst after a quiet spell has every receiver at once.
+	busyMu sync.Mutex
+	busy   chan struct{}
 	// retryAfter is how soon a failed extension is tried again.
 	retryAfter time.Duration
 	wake       chan struct{} // asks the keeper for an early round
@@ -415,7 +420,7 @@ func New(cfg Config) (*Pool, error) {
 			idleVis = visibilitySeconds(cfg.IdleVisibility)
 		}
 		p.queues = append(p.queues, &queueState{
-			q: q, b: b, vis: vis, idleVis: idleVis, idlePoll: make(chan struct{}, 1), held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
+			q: q, b: b, vis: vis, idleVis: idleVis, idlePoll: make(chan struct{}, 1), busy: make(chan struct{}), held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
 			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
 			onStale: func(d *delivery, err error) {
 				if ext != nil {
@@ -529,8 +534,13 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 	for ctx.Err() == nil {
 		short := idle && qs.idleVis > 0
 		if short {
+			qs.busyMu.Lock()
+			busy := qs.busy
+			qs.busyMu.Unlock()
 			select {
 			case qs.idlePoll <- struct{}{}:
+			case <-busy:
+				short, idle = false, false
 			case <-ctx.Done():
 				return
 			}
@@ -573,6 +583,12 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		start := time.Now()
 		out, err := p.poll(ctx, pollCtx, short, in)
 		if short {
+			if err == nil && len(out.Messages) > 0 {
+				qs.busyMu.Lock()
+				close(qs.busy)
+				qs.busy = make(chan struct{})
+				qs.busyMu.Unlock()
+			}
 			<-qs.idlePoll
 		}
 		// Cancelled (an idle poll by the stop; any poll when the grace

@@ -48,13 +48,15 @@ func (w *world) operate(ctx context.Context) {
 			return
 		}
 		p := w.newProc(fmt.Sprintf("operator.%d", i))
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0:
 			w.opListings(ctx, p)
 		case 1:
 			w.opForget(ctx, p, rng.IntN(1<<20), time.Duration(rng.Int64N(int64(30*time.Second))))
 		case 2:
 			w.opDryRun(ctx, p, time.Duration(1+rng.IntN(5))*time.Second, time.Duration(rng.IntN(3))*time.Second)
+		case 3:
+			w.opRedrive(ctx, w.newProc(fmt.Sprintf("redrive.operator.%d", i)), rng) // named a redrive: observeSend
 		}
 	}
 }

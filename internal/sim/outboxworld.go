@@ -155,6 +155,7 @@ type obHalf struct {
 	// maybeDropped: a racing operator's Drop whose answer was an error,
 	// which may have taken effect (its answer lost): the table says.
 	maybeDropped map[int]bool
+	hadAtRead    map[int]bool // SQS had a copy when an operator read its hold (oboperators.go)
 	rounds       map[string]*relayRound
 	tooLong      map[string]int // attempts per batch (its first dedup id and size)
 	gb           *gbState       // GroupBatch's breaks (groupbatch.go)
@@ -193,7 +194,7 @@ func obBody(acct string, lid int, group, id string, size int) string {
 // the direct ones, whose sizes the lowered limit stays above).
 func (w *world) obWorkload() {
 	o := &obHalf{w: w, s: w.shape.Outbox, byKey: map[string]*msgSpec{}, byGroup: map[string][]*msgSpec{}, writeOf: map[int]string{},
-		published: map[int]bool{}, dropped: map[int]bool{}, maybeDropped: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}, gb: newGB(), ids: map[int]string{}, attrs: map[int]map[string]string{}}
+		published: map[int]bool{}, dropped: map[int]bool{}, maybeDropped: map[int]bool{}, hadAtRead: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}, gb: newGB(), ids: map[int]string{}, attrs: map[int]map[string]string{}}
 	w.ob = o
 	if !o.s.On {
 		return
@@ -728,6 +729,7 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 		return
 	}
 	if hash64(w.cfg.Seed, "drop", group, strconv.FormatInt(h.Seq, 10))%3 == 0 {
+		o.readHold(s)
 		o.mu.Lock()
 		o.dropped[s.lid] = true // before: a relay may not publish it from now on
 		o.mu.Unlock()
@@ -828,7 +830,7 @@ func (w *world) obCheck(ctx context.Context) {
 			switch {
 			case it.Key != s.keyAttr:
 				w.violate("outbox: end: group %s seq %d is %s, want %s (write order)", group, it.Seq, it.Key, s.keyAttr)
-			case it.Dropped != "" && pub && !strings.HasPrefix(it.Dropped, outbox.ReorderedHold): // a Reordered hold's message SQS may have (oboperators.go)
+			case it.Dropped != "" && pub && !o.hadIt(s, it.Dropped):
 				w.mu.Lock()
 				story := strings.Join(w.trace[s.lid], " | ")
 				w.mu.Unlock()

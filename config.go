@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/exactlyonce/exactly/internal/jitter"
 	"github.com/exactlyonce/exactly/internal/pool"
 	"github.com/exactlyonce/exactly/internal/sqsevent"
+	"github.com/exactlyonce/exactly/internal/sqsmsg"
 	"github.com/exactlyonce/exactly/outbox"
 )
 
@@ -77,6 +79,14 @@ type Config struct {
 	// A Lambda handler reads a listed queue's attributes at start and any
 	// other event source queue the first time one of its events arrives.
 	Queues []string
+	// Subscriptions declares the queues subscribed to an SNS topic: their
+	// messages are unwrapped before anything else sees them (the effect
+	// gets the published body and attributes and the envelope's facts in
+	// effect.Message.Notification; the dedup key and the payload hash are
+	// taken from the published message). With raw message delivery off a
+	// body that is not SNS's envelope is a permanent failure, to the DLQ.
+	// A Worker's must name queues of Queues.
+	Subscriptions []Subscription
 	// Table is the dedup table (partition key pk, TTL on expires_at);
 	// required. `worker setup` and the dedup-table Terraform module make it.
 	Table string
@@ -235,6 +245,21 @@ type Config struct {
 	// Test is for tests: the ledger's clock and the source of randomness
 	// (see TestConfig). Leave it zero in a deployment.
 	Test TestConfig
+}
+
+// Subscription declares a queue subscribed to an SNS topic
+// (Config.Subscriptions).
+type Subscription struct {
+	// Queue is the subscribed queue's URL (matched by its name, so that a
+	// Lambda handler's event source queue matches too).
+	Queue string
+	// Topic is the topic's ARN (arn:aws:sns:<region>:<account>:<name>): a
+	// message from another topic is a permanent failure.
+	Topic string
+	// Raw is the subscription's RawMessageDelivery: on, the body is the
+	// published message and its attributes are the SQS message's; off
+	// (false), the body is SNS's JSON envelope.
+	Raw bool
 }
 
 // EMF configures the CloudWatch Embedded Metric Format lines (Config.EMF):
@@ -430,6 +455,9 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 			return nil, configErr("Queues", " %q is not a queue URL: want https://sqs.<region>.amazonaws.com/<account>/<name>", q)
 		}
 	}
+	if err := cfg.checkSubscriptions(lambda); err != nil {
+		return nil, err
+	}
 	if s.KeySource == "" {
 		s.KeySource = DefaultKeySource
 	}
@@ -487,6 +515,49 @@ func (cfg Config) settings(lambda bool) (*settings, error) {
 		return s, s.checkLambda()
 	}
 	return s, s.checkWorker()
+}
+
+// checkSubscriptions holds Config.Subscriptions to what SNS can deliver.
+func (cfg Config) checkSubscriptions(lambda bool) error {
+	seen := map[string]bool{}
+	for i, sub := range cfg.Subscriptions {
+		setting := fmt.Sprintf("Subscriptions[%d]", i)
+		name := sqsmsg.QueueName(sub.Queue)
+		p := strings.Split(sub.Topic, ":")
+		switch {
+		case !strings.HasPrefix(sub.Queue, "http://") && !strings.HasPrefix(sub.Queue, "https://"):
+			return configErr(setting+".Queue", " %q is not a queue URL: want https://sqs.<region>.amazonaws.com/<account>/<name>", sub.Queue)
+		case !lambda && !slices.Contains(cfg.Queues, sub.Queue):
+			return configErr(setting+".Queue", " %q is not one of Queues: list it there too", sub.Queue)
+		case seen[name]:
+			return configErr(setting+".Queue", " %q is declared twice: one subscription per queue", sub.Queue)
+		case len(p) != 6 || p[0] != "arn" || p[2] != "sns" || p[5] == "":
+			return configErr(setting+".Topic", " %q is not an SNS topic ARN: want arn:aws:sns:<region>:<account>:<topic>", sub.Topic)
+		case sqsmsg.IsFIFO(name) && !sqsmsg.IsFIFO(p[5]):
+			return configErr(setting+".Topic", " %q is a standard topic, and SNS delivers none to the FIFO queue %s: subscribe it to a FIFO topic", sub.Topic, name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+// unwrap is the Processor's Unwrap for Config.Subscriptions; nil without any.
+func (s *settings) unwrap() func(effect.Message) (effect.Message, bool, error) {
+	if len(s.Subscriptions) == 0 {
+		return nil
+	}
+	subs := make(map[string]sqsmsg.Subscription, len(s.Subscriptions))
+	for _, sub := range s.Subscriptions {
+		subs[sqsmsg.QueueName(sub.Queue)] = sqsmsg.Subscription{Topic: sub.Topic, Raw: sub.Raw}
+	}
+	return func(m effect.Message) (effect.Message, bool, error) {
+		sub, ok := subs[m.QueueName]
+		if !ok {
+			return m, false, nil
+		}
+		u, err := sqsmsg.Unwrap(m, sub)
+		return u, true, err
+	}
 }
 
 func (s *settings) checkWorker() error {

@@ -201,7 +201,8 @@ func anchors(t *testing.T, file string) []string {
 }
 
 // TestDesignListsEveryLimitCase: docs/DESIGN.md's limits section names every
-// SQS contract case of a limit (internal/memsqs/sqscontract), marks each
+// SQS and SNS contract case of a limit (internal/memsqs/sqscontract,
+// internal/memsns/snscontract), marks each
 // limit fauxqs does not enforce (Quirks.Unenforced) as such, and names every
 // DynamoDB limit test (internal/memdynamo/limits_test.go). A limit case added
 // without its row fails here.
@@ -211,21 +212,26 @@ func TestDesignListsEveryLimitCase(t *testing.T) {
 	_, limits, ok := strings.Cut(design, "\n## Limits\n")
 	require.True(t, ok, "docs/DESIGN.md has no Limits section")
 
-	cases := regexp.MustCompile(`\{"(Limits/[A-Za-z]+)"`).FindAllStringSubmatch(readFile(t, "internal/memsqs/sqscontract/contract.go"), -1)
-	require.GreaterOrEqual(t, len(cases), 10)
-	for _, c := range cases {
-		require.Contains(t, limits, "`"+c[1]+"`", "docs/DESIGN.md's limits do not name the contract case %s", c[1])
-	}
+	for _, suite := range []struct{ contract, quirks, pkg string }{
+		{"internal/memsqs/sqscontract/contract.go", "internal/memsqs/contract_test.go", "sqscontract"},
+		{"internal/memsns/snscontract/contract.go", "internal/memsns/contract_test.go", "snscontract"},
+	} {
+		cases := regexp.MustCompile(`\{"(Limits/[A-Za-z]+)"`).FindAllStringSubmatch(readFile(t, suite.contract), -1)
+		require.GreaterOrEqual(t, len(cases), 5)
+		for _, c := range cases {
+			require.Contains(t, limits, "`"+c[1]+"`", "docs/DESIGN.md's limits do not name the %s case %s", suite.pkg, c[1])
+		}
 
-	quirks := readFile(t, "internal/memsqs/contract_test.go")
-	_, unenforced, ok := strings.Cut(quirks, "Unenforced: []sqscontract.Limit{")
-	require.True(t, ok)
-	unenforced, _, _ = strings.Cut(unenforced, "}")
-	names := regexp.MustCompile(`sqscontract\.(Limit[A-Za-z]+)`).FindAllStringSubmatch(unenforced, -1)
-	require.NotEmpty(t, names)
-	for _, n := range names {
-		row := regexp.MustCompile("(?m)^\\|.*not enforced by fauxqs\\*\\* \\([^)]*quirk `" + n[1] + "`")
-		require.Regexp(t, row, limits, "docs/DESIGN.md must mark %s as not enforced by fauxqs", n[1])
+		quirks := readFile(t, suite.quirks)
+		_, unenforced, ok := strings.Cut(quirks, "Unenforced: []"+suite.pkg+".Limit{")
+		require.True(t, ok)
+		unenforced, _, _ = strings.Cut(unenforced, "}")
+		names := regexp.MustCompile(suite.pkg+`\.(Limit[A-Za-z]+)`).FindAllStringSubmatch(unenforced, -1)
+		require.NotEmpty(t, names)
+		for _, n := range names {
+			row := regexp.MustCompile("(?m)^\\|.*not enforced by fauxqs\\*\\* \\([^)]*quirk `" + n[1] + "`")
+			require.Regexp(t, row, limits, "docs/DESIGN.md must mark %s's %s as not enforced by fauxqs", suite.pkg, n[1])
+		}
 	}
 
 	tests := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9]+)\(`).FindAllStringSubmatch(readFile(t, "internal/memdynamo/limits_test.go"), -1)

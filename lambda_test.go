@@ -68,7 +68,7 @@ func lambdaHandler(t *testing.T, c exactly.SQS, eff effect.Effect, cfg exactly.C
 	return h
 }
 
-func arnOf(t *testing.T, c *memsqs.Server, url string) string {
+func arnOf(t *testing.T, c exactly.SQS, url string) string {
 	t.Helper()
 	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},

@@ -123,7 +123,7 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 	p := &process.Processor{
 		Store: store, Effect: s.Effect, Keys: s.keys, Payload: s.payload, TTL: s.TTL, Log: s.log,
 		Lease: lease, Scope: scope, Optimistic: s.Commit == CommitOptimistic || s.Commit == CommitCarried, Carried: s.Commit == CommitCarried, WritesOnly: s.Commit == CommitTransactional, Outbox: s.Outbox, Rand: s.rand,
-		OnLease: s.Test.OnLease,
+		OnLease: s.Test.OnLease, Unwrap: s.unwrap(),
 	}
 	if c, ok := s.Effect.(effect.CarriesRecord); ok && p.Carried {
 		p.Carrier = c.Carrier()

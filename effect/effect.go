@@ -29,6 +29,23 @@ type Message struct {
 	// AWSTraceHeader is SQS's AWSTraceHeader system attribute (an X-Ray
 	// trace header), when the producer's SDK set one.
 	AWSTraceHeader string
+	// Notification is what SNS said of a message that came through a
+	// topic, on a queue declared subscribed (exactly.Config.Subscriptions);
+	// nil on any other. On such a queue Body and Attributes are the
+	// published message's, unwrapped from SNS's envelope, and Group and
+	// DedupID the publisher's (SNS carries them to a FIFO queue).
+	Notification *Notification
+}
+
+// Notification is the envelope's facts of a message published to an SNS
+// topic. With raw message delivery SNS sends no envelope: only TopicARN is
+// known (from the configuration).
+type Notification struct {
+	TopicARN       string
+	MessageID      string // SNS's MessageId, the same on every subscribed queue
+	SequenceNumber string // the FIFO topic's SequenceNumber
+	Subject        string
+	Timestamp      time.Time // when SNS took the publication
 }
 
 // Input is what an effect is given for one message.

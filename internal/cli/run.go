@@ -41,39 +41,40 @@ const (
 
 // settings are the worker's settings, from flags and WORKER_* variables.
 type settings struct {
-	queues          []string
-	table           string
-	effect          string
-	effects         Effects // what --effect may name
-	ledgerTable     string
-	outboxTable     string
-	ledgerConfirm   string
-	dedupKey        string
-	payloadHash     string
-	commit          string
-	metricsFormat   string
-	emfNamespace    string
-	emfInterval     time.Duration
-	groupCommit     time.Duration
-	namespace       string
-	dedupTTL        time.Duration
-	lease           time.Duration
-	visibility      time.Duration
-	concurrency     int
-	receivers       int
-	maxInFlight     int
-	shutdownTimeout time.Duration
-	moveToDLQ       bool
-	metricsAddr     string
-	httpURL         string
-	logFormat       string
-	logLevel        string
-	progress        time.Duration
-	waitTime        time.Duration
-	ackDelay        time.Duration
-	retryInPlace    int
-	fifoFailRest    string // lambda only
-	dedupScope      string // lambda only
+	queues           []string
+	table            string
+	effect           string
+	effects          Effects // what --effect may name
+	ledgerTable      string
+	outboxTable      string
+	ledgerConfirm    string
+	dedupKey         string
+	payloadHash      string
+	commit           string
+	metricsFormat    string
+	emfNamespace     string
+	emfInterval      time.Duration
+	groupCommit      time.Duration
+	namespace        string
+	dedupTTL         time.Duration
+	lease            time.Duration
+	visibility       time.Duration
+	concurrency      int
+	receivers        int
+	maxInFlight      int
+	shutdownTimeout  time.Duration
+	moveToDLQ        bool
+	metricsAddr      string
+	httpURL          string
+	logFormat        string
+	logLevel         string
+	progress         time.Duration
+	waitTime         time.Duration
+	ackDelay         time.Duration
+	retryInPlace     int
+	fifoFailRest     string // lambda only
+	snsSubscriptions []string
+	dedupScope       string // lambda only
 }
 
 func newRunSet(s *settings, lookup func(string) (string, bool)) *config.Set {
@@ -90,6 +91,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	} else {
 		fs.List(&s.queues, "queue", "WORKER_QUEUES", "SQS queue URL to consume")
 	}
+	fs.List(&s.snsSubscriptions, "sns-subscription", "WORKER_SNS_SUBSCRIPTIONS", "QUEUE_URL=TOPIC_ARN, or QUEUE_URL=TOPIC_ARN+raw with raw message delivery on: the queue is subscribed to that SNS topic; its messages are unwrapped (SNS's envelope, or the raw message and its attributes) before the dedup key, the payload hash and the effect see them, and a body that is not the envelope is a permanent failure")
 	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
 	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(s.effects.names(), "|")+" (required)")
 	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", DefaultLedgerTable, "DynamoDB table of the ledger effect")
@@ -204,6 +206,7 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 		Lambda:               exactly.LambdaConfig{FailRest: s.fifoFailRest, DedupScope: s.dedupScope},
 		EMF:                  exactly.EMF{Namespace: s.emfNamespace, Interval: s.emfInterval},
 		Logger:               log, Registerer: reg,
+		Subscriptions: subscriptions(s.snsSubscriptions),
 	}
 	if cl != nil {
 		c.SQS, c.DynamoDB = cl.sqs, cl.dynamo
@@ -214,6 +217,18 @@ func (s *settings) config(cl *clients, eff effect.Effect, log *slog.Logger, reg 
 	return c
 }
 
+// subscriptions parses --sns-subscription's QUEUE_URL=TOPIC_ARN[+raw]; a
+// malformed one keeps what it has, and the library's check names it.
+func subscriptions(specs []string) []exactly.Subscription {
+	var out []exactly.Subscription
+	for _, spec := range specs {
+		queue, topic, _ := strings.Cut(spec, "=")
+		topic, raw := strings.CutSuffix(topic, "+raw")
+		out = append(out, exactly.Subscription{Queue: queue, Topic: topic, Raw: raw})
+	}
+	return out
+}
+
 // flagOf names the flag of each library setting, for its errors.
 var flagOf = map[string]string{
 	"Queues": "queue", "Table": "table", "Effect": "effect", "KeySource": "dedup-key", "PayloadHash": "payload-hash",
@@ -221,6 +236,7 @@ var flagOf = map[string]string{
 	"Concurrency": "concurrency", "Receivers": "receivers", "MaxInFlight": "max-in-flight", "WaitTime": "wait-time",
 	"AckDelay": "ack-delay", "RetryInPlace": "retry-in-place", "ShutdownTimeout": "shutdown-timeout",
 	"LeaveToRedrivePolicy": "move-to-dlq", "EMF.Interval": "emf-interval", "Lambda.FailRest": "fifo-fail-rest", "Lambda.DedupScope": "dedup-scope",
+	"Subscriptions": "sns-subscription",
 }
 
 // cliError turns the library's *exactly.ConfigError into the command

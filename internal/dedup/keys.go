@@ -69,7 +69,8 @@ func (k KeySource) String() string {
 }
 
 // Extract returns the message's dedup key. auto takes the idempotency-key
-// attribute, else the MessageDeduplicationId, else the MessageId. An explicit
+// attribute, else the MessageDeduplicationId, else (on a queue subscribed
+// to an SNS topic, raw delivery off) SNS's MessageId, else the MessageId. An explicit
 // source that finds no usable key is a permanent error: such a message must
 // not pass through undeduplicated.
 func (k KeySource) Extract(m effect.Message) (string, error) {
@@ -80,6 +81,9 @@ func (k KeySource) Extract(m effect.Message) (string, error) {
 		}
 		if m.DedupID != "" {
 			return m.DedupID, nil
+		}
+		if n := m.Notification; n != nil && n.MessageID != "" {
+			return n.MessageID, nil
 		}
 		if m.ID != "" {
 			return m.ID, nil

@@ -159,8 +159,13 @@ type Processor struct {
 	// Payload fingerprints a message to tell duplicates from conflicts; the
 	// whole body when zero.
 	Payload dedup.PayloadSource
-	Lease   time.Duration // default claim lease
-	TTL     time.Duration // how long a record suppresses duplicates
+	// Unwrap, when set, turns a message of a queue subscribed to an SNS
+	// topic into the published message (sqsmsg.Unwrap) before its key,
+	// payload hash and effect see it: ok is false for a queue that is not
+	// subscribed. An error fails the message (permanently, to the DLQ).
+	Unwrap func(m effect.Message) (out effect.Message, ok bool, err error)
+	Lease  time.Duration // default claim lease
+	TTL    time.Duration // how long a record suppresses duplicates
 	// MaxResult bounds Output.Result; dedup.MaxResultBytes if 0, at most
 	// dedup.MaxStoredBytes.
 	MaxResult int
@@ -227,6 +232,15 @@ func (p *Processor) Process(ctx context.Context, m effect.Message, h Hooks) Resu
 }
 
 func (p *Processor) process(ctx context.Context, m effect.Message, h Hooks) Result {
+	if p.Unwrap != nil {
+		u, ok, err := p.Unwrap(m)
+		if err != nil {
+			return Result{Action: Fail, Err: err}
+		}
+		if ok {
+			m = u
+		}
+	}
 	raw, err := p.Keys.Extract(m)
 	if err != nil {
 		return Result{Action: Fail, Err: err}

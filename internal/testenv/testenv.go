@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -83,6 +84,14 @@ func SQS(t testing.TB, optFns ...func(*sqs.Options)) *sqs.Client {
 	t.Helper()
 	need(t, "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL")
 	return sqs.NewFromConfig(Config(t), optFns...)
+}
+
+// SNS returns a client for the local SNS (fauxqs serves it on the SQS
+// port; scripts/stack sets AWS_ENDPOINT_URL_SNS to it).
+func SNS(t testing.TB, optFns ...func(*sns.Options)) *sns.Client {
+	t.Helper()
+	need(t, "AWS_ENDPOINT_URL_SNS", "AWS_ENDPOINT_URL")
+	return sns.NewFromConfig(Config(t), optFns...)
 }
 
 // Name returns a unique resource name with prefix.

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/exactlyonce/exactly/internal/memdynamo"
+	"github.com/exactlyonce/exactly/internal/memsns"
 	"github.com/exactlyonce/exactly/internal/memsqs"
 	"github.com/exactlyonce/exactly/internal/testenv"
 	"github.com/exactlyonce/exactly/outbox"
@@ -31,8 +32,9 @@ type snsAPI interface {
 	Subscribe(context.Context, *sns.SubscribeInput, ...func(*sns.Options)) (*sns.SubscribeOutput, error)
 }
 
-// snsStub is an SNS FIFO topic fanning out into SQS queues, until
-// internal/memsns is in the tree: PublishBatch with SNS's limits (10
+// snsStub is an SNS FIFO topic fanning out into SQS queues, a second
+// implementation beside internal/memsns that counts the relay's requests:
+// PublishBatch with SNS's limits (10
 // entries with distinct ids, 256 KiB together and a message, 10 message
 // attributes where it delivers to SQS; a FIFO topic's group and
 // deduplication id), deduplication by id (for good: the tests take less
@@ -188,10 +190,14 @@ type fanout struct {
 	raw, enved string
 }
 
-// eachFanout runs f on the in-memory fakes with the SNS stub, and on the
-// local stack (fauxqs's SNS over HTTP, DynamoDB Local).
+// eachFanout runs f on the in-memory fakes (memsns, and the stub), and on
+// the local stack (fauxqs's SNS over HTTP, DynamoDB Local).
 func eachFanout(t *testing.T, f func(t *testing.T, e *fanout)) {
 	t.Run("memory", func(t *testing.T) {
+		q := memsqs.New()
+		f(t, newFanout(t, newEnv(t, memdynamo.New(), q), memsns.New(q), true))
+	})
+	t.Run("stub", func(t *testing.T) {
 		q := memsqs.New()
 		f(t, newFanout(t, newEnv(t, memdynamo.New(), q), newSNSStub(q), false))
 	})

@@ -102,10 +102,15 @@ type Output struct {
 // fields, and their limits, of outbox.Message, which the worker converts it
 // to (the contract does not depend on the outbox).
 type Outgoing struct {
-	// QueueURL is the destination queue.
+	// QueueURL is the destination queue; or give TopicARN. Exactly one of
+	// the two.
 	QueueURL string
-	// Group is the MessageGroupId, required for a FIFO queue; messages of
-	// one (queue, group) are published in the order they committed.
+	// TopicARN is the destination SNS topic, which delivers the message to
+	// every queue subscribed to it.
+	TopicARN string
+	// Group is the MessageGroupId, required for a FIFO queue or topic;
+	// messages of one (destination, group) are published in the order they
+	// committed.
 	Group string
 	// Body is the message body: 1 byte to 256 KiB with Attributes.
 	Body string

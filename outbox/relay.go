@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -30,7 +32,17 @@ type SQS interface {
 	SendMessageBatch(context.Context, *sqs.SendMessageBatchInput, ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 }
 
-// Relay publishes an outbox table's messages to SQS.
+// SNS is the part of the SNS client the relay uses to publish to topics;
+// *sns.Client implements it.
+type SNS interface {
+	PublishBatch(context.Context, *sns.PublishBatchInput, ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
+}
+
+// Relay publishes an outbox table's messages to SQS, or to SNS for a
+// message whose destination is a topic (Message.TopicARN): the same rules
+// hold there, with PublishBatch for SendMessageBatch, SNS's sequence
+// numbers for SQS's, and SNS's limits (at most 10 entries and 256 KiB a
+// request).
 //
 // Per group, it reads the head and the messages after the last published
 // one with strongly consistent reads, publishes them in sequence order,
@@ -51,9 +63,12 @@ type SQS interface {
 // from it for a while (the index is eventually consistent) is delayed,
 // never skipped or reordered.
 type Relay struct {
-	// DB and SQS are the clients; Table the outbox table.
+	// DB and SQS are the clients; Table the outbox table. SNS is needed
+	// only for messages written to a topic: without it, such a group is
+	// an error every round (counted in Round.Errors, logged).
 	DB    API
 	SQS   SQS
+	SNS   SNS
 	Table string
 	// Poll is how long Run waits before looking at the pending index again
 	// after a sweep found nothing to publish. Defaults to 1 second.
@@ -627,10 +642,12 @@ func (r *Relay) publish(ctx context.Context, lanes []*lane, round *Round) {
 	}
 }
 
-// Limits of a SendMessageBatch request, SQS's.
+// Limits of a SendMessageBatch request, SQS's; SNS's PublishBatch takes as
+// many entries but at most maxTopicBatchBytes together.
 const (
-	maxBatchEntries = 10
-	maxBatchBytes   = 1 << 20
+	maxBatchEntries    = 10
+	maxBatchBytes      = 1 << 20
+	maxTopicBatchBytes = 256 * 1024
 	// minMaximumMessageSize is the lowest MaximumMessageSize a queue can
 	// be given: a message no larger is never refused for its size.
 	minMaximumMessageSize = 1024
@@ -660,7 +677,7 @@ func (r *Relay) runLength(l *lane) int {
 	n := 1
 	for ; n < g && l.done+n < len(l.msgs); n++ {
 		s := l.msgs[l.done+n].size()
-		if s < big || bytes+s > maxBatchBytes {
+		if s < big || bytes+s > batchBytes(l.h.queue) {
 			break
 		}
 		bytes += s
@@ -695,7 +712,7 @@ func batchesOf(runs []run) [][]run {
 	n, w := 0, 0
 	for _, ru := range runs {
 		s := ru.size()
-		if len(cur) > 0 && (n+ru.n > maxBatchEntries || w+s > maxBatchBytes) {
+		if len(cur) > 0 && (n+ru.n > maxBatchEntries || w+s > batchBytes(ru.l.h.queue)) {
 			out = append(out, cur)
 			cur, n, w = nil, 0, 0
 		}
@@ -707,6 +724,15 @@ func batchesOf(runs []run) [][]run {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// batchBytes is the most one request to dest may carry: SQS's batch
+// total, or SNS's for a topic.
+func batchBytes(dest string) int {
+	if IsTopicARN(dest) {
+		return maxTopicBatchBytes
+	}
+	return maxBatchBytes
 }
 
 // pack cuts xs, in order, into runs of at most maxN elements whose weights
@@ -780,7 +806,7 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 			entries = append(entries, e)
 		}
 	}
-	out, err := r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue), Entries: entries})
+	out, err := r.sendEntries(ctx, queue, entries)
 	if err != nil && awserr.Code(err) == "BatchRequestTooLong" {
 		switch {
 		case len(runs) > 1:
@@ -796,7 +822,7 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 			l.stopped = true
 			l.hold = "BatchRequestTooLong: " + err.Error()
 			mu.Unlock()
-			r.log().Error("outbox message too long for SQS on its own; group held", "queue", queue, "group", l.h.group, "id", l.msgs[runs[0].from].id)
+			r.log().Error("outbox message too long on its own; group held", "queue", queue, "group", l.h.group, "id", l.msgs[runs[0].from].id)
 		}
 		return
 	}
@@ -866,11 +892,11 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 				m.failed = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
 				l.done++
 				round.Failed++
-				r.log().Error("outbox message refused by SQS for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
+				r.log().Error("outbox message refused for good; marked failed and passed", "queue", queue, "group", l.h.group, "id", m.id, "error", m.failed)
 			case bad && f.SenderFault:
 				l.stopped = true
 				l.hold = aws.ToString(f.Code) + ": " + aws.ToString(f.Message)
-				r.log().Error("outbox message refused by SQS; group held until an operator releases it or drops the message", "queue", queue, "group", l.h.group, "id", m.id, "error", l.hold)
+				r.log().Error("outbox message refused; group held until an operator releases it or drops the message", "queue", queue, "group", l.h.group, "id", m.id, "error", l.hold)
 			default:
 				l.stopped = true
 				if bad {
@@ -884,6 +910,44 @@ func (r *Relay) sendBatch(ctx context.Context, runs []run, mu *sync.Mutex, round
 			r.reordered(l, broken, ahead, round)
 		}
 	}
+}
+
+// sendEntries sends one batch to dest: SendMessageBatch to a queue, or
+// PublishBatch to a topic, whose answer it gives in SendMessageBatch's
+// form (the same ids, sequence numbers and per-entry refusals).
+func (r *Relay) sendEntries(ctx context.Context, dest string, entries []sqstypes.SendMessageBatchRequestEntry) (*sqs.SendMessageBatchOutput, error) {
+	if !IsTopicARN(dest) {
+		return r.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dest), Entries: entries})
+	}
+	if r.SNS == nil {
+		return nil, errors.New("the relay has no SNS client (Relay.SNS) for a topic")
+	}
+	in := &sns.PublishBatchInput{TopicArn: aws.String(dest)}
+	for _, e := range entries {
+		attrs := make(map[string]snstypes.MessageAttributeValue, len(e.MessageAttributes))
+		for k, v := range e.MessageAttributes {
+			attrs[k] = snstypes.MessageAttributeValue{DataType: v.DataType, StringValue: v.StringValue}
+		}
+		in.PublishBatchRequestEntries = append(in.PublishBatchRequestEntries, snstypes.PublishBatchRequestEntry{
+			Id:                     e.Id,
+			Message:                e.MessageBody,
+			MessageAttributes:      attrs,
+			MessageGroupId:         e.MessageGroupId,
+			MessageDeduplicationId: e.MessageDeduplicationId,
+		})
+	}
+	pout, err := r.SNS.PublishBatch(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, ok := range pout.Successful {
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: ok.Id, MessageId: ok.MessageId, SequenceNumber: ok.SequenceNumber})
+	}
+	for _, f := range pout.Failed {
+		out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: f.Id, Code: f.Code, Message: f.Message, SenderFault: f.SenderFault})
+	}
+	return out, nil
 }
 
 // seqAfter reports whether SQS sequence number a is greater than b

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
@@ -37,11 +38,18 @@ type API interface {
 
 // Message is one message to publish.
 type Message struct {
-	// QueueURL is the destination queue.
+	// QueueURL is the destination queue; or give TopicARN. Exactly one
+	// of the two.
 	QueueURL string
-	// Group is the MessageGroupId, required for a FIFO queue. Messages of
-	// one (queue, group) are published in the order their transactions
-	// committed. On a standard queue it only orders the relay's
+	// TopicARN is the destination SNS topic (arn:<partition>:sns:<region>:
+	// <account>:<name>), which delivers each message to every queue
+	// subscribed to it: the relay publishes with PublishBatch, under the
+	// same rules as for a queue (a FIFO topic, named .fifo, needs a Group
+	// and gets the same MessageDeduplicationId and idempotency-key).
+	TopicARN string
+	// Group is the MessageGroupId, required for a FIFO queue or topic.
+	// Messages of one (destination, group) are published in the order
+	// their transactions committed. On a standard queue it only orders the relay's
 	// publication (SQS does not keep it) and may be empty.
 	Group string
 	// Body is the message body: 1 byte to 256 KiB with Attributes, of the
@@ -101,7 +109,9 @@ func hashShaped(s string) bool {
 	return true
 }
 
-// Limits of a message, SQS's.
+// Limits of a message, SQS's, and SNS's alike: a publication of at most
+// 256 KiB of body and attributes, and at most 10 attributes where SNS
+// delivers to an SQS queue (the idempotency-key among them).
 const (
 	MaxBodyBytes  = 256 * 1024
 	MaxAttributes = 9
@@ -341,10 +351,10 @@ func groupsOf(msgs []Message) ([]*msgGroup, error) {
 		if err := m.validate(); err != nil {
 			return nil, fmt.Errorf("%w: message %d: %w", ErrInvalid, i, err)
 		}
-		pk := partitionKey(m.QueueURL, m.Group)
+		pk := partitionKey(m.destination(), m.Group)
 		g := byPK[pk]
 		if g == nil {
-			g = &msgGroup{pk: pk, queue: m.QueueURL, name: m.Group}
+			g = &msgGroup{pk: pk, queue: m.destination(), name: m.Group}
 			byPK[pk] = g
 			groups = append(groups, g)
 		}
@@ -402,7 +412,7 @@ func (o *Outbox) appendPuts(puts []types.TransactWriteItem, pk, group string, se
 		}
 		it := map[string]types.AttributeValue{
 			outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(seq + int64(i) + 1), outboxschema.AttrID: str(id), outboxschema.AttrKey: str(Key(group, id)),
-			outboxschema.AttrQueue: str(m.QueueURL), outboxschema.AttrGroup: str(group), outboxschema.AttrBody: str(m.Body), outboxschema.AttrCreated: num(now.UnixMilli()),
+			outboxschema.AttrQueue: str(m.destination()), outboxschema.AttrGroup: str(group), outboxschema.AttrBody: str(m.Body), outboxschema.AttrCreated: num(now.UnixMilli()),
 		}
 		if len(m.Attributes) > 0 {
 			attrs := make(map[string]types.AttributeValue, len(m.Attributes))
@@ -424,12 +434,19 @@ func (o *Outbox) appendPuts(puts []types.TransactWriteItem, pk, group string, se
 // validate refuses what SQS would refuse, so that the relay never holds a
 // message it cannot publish.
 func (m Message) validate() error {
-	if !strings.HasPrefix(m.QueueURL, "http://") && !strings.HasPrefix(m.QueueURL, "https://") {
+	switch {
+	case m.QueueURL != "" && m.TopicARN != "":
+		return errors.New("both QueueURL and TopicARN: give one destination")
+	case m.TopicARN != "":
+		if !IsTopicARN(m.TopicARN) {
+			return fmt.Errorf("TopicARN %q is not an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)", m.TopicARN)
+		}
+	case !strings.HasPrefix(m.QueueURL, "http://") && !strings.HasPrefix(m.QueueURL, "https://"):
 		return fmt.Errorf("QueueURL %q is not a queue URL", m.QueueURL)
 	}
 	switch {
-	case isFIFO(m.QueueURL) && m.Group == "":
-		return errors.New("a FIFO queue's message needs a Group")
+	case isFIFO(m.destination()) && m.Group == "":
+		return fmt.Errorf("a FIFO %s's message needs a Group", kindOf(m.destination()))
 	case m.Group != "" && !ValidID(m.Group):
 		return fmt.Errorf("group %q: at most %d printable ASCII characters", m.Group, maxIDLen)
 	case m.ID != "" && !ValidID(m.ID):
@@ -455,9 +472,53 @@ func (m Message) validate() error {
 		id = strings.Repeat("0", 32)
 	}
 	if size := sqsSize(m.Body, m.Attributes, Key(m.Group, id)); size > MaxBodyBytes {
-		return fmt.Errorf("%d bytes of body and attributes, with the idempotency-key the relay adds: SQS takes at most %d", size, MaxBodyBytes)
+		return fmt.Errorf("%d bytes of body and attributes, with the idempotency-key the relay adds: %s takes at most %d", size, serviceOf(m.destination()), MaxBodyBytes)
 	}
 	return nil
+}
+
+// destination is where the message goes: its queue URL or topic ARN, as
+// the table stores it (AttrQueue, in the partition key).
+func (m Message) destination() string { return cmp.Or(m.TopicARN, m.QueueURL) }
+
+// IsTopicARN reports whether dest, a Message's or a stored destination,
+// is an SNS topic's ARN rather than a queue URL. A destination stored
+// before topics existed is a queue URL, never an ARN.
+func IsTopicARN(dest string) bool {
+	// arn:<partition>:sns:<region>:<account>:<name>
+	parts := strings.Split(dest, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] != "sns" || parts[3] == "" || len(parts[4]) != 12 {
+		return false
+	}
+	for _, c := range parts[4] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	name := strings.TrimSuffix(parts[5], ".fifo")
+	if name == "" || len(parts[5]) > 256 {
+		return false
+	}
+	for _, c := range name {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func kindOf(dest string) string {
+	if IsTopicARN(dest) {
+		return "topic"
+	}
+	return "queue"
+}
+
+func serviceOf(dest string) string {
+	if IsTopicARN(dest) {
+		return "SNS"
+	}
+	return "SQS"
 }
 
 // sqsSize is what SQS counts of a message against MaximumMessageSize and a

@@ -166,6 +166,13 @@ func TestLedgerConfirms(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(out.Send[0].ID), 128, "a long key still makes a valid id")
 
+	// A topic's ARN: the confirmation goes to the topic, which fans it out.
+	const topic = "arn:aws:sns:us-east-1:000000000000:confirmations.fifo"
+	out, err = (&builtin.Ledger{Table: "ledger", Confirm: topic}).Apply(context.Background(), effect.Input{Key: "k2", Message: effect.Message{Body: `{"account":"a1","amount_cents":1}`}})
+	require.NoError(t, err)
+	require.Equal(t, topic, out.Send[0].TopicARN)
+	require.Empty(t, out.Send[0].QueueURL, "one destination")
+
 	out, err = (&builtin.Ledger{Table: "ledger"}).Apply(context.Background(), effect.Input{Key: "k", Message: effect.Message{Body: `{"account":"a1","amount_cents":1}`}})
 	require.NoError(t, err)
 	require.Empty(t, out.Send)

@@ -129,7 +129,11 @@ func (l *Ledger) Apply(_ context.Context, in effect.Input) (effect.Output, error
 		if err != nil {
 			return effect.Output{}, err
 		}
-		out.Send = []effect.Outgoing{{QueueURL: l.Confirm, Group: e.Account, Body: string(body), ID: confirmationID(in.Key)}}
+		c := effect.Outgoing{QueueURL: l.Confirm, Group: e.Account, Body: string(body), ID: confirmationID(in.Key)}
+		if outbox.IsTopicARN(l.Confirm) {
+			c.QueueURL, c.TopicARN = "", l.Confirm
+		}
+		out.Send = []effect.Outgoing{c}
 	}
 	return out, nil
 }

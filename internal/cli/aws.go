@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/exactlyonce/exactly"
@@ -34,6 +35,7 @@ func denied(err error, action, resource string) error {
 type clients struct {
 	cfg    aws.Config
 	sqs    *sqs.Client
+	sns    *sns.Client
 	dynamo *dynamodb.Client
 	conns  *idleconns.Set
 }
@@ -58,6 +60,7 @@ func newClients(ctx context.Context, _ func(string) (string, bool), reqs *teleme
 	return &clients{
 		cfg: cfg, conns: conns,
 		sqs: sqs.NewFromConfig(cfg),
+		sns: sns.NewFromConfig(cfg),
 		// Without the CRC32 check against a custom endpoint, which DynamoDB
 		// Local fails on every error response.
 		dynamo: exactly.NewDynamoDBClient(cfg),

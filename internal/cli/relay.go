@@ -126,7 +126,7 @@ func relayCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		registerer = reg
 	}
 	metrics := telemetry.NewOutboxMetrics(registerer, s.table, emf, s.emfNamespace)
-	relay := &outbox.Relay{DB: cl.dynamo, SQS: cl.sqs, Table: s.table, Poll: s.poll, Retention: s.retention, PerGroup: s.perGroup, GroupBatch: s.groupBatch, Logger: log}
+	relay := &outbox.Relay{DB: cl.dynamo, SQS: cl.sqs, SNS: cl.sns, Table: s.table, Poll: s.poll, Retention: s.retention, PerGroup: s.perGroup, GroupBatch: s.groupBatch, Logger: log}
 	if onLambda {
 		startLambda(ctx, relayLambdaHandler(relay, metrics, log))
 		return nil

@@ -95,7 +95,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.String(&s.table, "table", "WORKER_DEDUP_TABLE", DefaultDedupTable, "DynamoDB dedup table")
 	fs.String(&s.effect, "effect", "WORKER_EFFECT", "", "effect to apply: "+strings.Join(s.effects.names(), "|")+" (required)")
 	fs.String(&s.ledgerTable, "ledger-table", "WORKER_LEDGER_TABLE", DefaultLedgerTable, "DynamoDB table of the ledger effect")
-	fs.String(&s.ledgerConfirm, "ledger-confirm-queue", "WORKER_LEDGER_CONFIRM_QUEUE", "", "ledger effect: URL of a queue to send each entry's confirmation to, through the outbox (needs --outbox-table)")
+	fs.String(&s.ledgerConfirm, "ledger-confirm-queue", "WORKER_LEDGER_CONFIRM_QUEUE", "", "ledger effect: URL of a queue, or ARN of an SNS topic, to send each entry's confirmation to, through the outbox (needs --outbox-table)")
 	fs.String(&s.outboxTable, "outbox-table", "WORKER_OUTBOX_TABLE", "", "DynamoDB outbox table (worker setup --outbox-table) for the messages effects send (Output.Send), committed with their dedup records and published by worker relay; empty: an effect that sends fails permanently")
 	fs.String(&s.dedupKey, "dedup-key", "WORKER_DEDUP_KEY", "auto", "dedup key source: auto (idempotency-key attribute, else MessageDeduplicationId, else MessageId), attr:NAME, json:/pointer or body")
 	fs.String(&s.payloadHash, "payload-hash", "WORKER_PAYLOAD_HASH", "body", "what tells a duplicate from a conflict (same key, another payload): body (byte for byte), json:/a,/b (those JSON values, canonicalised: a producer that re-serialises or adds a timestamp on retry is still a duplicate) or none")
@@ -157,6 +157,9 @@ func (s *settings) validate(fs *config.Set, forLambda bool) error {
 	}
 	if s.concurrency < 1 {
 		return config.Errorf("%s must be at least 1", fs.Name("concurrency"))
+	}
+	if s.ledgerConfirm != "" && !outbox.IsTopicARN(s.ledgerConfirm) && !strings.HasPrefix(s.ledgerConfirm, "https://") && !strings.HasPrefix(s.ledgerConfirm, "http://") {
+		return config.Errorf("%s %q: want a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>) or an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", fs.Name("ledger-confirm-queue"), s.ledgerConfirm)
 	}
 	if s.ledgerConfirm != "" && s.outboxTable == "" {
 		return config.Errorf("%s needs %s: the confirmations go through the outbox", fs.Name("ledger-confirm-queue"), fs.Name("outbox-table"))

@@ -636,7 +636,7 @@ func (p *Processor) withSend(ctx context.Context, writes []types.TransactWriteIt
 func outgoing(send []effect.Outgoing) []outbox.Message {
 	out := make([]outbox.Message, len(send))
 	for i, m := range send {
-		out[i] = outbox.Message{QueueURL: m.QueueURL, Group: m.Group, Body: m.Body, Attributes: m.Attributes, ID: m.ID}
+		out[i] = outbox.Message{QueueURL: m.QueueURL, TopicARN: m.TopicARN, Group: m.Group, Body: m.Body, Attributes: m.Attributes, ID: m.ID}
 	}
 	return out
 }

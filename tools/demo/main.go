@@ -3,7 +3,9 @@
 // send`; `report` waits until the queue is drained, then prints the ledger's
 // balances next to what was sent once (and, with -dlq, checks that the DLQ
 // holds the poison message and nothing else); `leftovers` lists the queues
-// and tables whose names start with a prefix and fails if there are any.
+// and tables whose names start with a prefix and fails if there are any;
+// `fanout` creates an SNS FIFO topic with the given queues subscribed (raw
+// delivery) and prints its ARN.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -31,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: demo burst|report|leftovers [flags]")
+		fmt.Fprintln(os.Stderr, "usage: demo burst|report|leftovers|fanout [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -42,6 +45,8 @@ func main() {
 		err = report(os.Args[2:])
 	case "leftovers":
 		err = leftovers(os.Args[2:])
+	case "fanout":
+		err = fanout(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -301,5 +306,64 @@ func waitDrained(ctx context.Context, client *sqs.Client, url string) error {
 			quiet = 0
 		}
 	}
+	return nil
+}
+
+// queueList is a repeatable -queue flag.
+type queueList []string
+
+func (q *queueList) String() string     { return strings.Join(*q, ",") }
+func (q *queueList) Set(v string) error { *q = append(*q, v); return nil }
+
+// fanout creates the FIFO topic (content-based deduplication off: the relay
+// sends every message's deduplication id) and subscribes each queue to it
+// with raw delivery, once: a queue already subscribed (a stack left running
+// from an earlier demo) is not subscribed again. It prints the topic's ARN.
+// The local stack checks no queue policy, so none is written: on AWS the
+// topic module writes the grant each queue needs.
+func fanout(args []string) error {
+	fs := flag.NewFlagSet("fanout", flag.ExitOnError)
+	name := fs.String("topic", "exactly-demo-confirmations.fifo", "topic name (FIFO: ends in .fifo)")
+	var queues queueList
+	fs.Var(&queues, "queue", "URL of a queue to subscribe (repeat for each)")
+	_ = fs.Parse(args)
+	if !strings.HasSuffix(*name, ".fifo") || len(queues) == 0 {
+		return fmt.Errorf("fanout: want -topic <name>.fifo and at least one -queue")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	topics, queuesAPI := sns.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	t, err := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: name,
+		Attributes: map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "false"}})
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", *name, err)
+	}
+	subscribed := map[string]bool{}
+	subs, err := topics.ListSubscriptionsByTopic(ctx, &sns.ListSubscriptionsByTopicInput{TopicArn: t.TopicArn})
+	if err != nil {
+		return fmt.Errorf("list the subscriptions of %s: %w", *name, err)
+	}
+	for _, s := range subs.Subscriptions {
+		subscribed[aws.ToString(s.Endpoint)] = true
+	}
+	for _, url := range queues {
+		a, err := queuesAPI.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return fmt.Errorf("queue %s: %w", url, err)
+		}
+		arn := a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+		if subscribed[arn] {
+			continue
+		}
+		if _, err := topics.Subscribe(ctx, &sns.SubscribeInput{TopicArn: t.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(arn),
+			Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
+			return fmt.Errorf("subscribe %s to %s: %w", url, *name, err)
+		}
+	}
+	fmt.Println(aws.ToString(t.TopicArn))
 	return nil
 }

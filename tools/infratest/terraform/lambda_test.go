@@ -168,3 +168,45 @@ func TestWorkerLambdaTracing(t *testing.T) {
 		require.Equal(t, st.Resources, active[sid].Resources, sid)
 	}
 }
+
+// TestWorkerLambdaProvisionedPollers: the mapping's provisioned mode is off
+// by default (Lambda's standard scaling, capped by maximum_concurrency), and
+// with provisioned_pollers it carries the given minimum and maximum and no
+// maximum concurrency (Lambda takes one or the other); AWS's ranges for SQS
+// are enforced.
+func TestWorkerLambdaProvisionedPollers(t *testing.T) {
+	m := load(t, "modules/worker-lambda")
+	esm := m.resource(t, "aws_lambda_event_source_mapping.this")
+	blocks := func(vars map[string]cty.Value) (concurrency []int64, pollers [][2]int64) {
+		eachDynamic(t, dynamicBlock(t, esm.Body, "scaling_config"), scope{"var": vars}, func(content *hclsyntax.Body, inner scope) {
+			concurrency = append(concurrency, asInt(eval(t, attr(t, content, "maximum_concurrency").Expr, inner)))
+		})
+		eachDynamic(t, dynamicBlock(t, esm.Body, "provisioned_poller_config"), scope{"var": vars}, func(content *hclsyntax.Body, inner scope) {
+			pollers = append(pollers, [2]int64{
+				asInt(eval(t, attr(t, content, "minimum_pollers").Expr, inner)),
+				asInt(eval(t, attr(t, content, "maximum_pollers").Expr, inner)),
+			})
+		})
+		return concurrency, pollers
+	}
+	require.True(t, m.defaults(t)["provisioned_pollers"].IsNull(), "provisioned mode is billed: off by default")
+	c, p := blocks(lambdaVars(t, m, map[string]cty.Value{"maximum_concurrency": num(7)}))
+	require.Equal(t, []int64{7}, c, "standard scaling: the mapping's maximum concurrency")
+	require.Empty(t, p)
+
+	pollers := func(lo, hi int64) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"minimum_pollers": num(lo), "maximum_pollers": num(hi)})
+	}
+	c, p = blocks(lambdaVars(t, m, map[string]cty.Value{"provisioned_pollers": pollers(3, 50)}))
+	require.Empty(t, c, "no maximum concurrency in provisioned mode")
+	require.Equal(t, [][2]int64{{3, 50}}, p)
+
+	require.True(t, m.valid(t, "provisioned_pollers", cty.NullVal(pollers(2, 2).Type())))
+	require.True(t, m.valid(t, "provisioned_pollers", pollers(2, 200)), "Lambda's defaults")
+	require.True(t, m.valid(t, "provisioned_pollers", pollers(200, 10000)), "the top of both ranges")
+	require.False(t, m.valid(t, "provisioned_pollers", pollers(1, 200)), "SQS needs at least 2 pollers")
+	require.False(t, m.valid(t, "provisioned_pollers", pollers(201, 300)), "a minimum above 200")
+	require.False(t, m.valid(t, "provisioned_pollers", pollers(2, 10001)), "a maximum above 10000")
+	require.False(t, m.valid(t, "provisioned_pollers", pollers(10, 5)), "a minimum above the maximum")
+	require.False(t, m.valid(t, "provisioned_pollers", cty.ObjectVal(map[string]cty.Value{"minimum_pollers": cty.NumberFloatVal(2.5), "maximum_pollers": num(10)})), "whole numbers")
+}

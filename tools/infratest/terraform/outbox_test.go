@@ -49,6 +49,7 @@ var (
 		"OutboxTable":        {"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
 		"OutboxPendingIndex": {"dynamodb:Query"},
 		"Publish":            {"sqs:SendMessage"},
+		"PublishTopic":       {"sns:Publish"},
 		"QueueKeys":          {"kms:Decrypt", "kms:GenerateDataKey"},
 	}
 	relayStreamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
@@ -241,6 +242,7 @@ func TestRelayRolesAreLeastPrivilege(t *testing.T) {
 		}
 		sts := relayPolicy(t, dir, map[string]cty.Value{
 			"queue_arns": strList(testQueueARN, otherQueue), "kms_key_arns": strList(testKeyARN),
+			"topic_arns": strList(testTopicARN),
 		})
 		require.Equal(t, want, actionsBySid(t, sts), dir)
 		resources := map[string][]string{}
@@ -251,6 +253,13 @@ func TestRelayRolesAreLeastPrivilege(t *testing.T) {
 		require.Equal(t, []string{testOutboxTableARN + "/index/" + outboxschema.PendingIndex}, resources["OutboxPendingIndex"], "%s: the index the relay sweeps", dir)
 		require.Equal(t, []string{testQueueARN, otherQueue}, resources["Publish"], dir)
 		require.Equal(t, []string{testKeyARN}, resources["QueueKeys"], dir)
+		require.Equal(t, []string{testTopicARN}, resources["PublishTopic"], "%s: sns:Publish on the given topics only", dir)
+
+		// Topics only: no SQS statement; queues only: no SNS statement.
+		topicsOnly := actionsBySid(t, relayPolicy(t, dir, map[string]cty.Value{"queue_arns": strList(), "topic_arns": strList(testTopicARN)}))
+		require.NotContains(t, topicsOnly, "Publish", dir)
+		require.Contains(t, topicsOnly, "PublishTopic", dir)
+		require.NotContains(t, actionsBySid(t, relayPolicy(t, dir, nil)), "PublishTopic", dir)
 		if dir == "modules/relay-lambda" {
 			require.Equal(t, []string{testOutboxStreamARN}, resources["OutboxStream"], "%s: this table's stream only", dir)
 			require.Equal(t, []string{testLogGroupARN + ":*"}, resources["Logs"], dir)
@@ -266,7 +275,20 @@ func TestRelayRolesAreLeastPrivilege(t *testing.T) {
 			}
 		}
 		require.False(t, m.valid(t, "queue_arns", strList("https://sqs.eu-west-1.amazonaws.com/123456789012/q")), "%s: ARNs, not URLs", dir)
-		require.False(t, m.valid(t, "queue_arns", strList()), dir)
+		require.True(t, m.valid(t, "queue_arns", strList()), "%s: a relay may publish to topics only", dir)
+		require.False(t, m.valid(t, "topic_arns", strList(testQueueARN)), "%s: SNS topic ARNs", dir)
+		require.True(t, m.valid(t, "topic_arns", strList(testTopicARN, "arn:aws:sns:eu-west-1:123456789012:plain")), dir)
+		for _, src := range m.src {
+			require.NotContains(t, string(src), `"sns:*"`, dir)
+		}
+		// Somewhere to publish: a queue or a topic.
+		rp := m.resource(t, map[string]string{"modules/relay-ecs": "aws_iam_role_policy.task", "modules/relay-lambda": "aws_iam_role_policy.this"}[dir])
+		dests := func(queues, topics cty.Value) bool {
+			return preconditions(t, rp, scope{"var": {"queue_arns": queues, "topic_arns": topics}})
+		}
+		require.False(t, dests(strList(), strList()), "%s: no destination", dir)
+		require.True(t, dests(strList(testQueueARN), strList()), dir)
+		require.True(t, dests(strList(), strList(testTopicARN)), dir)
 		require.False(t, m.valid(t, "outbox_table_arn", str("exactly-outbox")), dir)
 	}
 

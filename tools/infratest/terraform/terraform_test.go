@@ -295,6 +295,7 @@ var functions = map[string]function.Function{
 	"setintersection": stdlib.SetIntersectionFunc,
 	"tostring":        stdlib.MakeToFunc(cty.String),
 	"trimsuffix":      stdlib.TrimSuffixFunc,
+	"try":             tryfunc.TryFunc,
 	"values":          stdlib.ValuesFunc,
 }
 
@@ -1023,7 +1024,6 @@ func TestWorkerLambdaEventSourceMapping(t *testing.T) {
 	esm := m.resource(t, "aws_lambda_event_source_mapping.this")
 	require.Equal(t, []string{"ReportBatchItemFailures"}, stringList(t, literal(t, attr(t, esm.Body, "function_response_types").Expr)))
 	require.Equal(t, "var.batch_size", m.text(attr(t, esm.Body, "batch_size").Expr))
-	require.Equal(t, "var.maximum_concurrency", m.text(attr(t, esm.Body, "scaling_config", "maximum_concurrency").Expr))
 	require.Equal(t, "each.value.arn", m.text(attr(t, esm.Body, "event_source_arn").Expr))
 	require.Equal(t, "var.maximum_batching_window_in_seconds", m.text(attr(t, esm.Body, "maximum_batching_window_in_seconds").Expr))
 
@@ -1135,6 +1135,7 @@ var endpointFor = map[string]string{
 	"aws_iam_":                    "iam",
 	"aws_iam_policy_document":     "", // rendered by the provider, no API call
 	"aws_lambda_":                 "lambda",
+	"aws_sns_":                    "sns",
 	"aws_sqs_":                    "sqs",
 }
 

@@ -8,12 +8,21 @@ provider "aws" {
   }
 }
 
+locals {
+  # The topic only with the relay that publishes to it.
+  fanout = var.enable_outbox && var.enable_fanout
+}
+
 module "queue" {
   source = "../../modules/queue"
 
   name                       = var.name
   visibility_timeout_seconds = 30
   max_receive_count          = 5
+
+  # With enable_fanout, the topic's grant joins the queue's policy (which
+  # this module owns).
+  source_queue_policy_documents = local.fanout ? [module.topic[0].queue_policy_documents["demo"]] : []
 }
 
 module "dedup_table" {
@@ -85,6 +94,21 @@ module "relay" {
   outbox_table_name = module.outbox_table[0].table_name
   outbox_table_arn  = module.outbox_table[0].table_arn
   queue_arns        = [module.queue.queue_arn]
+  topic_arns        = local.fanout ? [module.topic[0].topic_arn] : []
+}
+
+# Fan-out, with enable_fanout (and enable_outbox): a FIFO topic the relay may
+# publish to (an outbox.Write naming the topic's ARN), with the demo queue
+# subscribed, raw delivery on. Subscribe more queues, each with a worker of
+# its own, to apply every message once in each.
+module "topic" {
+  source = "../../modules/topic"
+  count  = local.fanout ? 1 : 0
+
+  name = "${var.name}-fanout"
+  queues = {
+    demo = { arn = module.queue.queue_arn, url = module.queue.queue_url }
+  }
 }
 
 module "alarms" {

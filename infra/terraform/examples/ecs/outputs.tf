@@ -47,3 +47,8 @@ output "relay_service_name" {
   description = "The ECS service running the relay, or null without enable_outbox."
   value       = var.enable_outbox ? module.relay[0].service_name : null
 }
+
+output "topic_arn" {
+  description = "The fan-out topic (a destination for outbox.Write), or null without enable_fanout."
+  value       = local.fanout ? module.topic[0].topic_arn : null
+}

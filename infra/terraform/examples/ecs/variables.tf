@@ -42,3 +42,9 @@ variable "enable_outbox" {
   type        = bool
   default     = false
 }
+
+variable "enable_fanout" {
+  description = "With enable_outbox, also create a FIFO topic (<name>-fanout.fifo) with the demo queue subscribed, and let the relay publish to it."
+  type        = bool
+  default     = false
+}

@@ -112,12 +112,24 @@ variable "outbox_table_arn" {
 }
 
 variable "queue_arns" {
-  description = "ARNs of the queues the outbox sends to: the task role gets sqs:SendMessage on these only. A message for any other queue fails to publish (OutboxFailed)."
+  description = "ARNs of the queues the outbox sends to: the task role gets sqs:SendMessage on these only. A message for any other queue fails to publish (OutboxFailed). Give queues, topics (topic_arns) or both."
+  default     = []
   type        = list(string)
 
   validation {
-    condition     = length(var.queue_arns) > 0 && alltrue([for arn in var.queue_arns : can(regex("^arn:[^:]+:sqs:[^:]+:[0-9]{12}:[A-Za-z0-9_.-]+$", arn))])
-    error_message = "Give at least one queue, as SQS queue ARNs (arn:<partition>:sqs:<region>:<account>:<name>), not URLs."
+    condition     = alltrue([for arn in var.queue_arns : can(regex("^arn:[^:]+:sqs:[^:]+:[0-9]{12}:[A-Za-z0-9_.-]+$", arn))])
+    error_message = "Give the queues as SQS queue ARNs (arn:<partition>:sqs:<region>:<account>:<name>), not URLs."
+  }
+}
+
+variable "topic_arns" {
+  description = "ARNs of the SNS topics the outbox publishes to (the topic module's topic_arn): the task role gets sns:Publish on these only. At least one queue or topic is needed."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for arn in var.topic_arns : can(regex("^arn:[^:]+:sns:[^:]+:[0-9]{12}:[A-Za-z0-9_-]{1,251}(\\.fifo)?$", arn))])
+    error_message = "Give the topics as SNS topic ARNs (arn:<partition>:sns:<region>:<account>:<name>)."
   }
 }
 

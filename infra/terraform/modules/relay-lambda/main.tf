@@ -87,10 +87,25 @@ data "aws_iam_policy_document" "this" {
   }
 
   # SendMessageBatch is authorized by sqs:SendMessage.
-  statement {
-    sid       = "Publish"
-    actions   = ["sqs:SendMessage"]
-    resources = var.queue_arns
+  dynamic "statement" {
+    for_each = length(var.queue_arns) > 0 ? [var.queue_arns] : []
+
+    content {
+      sid       = "Publish"
+      actions   = ["sqs:SendMessage"]
+      resources = statement.value
+    }
+  }
+
+  # PublishBatch is authorized by sns:Publish.
+  dynamic "statement" {
+    for_each = length(var.topic_arns) > 0 ? [var.topic_arns] : []
+
+    content {
+      sid       = "PublishTopic"
+      actions   = ["sns:Publish"]
+      resources = statement.value
+    }
   }
 
   dynamic "statement" {
@@ -123,6 +138,13 @@ resource "aws_iam_role_policy" "this" {
   name   = "relay"
   role   = aws_iam_role.this.id
   policy = data.aws_iam_policy_document.this.json
+
+  lifecycle {
+    precondition {
+      condition     = length(var.queue_arns) + length(var.topic_arns) > 0
+      error_message = "Give the relay somewhere to publish: at least one queue in queue_arns or one topic in topic_arns."
+    }
+  }
 }
 
 resource "aws_lambda_function" "this" {

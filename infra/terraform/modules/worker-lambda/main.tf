@@ -310,8 +310,23 @@ resource "aws_lambda_event_source_mapping" "this" {
     }
   }
 
-  scaling_config {
-    maximum_concurrency = var.maximum_concurrency
+  # Lambda takes either a maximum concurrency or provisioned pollers, never
+  # both.
+  dynamic "scaling_config" {
+    for_each = var.provisioned_pollers == null ? [var.maximum_concurrency] : []
+
+    content {
+      maximum_concurrency = scaling_config.value
+    }
+  }
+
+  dynamic "provisioned_poller_config" {
+    for_each = var.provisioned_pollers == null ? [] : [var.provisioned_pollers]
+
+    content {
+      minimum_pollers = provisioned_poller_config.value.minimum_pollers
+      maximum_pollers = provisioned_poller_config.value.maximum_pollers
+    }
   }
 
   lifecycle {

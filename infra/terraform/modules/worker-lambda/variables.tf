@@ -129,6 +129,30 @@ variable "maximum_concurrency" {
   }
 }
 
+variable "provisioned_pollers" {
+  description = "Provisioned mode of each event source mapping: minimum_pollers (2 to 200, default 2) and maximum_pollers (2 to 10000, default 200) event pollers kept for the queue, billed while provisioned. Null (the default) leaves Lambda's standard scaling, capped by maximum_concurrency; Lambda takes one or the other, so maximum_concurrency is not set in provisioned mode."
+  type = object({
+    minimum_pollers = optional(number, 2)
+    maximum_pollers = optional(number, 200)
+  })
+  default = null
+
+  validation {
+    condition     = var.provisioned_pollers == null || try(var.provisioned_pollers.minimum_pollers >= 2 && var.provisioned_pollers.minimum_pollers <= 200 && floor(var.provisioned_pollers.minimum_pollers) == var.provisioned_pollers.minimum_pollers, false)
+    error_message = "provisioned_pollers.minimum_pollers must be a whole number from 2 to 200 (Lambda's range for SQS event sources)."
+  }
+
+  validation {
+    condition     = var.provisioned_pollers == null || try(var.provisioned_pollers.maximum_pollers >= 2 && var.provisioned_pollers.maximum_pollers <= 10000 && floor(var.provisioned_pollers.maximum_pollers) == var.provisioned_pollers.maximum_pollers, false)
+    error_message = "provisioned_pollers.maximum_pollers must be a whole number from 2 to 10000 (Lambda's range for SQS event sources)."
+  }
+
+  validation {
+    condition     = var.provisioned_pollers == null || try(var.provisioned_pollers.minimum_pollers <= var.provisioned_pollers.maximum_pollers, false)
+    error_message = "provisioned_pollers.minimum_pollers must not exceed maximum_pollers."
+  }
+}
+
 variable "reserved_concurrent_executions" {
   description = "Reserved concurrency of the function; -1 leaves it unreserved."
   type        = number

@@ -185,9 +185,9 @@ type Config struct {
 	MaxInFlight int
 	// WaitTime is the long-poll wait, whole seconds from 1 s to 20 s, cut
 	// to half a queue's visibility timeout (a delivery's visibility is
-	// counted from when its receive was made). A graceful stop cancels an
-	// idle poll (5 s visibility) and waits for a busy one, which waits at
-	// most a second. Defaults to 20 seconds. Worker only.
+	// counted from when its receive was made); it also bounds how long a
+	// graceful stop waits for open polls. Defaults to 20 seconds. Worker
+	// only.
 	WaitTime time.Duration
 	// AckDelay is the longest a delete or visibility change waits to fill
 	// a batch of 10, from 1 ms to 5 s, counted from when its message

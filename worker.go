@@ -142,27 +142,23 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 // ShutdownTimeout, hands received-but-unstarted messages back to SQS and
 // flushes deletes. It returns once drained. A Worker runs once.
 //
-// An idle worker stops at once (well under a second): a receiver whose
-// last receive came back empty polls with a short visibility timeout (5
-// seconds), and the drain cancels that poll. SQS keeps serving a poll its
-// client gave up on: a message sent just then may be taken by it and stay
-// hidden, for nobody, for those 5 seconds (on a FIFO queue, with the rest
-// of its group), which raises its receive count by one, as a hand-back
-// does. One receiver a queue makes such an idle poll; what it brings while
-// the worker runs is extended to the queue's visibility timeout with one
-// ChangeMessageVisibilityBatch before any of it starts. A poll made after
-// one that brought messages asks for the queue's visibility timeout and
-// waits at most a second; the drain lets it return and hands back what it
-// brings. On a FIFO queue, what a cancelled idle poll had already taken is
-// asked back with its receive request attempt id and handed back at once,
-// in group order.
+// A drain also waits for the long polls under way to return (within
+// WaitTime, 20 seconds by default, sooner when a message arrives): SQS keeps
+// serving a poll its client gave up on, and the messages it takes would stay
+// hidden, for nobody, until their visibility timeout. What they bring is
+// handed back at once. So an idle worker stops within WaitTime without
+// hiding anything; StopAndCancel stops it now, and then the messages an
+// abandoned poll takes, if any, come back after their visibility timeout
+// (nothing is lost: SQS redelivers them). A smaller WaitTime makes the
+// graceful stop prompter, at the cost of more empty receives.
 //
-// StopAndCancel (or the end of ShutdownTimeout) also cancels the other
-// polls; on a FIFO queue what they had taken is asked back the same way.
-// What SQS will not give back (it refuses an attempt id it deems not
-// retryable) is logged with how long it stays hidden, and holds its group
-// until then. A standard queue has no attempt id: what a cancelled poll
-// took comes back after the visibility timeout it asked for.
+// On a FIFO queue, what a poll cancelled by StopAndCancel (or by the end of
+// ShutdownTimeout) had already taken is asked back with the poll's receive
+// request attempt id and handed back at once, in group order. What SQS
+// will not give back (it refuses an attempt id it deems not retryable) is
+// logged with how long it stays hidden, and holds its group until then. A
+// standard queue has no attempt id: what a cancelled poll took comes back
+// after its visibility timeout.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.ran.CompareAndSwap(false, true) {
 		return errors.New("exactly: Worker.Run called twice")
@@ -196,8 +192,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // Stop drains the worker gracefully, as cancelling Run's context does, and
 // waits until Run has returned: receiving stops at once, running effects
-// finish (within ShutdownTimeout), an idle long poll is cancelled and a busy
-// one returns (within a second).
+// finish (within ShutdownTimeout), open long polls return (within WaitTime).
 // If ctx ends first, Stop returns ctx's error and the drain goes on; call
 // StopAndCancel to cut it short. Stop before Run makes Run return at once;
 // a Worker that never runs is stopped already.

@@ -47,10 +47,9 @@ func main() {
 		slog.Error("start", "err", err) // a *exactly.ConfigError names the setting
 		os.Exit(2)
 	}
-	// The first signal drains (running effects finish, an idle long poll
-	// is cancelled at once, a busy one returns within a second); a second
-	// one cancels running effects and open polls (see the list below for
-	// what each hides).
+	// The first signal drains (running effects finish, open long polls
+	// return: within WaitTime when idle); a second one cancels running
+	// effects and open polls (see the list below for what that hides).
 	drained := make(chan struct{})
 	go func() {
 		<-ctx.Done()

@@ -389,12 +389,35 @@ func (b *batcher) sendDeletes(ctx context.Context, ops []batchOp) {
 // extensions are reported apart (opChange, opExtend); each extension learns
 // its own outcome: confirmed only when its entry is in Successful.
 func (b *batcher) sendChanges(ctx context.Context, ops []batchOp) {
-	receipts := make([]string, len(ops))
-	secs := make([]int32, len(ops))
+	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(ops))
 	for i, op := range ops {
-		receipts[i], secs[i] = op.receipt, op.visibility
+		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(op.receipt), VisibilityTimeout: op.visibility,
+		}
 	}
-	errs := changeBatch(ctx, b.client, b.url, receipts, secs)
+	out, err := b.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &b.url, Entries: entries})
+	errs := make([]error, len(ops))
+	if err != nil {
+		// It may have taken effect, or not: an extension counts as failed
+		// (and is tried again); SQS's deadline is then later than ours.
+		for i := range errs {
+			errs[i] = err
+		}
+	} else {
+		for i := range errs {
+			errs[i] = errNoResult
+		}
+		for _, s := range out.Successful {
+			if i, ok := entryIndex(s.Id, len(ops)); ok {
+				errs[i] = nil
+			}
+		}
+		for _, f := range out.Failed {
+			if i, ok := entryIndex(f.Id, len(ops)); ok {
+				errs[i] = batchError{code: aws.ToString(f.Code), msg: aws.ToString(f.Message)}
+			}
+		}
+	}
 	var failed [2]int // hand-backs, extensions
 	var first [2]error
 	for i, op := range ops {
@@ -416,41 +439,6 @@ func (b *batcher) sendChanges(ctx context.Context, ops []batchOp) {
 			b.onFail(op, failed[k], first[k])
 		}
 	}
-}
-
-// changeBatch sends one ChangeMessageVisibilityBatch, receipts[i] to
-// secs[i], and returns each entry's outcome: nil only when its entry is in
-// Successful. A request that failed may have taken effect, or not: every
-// entry then has its error.
-func changeBatch(ctx context.Context, client SQS, url string, receipts []string, secs []int32) []error {
-	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(receipts))
-	for i, r := range receipts {
-		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
-			Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r), VisibilityTimeout: secs[i],
-		}
-	}
-	out, err := client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &url, Entries: entries})
-	errs := make([]error, len(receipts))
-	if err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	for i := range errs {
-		errs[i] = errNoResult
-	}
-	for _, s := range out.Successful {
-		if i, ok := entryIndex(s.Id, len(errs)); ok {
-			errs[i] = nil
-		}
-	}
-	for _, f := range out.Failed {
-		if i, ok := entryIndex(f.Id, len(errs)); ok {
-			errs[i] = batchError{code: aws.ToString(f.Code), msg: aws.ToString(f.Message)}
-		}
-	}
-	return errs
 }
 
 // errNoResult: SQS's answer names an entry neither successful nor failed.

@@ -169,10 +169,7 @@ func setup(t *testing.T, o options) *testBundle {
 		Client: b.rec, Queues: []Queue{q}, Processor: b.proc, Concurrency: 8,
 		WaitTime: time.Second, AckDelay: 5 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: time.Millisecond,
 		ShutdownTimeout: 10 * time.Second, Observer: b.obs,
-		// Off unless a test is about it (idlestop_test.go): the request
-		// counts and visibilities the other tests assert are a busy pool's.
-		IdleVisibility: -1,
-		Log:            slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Log: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if o.config != nil {
 		o.config(&b.cfg)

@@ -58,21 +58,7 @@ const (
 	// next message.
 	DefaultAckDelay  = 50 * time.Millisecond
 	DefaultRetryBase = 1 * time.Second
-	// DefaultIdleVisibility is the visibility timeout an idle receiver's
-	// poll asks for (one whose last receive came back empty). A stop
-	// cancels such a poll at once; SQS goes on serving it, and a message it
-	// takes then is hidden for at most this long (on a FIFO queue, with its
-	// group). What such a poll brings in a running pool is extended to the
-	// queue's visibility in one ChangeMessageVisibilityBatch before any of
-	// it starts: 5 s leaves that request a wide margin to reach SQS.
-	DefaultIdleVisibility = 5 * time.Second
-	// busyWait is the wait of a poll made after one that brought messages,
-	// when the idle visibility is on: a stop waits for such a poll (it asks
-	// for the queue's visibility), so it is kept short; an empty answer
-	// makes the receiver idle, and its next poll is an idle one of the
-	// full wait.
-	busyWait        = time.Second
-	DefaultRetryMax = 5 * time.Minute
+	DefaultRetryMax  = 5 * time.Minute
 )
 
 // ReceiversFor is the default number of receivers of a queue for a pool
@@ -179,14 +165,9 @@ type Config struct {
 	MaxInFlight     int
 	ShutdownTimeout time.Duration // DefaultShutdownTimeout if 0
 	WaitTime        time.Duration // long-poll wait; DefaultWaitTime if 0
-	// IdleVisibility is the visibility an idle receiver's poll asks for;
-	// DefaultIdleVisibility if 0. Negative, or not below a queue's
-	// Visibility: that queue's polls all ask for its Visibility, and a stop
-	// waits for an open one to return (within WaitTime).
-	IdleVisibility time.Duration
-	AckDelay       time.Duration // DefaultAckDelay if 0
-	RetryBase      time.Duration // DefaultRetryBase if 0
-	RetryMax       time.Duration // DefaultRetryMax if 0
+	AckDelay        time.Duration // DefaultAckDelay if 0
+	RetryBase       time.Duration // DefaultRetryBase if 0
+	RetryMax        time.Duration // DefaultRetryMax if 0
 	// RetryInPlace is how many times a retryable failure is retried in
 	// place, with backoff, before the message goes back to SQS: the pool
 	// keeps holding it (and, in a FIFO queue, the rest of its group) hidden
@@ -261,19 +242,6 @@ type queueState struct {
 	q   *Queue
 	b   *batcher
 	vis int32 // visibility timeout asked for at receive, in seconds
-	// idleVis is the visibility an idle receiver's poll asks for, in
-	// seconds; 0: none (every poll asks for vis).
-	idleVis int32
-	// idlePoll is held by the receiver whose idle poll is open: one a
-	// queue, so that a stop abandons one poll, which can take a message
-	// sent meanwhile once (one receive of its maxReceiveCount), not once
-	// per receiver. The others wait until it brings messages (busy).
-	idlePoll chan struct{}
-	// busy is closed (and replaced) when an idle poll brings messages: the
-	// receivers waiting for idlePoll then poll at once, as busy ones, so
-	// that a burst after a quiet spell has every receiver at once.
-	busyMu sync.Mutex
-	busy   chan struct{}
 	// retryAfter is how soon a failed extension is tried again.
 	retryAfter time.Duration
 	wake       chan struct{} // asks the keeper for an early round
@@ -369,9 +337,6 @@ func New(cfg Config) (*Pool, error) {
 	}
 	cfg.ShutdownTimeout = orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	cfg.WaitTime = orDefault(cfg.WaitTime, DefaultWaitTime)
-	if cfg.IdleVisibility == 0 {
-		cfg.IdleVisibility = DefaultIdleVisibility
-	}
 	cfg.AckDelay = orDefault(cfg.AckDelay, DefaultAckDelay)
 	cfg.RetryBase = orDefault(cfg.RetryBase, DefaultRetryBase)
 	cfg.RetryMax = orDefault(cfg.RetryMax, DefaultRetryMax)
@@ -415,12 +380,8 @@ func New(cfg Config) (*Pool, error) {
 			b.step = func() { cfg.Step("flush " + name) }
 		}
 		vis := visibilitySeconds(q.Visibility)
-		var idleVis int32
-		if cfg.IdleVisibility > 0 && visibilitySeconds(cfg.IdleVisibility) < vis {
-			idleVis = visibilitySeconds(cfg.IdleVisibility)
-		}
 		p.queues = append(p.queues, &queueState{
-			q: q, b: b, vis: vis, idleVis: idleVis, idlePoll: make(chan struct{}, 1), busy: make(chan struct{}), held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
+			q: q, b: b, vis: vis, held: map[*delivery]struct{}{}, byID: map[string]*delivery{}, groups: map[string]int{}, onVisibility: cfg.OnVisibility,
 			retryAfter: time.Duration(vis) * time.Second / 16, wake: make(chan struct{}, 1),
 			onStale: func(d *delivery, err error) {
 				if ext != nil {
@@ -448,15 +409,13 @@ func orDefault(d, def time.Duration) time.Duration {
 // of that is done, within ShutdownTimeout plus the final flush. Call Force to
 // cut the grace period short. A Pool runs once.
 //
-// An idle poll (IdleVisibility; one a queue) is cancelled at once: SQS
-// keeps serving a poll its client gave up on (aws/aws-sdk-go-v2#2068), and
-// a message it takes then stays in flight for nobody, but only for the
-// idle visibility it asked for; on a FIFO queue what it had taken is asked
-// back by its receive request attempt id and handed back (recover). Other
-// polls, made after one that brought messages and waiting at most
-// busyWait, are left to return, and what they bring is handed back too:
-// they asked for the queue's visibility. The end of the grace period or
-// Force cancel them, and recover asks back what they took.
+// Long polls already under way are not cancelled but left to return (within
+// WaitTime), and what they bring is handed back too: SQS keeps serving a poll
+// its client gave up on, and the messages it takes, the handed-back ones
+// included, would stay in flight for nobody until their visibility timeout
+// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them;
+// on a FIFO queue what a cancelled poll had taken is then asked back by its
+// receive request attempt id and handed back too (recover).
 func (p *Pool) Run(ctx context.Context) {
 	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
@@ -486,8 +445,8 @@ func (p *Pool) Run(ctx context.Context) {
 		}
 	}
 	<-ctx.Done()
-	p.log.Info("shutting down: receiving stopped; idle long polls end now (a message SQS still hands one is hidden for the idle visibility at most); waiting for running effects and for busy polls, which return within a second (what they bring is handed back, not hidden); a forced stop (a second signal) ends both now",
-		"grace_ms", p.cfg.ShutdownTimeout.Milliseconds(), "wait_time_ms", p.cfg.WaitTime.Milliseconds(), "idle_visibility_ms", p.cfg.IdleVisibility.Milliseconds())
+	p.log.Info("shutting down: receiving stopped; waiting for running effects and for the long polls under way, which return within the wait time (what they bring is handed back, not hidden); a forced stop (a second signal) ends both now",
+		"grace_ms", p.cfg.ShutdownTimeout.Milliseconds(), "wait_time_ms", p.cfg.WaitTime.Milliseconds())
 	p.mu.Lock()
 	p.stopping = true
 	close(p.stopCh)
@@ -520,59 +479,29 @@ func (p *Pool) Force() {
 	}
 }
 
-// receive long-polls a queue until ctx is cancelled. A poll under way then
-// goes on until it returns or pollCtx is cancelled, unless it is idle: a
-// poll made after one that came back empty asks for the idle visibility
-// (qs.idleVis) and ends with ctx. What an idle poll brings starts only once
-// confirm has extended it to the queue's visibility.
+// receive long-polls a queue until ctx is cancelled; a poll under way then
+// goes on until it returns or pollCtx is cancelled.
 func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 	q := qs.q
 	name := sqsmsg.QueueName(q.URL)
 	failures := 0
 	var lastLog time.Time
-	idle := true // a receiver starts idle: nothing came yet
 	for ctx.Err() == nil {
-		short := idle && qs.idleVis > 0
-		if short {
-			qs.busyMu.Lock()
-			busy := qs.busy
-			qs.busyMu.Unlock()
-			select {
-			case qs.idlePoll <- struct{}{}:
-			case <-busy:
-				short, idle = false, false
-			case <-ctx.Done():
-				return
-			}
-		}
 		if !p.reserveLanes(ctx) {
-			if short {
-				<-qs.idlePoll
-			}
 			return
 		}
 		n := p.acquireInflight(ctx)
 		if n == 0 {
 			p.releaseLanes()
-			if short {
-				<-qs.idlePoll
-			}
 			return
-		}
-		vis, wait := qs.vis, qs.wait(p.cfg.WaitTime)
-		switch {
-		case short:
-			vis = qs.idleVis
-		case qs.idleVis > 0:
-			wait = min(wait, int32(busyWait/time.Second))
 		}
 		in := &sqs.ReceiveMessageInput{
 			QueueUrl:            &q.URL,
 			MaxNumberOfMessages: int32(n),
-			WaitTimeSeconds:     wait,
+			WaitTimeSeconds:     qs.wait(p.cfg.WaitTime),
 			// Ask for the visibility the keeper works with, whatever the
-			// queue's own setting is; an idle poll for the idle one.
-			VisibilityTimeout:           vis,
+			// queue's own setting is.
+			VisibilityTimeout:           qs.vis,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		}
@@ -581,20 +510,10 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 			in.ReceiveRequestAttemptId = aws.String(p.attemptID())
 		}
 		start := time.Now()
-		out, err := p.poll(ctx, pollCtx, short, in)
-		if short {
-			if err == nil && len(out.Messages) > 0 {
-				qs.busyMu.Lock()
-				close(qs.busy)
-				qs.busy = make(chan struct{})
-				qs.busyMu.Unlock()
-			}
-			<-qs.idlePoll
-		}
-		// Cancelled (an idle poll by the stop; any poll when the grace
-		// period ended, or by Force): what the poll took is asked back
-		// before the receiver ends.
-		cancelled := err != nil && (pollCtx.Err() != nil || short && ctx.Err() != nil)
+		out, err := p.cfg.Client.ReceiveMessage(pollCtx, in)
+		// Cancelled (the grace period ended, or Force): what the poll took
+		// is asked back before the receiver ends.
+		cancelled := err != nil && pollCtx.Err() != nil
 		if cancelled {
 			out, err = p.recover(qs, in, err)
 		}
@@ -616,9 +535,6 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 			continue
 		}
 		failures = 0
-		if !cancelled {
-			idle = len(out.Messages) == 0
-		}
 		p.releaseInflight(n - len(out.Messages))
 		if len(out.Messages) == 0 {
 			p.releaseLanes()
@@ -638,119 +554,27 @@ func (p *Pool) receive(ctx, pollCtx context.Context, qs *queueState) {
 		// its group's order. An SDK retry of a FIFO receive returns the
 		// first attempt's messages, visible since then too. The wait is at
 		// most half the visibility (qs.wait), so a fresh delivery has at
-		// least that left; an idle poll's may have none left, and confirm
-		// decides whether it may start.
-		until := start.Add(time.Duration(vis) * time.Second)
+		// least that left.
+		until := start.Add(time.Duration(qs.vis) * time.Second)
 		// When it came, for its span: a long poll that waited got it near
 		// the end of its wait.
 		now := time.Now()
 		arrived := now.Add(-min(now.Sub(start), time.Second))
-		// A stopping pool starts nothing: its lanes hand back what came.
-		// Checked before dispatch, so a lane that sees the stop not begun
-		// never gets an unconfirmed delivery.
-		confirming := short && ctx.Err() == nil
 		ds := make([]*delivery, len(out.Messages))
 		qs.mu.Lock()
 		for i, m := range out.Messages {
-			d := &delivery{msg: sqsmsg.ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: start, arrivedAt: arrived, raw: m, visibleUntil: until,
-				extending: confirming} // not the keeper's until confirm is done
+			d := &delivery{msg: sqsmsg.ToMessage(q.URL, m), receipt: aws.ToString(m.ReceiptHandle), receivedAt: start, arrivedAt: arrived, raw: m, visibleUntil: until}
 			qs.hold(d)
 			qs.believe(d)
 			ds[i] = d
 		}
 		qs.mu.Unlock()
-		if confirming {
-			ds = p.confirm(qs, ds)
-		}
 		p.dispatch(qs, ds)
 		p.releaseLanes()
 		if cancelled {
 			return
 		}
 	}
-}
-
-// poll makes one receive. An idle one (short) ends with ctx too: SQS goes
-// on serving it, but what it takes then is hidden for the idle visibility
-// only.
-func (p *Pool) poll(ctx, pollCtx context.Context, short bool, in *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error) {
-	if !short {
-		return p.cfg.Client.ReceiveMessage(pollCtx, in)
-	}
-	pc, cancel := context.WithCancel(pollCtx)
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	return p.cfg.Client.ReceiveMessage(pc, in)
-}
-
-// confirm extends what an idle poll brought, held at the idle visibility,
-// to the queue's, in one ChangeMessageVisibilityBatch, and returns what may
-// start: the deliveries SQS confirmed. One it did not confirm is not
-// started, nor, on a FIFO queue, anything after it in its group; they go
-// back (visibility 0), or, if that fails too, become visible within the
-// idle visibility (the queue's, if a request whose answer was lost
-// extended them). A receipt SQS refused is no longer ours. Every delivery
-// not returned is settled.
-func (p *Pool) confirm(qs *queueState, ds []*delivery) []*delivery {
-	if qs.q.FIFO {
-		sort.SliceStable(ds, func(i, j int) bool { return sqsmsg.SequenceLess(ds[i].msg.SequenceNumber, ds[j].msg.SequenceNumber) })
-	}
-	now := time.Now()
-	receipts := make([]string, len(ds))
-	secs := make([]int32, len(ds))
-	for i, d := range ds {
-		receipts[i], secs[i] = d.receipt, qs.extension(d, now, 0)
-	}
-	// No longer than the idle visibility: past it, they may be someone else's.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(qs.idleVis)*time.Second)
-	errs := changeBatch(ctx, p.cfg.Client, qs.q.URL, receipts, secs)
-	cancel()
-	var start, back, gone []*delivery
-	var firstErr error
-	blocked := map[string]bool{}
-	qs.mu.Lock()
-	for i, d := range ds {
-		d.extending = false
-		err := errs[i]
-		if err == nil {
-			// SQS counts the new timeout from when it got the request,
-			// after now.
-			if until := now.Add(time.Duration(secs[i]) * time.Second); until.After(d.visibleUntil) {
-				d.visibleUntil = until
-				qs.believe(d)
-			}
-		} else if firstErr == nil {
-			firstErr = err
-		}
-		switch {
-		case err == nil && !(qs.q.FIFO && blocked[d.msg.Group]):
-			start = append(start, d)
-			continue
-		case err != nil && staleReceipt(err):
-			d.lost = true
-			qs.onStale(d, err)
-			gone = append(gone, d)
-		default:
-			// Back at once; if SQS gave it to someone else meanwhile, it
-			// refuses this receipt.
-			back = append(back, d)
-		}
-		blocked[d.msg.Group] = true
-	}
-	qs.mu.Unlock()
-	if firstErr != nil {
-		p.log.Warn("the visibility of an idle receive's messages could not be extended: not starting them (nor what follows them in their group); handed back, or visible again within the idle visibility",
-			"queue", sqsmsg.QueueName(qs.q.URL), "messages", len(ds), "handed_back", len(back), "left_to_sqs", len(gone),
-			"idle_visibility_ms", (time.Duration(qs.idleVis) * time.Second).Milliseconds(), "err", firstErr)
-	}
-	for _, d := range back {
-		p.handBack(qs, d)
-	}
-	for _, d := range gone {
-		qs.release(d)
-		p.finish()
-	}
-	return start
 }
 
 // reserveLanes blocks until this receiver may poll: the lanes with work,
@@ -886,7 +710,10 @@ func (qs *queueState) extend(now time.Time) {
 		return cmp.Or(strings.Compare(a.msg.ID, b.msg.ID), strings.Compare(a.receipt, b.receipt))
 	})
 	for _, d := range due {
-		secs := qs.extension(d, now, qs.b.delay)
+		// SQS caps a message's visibility at 12 hours from its receipt,
+		// counted when the request reaches it: up to the batcher's delay
+		// after now, and the request's time on the way (ceilingMargin).
+		secs := min(qs.vis, int32((maxVisibility-now.Sub(d.receivedAt)-qs.b.delay-ceilingMargin)/time.Second))
 		until := now.Add(time.Duration(secs) * time.Second)
 		if secs <= 0 || !until.After(d.visibleUntil) {
 			continue
@@ -896,14 +723,6 @@ func (qs *queueState) extend(now time.Time) {
 		d.extending = true
 		qs.b.extend(d.receipt, time.Duration(secs)*time.Second, func(err error) bool { return qs.extended(d, until, err) })
 	}
-}
-
-// extension is the visibility, in seconds, an extension of d asked for at
-// now and sent within delay sets: the queue's, within SQS's cap of 12 hours
-// from the receipt, counted when the request reaches SQS (after delay, and
-// the request's time on the way: ceilingMargin).
-func (qs *queueState) extension(d *delivery, now time.Time, delay time.Duration) int32 {
-	return min(qs.vis, int32((maxVisibility-now.Sub(d.receivedAt)-delay-ceilingMargin)/time.Second))
 }
 
 // extended records the outcome of d's extension to until: the deadline
@@ -1445,17 +1264,12 @@ const recoverWait = 25 * time.Second
 // hidden and for how long, and returns an error: the receiver ends.
 func (p *Pool) recover(qs *queueState, in *sqs.ReceiveMessageInput, pollErr error) (*sqs.ReceiveMessageOutput, error) {
 	name := sqsmsg.QueueName(qs.q.URL)
-	hidden := (time.Duration(in.VisibilityTimeout) * time.Second).Milliseconds()
+	hidden := (time.Duration(qs.vis) * time.Second).Milliseconds()
 	if !qs.q.FIFO {
 		if !errors.Is(pollErr, context.Canceled) {
 			return nil, pollErr // it failed as shutdown began: it took nothing
 		}
-		// An idle poll's cancel is every idle stop's: not worth a warning.
-		level := slog.LevelWarn
-		if in.VisibilityTimeout < qs.vis {
-			level = slog.LevelInfo
-		}
-		p.log.Log(context.Background(), level, "long poll cancelled: a message it took stays hidden until its visibility timeout (a standard queue has no receive attempt id to get it back by)",
+		p.log.Warn("long poll cancelled: a message it took stays hidden until its visibility timeout (a standard queue has no receive attempt id to get it back by)",
 			"queue", name, "hidden_up_to_ms", hidden, "err", pollErr)
 		return nil, pollErr
 	}

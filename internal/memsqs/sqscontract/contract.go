@@ -140,8 +140,6 @@ func Run(t *testing.T, target Target) {
 		{"Visibility/ZeroMakesVisibleFIFO", func(t *testing.T) { c.visibilityZero(t, true) }},
 		{"Visibility/LongerKeepsHidden", c.visibilityLonger},
 		{"Visibility/ExpiryRedelivers", c.visibilityExpiry},
-		{"Visibility/ReceiveTimeoutStandard", func(t *testing.T) { c.receiveVisibility(t, false) }},
-		{"Visibility/ReceiveTimeoutFIFO", func(t *testing.T) { c.receiveVisibility(t, true) }},
 		{"Redrive/FIFO", func(t *testing.T) { c.redrive(t, true) }},
 		{"Redrive/Standard", func(t *testing.T) { c.redrive(t, false) }},
 		{"Dedup/ExplicitID", c.dedupExplicit},
@@ -416,53 +414,6 @@ func (c *suite) visibilityExpiry(t *testing.T) {
 	require.Less(t, time.Since(start), 4*time.Second)
 	require.GreaterOrEqual(t, time.Since(start), 700*time.Millisecond)
 	require.Equal(t, 2, count(again[0]))
-}
-
-// receiveVisibility: a receive's VisibilityTimeout overrides the queue's
-// (API_ReceiveMessage), and an extension of the message before it ends
-// keeps it hidden for the new timeout: what the pool's idle polls rely on
-// (a short visibility at receive, extended before the message starts).
-func (c *suite) receiveVisibility(t *testing.T, fifo bool) {
-	url, _ := c.NewQueue(t, fifo, nil, 0) // VisibilityTimeout 30
-	if fifo {
-		c.send(t, url, "short", "A", id("d"))
-		c.send(t, url, "extended", "B", id("d"))
-	} else {
-		c.send(t, url, "short", "", "")
-		c.send(t, url, "extended", "", "")
-	}
-	out, err := c.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 5, VisibilityTimeout: 1,
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-	})
-	require.NoError(t, err)
-	ms := out.Messages
-	if len(ms) < 2 { // a FIFO receive may bring one group (fauxqs: one message a group)
-		ms = append(ms, c.recvVis(t, url, 1)...)
-	}
-	require.ElementsMatch(t, []string{"short", "extended"}, bodies(ms))
-	start := time.Now()
-	for _, m := range ms {
-		if aws.ToString(m.Body) == "extended" {
-			c.setVis(t, url, m, 30)
-		}
-	}
-	again := c.recvN(t, url, 1, 10*time.Second)
-	require.Equal(t, []string{"short"}, bodies(again), "the receive's 1 s, not the queue's 30 s; the extended one stays hidden")
-	require.Less(t, time.Since(start), 8*time.Second)
-	require.Equal(t, 2, count(again[0]))
-	require.Empty(t, c.recv(t, url, 10, 2), "the extended message stays hidden")
-}
-
-// recvVis receives with a VisibilityTimeout of secs, waiting up to 5 s.
-func (c *suite) recvVis(t testing.TB, url string, secs int32) []types.Message {
-	t.Helper()
-	out, err := c.Client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 5, VisibilityTimeout: secs,
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-	})
-	require.NoError(t, err)
-	return out.Messages
 }
 
 func (c *suite) redrive(t *testing.T, fifo bool) {

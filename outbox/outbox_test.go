@@ -112,6 +112,23 @@ func (e *env) received(t *testing.T, queue string) (bodies map[string][]string, 
 	}
 }
 
+// receivedAll is received until n messages came or 30 s passed: on a loaded
+// machine an emulator's one-second poll can come back empty while a backlog of
+// large messages is still there.
+func (e *env) receivedAll(t *testing.T, queue string, n int) (bodies map[string][]string) {
+	t.Helper()
+	bodies = map[string][]string{}
+	count := 0
+	for deadline := time.Now().Add(30 * time.Second); count < n && time.Now().Before(deadline); {
+		more, _ := e.received(t, queue)
+		for g, b := range more {
+			bodies[g] = append(bodies[g], b...)
+			count += len(b)
+		}
+	}
+	return bodies
+}
+
 func msg(queue, group, body string) outbox.Message {
 	return outbox.Message{QueueURL: queue, Group: group, Body: body, ID: "id-" + body}
 }

@@ -124,7 +124,7 @@ func sweepReadsUnprocessedKeys(t *testing.T, e *env, d *readsDB, groups, size in
 	round, err = r.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, round.Published, "nothing left")
-	bodies, _ := e.received(t, e.q1)
+	bodies := e.receivedAll(t, e.q1, groups*10)
 	require.Equal(t, want, bodies, "each message once, in its group's order")
 }
 

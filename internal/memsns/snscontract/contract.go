@@ -283,7 +283,7 @@ func (c *suite) fifoFanOut(t *testing.T) {
 		url string
 		raw bool
 	}{{env, false}, {raw, true}} {
-		got := c.drain(t, q.url, len(want), 20*time.Second)
+		got := c.drain(t, q.url, len(want), 30*time.Second)
 		bodies := messages(t, got, q.raw)
 		require.ElementsMatch(t, want, bodies, "every publication once, raw=%v", q.raw)
 		last := map[string]int{}
@@ -309,7 +309,7 @@ func (c *suite) envelope(t *testing.T) {
 	} else {
 		require.Len(t, aws.ToString(out.SequenceNumber), 20, "a FIFO topic's Publish returns a sequence number")
 	}
-	m := c.drain(t, url, 1, 10*time.Second)[0]
+	m := c.drain(t, url, 1, 30*time.Second)[0]
 	require.Empty(t, m.MessageAttributes, "with raw delivery off the attributes are in the envelope only")
 	e := envelopeOf(t, m)
 	require.Equal(t, "Notification", e.Type)
@@ -336,7 +336,7 @@ func (c *suite) rawAttributes(t *testing.T) {
 	url, _ := c.subscribe(t, topic, true, true, "")
 	c.publish(t, topic, "plain body", "g", "d1", map[string]snstypes.MessageAttributeValue{
 		"idempotency-key": strAttr("k1"), "n": {DataType: aws.String("Number"), StringValue: aws.String("5")}})
-	m := c.drain(t, url, 1, 10*time.Second)[0]
+	m := c.drain(t, url, 1, 30*time.Second)[0]
 	require.Equal(t, "plain body", aws.ToString(m.Body))
 	require.Equal(t, "k1", aws.ToString(m.MessageAttributes["idempotency-key"].StringValue))
 	require.Equal(t, "String", aws.ToString(m.MessageAttributes["idempotency-key"].DataType))
@@ -362,7 +362,7 @@ func (c *suite) batch(t *testing.T) {
 	if !c.Quirks.NoSequenceNumber {
 		require.Less(t, aws.ToString(out.Successful[0].SequenceNumber), aws.ToString(out.Successful[1].SequenceNumber), "sequence numbers grow in entry order")
 	}
-	require.Equal(t, []string{"b0", "b2"}, messages(t, c.drain(t, url, 2, 10*time.Second), true), "entries delivered in order")
+	require.Equal(t, []string{"b0", "b2"}, messages(t, c.drain(t, url, 2, 30*time.Second), true), "entries delivered in order")
 }
 
 func (c *suite) dedupTopic(t *testing.T) {
@@ -373,8 +373,8 @@ func (c *suite) dedupTopic(t *testing.T) {
 	c.publish(t, topic, "two", "g", "same", nil) // a producer retry inside the window, another body even
 	c.publish(t, topic, "three", "g", "other", nil)
 	_ = first
-	require.Equal(t, []string{"one", "three"}, messages(t, c.drain(t, env, 2, 10*time.Second), false))
-	require.Equal(t, []string{"one", "three"}, messages(t, c.drain(t, raw, 2, 10*time.Second), true))
+	require.Equal(t, []string{"one", "three"}, messages(t, c.drain(t, env, 2, 30*time.Second), false))
+	require.Equal(t, []string{"one", "three"}, messages(t, c.drain(t, raw, 2, 30*time.Second), true))
 }
 
 func (c *suite) contentDedup(t *testing.T) {
@@ -382,7 +382,7 @@ func (c *suite) contentDedup(t *testing.T) {
 	url, _ := c.subscribe(t, topic, true, true, "")
 	c.publish(t, topic, "same body", "g", "", nil)
 	c.publish(t, topic, "same body", "g", "", nil)
-	got := c.drain(t, url, 1, 10*time.Second)
+	got := c.drain(t, url, 1, 30*time.Second)
 	require.NotEmpty(t, got[0].Attributes["MessageDeduplicationId"], "the topic's content dedup id is carried to the queue")
 }
 
@@ -392,12 +392,12 @@ func (c *suite) standardFanOut(t *testing.T) {
 	raw, _ := c.subscribe(t, topic, false, true, "")
 	out := c.publish(t, topic, "hello", "", "", map[string]snstypes.MessageAttributeValue{"idempotency-key": strAttr("k")})
 	require.Nil(t, out.SequenceNumber, "a standard topic has no sequence numbers")
-	m := c.drain(t, env, 1, 10*time.Second)[0]
+	m := c.drain(t, env, 1, 30*time.Second)[0]
 	e := envelopeOf(t, m)
 	require.Equal(t, "hello", e.Message)
 	require.Empty(t, e.SequenceNumber)
 	require.Equal(t, "k", e.MessageAttributes["idempotency-key"].Value)
-	r := c.drain(t, raw, 1, 10*time.Second)[0]
+	r := c.drain(t, raw, 1, 30*time.Second)[0]
 	require.Equal(t, "hello", aws.ToString(r.Body))
 	require.Equal(t, "k", aws.ToString(r.MessageAttributes["idempotency-key"].StringValue))
 }
@@ -410,8 +410,8 @@ func (c *suite) filterPolicy(t *testing.T) {
 		c.publish(t, topic, kind, "g", "d"+strconv.Itoa(i), map[string]snstypes.MessageAttributeValue{"kind": strAttr(kind)})
 	}
 	c.publish(t, topic, "none", "g", "d-none", nil)
-	require.Equal(t, []string{"deposit", "refund-full"}, messages(t, c.drain(t, url, 2, 10*time.Second), true), "exact and prefix, case-sensitive; absent attribute does not match")
-	require.Len(t, c.drain(t, all, 5, 10*time.Second), 5)
+	require.Equal(t, []string{"deposit", "refund-full"}, messages(t, c.drain(t, url, 2, 30*time.Second), true), "exact and prefix, case-sensitive; absent attribute does not match")
+	require.Len(t, c.drain(t, all, 5, 30*time.Second), 5)
 }
 
 func (c *suite) unsubscribe(t *testing.T) {
@@ -467,7 +467,7 @@ func (c *suite) limitMessageSize(t *testing.T) {
 	if c.Quirks.unenforced(LimitMessageSize) {
 		n = 2
 	}
-	c.drain(t, url, n, 10*time.Second)
+	c.drain(t, url, n, 30*time.Second)
 }
 
 func (c *suite) entries(n int, size int) []snstypes.PublishBatchRequestEntry {
@@ -544,12 +544,12 @@ func (c *suite) limitRawAttributes(t *testing.T) {
 		}
 		c.publish(t, topic, "with "+strconv.Itoa(n), "g", "d"+strconv.Itoa(n), attrs)
 	}
-	require.Equal(t, []string{"with 10", "with 11"}, messages(t, c.drain(t, env, 2, 10*time.Second), false), "an envelope carries any number")
+	require.Equal(t, []string{"with 10", "with 11"}, messages(t, c.drain(t, env, 2, 30*time.Second), false), "an envelope carries any number")
 	want := []string{"with 10"}
 	if c.Quirks.unenforced(LimitRawAttributes) {
 		want = append(want, "with 11")
 	}
-	require.Equal(t, want, messages(t, c.drain(t, raw, len(want), 10*time.Second), true), "raw delivery carries at most 10")
+	require.Equal(t, want, messages(t, c.drain(t, raw, len(want), 30*time.Second), true), "raw delivery carries at most 10")
 }
 
 func (c *suite) limitStandardToFIFO(t *testing.T) {

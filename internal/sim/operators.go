@@ -48,13 +48,15 @@ func (w *world) operate(ctx context.Context) {
 			return
 		}
 		p := w.newProc(fmt.Sprintf("operator.%d", i))
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0:
 			w.opListings(ctx, p)
 		case 1:
 			w.opForget(ctx, p, rng.IntN(1<<20), time.Duration(rng.Int64N(int64(30*time.Second))))
 		case 2:
 			w.opDryRun(ctx, p, time.Duration(1+rng.IntN(5))*time.Second, time.Duration(rng.IntN(3))*time.Second)
+		case 3:
+			w.opRedrive(ctx, w.newProc(fmt.Sprintf("redrive.operator.%d", i)), rng) // named a redrive: observeSend
 		}
 	}
 }
@@ -97,6 +99,16 @@ func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Dura
 		return
 	}
 	shown := page.Records[pick%len(page.Records)]
+	// A record whose worker is frozen after its effect's call, its commit
+	// not sent: the operator confirms just after the worker thaws, as it
+	// commits the record under the same token (hole 1's race).
+	for _, r := range page.Records {
+		if h, until := w.frozenHolder(r.Key); h != nil && until < 5*time.Minute {
+			shown, think = r, until+think%(3*time.Second)
+			w.stat("world: operator forgets of a record whose worker thaws in the pause", 1)
+			break
+		}
+	}
 	time.Sleep(think)
 	w.stat("world: operator forgets confirmed", 1)
 	err = operator.Forget(ctx, db, table, shown)
@@ -219,4 +231,22 @@ func (d *opDB) takeDeleted(key string) (map[string]ddbtypes.AttributeValue, bool
 	it, ok := d.deleted[key]
 	delete(d.deleted, key)
 	return it, ok
+}
+
+// frozenHolder is the frozen process that called key's effect last and
+// has not seen its commit, and how long until it thaws.
+func (w *world) frozenHolder(key string) (*proc, time.Duration) {
+	w.mu.Lock()
+	h := w.effectBy[key]
+	w.mu.Unlock()
+	if h == nil || !h.frozen() {
+		return nil, 0
+	}
+	h.mu.Lock()
+	open := h.open[key]
+	h.mu.Unlock()
+	if !open {
+		return nil, 0
+	}
+	return h, time.Until(time.Unix(0, h.frozenUntil.Load()))
 }

@@ -152,10 +152,14 @@ type obHalf struct {
 
 	mu        sync.Mutex
 	published map[int]bool
-	dropped   map[int]bool
-	rounds    map[string]*relayRound
-	tooLong   map[string]int // attempts per batch (its first dedup id and size)
-	gb        *gbState       // GroupBatch's breaks (groupbatch.go)
+	dropped   map[int]bool // the operator's Drop answered success (or is about to be called: tend)
+	// maybeDropped: a racing operator's Drop whose answer was an error,
+	// which may have taken effect (its answer lost): the table says.
+	maybeDropped map[int]bool
+	hadAtRead    map[int]bool // SQS had a copy when an operator read its hold (oboperators.go)
+	rounds       map[string]*relayRound
+	tooLong      map[string]int // attempts per batch (its first dedup id and size)
+	gb           *gbState       // GroupBatch's breaks (groupbatch.go)
 
 	edges bool                      // at SQS's limits on attributes, ids and groups (sqslimits.go)
 	ids   map[int]string            // lid -> the ID it was written with, in an edges world
@@ -194,7 +198,7 @@ func obBody(acct string, lid int, group, id string, size int) string {
 // the direct ones, whose sizes the lowered limit stays above).
 func (w *world) obWorkload() {
 	o := &obHalf{w: w, s: w.shape.Outbox, byKey: map[string]*msgSpec{}, byGroup: map[string][]*msgSpec{}, writeOf: map[int]string{},
-		published: map[int]bool{}, dropped: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}, gb: newGB(), ids: map[int]string{}, attrs: map[int]map[string]string{}}
+		published: map[int]bool{}, dropped: map[int]bool{}, maybeDropped: map[int]bool{}, hadAtRead: map[int]bool{}, rounds: map[string]*relayRound{}, tooLong: map[string]int{}, gb: newGB(), ids: map[int]string{}, attrs: map[int]map[string]string{}}
 	w.ob = o
 	if !o.s.On {
 		return
@@ -611,7 +615,7 @@ func (o *obHalf) published1(q string, e types.SendMessageBatchRequestEntry) {
 	if first {
 		bad = append(bad, o.obCommitOrder(context.Background(), s.group)...)
 		for _, prev := range o.byGroup[s.group][:s.gseq] {
-			if !o.published[prev.lid] && !o.dropped[prev.lid] {
+			if !o.published[prev.lid] && !o.dropped[prev.lid] && !o.tableDropped(prev) { // a racing Drop commits before it answers
 				if o.s.GroupBatch > 1 {
 					o.gbBroke(prev, s) // judged when held, or at the end (groupbatch.go)
 					break
@@ -651,7 +655,7 @@ func (o *obHalf) operate(ctx context.Context, stopRelays func()) {
 		}
 	}
 	lowered := false
-	for ctx.Err() == nil {
+	for look := 0; ctx.Err() == nil; look++ {
 		w.seq.step("operator", "look", "") // its looks fall on whole seconds, as the producer's sends do
 		now := time.Since(w.start)
 		switch {
@@ -665,6 +669,7 @@ func (o *obHalf) operate(ctx context.Context, stopRelays func()) {
 		case o.lowerTo == 0:
 			o.raised.Store(true)
 		}
+		o.obListing(ctx, look)
 		for g := range o.s.Groups {
 			o.tend(ctx, o.obGroupName(g))
 		}
@@ -730,7 +735,12 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 		w.violate("outbox: group %s held at seq %d, and outbox.ListPending does not show it held", group, h.Seq)
 	}
 	w.stat("outbox: operator found a group held", 1)
+	if hash64(w.cfg.Seed, "obrace", group, strconv.FormatInt(h.Seq, 10))%2 == 0 {
+		o.obRace(ctx, q, group, s, h)
+		return
+	}
 	if hash64(w.cfg.Seed, "drop", group, strconv.FormatInt(h.Seq, 10))%3 == 0 {
+		o.readHold(s)
 		o.mu.Lock()
 		o.dropped[s.lid] = true // before: a relay may not publish it from now on
 		o.mu.Unlock()
@@ -756,9 +766,21 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 
 // obDropped reports whether the operator dropped lid (never to be applied).
 func (w *world) obDropped(lid int) bool {
-	w.ob.mu.Lock()
-	defer w.ob.mu.Unlock()
-	return w.ob.dropped[lid]
+	o := w.ob
+	o.mu.Lock()
+	dropped, maybe := o.dropped[lid], o.maybeDropped[lid]
+	o.mu.Unlock()
+	if dropped || !maybe {
+		return dropped
+	}
+	for _, ms := range o.byGroup {
+		for _, s := range ms {
+			if s.lid == lid {
+				return o.tableDropped(s)
+			}
+		}
+	}
+	return false
 }
 
 // obSettled: everything written, the operator done with the queue's limit,
@@ -814,11 +836,16 @@ func (w *world) obCheck(ctx context.Context) {
 		for i, it := range items {
 			s := ms[i]
 			o.mu.Lock()
-			pub, drop := o.published[s.lid], o.dropped[s.lid]
+			pub, drop := o.published[s.lid], o.dropped[s.lid] || o.maybeDropped[s.lid] && it.Dropped != ""
 			o.mu.Unlock()
 			switch {
 			case it.Key != s.keyAttr:
 				w.violate("outbox: end: group %s seq %d is %s, want %s (write order)", group, it.Seq, it.Key, s.keyAttr)
+			case it.Dropped != "" && pub && !o.hadIt(s, it.Dropped):
+				w.mu.Lock()
+				story := strings.Join(w.trace[s.lid], " | ")
+				w.mu.Unlock()
+				w.violate("outbox: end: message %d is marked dropped, never published, and SQS took it (hole 3); its story: %s", s.lid, story)
 			case it.Failed != "" || it.Held != "" || it.SentAt.IsZero():
 				w.violate("outbox: end: message %d not published as it is (failed %q, held %q, marked sent %v)", s.lid, it.Failed, it.Held, !it.SentAt.IsZero())
 			case (it.Dropped != "") != drop:

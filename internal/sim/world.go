@@ -137,6 +137,7 @@ type world struct {
 	callers      map[int][]string
 	order        map[string][]int // queue|group -> logical ids in order of first application
 	excused      map[int]bool     // claim mode: the window opened for it
+	effectBy     map[string]*proc // claim mode: the process that called a key's effect last (operators.go)
 	deadLettered map[int]bool
 	// what the product sent to the DLQs and the operator's redrives back
 	dlqSent     map[int]bool
@@ -449,6 +450,10 @@ func (w *world) downstream(p *proc, s *msgSpec) {
 	p.mu.Lock()
 	p.open[s.key] = true
 	p.mu.Unlock()
+	if w.effectBy == nil {
+		w.effectBy = map[string]*proc{}
+	}
+	w.effectBy[s.key] = p
 	w.stats["downstream calls"]++
 	if w.applied[s.lid] == 1 {
 		k := s.queue + "|" + s.group

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -145,13 +144,16 @@ func (o *obHalf) readHold(s *msgSpec) {
 	}
 }
 
-// hadIt: a message marked dropped for why that SQS has is excused when its
-// hold was Reordered and SQS had it already when an operator read the
-// hold: the relay holds a group at the first message SQS had out of order,
-// or at a refused one a lost answer may have hidden a copy of
-// (docs/OUTBOX.md). o.mu held.
-func (o *obHalf) hadIt(s *msgSpec, why string) bool {
-	return strings.HasPrefix(why, outbox.ReorderedHold) && o.hadAtRead[s.lid]
+// hadIt: a message marked dropped that SQS has is excused when SQS had it
+// already when an operator read the hold: the relay holds a group at the
+// first message SQS had out of order (a Reordered hold), or at a refused
+// one an earlier relay's copy, its answer or progress lost, reached SQS
+// before the refusal (a size hold after the queue's limit was lowered).
+// Drop's promise is about what the relay publishes after the hold
+// (docs/DESIGN.md, "The outbox: what remains"). A copy SQS took after the
+// read is never excused (hole 3). o.mu held.
+func (o *obHalf) hadIt(s *msgSpec, _ string) bool {
+	return o.hadAtRead[s.lid]
 }
 
 // tableDropped reports whether the table marks s dropped.

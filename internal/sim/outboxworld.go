@@ -838,6 +838,9 @@ func (w *world) obCheck(ctx context.Context) {
 			o.mu.Lock()
 			pub, drop := o.published[s.lid], o.dropped[s.lid] || o.maybeDropped[s.lid] && it.Dropped != ""
 			o.mu.Unlock()
+			if it.Dropped != "" && pub && o.hadIt(s, it.Dropped) {
+				w.stat("window: outbox: dropped at a hold, and SQS had a copy from before it (DESIGN.md, The outbox: what remains)", 1)
+			}
 			switch {
 			case it.Key != s.keyAttr:
 				w.violate("outbox: end: group %s seq %d is %s, want %s (write order)", group, it.Seq, it.Key, s.keyAttr)

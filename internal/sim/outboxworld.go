@@ -736,7 +736,9 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 	}
 	w.stat("outbox: operator found a group held", 1)
 	if hash64(w.cfg.Seed, "obrace", group, strconv.FormatInt(h.Seq, 10))%2 == 0 {
-		o.obRace(ctx, q, group, s, h)
+		if o.raised.Load() || reordered { // as a release is meant: once the cause is gone
+			o.obRace(ctx, q, group, s, h)
+		}
 		return
 	}
 	if hash64(w.cfg.Seed, "drop", group, strconv.FormatInt(h.Seq, 10))%3 == 0 {

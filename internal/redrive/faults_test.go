@@ -123,8 +123,9 @@ func TestRedriveKeepsAGroupBehindItsFailedMessage(t *testing.T) {
 // TestRedriveWholeBatchErrorDeletesNothing: a SendMessageBatch that fails
 // as a whole deletes none of its messages, whether it failed before taking
 // effect or took effect and lost its response; a second redrive then moves
-// what stayed, and the copies that did arrive are not doubled (the same
-// MessageDeduplicationId) nor reordered.
+// what stayed, in order. A copy that did arrive arrives again (each move's
+// copy has a dedup id of its own: TestRedriveAfterAnUnconfirmedCopyKeepsTheGroupsOrder
+// says why), with the same key.
 func TestRedriveWholeBatchErrorDeletesNothing(t *testing.T) {
 	t.Parallel()
 	for _, applied := range []bool{false, true} {
@@ -151,8 +152,61 @@ func TestRedriveWholeBatchErrorDeletesNothing(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, 2, res.Moved, "A2 and A3 stayed in the DLQ and move now")
 				require.Empty(t, drain(t, c, dlq))
-				require.Equal(t, map[string][]string{"A": {"A1", "A2", "A3"}, "B": {"B1"}}, bodiesOf(t, c, url))
+				want := map[string][]string{"A": {"A1", "A2", "A3"}, "B": {"B1"}}
+				if applied {
+					// The lost batch's copy of A2 arrived; the second move
+					// sends A2 again, ahead of A3 (one key: applied once).
+					want["A"] = []string{"A1", "A2", "A2", "A3"}
+				}
+				require.Equal(t, want, bodiesOf(t, c, url))
 			})
 		})
 	}
+}
+
+// TestRedriveAfterAnUnconfirmedCopyKeepsTheGroupsOrder: a move's
+// SendMessageBatch takes effect and loses its answer, so A2 stays in the DLQ
+// while its copy is in the queue; a worker takes the copy, A2 fails again
+// and is dead-lettered anew, behind A3. A second move within five minutes
+// must put A2 back ahead of A3. Before the fix the copy's dedup id was
+// "redrive-<DLQ message id>", the same in both moves: SQS dropped the second
+// copy of A2 as a duplicate of the first (already consumed), A3 went in
+// first, and A2's new incarnation after it, the group's order inverted.
+// Now a copy's dedup id is unique per receive of the DLQ message; a copy
+// that arrives twice is the same logical message (same idempotency-key),
+// which the ledger applies once.
+func TestRedriveAfterAnUnconfirmedCopyKeepsTheGroupsOrder(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := &faultySQS{Server: memsqs.New(), failCall: 1, applied: true}
+		url, dlq := testenv.NewQueue(t, c, true, nil, 3)
+		sendFIFO(t, c, dlq, "A", "A2", "A2", map[string]types.MessageAttributeValue{"idempotency-key": str("k2")})
+		sendFIFO(t, c, dlq, "A", "A3", "A3", map[string]types.MessageAttributeValue{"idempotency-key": str("k3")})
+		time.Sleep(time.Millisecond)
+
+		cfg := redrive.Config{DLQ: dlq, Queue: url, Wait: time.Second, Visibility: 10 * time.Second}
+		_, err := redrive.Run(context.Background(), c, cfg)
+		require.ErrorIs(t, err, errLost)
+
+		// A worker takes A2's copy; A2 fails again: a new DLQ message.
+		copies := drain(t, c, url)
+		require.Len(t, copies, 1)
+		require.Equal(t, "A2", aws.ToString(copies[0].Body))
+		sendFIFO(t, c, dlq, "A", "dlq-again", "A2", copies[0].MessageAttributes)
+
+		time.Sleep(10 * time.Second) // A2 and A3 visible again in the DLQ
+		c.failCall = 0
+		cfg.Before = time.Time{}
+		_, err = redrive.Run(context.Background(), c, cfg)
+		require.NoError(t, err)
+		got := drain(t, c, url)
+		var bodies, keys []string
+		for _, m := range got {
+			bodies = append(bodies, aws.ToString(m.Body))
+			keys = append(keys, aws.ToString(m.MessageAttributes["idempotency-key"].StringValue))
+		}
+		require.Equal(t, []string{"A2", "A3", "A2"}, bodies, "A2 goes back ahead of A3")
+		require.Equal(t, []string{"k2", "k3", "k2"}, keys, "both copies of A2 carry its key: the ledger applies it once")
+		require.Empty(t, drain(t, c, dlq))
+	})
 }

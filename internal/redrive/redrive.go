@@ -2,18 +2,22 @@
 // they came from, keeping what makes them the same logical messages: body,
 // message attributes, group, and the dedup key (an idempotency-key attribute
 // set to what the auto key source read, when the message has none). Each
-// copy gets a fresh MessageDeduplicationId derived from the dead-letter
-// message, so that SQS's five-minute window can neither drop the replay of
-// a message sent moments ago nor let a retried move of the same dead-letter
-// message in twice.
+// copy gets a fresh MessageDeduplicationId derived from this receive of the
+// dead-letter message (CopyDeduplicationID), so that SQS's five-minute
+// window drops neither the replay of a message sent moments ago nor a
+// second move of a dead-letter message whose earlier copy was consumed and
+// failed again.
 package redrive
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,6 +27,7 @@ import (
 	"github.com/exactlyonce/exactly/effect"
 	"github.com/exactlyonce/exactly/internal/dedup"
 	"github.com/exactlyonce/exactly/internal/sqsmsg"
+	"github.com/exactlyonce/exactly/outbox"
 )
 
 // SQS is the part of the SQS client a redrive uses.
@@ -214,8 +219,8 @@ func listed(m effect.Message) Listed {
 // group stops at its first message that cannot be copied, and it and the
 // rest of its group stay in the DLQ, in order, while other groups go on. A
 // SendMessageBatch that fails as a whole ends the move, deleting none of its
-// messages: it may have taken effect, and a retried move of the same DLQ
-// message reuses its MessageDeduplicationId.
+// messages: it may have taken effect; a copy that arrives twice (this
+// move's and a later one's) is one logical message, with one dedup key.
 func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Message, views []effect.Message) (int, error) {
 	var stop error
 	fail := func(err error) {
@@ -240,7 +245,7 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 				return e, false
 			}
 			e.MessageGroupId = aws.String(msg.Group)
-			e.MessageDeduplicationId = aws.String("redrive-" + msg.ID)
+			e.MessageDeduplicationId = aws.String(CopyDeduplicationID(msg.ID, aws.ToString(m.ReceiptHandle)))
 		}
 		return e, true
 	}
@@ -287,7 +292,8 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 		out, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &cfg.Queue, Entries: entries})
 		if err != nil {
 			// Nothing of this batch is deleted: its copies may have arrived,
-			// and a retried move gives them the same dedup ids.
+			// and a later move sends them again (same keys: the ledger
+			// applies each once).
 			sendErr = fmt.Errorf("send to %s: %w", sqsmsg.QueueName(cfg.Queue), err)
 			break
 		}
@@ -307,9 +313,8 @@ func move(ctx context.Context, c SQS, cfg Config, fifo bool, msgs []types.Messag
 		// An entry the answer names neither as sent nor as failed has not
 		// moved, as far as anyone can tell: it stops its group like a
 		// failure, so that no later message of the group goes ahead of it.
-		// Not deleted, it stays in the DLQ; if its copy did arrive, a move
-		// within five minutes reuses its MessageDeduplicationId and the
-		// ledger drops a later one (same key).
+		// Not deleted, it stays in the DLQ; if its copy did arrive, the
+		// ledger drops a later move's copy (same key).
 		for _, e := range entries {
 			if i, _ := strconv.Atoi(aws.ToString(e.Id)); !answered[i] {
 				stopped[views[i].Group] = true
@@ -358,4 +363,44 @@ func entrySize(e types.SendMessageBatchRequestEntry) int {
 		n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 	}
 	return n
+}
+
+// copyPrefix starts the MessageDeduplicationId of every redrive copy.
+const copyPrefix = "redrive-"
+
+// CopyDeduplicationID is the MessageDeduplicationId of the copy a redrive
+// sends back for the DLQ message messageID, received under receiptHandle:
+// "redrive-<messageID>-<16 hex digits of the receipt handle's SHA-256>", or
+// "redrive-sha256-<hex SHA-256 of both>" should that not be a valid dedup id.
+//
+// It is fresh per receive of the DLQ message. The original's dedup id may be
+// inside SQS's five-minute window, which would silently drop the copy; and a
+// DLQ message an earlier move did copy without learning so (its answer
+// lost) may since have been consumed, failed again and come back to the DLQ
+// behind later messages of its group: a second move must put it back ahead
+// of them, which a dedup id fixed per DLQ message would have SQS drop. Two
+// copies that both arrive carry one dedup key (idempotency-key), so the
+// ledger applies the message once.
+func CopyDeduplicationID(messageID, receiptHandle string) string {
+	r := sha256.Sum256([]byte(receiptHandle))
+	id := copyPrefix + messageID + "-" + hex.EncodeToString(r[:8])
+	if outbox.ValidID(id) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(messageID + "\x00" + receiptHandle))
+	return copyPrefix + "sha256-" + hex.EncodeToString(sum[:])
+}
+
+// CopiedFrom is the DLQ message id a redrive copy's MessageDeduplicationId
+// names (false for an id CopyDeduplicationID did not make, or made hashed).
+func CopiedFrom(dedupID string) (string, bool) {
+	rest, ok := strings.CutPrefix(dedupID, copyPrefix)
+	if !ok || strings.HasPrefix(rest, "sha256-") {
+		return "", false
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i <= 0 || len(rest)-i-1 != 16 {
+		return "", false
+	}
+	return rest[:i], true
 }

@@ -2,8 +2,8 @@ package sim
 
 import (
 	"context"
+	"github.com/exactlyonce/exactly/internal/redrive"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -70,7 +70,7 @@ func (w *world) noteCopy(lid int, id, dedupID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.ids[lid] = append(x.ids[lid], id)
-	if src, ok := strings.CutPrefix(dedupID, "redrive-"); ok {
+	if src, ok := redrive.CopiedFrom(dedupID); ok {
 		x.from[id] = src
 	}
 }

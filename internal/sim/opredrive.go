@@ -154,12 +154,8 @@ func (s *opRedriveSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessage
 
 // dlqID is the DLQ message id a redrive copy's dedup id names.
 func (s *opRedriveSQS) dlqID(dedupID string) string {
-	for _, ids := range s.order {
-		for _, id := range ids {
-			if dedupID == "redrive-"+id {
-				return id
-			}
-		}
+	if id, ok := redrive.CopiedFrom(dedupID); ok {
+		return id
 	}
 	return dedupID
 }

@@ -135,7 +135,7 @@ func TestAFailedEntryBeforeATakenOneHoldsTheGroup(t *testing.T) {
 		require.Zero(t, round.Published, "a held group waits for an operator")
 		require.Equal(t, 1, round.Held)
 
-		require.NoError(t, outbox.Release(ctx, e.db, e.table, e.q1, "a"))
+		require.NoError(t, outbox.Release(ctx, e.db, e.table, e.q1, "a", "id-a3"))
 		round, err = r.Sweep(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 3, round.Published, "a3, and a4 and a5 again")

@@ -47,7 +47,14 @@ func GroupHeld(ctx context.Context, db API, table, queue, group string) (h Held,
 // Release lets the relay publish a held group again, from the held message
 // as it is: after the cause is gone (the queue's MaximumMessageSize raised
 // again, ...). Should SQS refuse it again, the group is held again.
-func Release(ctx context.Context, db API, table, queue, group string) error {
+//
+// id names the held message the operator saw (as Drop's does): Release is
+// refused with ErrNotHeld when the group is no longer held at that message,
+// or its hold changed since Release read it. Between an operator's read and
+// a confirmation, another operator may have dropped or released the
+// message and the relay held the group again, for a reason nobody saw (a
+// Reordered break: the consumers may have had messages out of order).
+func Release(ctx context.Context, db API, table, queue, group, id string) error {
 	h, ok, err := GroupHeld(ctx, db, table, queue, group)
 	if err != nil {
 		return err
@@ -76,13 +83,33 @@ func Release(ctx context.Context, db API, table, queue, group string) error {
 		}},
 		{Update: &types.Update{
 			TableName: &table, Key: map[string]types.AttributeValue{outboxschema.AttrPK: str(pk), outboxschema.AttrSK: num(h.Seq)},
-			UpdateExpression: aws.String("REMOVE #held"), ExpressionAttributeNames: map[string]string{"#held": outboxschema.AttrHeld},
+			UpdateExpression:          aws.String("REMOVE #held"),
+			ConditionExpression:       aws.String("#id = :id"),
+			ExpressionAttributeNames:  map[string]string{"#held": outboxschema.AttrHeld, "#id": outboxschema.AttrID},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(id)},
 		}},
 	}})
-	if err != nil {
+	if err := heldRefusal(err, group, queue, h.Seq, id); err != nil {
 		return fmt.Errorf("outbox: release group %q of %s: %w", group, queue, err)
 	}
 	return nil
+}
+
+// heldRefusal reads the answer of an operator's transaction on a held group
+// (the head's condition first, the held message's second): a condition that
+// failed is ErrNotHeld, saying which.
+func heldRefusal(err error, group, queue string, seq int64, id string) error {
+	var tce *types.TransactionCanceledException
+	if err == nil || !errors.As(err, &tce) || len(tce.CancellationReasons) != 2 {
+		return err
+	}
+	switch {
+	case aws.ToString(tce.CancellationReasons[1].Code) == "ConditionalCheckFailed":
+		return fmt.Errorf("%w: the held message of group %q of %s is number %d, whose id is not %q", ErrNotHeld, group, queue, seq, id)
+	case aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed":
+		return fmt.Errorf("%w: group %q of %s was released or held again since it was read", ErrNotHeld, group, queue)
+	}
+	return err
 }
 
 // Drop skips a held group's held message, whose ID the operator names (a
@@ -147,14 +174,10 @@ func Drop(ctx context.Context, db API, table, queue, group, id string) error {
 			return nil
 		}
 		var tce *types.TransactionCanceledException
-		if errors.As(err, &tce) && len(tce.CancellationReasons) == 2 {
-			switch {
-			case aws.ToString(tce.CancellationReasons[1].Code) == "ConditionalCheckFailed":
-				return fmt.Errorf("%w: the held message of group %q of %s is number %d, whose id is not %q", ErrNotHeld, group, queue, h.heldSeq, id)
-			case aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" && attempt < 3:
-				continue // a message was added, or the group released: read again (a release is refused)
-			}
+		if errors.As(err, &tce) && len(tce.CancellationReasons) == 2 && attempt < 3 &&
+			aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" && aws.ToString(tce.CancellationReasons[1].Code) != "ConditionalCheckFailed" {
+			continue // a message was added, or the group released: read again (a release is refused)
 		}
-		return fmt.Errorf("outbox: drop message %q of group %q of %s: %w", id, group, queue, err)
+		return fmt.Errorf("outbox: drop message %q of group %q of %s: %w", id, group, queue, heldRefusal(err, group, queue, h.heldSeq, id))
 	}
 }

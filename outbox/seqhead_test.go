@@ -119,7 +119,7 @@ func TestABreakALostAnswerHidIsCaughtWhenTheRunIsNotSentWhole(t *testing.T) {
 			require.Equal(t, 1, round.Held)
 			require.Zero(t, round.Reordered)
 			f.refuse = ""
-			require.NoError(t, outbox.Release(ctx, e.db, e.table, e.q1, "a"))
+			require.NoError(t, outbox.Release(ctx, e.db, e.table, e.q1, "a", "id-a3"))
 			round, err = r.Sweep(ctx)
 			require.NoError(t, err)
 			require.Equal(t, 1, round.Reordered)
@@ -295,7 +295,7 @@ func TestAReorderedHoldReleasedOrDroppedIsNotHeldAgain(t *testing.T) {
 				if drop {
 					require.NoError(t, outbox.Drop(ctx, e.db, e.table, e.q1, "a", "id-a4"))
 				} else {
-					require.NoError(t, outbox.Release(ctx, e.db, e.table, e.q1, "a"))
+					require.NoError(t, outbox.Release(ctx, e.db, e.table, e.q1, "a", "id-a4"))
 				}
 				round, err = r.Sweep(ctx)
 				require.NoError(t, err)

@@ -280,10 +280,12 @@ reason the producer could not know (the queue's MaximumMessageSize lowered
 under it, ...): it publishes nothing more of the group, and worker outbox
 shows the message as "held: <why>". Decide with:
 
-  worker outbox release --queue URL --group G
+  worker outbox release --queue URL --group G --id ID
       publish the group again from the held message, as it is (after
       fixing the cause: raising MaximumMessageSize, ...). Refused again,
-      it is held again.
+      it is held again. ID must be the held message's id, as worker
+      outbox shows it: a group held since at another message (or for
+      another reason) is not released unseen.
   worker outbox drop --queue URL --group G --id ID
       skip the held message (ID must be its id, as worker outbox shows
       it): it is marked dropped, never published, and the rest of the
@@ -297,9 +299,7 @@ func outboxHeldCommand(ctx context.Context, sub string, args []string, stdout, s
 	fs.String(&table, "outbox-table", "WORKER_OUTBOX_TABLE", DefaultOutboxTable, "DynamoDB outbox table")
 	fs.String(&queue, "queue", "", "", "queue URL of the held group")
 	fs.String(&group, "group", "", "", "the held message group")
-	if sub == "drop" {
-		fs.String(&id, "id", "", "", "id of the held message to drop (a guard: worker outbox shows it)")
-	}
+	fs.String(&id, "id", "", "", "id of the held message to "+sub+" (a guard: worker outbox shows it)")
 	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
 		fmt.Fprint(stderr, outboxHeldUsage+"\n")
 	}
@@ -309,8 +309,8 @@ func outboxHeldCommand(ctx context.Context, sub string, args []string, stdout, s
 	switch {
 	case queue == "" || group == "":
 		return config.Errorf("worker outbox %s needs --queue (the queue URL) and --group", sub)
-	case sub == "drop" && id == "":
-		return config.Errorf("worker outbox drop needs --id: the held message's id, as worker outbox --queue --group shows it")
+	case id == "":
+		return config.Errorf("worker outbox %s needs --id: the held message's id, as worker outbox --queue --group shows it", sub)
 	}
 	cl, err := newClients(ctx, lookup, nil)
 	if err != nil {
@@ -318,7 +318,7 @@ func outboxHeldCommand(ctx context.Context, sub string, args []string, stdout, s
 	}
 	defer cl.close()
 	if sub == "release" {
-		if err := outbox.Release(ctx, cl.dynamo, table, queue, group); err != nil {
+		if err := outbox.Release(ctx, cl.dynamo, table, queue, group, id); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "released group %s of %s: the relay publishes it again from the held message\n", group, queue)

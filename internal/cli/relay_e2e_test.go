@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,10 @@ func TestOutboxHeldCommands(t *testing.T) {
 
 	require.Contains(t, runCLI(t, "outbox", "drop", "--outbox-table", table, "--queue", url, "--group", "b", "--id", "id-b1"), "dropped message id-b1")
 	setMax("262144")
-	require.Contains(t, runCLI(t, "outbox", "release", "--outbox-table", table, "--queue", url, "--group", "a"), "released group a")
+	out, err := exec.Command(workerBin, "outbox", "release", "--outbox-table", table, "--queue", url, "--group", "a", "--id", "id-a2").CombinedOutput()
+	require.Error(t, err, "a2 is not the held message: %s", out)
+	require.Contains(t, string(out), "not held")
+	require.Contains(t, runCLI(t, "outbox", "release", "--outbox-table", table, "--queue", url, "--group", "a", "--id", "id-a1"), "released group a")
 	round, err = relay.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, round.Published, "a1, a2 and b2")

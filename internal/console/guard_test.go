@@ -165,6 +165,7 @@ func TestTokenBoundToTarget(t *testing.T) {
 		{"/dlq/preview?queue=orders.fifo&group=acct-9", "/dlq/redrive", "queue", w.Queue},
 		{"/outbox/release?" + held, "/outbox/release", "group", w.PendingGroup},
 		{"/outbox/release?" + held, "/outbox/release", "queue", w.Queue},
+		{"/outbox/release?" + held, "/outbox/release", "id", "confirm-1701"},
 		{"/outbox/drop?" + held, "/outbox/drop", "id", "confirm-1701"},
 		{"/outbox/drop?" + held, "/outbox/drop", "group", w.PendingGroup},
 	} {

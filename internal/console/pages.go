@@ -579,11 +579,15 @@ func (c *Console) release(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	err = outbox.Release(r.Context(), c.cfg.DB, c.cfg.OutboxTable, queue, group)
-	c.log.Info("console: outbox release", "table", c.cfg.OutboxTable, "queue", queue, "group", group, "err", err)
+	id := r.PostForm.Get("id")
+	if id == "" {
+		return "", nil, badRequest("the release form is malformed (id): go back and reload it")
+	}
+	err = outbox.Release(r.Context(), c.cfg.DB, c.cfg.OutboxTable, queue, group, id)
+	c.log.Info("console: outbox release", "table", c.cfg.OutboxTable, "queue", queue, "group", group, "id", id, "err", err)
 	switch {
 	case errors.Is(err, outbox.ErrNotHeld):
-		return "", nil, conflict("group %q of %s is not held (released or dropped already?)", group, sqsmsg.QueueName(queue))
+		return "", nil, conflict("not released: %v (released, dropped or held again since the page was shown: reload it)", err)
 	case err != nil:
 		return "", nil, err
 	}

@@ -39,7 +39,7 @@ func newTokens(secret []byte, ttl time.Duration, now func() time.Time) *tokens {
 var bound = map[string][]string{
 	"/forget":         {"key", "token", "status", "lease"},
 	"/dlq/redrive":    {"queue", "group", "before", "max"},
-	"/outbox/release": {"queue", "group"},
+	"/outbox/release": {"queue", "group", "id"},
 	"/outbox/drop":    {"queue", "group", "id"},
 }
 

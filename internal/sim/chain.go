@@ -549,7 +549,7 @@ func (c *chain) operate(ctx context.Context) {
 		}
 		for g := range chainSizeGroups {
 			group := fmt.Sprint("s", g)
-			h, held, err := outbox.GroupHeld(ctx, c.db, chainOutbox, c.urls[chainSizes], group)
+			it, h, held, err := outbox.HeldItem(ctx, c.db, chainOutbox, c.urls[chainSizes], group)
 			if err != nil || !held {
 				continue
 			}
@@ -557,7 +557,7 @@ func (c *chain) operate(ctx context.Context) {
 			if !strings.Contains(h.Why, "InvalidParameterValue") {
 				c.violate("sizes: group %s held for %q, not its size", group, h.Why)
 			}
-			if err := outbox.Release(ctx, c.db, chainOutbox, c.urls[chainSizes], group); err != nil {
+			if err := outbox.Release(ctx, c.db, chainOutbox, c.urls[chainSizes], group, it.ID); err != nil {
 				c.violate("sizes: release %s: %v", group, err)
 			}
 		}

@@ -77,14 +77,18 @@ func (o *obHalf) obRace(ctx context.Context, q, group string, s *msgSpec, h outb
 	wg.Go(func() {
 		p := w.newProc(fmt.Sprintf("oboperator.%s.%d.release", group, h.Seq))
 		db := &slowGets{API: &cDynamo{p: p, inner: w.db}, latency: r("release link", 4)}
-		if _, held, err := outbox.GroupHeld(ctx, db, obTable, w.urls[q], group); err != nil || !held {
+		it, _, held, err := outbox.HeldItem(ctx, db, obTable, w.urls[q], group)
+		if err != nil || !held {
 			return
 		}
 		time.Sleep(r("release think", 10))
-		err := outbox.Release(ctx, db, obTable, w.urls[q], group)
+		err = outbox.Release(ctx, db, obTable, w.urls[q], group, it.ID)
 		w.obTrace(s.lid, "%s: Release answered %v", p.id, err)
-		if err == nil {
+		switch {
+		case err == nil:
 			w.stat("outbox: racing operator released a held group", 1)
+		case errors.Is(err, outbox.ErrNotHeld):
+			w.stat("outbox: racing operator's release refused (not held as read)", 1)
 		}
 	})
 	wg.Wait()

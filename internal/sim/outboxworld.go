@@ -759,7 +759,7 @@ func (o *obHalf) tend(ctx context.Context, group string) {
 	if !o.raised.Load() && !reordered {
 		return
 	}
-	if err := outbox.Release(ctx, w.db, obTable, w.urls[q], group); err != nil {
+	if err := outbox.Release(ctx, w.db, obTable, w.urls[q], group, it.ID); err != nil {
 		w.violate("outbox: operator: release group %s: %v", group, err)
 		return
 	}

@@ -49,3 +49,29 @@ func TestAppliedFromCopyIsTheRunsDelivery(t *testing.T) {
 		t.Fatal("applied from the redrive copy, not judged so")
 	}
 }
+
+// TestFailedAgainBeforeIsWithinOneRedriveRun: a redrive run sent message 1
+// back, it failed again (the product dead-lettered it anew), then the run
+// sent message 2's copy: 2 may go ahead of 1, as behind any message a worker
+// dead-letters (seed 1948 of the operator worlds). A message that failed
+// again after an earlier run is one this run found in the DLQ: its group
+// waits for it, and 2 going ahead is a broken order.
+func TestFailedAgainBeforeIsWithinOneRedriveRun(t *testing.T) {
+	for _, c := range []struct {
+		name, first string
+		want        bool
+	}{{"the same run", "redrive.operator.2", true}, {"an earlier run", "redrive.0", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			w := &world{moveEvt: map[int][]int{}, redriveEvt: map[int][]evtBy{}, copyEvt: map[string]evtBy{}}
+			w.redriveEvt[1] = []evtBy{{1, c.first}}
+			w.moveEvt[1] = []int{2}
+			w.copyEvt["copy-of-2"] = evtBy{3, "redrive.operator.2"}
+			if got := w.failedAgainBefore(1, "copy-of-2"); got != c.want {
+				t.Fatalf("failedAgainBefore = %v, want %v", got, c.want)
+			}
+			if w.failedAgainBefore(1, "unknown") {
+				t.Fatal("a copy the world did not see sent")
+			}
+		})
+	}
+}

@@ -232,6 +232,8 @@ func (w *world) check(ctx context.Context) {
 				switch {
 				case w.inDLQAt(a, ab):
 					continue // a was in a DLQ when b was applied (again, after a redrive of a)
+				case bDead && w.failedAgainBefore(a, w.appliedVia[b]):
+					continue // a failed again after its redrive, and was in a DLQ when b's copy was sent
 				case aLeft && la <= ab && !bDead:
 					continue // a was in the DLQ while b went on from the queue
 				case aDead && bDead && lb < la:

@@ -153,6 +153,12 @@ type world struct {
 	// moves and redrives: every time lid went to a DLQ (as worldMoved and
 	// markDLQ date it) and every redrive copy sent back: inDLQAt.
 	moves, redrives map[int][]time.Duration
+	// The same in the order they happened (several may share an instant of
+	// virtual time), with when each redrive copy was sent: failedAgainBefore.
+	evt        int
+	moveEvt    map[int][]int
+	redriveEvt map[int][]evtBy
+	copyEvt    map[string]evtBy // redrive copy's SQS message id -> its send
 
 	flaked map[int]bool // swarm.go: messages whose downstream failed once
 
@@ -196,6 +202,40 @@ func (w *world) worldMoved(id string, lid int) {
 		w.dlqAt[lid] = at
 	}
 	w.moves[lid] = append(w.moves[lid], at)
+	w.evt++
+	w.moveEvt[lid] = append(w.moveEvt[lid], w.evt)
+}
+
+// evtBy is a redrive copy's send: its place among the world's events, and
+// the redrive run (its process) that sent it.
+type evtBy struct {
+	e    int
+	proc string
+}
+
+// failedAgainBefore reports whether lid was in a DLQ, having failed again
+// after the very redrive run that sent the copy with SQS id copyID had sent
+// lid back, when it sent that copy (as the events happened, not their
+// instants): a redrive leaves a message that fails again meanwhile in the
+// DLQ and moves the rest of its group on, as a worker does with a message
+// it dead-letters. (A message that failed again after an earlier run is
+// one the run found in the DLQ: its group waits for it.) w.mu held or the
+// world stopped.
+func (w *world) failedAgainBefore(lid int, copyID string) bool {
+	c, ok := w.copyEvt[copyID]
+	if !ok {
+		return false
+	}
+	var rd evtBy
+	for _, x := range w.redriveEvt[lid] {
+		if x.e < c.e && x.e > rd.e {
+			rd = x
+		}
+	}
+	if rd.e == 0 || rd.proc != c.proc {
+		return false
+	}
+	return slices.ContainsFunc(w.moveEvt[lid], func(m int) bool { return m > rd.e && m < c.e })
 }
 
 // inDLQAt reports whether lid was in a DLQ at t: its latest move by then
@@ -331,6 +371,8 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 		w.dlqSentLast[lid] = time.Since(w.start)
 		w.noteArrived(msgID, time.Since(w.start))
 		w.markDLQ(lid)
+		w.evt++
+		w.moveEvt[lid] = append(w.moveEvt[lid], w.evt)
 		w.stats["path: DLQ move (product)"]++
 	case strings.HasPrefix(p.id, "redrive"):
 		w.redriven[lid] = true
@@ -339,6 +381,9 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 			w.redrivenAt[lid] = time.Since(w.start)
 		}
 		w.redrives[lid] = append(w.redrives[lid], time.Since(w.start))
+		w.evt++
+		w.redriveEvt[lid] = append(w.redriveEvt[lid], evtBy{w.evt, p.id})
+		w.copyEvt[msgID] = evtBy{w.evt, p.id}
 		w.stats["path: redrive copy"]++
 	}
 }
@@ -550,7 +595,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{}, dlqSentLast: map[int]time.Duration{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
-		appliedAt: map[int]time.Duration{}, appliedVia: map[int]string{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{},
+		appliedAt: map[int]time.Duration{}, appliedVia: map[int]string{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{}, moveEvt: map[int][]int{}, redriveEvt: map[int][]evtBy{}, copyEvt: map[string]evtBy{},
 		wide: newWidened(cfg.Seed), copies: newCopies(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}

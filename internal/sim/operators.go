@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -51,6 +53,9 @@ func (w *world) operate(ctx context.Context) {
 		switch rng.IntN(4) {
 		case 0:
 			w.opListings(ctx, p)
+			// and a lookup, drawn apart from the stream (the seeds'
+			// other draws stay what they were)
+			w.opFind(ctx, p, int(hash64(w.cfg.Seed, "opfind", strconv.Itoa(i))%(1<<20)))
 		case 1:
 			w.opForget(ctx, p, rng.IntN(1<<20), time.Duration(rng.Int64N(int64(30*time.Second))))
 		case 2:
@@ -166,6 +171,69 @@ func (w *world) opDryRun(ctx context.Context, p *proc, vis, latency time.Duratio
 			return
 		}
 		seen[l.ID] = true
+	}
+}
+
+// opFind looks a dead-lettered message of Q1 up as the console's "Find a
+// message" and `worker find` do (operator.ScopedKey, then operator.Find:
+// its record, and a search of its DLQ as a dry run lists it), by its key or
+// by the message id the worker's "moved to the dead-letter queue" line
+// logged. Judged: a message the world knows is in DLQ1 (the product's copy
+// sent, no redrive since, before the search and after it) is not reported
+// "not in" DLQ1 by a search that read all of DLQ1, none of it hidden by
+// another reader (hole 6); one it met is named by its own key.
+func (w *world) opFind(ctx context.Context, p *proc, pick int) {
+	w.mu.Lock()
+	now := time.Since(w.start)
+	var cands []int
+	for _, lid := range slices.Sorted(maps.Keys(w.dlqSrc)) {
+		if s := w.byLid[lid]; s != nil && s.queue == q1Name && w.inDLQAt(lid, now) {
+			cands = append(cands, lid)
+		}
+	}
+	w.mu.Unlock()
+	if len(cands) == 0 {
+		return
+	}
+	lid := cands[pick%len(cands)]
+	s := w.byLid[lid]
+	w.mu.Lock()
+	src := w.dlqSrc[lid]
+	w.mu.Unlock()
+	sq := &faultySQS{p: p, inner: w.sqs}
+	db := &opDB{p: p, w: w}
+	l := operator.Lookup{Namespace: namespace, Key: s.key}
+	by := "key"
+	if pick%2 == 0 {
+		l, by = operator.Lookup{Namespace: namespace, Queue: w.urls[q1Name], Group: s.group, MessageID: src}, "message id"
+	}
+	key, err := operator.ScopedKey(ctx, sq, l)
+	if err != nil {
+		return
+	}
+	read := func(key string) (*dedup.Record, error) { return operator.ReadRecord(ctx, db, table, key) }
+	wh, err := operator.Find(ctx, sq, read, operator.LocateRequest{QueueURL: w.urls[q1Name], Key: key, Namespace: namespace,
+		MessageID: l.MessageID, Now: time.Now(), Max: 1000, Wait: time.Second})
+	w.stat("world: operator finds", 1)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	still := w.inDLQAt(lid, time.Since(w.start))
+	w.mu.Unlock()
+	// A search that read every message of the DLQ, none hidden by another
+	// reader (the scheduled redrive, a dry run) when it began.
+	d := wh.Queue.DLQDepth
+	definite := wh.DLQSearched && wh.SearchErr == "" && !wh.Bounded && d.InFlight == 0 && wh.Searched >= d.Visible
+	switch {
+	case wh.Dead != nil:
+		w.stat("world: operator finds that met the message in its DLQ", 1)
+		if wh.Key != s.key {
+			w.violate("operator: Find of message %d (by %s) met it in %s and names key %s, want %s", lid, by, dlq1Name, wh.Key, s.key)
+		}
+	case still && definite:
+		w.violate("operator: Find of message %d (by %s, key %s) read all %d messages of %s and says %q: the message is there (hole 6)",
+			lid, by, key, wh.Searched, dlq1Name, wh.Verdict)
 	}
 }
 

@@ -159,6 +159,7 @@ type world struct {
 	moveEvt    map[int][]int
 	redriveEvt map[int][]evtBy
 	copyEvt    map[string]evtBy // redrive copy's SQS message id -> its send
+	dlqSrc     map[int]string   // the source message id of lid's last product DLQ copy (FIFO: its dedup id names it)
 
 	flaked map[int]bool // swarm.go: messages whose downstream failed once
 
@@ -368,6 +369,9 @@ func (w *world) observeSend(p *proc, q, body, msgID, dedupID string) {
 	case isDLQ(q):
 		w.judgeCopy(p, q, lid)
 		w.dlqSent[lid] = true
+		if src, ok := strings.CutPrefix(dedupID, "dlq-"); ok {
+			w.dlqSrc[lid] = src // the id the worker's "moved to the dead-letter queue" line logs
+		}
 		w.dlqSentLast[lid] = time.Since(w.start)
 		w.noteArrived(msgID, time.Since(w.start))
 		w.markDLQ(lid)
@@ -595,7 +599,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 		msgLid: map[string]int{}, committed: map[int]bool{}, applied: map[int]int{}, callers: map[int][]string{},
 		order: map[string][]int{}, excused: map[int]bool{}, deadLettered: map[int]bool{}, dlqSent: map[int]bool{}, dlqSentLast: map[int]time.Duration{},
 		redriven: map[int]bool{}, stats: map[string]int{}, trace: map[int][]string{},
-		appliedAt: map[int]time.Duration{}, appliedVia: map[int]string{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{}, moveEvt: map[int][]int{}, redriveEvt: map[int][]evtBy{}, copyEvt: map[string]evtBy{},
+		appliedAt: map[int]time.Duration{}, appliedVia: map[int]string{}, dlqAt: map[int]time.Duration{}, lastSrcRecv: map[string]time.Duration{}, redrivenAt: map[int]time.Duration{}, moves: map[int][]time.Duration{}, redrives: map[int][]time.Duration{}, moveEvt: map[int][]int{}, redriveEvt: map[int][]evtBy{}, copyEvt: map[string]evtBy{}, dlqSrc: map[int]string{},
 		wide: newWidened(cfg.Seed), copies: newCopies(),
 		receipts: map[string]*rcpt{}, lastRecv: map[string]recvd{}, recvByProc: map[string]int{}, rejected: map[string]int{}, rejectedAt: map[string]time.Duration{}, dlqTry: map[string]time.Duration{},
 	}

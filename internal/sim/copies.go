@@ -26,6 +26,10 @@ type copies struct {
 	// copy id -> the DLQ message it copies (its dedup id names it).
 	arrived map[string]time.Duration
 	from    map[string]string
+	// seen: DLQ message id -> its place in the order the world first saw
+	// DLQ messages (a FIFO DLQ hands a group's out in order): what breaks
+	// a tie of arrived, when two were moved at one instant.
+	seen map[string]int
 }
 
 // delivery is a receive or a delete of an SQS message by a process.
@@ -36,7 +40,7 @@ type delivery struct {
 }
 
 func newCopies() *copies {
-	return &copies{recvs: map[string][]delivery{}, ids: map[int][]string{}, dels: map[int][]delivery{}, arrived: map[string]time.Duration{}, from: map[string]string{}}
+	return &copies{recvs: map[string][]delivery{}, ids: map[int][]string{}, dels: map[int][]delivery{}, arrived: map[string]time.Duration{}, from: map[string]string{}, seen: map[string]int{}}
 }
 
 // noteRecv records p's receives of ms from a source queue, made at +at
@@ -83,6 +87,7 @@ func (w *world) noteArrived(id string, at time.Duration) {
 	defer x.mu.Unlock()
 	if _, ok := x.arrived[id]; !ok {
 		x.arrived[id] = at
+		x.seen[id] = len(x.seen) + 1
 	}
 }
 
@@ -100,6 +105,26 @@ func (w *world) arrivedVia(lid int) (time.Duration, bool) {
 	}
 	at, ok := x.arrived[src]
 	return at, ok
+}
+
+// arrivedFirst reports whether b and a were both first applied from
+// redrive copies and b's DLQ message reached the DLQ before a's: earlier,
+// or at the same instant and seen first. w.mu held.
+func (w *world) arrivedFirst(b, a int) bool {
+	x := w.copies
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	sb, okb := x.from[w.appliedVia[b]]
+	sa, oka := x.from[w.appliedVia[a]]
+	if !okb || !oka {
+		return false
+	}
+	tb, okb := x.arrived[sb]
+	ta, oka := x.arrived[sa]
+	if !okb || !oka {
+		return false
+	}
+	return tb < ta || tb == ta && x.seen[sb] < x.seen[sa]
 }
 
 // appliedFromCopy reports whether lid's first application was made for one

@@ -224,7 +224,10 @@ func (w *world) opFind(ctx context.Context, p *proc, pick int) {
 	// A search that read every message of the DLQ, none hidden by another
 	// reader (the scheduled redrive, a dry run) when it began.
 	d := wh.Queue.DLQDepth
-	definite := wh.DLQSearched && wh.SearchErr == "" && !wh.Bounded && d.InFlight == 0 && wh.Searched >= d.Visible
+	// The scheduled redrive (from redriveAt) moves the DLQ while the world
+	// learns of its copies only from their answers: judged before it.
+	definite := wh.DLQSearched && wh.SearchErr == "" && !wh.Bounded && d.InFlight == 0 && wh.Searched >= d.Visible &&
+		time.Since(w.start) < redriveAt
 	switch {
 	case wh.Dead != nil:
 		w.stat("world: operator finds that met the message in its DLQ", 1)

@@ -238,7 +238,7 @@ func (w *world) check(ctx context.Context) {
 					continue // a was in the DLQ while b went on from the queue
 				case aDead && bDead && lb < la:
 					continue // both redriven; b reached the DLQ first
-				case aVia && bVia && tb < ta:
+				case aVia && bVia && tb < ta, w.arrivedFirst(b, a):
 					continue // both applied from redrive copies; b's DLQ message reached the DLQ first
 				case w.obSQSHadFirst(b, a):
 					continue // SQS had b first: a GroupBatch break, judged at SQS (groupbatch.go)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exactlyonce/exactly/internal/redrive"
 )
 
 // TestTailMoveIsAViolation: once the tail's redrives have begun, nothing
@@ -40,7 +42,7 @@ func TestArrivedViaNamesTheCopysDLQMessage(t *testing.T) {
 	}
 	w.noteArrived("dlq-a", 25*time.Minute)
 	w.noteArrived("dlq-a", 31*time.Minute) // seen again: the first sight stands
-	w.noteCopy(s.lid, "copy-a", "redrive-dlq-a")
+	w.noteCopy(s.lid, "copy-a", redrive.CopyDeduplicationID("dlq-a", "its receipt"))
 	w.appliedVia[s.lid] = "copy-a"
 	at, ok := w.arrivedVia(s.lid)
 	if !ok || at != 25*time.Minute {

@@ -189,18 +189,10 @@ func TestAGroupHeldAtItsFirstMessageMovesOnWhenReleased(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		q := newQueue(t, e, nil)
-		ob := outbox.New(e.db, e.table)
-		for _, m := range []outbox.Message{{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2")} {
-			require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
-		}
-		setMaxSize(t, e, q, 1024)
-		r := e.relay()
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 1, round.Held)
+		r := writeAndHold(t, e, q, outbox.Message{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2"))
 		setMaxSize(t, e, q, 262144)
 		require.NoError(t, outbox.Release(ctx, e.db, e.table, q, "a", "id-a1"))
-		round, err = r.Sweep(ctx)
+		round, err := r.Sweep(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 2, round.Published)
 		require.Zero(t, round.Errors, "the progress is recorded")
@@ -217,18 +209,10 @@ func TestDropSkipsTheHeldMessage(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		q := newQueue(t, e, nil)
-		ob := outbox.New(e.db, e.table)
-		for _, m := range []outbox.Message{outbox.Message{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2")} {
-			require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
-		}
-		setMaxSize(t, e, q, 1024)
-		r := e.relay()
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 1, round.Held)
+		r := writeAndHold(t, e, q, outbox.Message{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2"))
 		require.ErrorIs(t, outbox.Drop(ctx, e.db, e.table, q, "a", "id-a2"), outbox.ErrNotHeld, "only the held message can be dropped")
 		require.NoError(t, outbox.Drop(ctx, e.db, e.table, q, "a", "id-a1"))
-		round, err = r.Sweep(ctx)
+		round, err := r.Sweep(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, round.Published)
 		require.Zero(t, round.Held)

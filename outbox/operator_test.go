@@ -74,6 +74,24 @@ func TestDropRacingReleaseIsRefused(t *testing.T) {
 	})
 }
 
+// writeAndHold writes msgs one Write each to q, lowers q's
+// MaximumMessageSize to 1024 bytes and sweeps once: a group whose first
+// pending message is larger is held there. It returns the relay.
+func writeAndHold(t *testing.T, e *env, q string, msgs ...outbox.Message) *outbox.Relay {
+	t.Helper()
+	ctx := context.Background()
+	ob := outbox.New(e.db, e.table)
+	for _, m := range msgs {
+		require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
+	}
+	setMaxSize(t, e, q, 1024)
+	r := e.relay()
+	round, err := r.Sweep(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, round.Held)
+	return r
+}
+
 // TestReleaseOfAHoldSinceReplacedIsRefused: an operator reads a hold at a1
 // and confirms its release; meanwhile a second operator drops a1 and the
 // relay holds the group at a3, for a reason the first never saw (here a
@@ -85,22 +103,15 @@ func TestReleaseOfAHoldSinceReplacedIsRefused(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		q := newQueue(t, e, nil)
-		ob := outbox.New(e.db, e.table)
-		for _, m := range []outbox.Message{{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2"), {QueueURL: q, Group: "a", Body: bigBody("a3", 4096), ID: "id-a3"}} {
-			require.NoError(t, ob.Write(ctx, []outbox.Message{m}))
-		}
-		setMaxSize(t, e, q, 1024)
-		r := e.relay()
-		round, err := r.Sweep(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 1, round.Held)
+		r := writeAndHold(t, e, q, outbox.Message{QueueURL: q, Group: "a", Body: bigBody("a1", 4096), ID: "id-a1"}, msg(q, "a", "a2"),
+			outbox.Message{QueueURL: q, Group: "a", Body: bigBody("a3", 4096), ID: "id-a3"})
 		seen, _, held, err := outbox.HeldItem(ctx, e.db, e.table, q, "a")
 		require.NoError(t, err)
 		require.True(t, held)
 		require.Equal(t, "id-a1", seen.ID)
 
 		require.NoError(t, outbox.Drop(ctx, e.db, e.table, q, "a", "id-a1"))
-		round, err = r.Sweep(ctx)
+		round, err := r.Sweep(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, round.Published, "a2")
 		require.Equal(t, 1, round.Held, "at a3")

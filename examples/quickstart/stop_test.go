@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/exactlyonce/exactly"
 	"github.com/exactlyonce/exactly/internal/testenv"
 )
 
@@ -19,8 +22,8 @@ func TestMain(m *testing.M) {
 // TestIdleStopOnTheLocalStack measures what README.md says of Ctrl-C: the
 // README's example, idle on an empty queue of the local stack (fauxqs),
 // its long polls open, stopped with SIGINT. It reports the time to exit
-// (docs/TESTING.md has the figures) and checks that the program exits
-// cleanly and leaves nothing in flight.
+// (README.md quotes the figures) and checks that the program exits
+// cleanly, without waiting out its long poll, and leaves nothing in flight.
 func TestIdleStopOnTheLocalStack(t *testing.T) {
 	sqsc, db := testenv.SQS(t), testenv.DynamoDB(t)
 	testenv.EnsureTable(t, db, "exactly-dedup")
@@ -28,7 +31,10 @@ func TestIdleStopOnTheLocalStack(t *testing.T) {
 		url, _ := testenv.NewQueue(t, sqsc, fifo, nil, 0)
 		var took []time.Duration
 		for range 3 {
-			took = append(took, testenv.IdleStop(t, nil, []string{"ORDERS_QUEUE_URL=" + url}, "commit mode", 3*time.Second))
+			d := testenv.IdleStop(t, nil, []string{"ORDERS_QUEUE_URL=" + url}, "commit mode", 3*time.Second)
+			// Only a stop that waited for its 20 s long poll takes longer.
+			require.Less(t, d, exactly.DefaultWaitTime/2, "the idle stop waited for its long polls")
+			took = append(took, d)
 			testenv.RequireNothingInFlight(t, sqsc, url)
 		}
 		t.Logf("fifo=%v: idle stop took %v (median %v)", fifo, took, testenv.Median(took))

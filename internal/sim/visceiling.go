@@ -210,10 +210,6 @@ func visCeiling(seed uint64) (violations []string, stats map[string]int) {
 	}
 	cancel()
 	wg.Wait()
-	// The workers stopped idle and abandoned their long polls, which SQS
-	// (and memsqs) serves to the end of their wait: let them end inside the
-	// bubble.
-	time.Sleep(wait + time.Second)
 
 	q.mu.Lock()
 	violations = append(violations, q.bad...)

@@ -435,7 +435,9 @@ func TestStopWhenIdleIsPrompt(t *testing.T) {
 		require.NoError(t, err)
 		ran := make(chan error, 1)
 		go func() { ran <- w.Run(context.Background()) }()
-		time.Sleep(time.Minute) // idle, a poll open
+		// Idle, in the middle of a poll's 10 s (not at an instant one
+		// ends and the next begins).
+		time.Sleep(time.Minute + 5*time.Second)
 		start := time.Now()
 		require.NoError(t, w.Stop(context.Background()))
 		require.NoError(t, <-ran)

@@ -35,7 +35,7 @@ func IdleStop(t testing.TB, args, env []string, ready string, settle time.Durati
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, args...)
+	cmd := exec.Command(exe, args...) //nolint:gosec // this test binary, run again as the program under test
 	cmd.Env = append(append(os.Environ(), env...), ChildEnv+"=1")
 	var out SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -56,7 +56,7 @@ func IdleStop(t testing.TB, args, env []string, ready string, settle time.Durati
 			t.Fatalf("exited before %q: %v", ready, err)
 		case <-deadline:
 			_ = cmd.Process.Kill()
-			<-exited
+			t.Logf("killed: %v", <-exited)
 			t.Fatalf("no %q within a minute", ready)
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -75,7 +75,7 @@ func IdleStop(t testing.TB, args, env []string, ready string, settle time.Durati
 		return took
 	case <-time.After(time.Minute):
 		_ = cmd.Process.Kill()
-		<-exited
+		t.Logf("killed: %v", <-exited)
 		t.Fatal("still running a minute after SIGINT")
 		return 0
 	}

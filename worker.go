@@ -142,18 +142,17 @@ func (s *settings) processor(store *dedup.Store, lease time.Duration, scope func
 // ShutdownTimeout, hands received-but-unstarted messages back to SQS and
 // flushes deletes. It returns once drained. A Worker runs once.
 //
-// A drain also waits for the long polls under way to return (within
-// WaitTime, 20 seconds by default, sooner when a message arrives): SQS keeps
-// serving a poll its client gave up on, and the messages it takes would stay
-// hidden, for nobody, until their visibility timeout. What they bring is
-// handed back at once. So an idle worker stops within WaitTime without
-// hiding anything; StopAndCancel stops it now, and then the messages an
-// abandoned poll takes, if any, come back after their visibility timeout
-// (nothing is lost: SQS redelivers them). A smaller WaitTime makes the
-// graceful stop prompter, at the cost of more empty receives.
+// The long polls of a queue the worker holds nothing of (an idle one) are
+// abandoned at once; SQS goes on serving an abandoned poll for the rest of
+// its wait (at most WaitTime), and a message sent meanwhile may be taken by
+// it and stay hidden, for nobody, until its visibility timeout: at most 10
+// per abandoned poll. A busy queue's polls are left to return (within
+// WaitTime) and what they bring is handed back at once, so that what the
+// drain hands back cannot be taken by an abandoned poll. StopAndCancel
+// abandons every open poll.
 //
-// On a FIFO queue, what a poll cancelled by StopAndCancel (or by the end of
-// ShutdownTimeout) had already taken is asked back with the poll's receive
+// On a FIFO queue, what an abandoned poll (an idle stop, StopAndCancel, the
+// end of ShutdownTimeout) had already taken is asked back with the poll's receive
 // request attempt id and handed back at once, in group order. What SQS
 // will not give back (it refuses an attempt id it deems not retryable) is
 // logged with how long it stays hidden, and holds its group until then. A

@@ -47,9 +47,10 @@ func main() {
 		slog.Error("start", "err", err) // a *exactly.ConfigError names the setting
 		os.Exit(2)
 	}
-	// The first signal drains (running effects finish, open long polls
-	// return: within WaitTime when idle); a second one cancels running
-	// effects and open polls (see the list below for what that hides).
+	// The first signal drains (running effects finish; an idle queue's
+	// long polls are abandoned at once); a second one cancels running
+	// effects and abandons every open poll (see the list below for what
+	// that hides).
 	drained := make(chan struct{})
 	go func() {
 		<-ctx.Done()

@@ -3,9 +3,11 @@ package cli_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,14 +53,28 @@ func TestMetricsFormatEMF(t *testing.T) {
 	stopWorker(t, w)
 }
 
-// TestNotReadyWhileDraining: from the moment a SIGTERM starts the drain,
-// /readyz answers 503 (a load balancer or ECS stops counting the task),
-// while /healthz still answers, until the drain ends (here it waits for
-// the open long polls of --wait-time 5s to return).
+// TestNotReadyWhileDraining: from SIGTERM until the worker exits, /readyz
+// answers 503 (a load balancer stops sending it work) and /healthz 200 (it
+// is not killed as dead). The drain is held open by an effect in flight: an
+// http effect whose endpoint answers only when the test lets it (an idle
+// worker's stop ends at once, its long polls abandoned).
 func TestNotReadyWhileDraining(t *testing.T) {
+	sqsc := testenv.SQS(t)
 	_, url, table := newQueueAndTable(t, "drain")
-	w := startWorker(t, "run", "--queue", url, "--table", table, "--effect", "noop", "--metrics-addr", "127.0.0.1:0",
-		"--progress", "0", "--wait-time", "5s")
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	endpoint := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+	}))
+	t.Cleanup(endpoint.Close)
+	var once sync.Once
+	let := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(let)
+	w := startWorker(t, "run", "--queue", url, "--table", table, "--effect", "http", "--http-url", endpoint.URL,
+		"--metrics-addr", "127.0.0.1:0", "--progress", "0", "--wait-time", "5s")
 	var addr string
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		a, ok := w.field("serving /healthz, /readyz and /metrics", "addr")
@@ -67,10 +83,23 @@ func TestNotReadyWhileDraining(t *testing.T) {
 		}
 		return ok && status(addr, "/readyz") == http.StatusOK
 	}, "ready after the start-up checks")
-	time.Sleep(200 * time.Millisecond) // the receivers' long polls are open
+	_, err := sqsc.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("{}"),
+		MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")})
+	require.NoError(t, err)
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the effect did not start")
+	}
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
 	testenv.Eventually(t, 5*time.Second, func() bool { return status(addr, "/readyz") == http.StatusServiceUnavailable }, "503 once draining")
 	require.Equal(t, http.StatusOK, status(addr, "/healthz"), "still alive while draining")
+	select {
+	case err := <-w.done:
+		t.Fatalf("exited with the effect in flight: %v", err)
+	default:
+	}
+	let()
 	select {
 	case err := <-w.done:
 		require.NoError(t, err)

@@ -134,7 +134,7 @@ func (s *settings) define(fs *config.Set, forLambda bool) {
 	fs.Duration(&s.visibility, "visibility", "WORKER_VISIBILITY", 0, "override the queue's visibility timeout used for heartbeats (0: read from the queue)")
 	fs.Int(&s.concurrency, "concurrency", "WORKER_CONCURRENCY", pool.DefaultConcurrency, "handlers running at once (message groups in parallel)")
 	fs.Int(&s.receivers, "receivers", "WORKER_RECEIVERS", 0, "concurrent long polls per queue (0: one per 8 of --concurrency, at least 2; with --group-commit one per 4)")
-	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.DefaultWaitTime, "long-poll wait, 1s to 20s, cut to half a queue's visibility timeout; a shutdown waits for polls under way to return (SQS would strand what they bring), so it bounds that wait too")
+	fs.Duration(&s.waitTime, "wait-time", "WORKER_WAIT_TIME", pool.DefaultWaitTime, "long-poll wait, 1s to 20s, cut to half a queue's visibility timeout; a shutdown waits for a busy queue's polls under way to return (an idle queue's are abandoned at once), so it bounds that wait too")
 	fs.Duration(&s.ackDelay, "ack-delay", "WORKER_ACK_DELAY", pool.DefaultAckDelay, "how long deletes and visibility changes wait to fill a batch of 10 (fewer SQS requests; a FIFO group's next receive waits for its deletes); with no other message of the queue held they go at once")
 	fs.Int(&s.maxInFlight, "max-in-flight", "WORKER_MAX_IN_FLIGHT", 0, "messages received and not yet finished (0: 10 × (concurrency + receivers); a standard queue's lanes hold at most 2×concurrency + 10 per receiver)")
 	fs.Duration(&s.shutdownTimeout, "shutdown-timeout", "WORKER_SHUTDOWN_TIMEOUT", pool.DefaultShutdownTimeout, "on SIGTERM, how long running handlers may finish (keep it below ECS stopTimeout)")

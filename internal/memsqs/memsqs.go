@@ -110,8 +110,8 @@ func WithDuplicates(dup DuplicateFunc) Option { return func(s *Server) { s.dup =
 // become receivable, or its timer ran out), with the request's context,
 // before the poll looks at the queue again. A simulation orders there the
 // polls that one send wakes together, which would otherwise race for the
-// message. A poll whose caller gave up goes on with its context's values
-// (context.WithoutCancel), so woke still sees them.
+// message. A poll whose caller gave up goes on without a context, served
+// at the queue's next operations, and wakes nothing.
 func WithWake(woke func(ctx context.Context)) Option { return func(s *Server) { s.woke = woke } }
 
 // New returns an empty server.
@@ -152,6 +152,19 @@ type queue struct {
 
 	changed chan struct{} // closed when messages may have become receivable
 	deleted bool
+
+	// abandoned are the long polls whose callers gave up, which SQS serves
+	// to the end of their wait; servedTo is the instant they were served
+	// to (serveAbandoned).
+	abandoned []abandonedPoll
+	servedTo  time.Time
+}
+
+// abandonedPoll is a long poll whose caller gave up before it answered.
+type abandonedPoll struct {
+	deadline time.Time
+	maxN     int
+	in       *sqs.ReceiveMessageInput
 }
 
 type redrivePolicy struct {
@@ -270,7 +283,57 @@ func (s *Server) lookup(url *string) (*queue, error) {
 	if q == nil || q.url != u {
 		return nil, noQueue()
 	}
+	s.serveAbandoned(q, s.clock.Now())
 	return q, nil
+}
+
+// serveAbandoned lets q's abandoned long polls take, up to now, what they
+// would have taken had they gone on waiting, as SQS's do: each instant at
+// which a message may have become receivable since they were last served
+// (the last operation on q, or a timer's end: nextChange), in the order
+// the polls were abandoned, each until it takes something or its wait
+// ends. Between two operations on q only the clock changes it, so serving
+// them at each operation (lookup, a waiting poll's wake) is exact, and no
+// goroutine outlives the request: an idle stop leaves nothing running (a
+// testing/synctest bubble ends clean).
+func (s *Server) serveAbandoned(q *queue, now time.Time) {
+	if len(q.abandoned) == 0 || q.servedTo.After(now) {
+		q.servedTo = later(q.servedTo, now)
+		return
+	}
+	t := q.servedTo
+	for len(q.abandoned) > 0 {
+		live := q.abandoned[:0]
+		for _, a := range q.abandoned {
+			if a.deadline.Before(t) {
+				continue // its wait ended before t with nothing
+			}
+			if ms, err := s.receive(q, t, a.maxN, a.in); err == nil && len(ms) > 0 {
+				continue // it answered, to nobody
+			}
+			if t.Before(a.deadline) {
+				live = append(live, a)
+			}
+		}
+		clear(q.abandoned[len(live):])
+		q.abandoned = live
+		if !t.Before(now) {
+			break
+		}
+		next, ok := q.nextChange(t)
+		if !ok || next.After(now) {
+			next = now
+		}
+		t = next
+	}
+	q.servedTo = now
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (s *Server) byARN(arn string) *queue {
@@ -474,7 +537,7 @@ func (s *Server) DeleteQueue(ctx context.Context, in *sqs.DeleteQueueInput, _ ..
 	}
 	defer s.mu.Unlock()
 	delete(s.queues, q.name)
-	q.deleted = true
+	q.deleted, q.abandoned = true, nil
 	q.notify()
 	return &sqs.DeleteQueueOutput{}, nil
 }
@@ -909,7 +972,8 @@ func (s *Server) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput
 // poll receives from q until it gets messages or deadline passes. When ctx
 // ends first, the caller gets its error at once but the poll goes on, as it
 // does on SQS: messages it takes then stay in flight for nobody until their
-// visibility timeout (aws/aws-sdk-go-v2#2068).
+// visibility timeout (aws/aws-sdk-go-v2#2068). It goes on as an abandoned
+// poll of q (serveAbandoned), not a goroutine.
 func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN int, in *sqs.ReceiveMessageInput) ([]types.Message, error) {
 	s.mu.Lock()
 	for {
@@ -941,7 +1005,12 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 		}
 		if ctx.Err() != nil { // also when it ended as the poll woke: select picks at random
 			stop()
-			go s.poll(context.WithoutCancel(ctx), q, deadline, maxN, in) //nolint:errcheck // nobody hears the answer; the poll outlives the request by design
+			s.mu.Lock()
+			if !q.deleted {
+				s.serveAbandoned(q, s.clock.Now())
+				q.abandoned = append(q.abandoned, abandonedPoll{deadline: deadline, maxN: maxN, in: in})
+			}
+			s.mu.Unlock()
 			return nil, ctx.Err()
 		}
 		stop()
@@ -949,6 +1018,7 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 			s.woke(ctx)
 		}
 		s.mu.Lock()
+		s.serveAbandoned(q, s.clock.Now())
 	}
 }
 
@@ -1032,6 +1102,9 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 		if rp := q.redrive; rp != nil && m.receives >= rp.max {
 			if dlq := s.byARN(rp.dlqARN); dlq != nil {
 				q.remove(m)
+				if dlq != q {
+					s.serveAbandoned(dlq, now) // up to the instant the message arrives
+				}
 				s.deadLetter(dlq, m)
 				return false
 			}

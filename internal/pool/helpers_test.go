@@ -46,6 +46,7 @@ type recordingSQS struct {
 	changeBatches int
 	sends         int
 	lastReceive   sqs.ReceiveMessageInput
+	firstReceive  sqs.ReceiveMessageInput
 	onReceive     func() // called at the start of every ReceiveMessage
 }
 
@@ -54,6 +55,9 @@ func (r *recordingSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessag
 	r.receives++
 	r.receiving++
 	r.lastReceive = *in
+	if r.receives == 1 {
+		r.firstReceive = *in
+	}
 	f := r.onReceive
 	r.mu.Unlock()
 	if f != nil {

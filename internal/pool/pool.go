@@ -249,6 +249,11 @@ type queueState struct {
 	onStale func(d *delivery, err error)
 	// onVisibility is Config.OnVisibility (under mu), or nil.
 	onVisibility func(receipt string, until time.Time)
+	// pollCtx is the context of the queue's long polls; abandonPolls
+	// cancels it: at a stop that finds the queue idle, at Force, at the end
+	// of the grace period.
+	pollCtx      context.Context
+	abandonPolls context.CancelFunc
 
 	mu   sync.Mutex
 	held map[*delivery]struct{}
@@ -409,13 +414,16 @@ func orDefault(d, def time.Duration) time.Duration {
 // of that is done, within ShutdownTimeout plus the final flush. Call Force to
 // cut the grace period short. A Pool runs once.
 //
-// Long polls already under way are not cancelled but left to return (within
-// WaitTime), and what they bring is handed back too: SQS keeps serving a poll
-// its client gave up on, and the messages it takes, the handed-back ones
-// included, would stay in flight for nobody until their visibility timeout
-// (aws/aws-sdk-go-v2#2068). The end of the grace period or Force cancel them;
-// on a FIFO queue what a cancelled poll had taken is then asked back by its
-// receive request attempt id and handed back too (recover).
+// The long polls of a queue the pool holds nothing of when the stop begins
+// (an idle one) are cancelled at once; on a FIFO queue what a cancelled poll
+// had taken is asked back by its receive request attempt id and handed back
+// (recover). SQS keeps serving a poll its client gave up on
+// (aws/aws-sdk-go-v2#2068): what it takes in the rest of its wait (at most
+// WaitTime) stays in flight for nobody until its visibility timeout, at most
+// its MaxNumberOfMessages (10) per abandoned poll. A busy queue's polls are
+// left to return (within WaitTime), and what they bring is handed back: an
+// abandoned one could take the messages the pool hands back. The end of the
+// grace period or Force cancel them too.
 func (p *Pool) Run(ctx context.Context) {
 	p.workMu.Lock()
 	p.workCtx, p.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
@@ -430,6 +438,7 @@ func (p *Pool) Run(ctx context.Context) {
 	defer p.cancelPolls()
 	p.runEnded = ctx.Done() // before any lane starts (the receivers start them)
 	for _, qs := range p.queues {
+		qs.pollCtx, qs.abandonPolls = context.WithCancel(pollCtx)
 		go qs.b.run()
 	}
 	keepCtx, stopKeepers := context.WithCancel(context.Background())
@@ -441,11 +450,24 @@ func (p *Pool) Run(ctx context.Context) {
 	var receivers sync.WaitGroup
 	for _, qs := range p.queues {
 		for range qs.q.Receivers {
-			receivers.Go(func() { p.receive(ctx, pollCtx, qs) })
+			receivers.Go(func() { p.receive(ctx, qs.pollCtx, qs) })
 		}
 	}
 	<-ctx.Done()
-	p.log.Info("shutting down: receiving stopped; waiting for running effects and for the long polls under way, which return within the wait time (what they bring is handed back, not hidden); a forced stop (a second signal) ends both now",
+	// What a poll abandoned here brings (recover) waits in its lane: a
+	// lane starts nothing once ctx has ended, and hands it back once no
+	// poll is open.
+	var idle, busy []string
+	for _, qs := range p.queues {
+		if qs.idle() {
+			qs.abandonPolls()
+			idle = append(idle, sqsmsg.QueueName(qs.q.URL))
+		} else {
+			busy = append(busy, sqsmsg.QueueName(qs.q.URL))
+		}
+	}
+	p.log.Info("shutting down: receiving stopped; the long polls of idle queues are abandoned now (on a FIFO queue what they took is asked back by attempt id and handed back); a busy queue's polls are left to return, within the wait time, so that what the pool hands back cannot be taken by an abandoned one; running effects get the grace period; a forced stop (a second signal) ends both now",
+		"idle_queues", strings.Join(idle, ","), "busy_queues", strings.Join(busy, ","),
 		"grace_ms", p.cfg.ShutdownTimeout.Milliseconds(), "wait_time_ms", p.cfg.WaitTime.Milliseconds())
 	p.mu.Lock()
 	p.stopping = true
@@ -473,7 +495,7 @@ func (p *Pool) Force() {
 	p.workMu.Lock()
 	defer p.workMu.Unlock()
 	p.forced = true
-	if p.cancelWork != nil {
+	if p.cancelWork != nil { // the queues' poll contexts are cancelPolls' children
 		p.cancelWork()
 		p.cancelPolls()
 	}
@@ -858,6 +880,13 @@ func (qs *queueState) unhold(d *delivery) (rest bool) {
 	delete(qs.groups, g)
 	qs.b.unpark(g)
 	return false
+}
+
+// idle reports whether the pool holds no message of the queue.
+func (qs *queueState) idle() bool {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	return len(qs.held) == 0
 }
 
 // expired reports whether d may no longer be ours: its last confirmed
@@ -1253,7 +1282,8 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // it a long one (WaitTimeSeconds 0 cannot be sent: the SDK omits it).
 const recoverWait = 25 * time.Second
 
-// recover is called when a poll was cancelled (shutdown, or Force) and
+// recover is called when a poll was cancelled (an idle stop, the end of the
+// grace period, or Force) and
 // answered err. On a FIFO queue it asks again with the poll's
 // ReceiveRequestAttemptId, which SQS answers, for five minutes, with the
 // messages the cancelled poll took; the caller dispatches them, and a
@@ -1261,7 +1291,8 @@ const recoverWait = 25 * time.Second
 // (the poll had taken nothing) brings messages that go back the same way.
 // On a standard queue, or when the retry fails (SQS refuses an attempt id
 // it deems not retryable, after a throttled receive), it logs what may stay
-// hidden and for how long, and returns an error: the receiver ends.
+// hidden and for how long, and returns an error: the receiver ends. A
+// failed retry is counted as a receive error (Observer.ReceiveError).
 func (p *Pool) recover(qs *queueState, in *sqs.ReceiveMessageInput, pollErr error) (*sqs.ReceiveMessageOutput, error) {
 	name := sqsmsg.QueueName(qs.q.URL)
 	hidden := (time.Duration(qs.vis) * time.Second).Milliseconds()
@@ -1269,8 +1300,8 @@ func (p *Pool) recover(qs *queueState, in *sqs.ReceiveMessageInput, pollErr erro
 		if !errors.Is(pollErr, context.Canceled) {
 			return nil, pollErr // it failed as shutdown began: it took nothing
 		}
-		p.log.Warn("long poll cancelled: a message it took stays hidden until its visibility timeout (a standard queue has no receive attempt id to get it back by)",
-			"queue", name, "hidden_up_to_ms", hidden, "err", pollErr)
+		p.log.Info("long poll abandoned: a message SQS hands it in the rest of its wait stays hidden until its visibility timeout (a standard queue has no receive attempt id to get it back by)",
+			"queue", name, "max_messages", in.MaxNumberOfMessages, "hidden_up_to_ms", hidden, "err", pollErr)
 		return nil, pollErr
 	}
 	retry := *in
@@ -1279,6 +1310,7 @@ func (p *Pool) recover(qs *queueState, in *sqs.ReceiveMessageInput, pollErr erro
 	defer cancel()
 	out, err := p.cfg.Client.ReceiveMessage(ctx, &retry)
 	if err != nil {
+		p.obs.ReceiveError(name, err)
 		p.log.Warn("long poll cancelled and what it took cannot be asked back: a message it took stays hidden, and holds its group, until its visibility timeout",
 			"queue", name, "attempt_id", aws.ToString(in.ReceiveRequestAttemptId), "hidden_up_to_ms", hidden, "err", err)
 		return nil, err

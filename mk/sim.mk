@@ -31,7 +31,8 @@
 #
 # Fault kinds: fail timeout lost partial conflict slow pause crash crash-after.
 # Operations: ReceiveMessage DeleteMessageBatch ChangeMessageVisibilityBatch
-# SendMessage SendMessageBatch PutItem UpdateItem TransactWriteItems Effect.
+# SendMessage SendMessageBatch PutItem UpdateItem TransactWriteItems Effect
+# PublishBatch (the chain's topic worlds) and the others of internal/sim/fault.go's Ops.
 # SIM_ARGS passes more flags to the test (go test ./internal/sim -args -h lists
 # them, all -sim.*). The summary (runs, faults by kind, code paths reached,
 # violations by class with the time to find the first) is printed at the end

@@ -87,9 +87,10 @@ type chain struct {
 	healedAt   time.Duration   // when the tail began (chain_tail.go)
 	deadSeen   map[string]bool // dead letters judged (judgeDeadLetter)
 
-	seq *sequencer // sequencer.go: nil when off
-	lim *chainLims // chain_limits.go
-	cmb *chainCmb  // chain_combine.go
+	seq   *sequencer  // sequencer.go: nil when off
+	lim   *chainLims  // chain_limits.go
+	cmb   *chainCmb   // chain_combine.go
+	topic *chainTopic // chain_topic.go
 }
 
 // RunChain runs the chain once. It must be called inside a synctest bubble.
@@ -97,7 +98,7 @@ func RunChain(cfg Config) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &chain{cfg: cfg, inj: newInjector(cfg.Seed, cfg.Rate, cfg.Kinds, cfg.Ops, cfg.Only),
-		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg), lim: newChainLims(cfg.Seed), cmb: newChainCmb(cfg.Seed)}
+		db: memdynamo.New(), urls: map[string]string{}, stats: map[string]int{}, seq: newSequencer(cfg), lim: newChainLims(cfg.Seed), cmb: newChainCmb(cfg.Seed), topic: newChainTopic(cfg.Seed)}
 	// Message ids and receipt handles from the seed, as the world's.
 	c.sqs = memsqs.New(memsqs.WithIDs(rand.NewPCG(cfg.Seed, 0x5e95)), memsqs.WithWake(c.seq.woke))
 	start := time.Now()
@@ -111,9 +112,12 @@ func RunChain(cfg Config) Result {
 	}
 	for slot := range chainWorkers {
 		c.loop(pctx, fmt.Sprint("w1.", slot), func(ctx context.Context, p *cproc) {
-			c.runWorker(ctx, p, chainDeposit, chainDLQ1, chainLedger1, c.urls[chainConfirm])
+			c.runWorker(ctx, p, chainDeposit, chainDLQ1, chainLedger1, c.urls[chainConfirmDest])
 		})
 		c.loop(pctx, fmt.Sprint("w2.", slot), func(ctx context.Context, p *cproc) { c.runWorker(ctx, p, chainConfirm, chainDLQ2, chainLedger2, "") })
+		if c.topic.on {
+			c.loop(pctx, fmt.Sprint("w3.", slot), func(ctx context.Context, p *cproc) { c.runWorker(ctx, p, chainConfirmEnv, chainDLQ3, chainLedger3, "") })
+		}
 	}
 	c.loop(pctx, "producer", c.produce)
 	c.loop(pctx, "sizer", c.produceSizes)
@@ -166,6 +170,7 @@ func (c *chain) setUp(ctx context.Context) error {
 	// exactly.New finds a queue's DLQ there (maxReceiveCount 1000, SQS's
 	// most: the workers' own moves, not the policy, dead-letter).
 	names := []string{chainDLQ1, chainDLQ2, chainDeposit, chainConfirm, chainSizes}
+	names = append(names, c.topicQueues()...)
 	if c.lim.on {
 		names = append(names, chainLimQueue)
 	}
@@ -177,7 +182,7 @@ func (c *chain) setUp(ctx context.Context) error {
 			// its messages come (operate raises it again).
 			"MaximumMessageSize": strconv.Itoa(map[bool]int{true: chainSizeLow, false: chainSizeHigh}[name == chainSizes]),
 		}
-		if dlq := map[string]string{chainDeposit: chainDLQ1, chainConfirm: chainDLQ2}[name]; dlq != "" {
+		if dlq := map[string]string{chainDeposit: chainDLQ1, chainConfirm: chainDLQ2, chainConfirmEnv: chainDLQ3}[name]; dlq != "" {
 			a, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(c.urls[dlq]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 			if err != nil {
 				return err
@@ -190,10 +195,13 @@ func (c *chain) setUp(ctx context.Context) error {
 		}
 		c.urls[name] = aws.ToString(out.QueueUrl)
 	}
+	if err := c.setUpTopic(ctx); err != nil {
+		return err
+	}
 	if _, err := c.db.CreateTable(ctx, outboxschema.CreateTableInput(chainOutbox)); err != nil {
 		return err
 	}
-	for _, name := range []string{chainDedup, chainBusiness, chainLedger1, chainLedger2} {
+	for _, name := range []string{chainDedup, chainBusiness, chainLedger1, chainLedger2, chainLedger3} {
 		if _, err := c.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 			TableName: aws.String(name), BillingMode: ddbtypes.BillingModePayPerRequest,
 			KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
@@ -280,7 +288,7 @@ func (c *chain) produce(ctx context.Context, p *cproc) {
 // sweeps of the pending index), slot 1 as the stream Lambda does (Drain of
 // the groups "records" name, every few seconds, and a sweep every minute).
 func (c *chain) runRelay(ctx context.Context, p *cproc) {
-	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, Table: chainOutbox,
+	r := &outbox.Relay{DB: &cDynamo{p: p, inner: c.db}, SQS: &cSQS{p: p, inner: c.sqs}, SNS: c.relaySNS(p), Table: chainOutbox,
 		PerGroup: c.relayPerGroup(), Poll: time.Second, Concurrency: 2, Rand: seededRand(c.cfg.Seed, p.id), Logger: c.log(p),
 		OnRound: func(r outbox.Round) {
 			c.stat("relay: published", r.Published)
@@ -298,7 +306,7 @@ func (c *chain) runRelay(ctx context.Context, p *cproc) {
 		return
 	}
 	var pks []string
-	for _, q := range []string{chainDeposit, chainConfirm} {
+	for _, q := range []string{chainDeposit, chainConfirmDest} {
 		for acct := range chainAccounts {
 			pks = append(pks, fmt.Sprintf("%s#a%d", c.urls[q], acct))
 		}
@@ -343,7 +351,7 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 	dy := &cDynamo{p: p, inner: c.db}
 	cfg := exactly.Config{
 		SQS: &cSQS{p: p, inner: c.sqs}, DynamoDB: dy, Queues: []string{c.urls[queue]}, Table: chainDedup,
-		Effect: c.ledger(ledger, confirm), Commit: exactly.CommitTransactional,
+		Effect: c.ledger(ledger, confirm), Commit: exactly.CommitTransactional, Subscriptions: c.subscriptions(queue),
 		Namespace: "chain", TTL: ttl, Concurrency: 4, Receivers: 1, RetryInPlace: 1,
 		Outbox: outbox.New(dy, chainOutbox, c.outboxClock()...), Logger: slog.New(slog.DiscardHandler),
 		Test: exactly.TestConfig{Rand: rand.NewPCG(c.cfg.Seed, hash64(c.cfg.Seed, "rand", p.id))},
@@ -380,14 +388,15 @@ func (c *chain) runWorker(ctx context.Context, p *cproc, queue, dlq, ledger, con
 // settled: everything produced, nothing pending in the outbox, nothing in
 // the source queues.
 func (c *chain) settled(ctx context.Context) bool {
-	if !c.produced.Load() || !c.sized.Load() || c.lim.on && !c.lim.written.Load() || !c.cmbDone() {
+	if !c.produced.Load() || !c.sized.Load() || c.lim.on && !c.lim.written.Load() || !c.cmbDone() || c.topic.stalling.Load() {
 		return false
 	}
 	pending, err := outbox.ListPending(ctx, c.db, chainOutbox, 1)
 	if err != nil || len(pending) > 0 {
 		return false
 	}
-	for _, q := range []string{chainDeposit, chainConfirm} {
+	for _, qd := range c.dlqs() {
+		q := qd[0]
 		out, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(c.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
 		if err != nil {
 			return false
@@ -421,7 +430,7 @@ func (c *chain) check(ctx context.Context) {
 				c.violate("deposit %s: not in the business table", id)
 			}
 		}
-		for _, ledger := range []string{chainLedger1, chainLedger2} {
+		for _, ledger := range c.ledgers() {
 			it := c.get(ctx, ledger, fmt.Sprintf("acct#a%d", acct))
 			if it == nil {
 				c.violate("%s: account a%d never credited", ledger, acct)
@@ -437,7 +446,7 @@ func (c *chain) check(ctx context.Context) {
 				c.violate("%s: account a%d last seq %d, want %d", ledger, acct, got, chainDeposits)
 			}
 		}
-		items, err := outbox.ListGroup(ctx, c.db, chainOutbox, c.urls[chainConfirm], fmt.Sprint("a", acct), 100)
+		items, err := outbox.ListGroup(ctx, c.db, chainOutbox, c.urls[chainConfirmDest], fmt.Sprint("a", acct), 100)
 		if err != nil {
 			c.violate("outbox: %v", err)
 		}
@@ -457,7 +466,9 @@ func (c *chain) check(ctx context.Context) {
 	c.checkSizes(ctx)
 	c.checkLimits(ctx)
 	c.checkCombined(ctx)
-	for _, q := range []string{chainDLQ1, chainDLQ2} {
+	c.checkTopic(ctx)
+	for _, qd := range c.dlqs() {
+		q := qd[1]
 		var bodies []string
 		for _, m := range c.drainQueue(ctx, q) {
 			bodies = append(bodies, aws.ToString(m.Body))

@@ -167,7 +167,7 @@ func (l limLedger) Apply(ctx context.Context, in effect.Input) (effect.Output, e
 	// product will prepare them (a read: the group's head).
 	msgs := make([]outbox.Message, len(out.Send))
 	for i, m := range out.Send {
-		msgs[i] = outbox.Message{QueueURL: m.QueueURL, Group: m.Group, Body: m.Body, Attributes: m.Attributes, ID: m.ID}
+		msgs[i] = outbox.Message{QueueURL: m.QueueURL, TopicARN: m.TopicARN, Group: m.Group, Body: m.Body, Attributes: m.Attributes, ID: m.ID}
 	}
 	b, err := outbox.New(l.c.db, chainOutbox, l.c.outboxClock()...).Prepare(ctx, msgs)
 	if err != nil {
@@ -184,6 +184,9 @@ func (c *chain) ledger(table, confirm string) effect.Effect {
 	l := &builtin.Ledger{Table: table, Confirm: confirm}
 	if c.lim.on && confirm != "" {
 		return limLedger{Ledger: l, c: c}
+	}
+	if c.topic.on && confirm == "" && table != chainLedger1 {
+		return topicLedger{Ledger: l, c: c, queue: map[string]string{chainLedger2: chainConfirm, chainLedger3: chainConfirmEnv}[table]}
 	}
 	return l
 }
@@ -435,7 +438,7 @@ func (c *chain) checkLimits(ctx context.Context) {
 		// The worker's commit of deposit L<k>.
 		tag = fmt.Sprint("L", int(k))
 		marker = c.get(ctx, chainBusiness, limTagPK(tag, 0)) != nil
-		for _, ledger := range []string{chainLedger1, chainLedger2} {
+		for _, ledger := range c.ledgers() {
 			it := c.get(ctx, ledger, "acct#"+tag)
 			switch {
 			case dead && it != nil:
@@ -454,9 +457,9 @@ func (c *chain) checkLimits(ctx context.Context) {
 			c.stat("limits: a 4 MB commit sent (refused by DynamoDB)", 1)
 		}
 		if dead {
-			c.checkPublished(ctx, chainConfirm, tag, 0)
+			c.checkPublished(ctx, chainConfirmDest, tag, 0)
 		} else {
-			c.checkPublished(ctx, chainConfirm, tag, 1)
+			c.checkPublished(ctx, chainConfirmDest, tag, 1)
 		}
 	}
 }

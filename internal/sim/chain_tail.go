@@ -69,7 +69,7 @@ func (c *chain) heal(ctx context.Context) bool {
 		if round > 0 && len(live) == 0 {
 			return true
 		}
-		for _, qd := range chainDLQs {
+		for _, qd := range c.dlqs() {
 			if round == 0 || live[qd[1]] {
 				c.tailRedrive(ctx, qd[1], qd[0], fmt.Sprintf("redrive.tail%d.%s", round, qd[1][:4]))
 			}
@@ -103,7 +103,7 @@ func (c *chain) tailSettle(ctx context.Context) bool {
 
 // dlqsIdle: nothing in flight in a DLQ (a redrive's receives hide it).
 func (c *chain) dlqsIdle(ctx context.Context) bool {
-	for _, qd := range chainDLQs {
+	for _, qd := range c.dlqs() {
 		a, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(c.urls[qd[1]]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 		if err != nil || a.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)] != "0" {
 			return false
@@ -137,7 +137,7 @@ func (c *chain) tailRedrive(ctx context.Context, dlq, q, name string) {
 // hold a message that is not poison.
 func (c *chain) liveInDLQ(ctx context.Context) map[string]bool {
 	live := map[string]bool{}
-	for _, qd := range chainDLQs {
+	for _, qd := range c.dlqs() {
 		p := &cproc{id: "operator.list." + qd[1][:4], c: c, kill: func() {}}
 		res, err := redrive.Run(ctx, &cSQS{p: p, inner: c.sqs}, redrive.Config{DLQ: c.urls[qd[1]], Queue: c.urls[qd[0]], DryRun: true})
 		if err != nil {
@@ -188,7 +188,7 @@ func (c *chain) poisonKey(pk string) bool {
 // apply it after all, and the end would not see it.
 func (c *chain) judgeDeadLetter(p *cproc, queueURL string, bodies ...string) {
 	q := sqsmsg.QueueName(queueURL)
-	if q != chainDLQ1 && q != chainDLQ2 {
+	if q != chainDLQ1 && q != chainDLQ2 && q != chainDLQ3 {
 		return
 	}
 	c.mu.Lock()

@@ -76,6 +76,8 @@ var Ops = []string{
 	"PutItem", "UpdateItem", "TransactWriteItems", "Effect",
 	// The chain's (chain.go): the outbox's reads and the relay's.
 	"GetItem", "Query", "BatchGetItem", "DeleteItem", "DeleteMessage", "ChangeMessageVisibility",
+	// The chain's topic worlds' relays (chain_topic.go).
+	"PublishBatch",
 	// A Lambda container's start-up and first-event reads, and what
 	// exactly.SQS has besides (nothing in the simulation calls them yet).
 	"GetQueueUrl", "GetQueueAttributes", "DescribeTable", "DescribeTimeToLive",
@@ -105,7 +107,7 @@ func kindsFor(op string) []Kind {
 	switch op {
 	case "ReceiveMessage":
 		return []Kind{Fail, Timeout, Lost, Slow, Pause, Crash, CrashAfter, Freeze}
-	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessageBatch", "BatchGetItem":
+	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessageBatch", "BatchGetItem", "PublishBatch":
 		return []Kind{Fail, Timeout, Lost, Partial, Slow, Pause, Crash, CrashAfter, Freeze}
 	case "Effect": // the claim-mode effect's downstream call
 		return []Kind{Fail, Pause, Crash, CrashAfter, Freeze}

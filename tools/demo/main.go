@@ -5,7 +5,7 @@
 // holds the poison message and nothing else); `leftovers` lists the queues
 // and tables whose names start with a prefix and fails if there are any;
 // `fanout` creates an SNS FIFO topic with the given queues subscribed (raw
-// delivery) and prints its ARN.
+// delivery on, or off for -envelope-queue) and prints its ARN.
 package main
 
 import (
@@ -316,19 +316,22 @@ func (q *queueList) String() string     { return strings.Join(*q, ",") }
 func (q *queueList) Set(v string) error { *q = append(*q, v); return nil }
 
 // fanout creates the FIFO topic (content-based deduplication off: the relay
-// sends every message's deduplication id) and subscribes each queue to it
-// with raw delivery, once: a queue already subscribed (a stack left running
-// from an earlier demo) is not subscribed again. It prints the topic's ARN.
+// sends every message's deduplication id) and subscribes each queue to it,
+// -queue with raw delivery on and -envelope-queue with it off (the body is
+// SNS's JSON envelope), once: a queue already subscribed (a stack left
+// running from an earlier demo) is not subscribed again, its raw delivery
+// set as asked. It prints the topic's ARN.
 // The local stack checks no queue policy, so none is written: on AWS the
 // topic module writes the grant each queue needs.
 func fanout(args []string) error {
 	fs := flag.NewFlagSet("fanout", flag.ExitOnError)
-	name := fs.String("topic", "exactly-demo-confirmations.fifo", "topic name (FIFO: ends in .fifo)")
-	var queues queueList
-	fs.Var(&queues, "queue", "URL of a queue to subscribe (repeat for each)")
+	name := fs.String("topic", "exactly-demo-confirmations-topic.fifo", "topic name (FIFO: ends in .fifo)")
+	var queues, envelopes queueList
+	fs.Var(&queues, "queue", "URL of a queue to subscribe with raw message delivery on (repeat for each)")
+	fs.Var(&envelopes, "envelope-queue", "URL of a queue to subscribe with raw message delivery off (repeat for each)")
 	_ = fs.Parse(args)
-	if !strings.HasSuffix(*name, ".fifo") || len(queues) == 0 {
-		return fmt.Errorf("fanout: want -topic <name>.fifo and at least one -queue")
+	if !strings.HasSuffix(*name, ".fifo") || len(queues)+len(envelopes) == 0 {
+		return fmt.Errorf("fanout: want -topic <name>.fifo and at least one -queue or -envelope-queue")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -342,25 +345,34 @@ func fanout(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", *name, err)
 	}
-	subscribed := map[string]bool{}
+	subscribed := map[string]string{} // queue ARN: subscription ARN
 	subs, err := topics.ListSubscriptionsByTopic(ctx, &sns.ListSubscriptionsByTopicInput{TopicArn: t.TopicArn})
 	if err != nil {
 		return fmt.Errorf("list the subscriptions of %s: %w", *name, err)
 	}
 	for _, s := range subs.Subscriptions {
-		subscribed[aws.ToString(s.Endpoint)] = true
+		subscribed[aws.ToString(s.Endpoint)] = aws.ToString(s.SubscriptionArn)
 	}
+	raw := map[string]bool{}
 	for _, url := range queues {
+		raw[url] = true
+	}
+	for _, url := range append(queues, envelopes...) {
 		a, err := queuesAPI.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 		if err != nil {
 			return fmt.Errorf("queue %s: %w", url, err)
 		}
 		arn := a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
-		if subscribed[arn] {
+		rawDelivery := strconv.FormatBool(raw[url])
+		if sub := subscribed[arn]; sub != "" {
+			if _, err := topics.SetSubscriptionAttributes(ctx, &sns.SetSubscriptionAttributesInput{SubscriptionArn: aws.String(sub),
+				AttributeName: aws.String("RawMessageDelivery"), AttributeValue: aws.String(rawDelivery)}); err != nil {
+				return fmt.Errorf("set the raw delivery of %s's subscription to %s: %w", url, *name, err)
+			}
 			continue
 		}
 		if _, err := topics.Subscribe(ctx, &sns.SubscribeInput{TopicArn: t.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(arn),
-			Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
+			Attributes: map[string]string{"RawMessageDelivery": rawDelivery}}); err != nil {
 			return fmt.Errorf("subscribe %s to %s: %w", url, *name, err)
 		}
 	}

@@ -99,7 +99,13 @@ func (c *chain) setUpTopic(ctx context.Context) error {
 	}
 	c.topic.arn = aws.ToString(out.TopicArn)
 	c.urls[chainConfirmDest] = c.topic.arn
-	for q, raw := range map[string]bool{chainConfirm: true, chainConfirmEnv: false} {
+	// In a fixed order (not a map's): SNS delivers to its subscriptions in
+	// the order they were made, and a replay must see the same.
+	for _, sub := range []struct {
+		q   string
+		raw bool
+	}{{chainConfirm, true}, {chainConfirmEnv, false}} {
+		q, raw := sub.q, sub.raw
 		a, err := c.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(c.urls[q]), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 		if err != nil {
 			return err

@@ -505,6 +505,9 @@ func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 
 func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	key := pkOf(in.Key)
+	if _, done := in.ExpressionAttributeValues[":done"]; done {
+		c.p.w.freezeAtCommit(c.p, key)
+	}
 	k, id, err := c.p.before(ctx, "UpdateItem", key)
 	if err != nil {
 		return nil, err

@@ -67,6 +67,14 @@ func (w *world) checkHeldAtCommit(p *proc, keys []string, k Kind) {
 // stalledJustBefore: a freeze, pause or slow answer of p ended within
 // heldSlack before now.
 func (w *world) stalledJustBefore(p *proc, now time.Duration) bool {
+	w.mu.Lock()
+	for _, f := range w.opFreezes { // an operator's moment (freezeAtCommit)
+		if f.proc == p.id && f.end <= now && f.end >= now-heldSlack {
+			w.mu.Unlock()
+			return true
+		}
+	}
+	w.mu.Unlock()
 	for _, f := range w.inj.Injected() {
 		if f.Proc != p.id || (f.Kind != Freeze && f.Kind != Pause && f.Kind != Slow) {
 			continue

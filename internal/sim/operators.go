@@ -98,6 +98,10 @@ func (w *world) opListings(ctx context.Context, p *proc) {
 // (and the lease it was shown, which operator.Forget also conditions on);
 // the effect's second run it announces is the documented window.
 func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Duration) {
+	if hash64(w.cfg.Seed, "commitfreeze", strconv.Itoa(pick))%2 == 0 {
+		w.opForgetAcrossACommit(ctx, p)
+		return
+	}
 	db := &opDB{p: p, w: w}
 	page, err := operator.Stuck(ctx, db, table, time.Now(), nil, 0)
 	if err != nil || len(page.Records) == 0 {
@@ -115,8 +119,14 @@ func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Dura
 		}
 	}
 	time.Sleep(think)
+	w.confirmForget(ctx, p, db, shown)
+}
+
+// confirmForget confirms the Forget of the record shown and judges what it
+// deleted by the page's promise.
+func (w *world) confirmForget(ctx context.Context, p *proc, db *opDB, shown *dedup.Record) {
 	w.stat("world: operator forgets confirmed", 1)
-	err = operator.Forget(ctx, db, table, shown)
+	err := operator.Forget(ctx, db, table, shown)
 	old, deleted := db.takeDeleted(shown.Key)
 	if !deleted {
 		if err == nil {
@@ -143,6 +153,98 @@ func (w *world) opForget(ctx context.Context, p *proc, pick int, think time.Dura
 		w.tr(s.lid, "%s forgot %s (token %s)", p.id, shown.Key, shown.Token)
 		w.mu.Unlock()
 	}
+}
+
+// commitFreeze is an operator's Forget across a commit waiting for its
+// moment (opForgetAcrossACommit): the next claim-mode commit of a Q2 key
+// freezes its process for d and is told on taken.
+type commitFreeze struct {
+	d     time.Duration
+	taken chan commitFrozen // buffered: one
+}
+
+// opFreeze is a freeze freezeAtCommit made: which process, and when it
+// ended (since the world's start).
+type opFreeze struct {
+	proc string
+	end  time.Duration
+}
+
+type commitFrozen struct {
+	key string
+	at  time.Time
+}
+
+// opForgetAcrossACommit is hole 1's race, made to happen: a claim-mode
+// worker of Q2 (a pool worker or a Lambda environment) freezes whole at its
+// commit call, its effect's downstream call made, for a little longer than
+// a lease; the operator reads Stuck once the lease has ended (the record
+// is listed), the worker thaws and commits the record under the same
+// token, and the operator confirms the Forget the page showed. The page
+// promised to delete the record only if it is still what it showed: a
+// Forget that deletes the COMPLETED record lets the next copy of the
+// message run its effect again (judged by confirmForget).
+func (w *world) opForgetAcrossACommit(ctx context.Context, p *proc) {
+	cf := &commitFreeze{d: lease + 1500*time.Millisecond, taken: make(chan commitFrozen, 1)}
+	w.mu.Lock()
+	w.commitFreeze = cf
+	w.mu.Unlock()
+	var fr commitFrozen
+	wait := time.NewTimer(2 * time.Minute)
+	defer wait.Stop()
+	select {
+	case fr = <-cf.taken:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	if fr.key == "" {
+		w.mu.Lock()
+		if w.commitFreeze == cf {
+			w.commitFreeze = nil
+		}
+		w.mu.Unlock()
+		select {
+		case fr = <-cf.taken: // taken as the wait ended
+		default:
+			return
+		}
+	}
+	// Its lease was extended at most a lease before the freeze: ended now.
+	time.Sleep(time.Until(fr.at.Add(lease + 500*time.Millisecond)))
+	db := &opDB{p: p, w: w}
+	page, err := operator.Stuck(ctx, db, table, time.Now(), nil, 0)
+	if err != nil {
+		return
+	}
+	var shown *dedup.Record
+	for _, r := range page.Records {
+		if r.Key == fr.key {
+			shown = r
+		}
+	}
+	if shown == nil {
+		return
+	}
+	w.stat("world: operator forgets of a record whose commit thaws in the pause", 1)
+	time.Sleep(time.Until(fr.at.Add(cf.d + 5*time.Second))) // the worker thaws and commits
+	w.confirmForget(ctx, p, db, shown)
+}
+
+// freezeAtCommit freezes p at its claim-mode commit of key when an
+// operator waits for that moment (opForgetAcrossACommit).
+func (w *world) freezeAtCommit(p *proc, key string) {
+	w.mu.Lock()
+	cf, s := w.commitFreeze, w.byKey[key]
+	if cf == nil || s == nil || s.queue != q2Name || p.isDead() {
+		w.mu.Unlock()
+		return
+	}
+	w.commitFreeze = nil
+	w.opFreezes = append(w.opFreezes, opFreeze{proc: p.id, end: time.Since(w.start) + cf.d})
+	w.mu.Unlock()
+	cf.taken <- commitFrozen{key: key, at: time.Now()}
+	w.stat("world: processes frozen at a commit for an operator's Forget", 1)
+	p.freeze(cf.d)
 }
 
 // opDryRun lists DLQ1 as `worker redrive --dry-run` and the console's

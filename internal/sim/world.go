@@ -138,6 +138,8 @@ type world struct {
 	order        map[string][]int // queue|group -> logical ids in order of first application
 	excused      map[int]bool     // claim mode: the window opened for it
 	effectBy     map[string]*proc // claim mode: the process that called a key's effect last (operators.go)
+	commitFreeze *commitFreeze    // an operator waiting for a claim-mode commit to freeze (operators.go)
+	opFreezes    []opFreeze       // the freezes freezeAtCommit made, as the injector lists its own
 	deadLettered map[int]bool
 	// what the product sent to the DLQs and the operator's redrives back
 	dlqSent     map[int]bool

@@ -29,11 +29,14 @@ import (
 // in-memory state is gone (its context is cancelled; a new incarnation starts
 // from nothing).
 type proc struct {
-	id     string
-	w      *world
-	dead   atomic.Bool
-	kill   func()       // cancels the process's contexts
-	faults atomic.Int32 // faults injected into its calls
+	id   string
+	w    *world
+	dead atomic.Bool
+	kill func() // cancels the process's contexts
+	// stopNow stops a pool worker's process as StopAndCancel does
+	// (forcedstop.go); nil for other processes.
+	stopNow func()
+	faults  atomic.Int32 // faults injected into its calls
 
 	mu   sync.Mutex
 	open map[string]bool // claim mode: keys whose downstream call ran, commit not yet seen
@@ -489,6 +492,9 @@ func (c *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 	out, err := c.inner.PutItem(ctx, in, opt...)
 	c.p.w.txMu.Unlock()
 	c.p.w.afterRecordPut(c.p, in.Item, pre[key], err == nil, isCCF(err))
+	if isCCF(err) {
+		c.p.w.freezeAcrossSweep(c.p, key, in.Item, pre[key]) // ttlsweep.go
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -507,6 +513,7 @@ func (c *faultyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	key := pkOf(in.Key)
 	if _, done := in.ExpressionAttributeValues[":done"]; done {
 		c.p.w.freezeAtCommit(c.p, key)
+		c.p.w.stopAtCommit(c.p, key)
 	}
 	k, id, err := c.p.before(ctx, "UpdateItem", key)
 	if err != nil {

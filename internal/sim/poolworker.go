@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,6 +62,11 @@ func (w *world) startWorker(ctx context.Context, slot, inc int) {
 			}
 		})
 	}
+	p.stopNow = w.forcedStop(ctx, p, slot, inc, func() []*exactly.Worker {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(running)
+	}) // forcedstop.go
 	w.wg.Go(func() {
 		for i, cfg := range []exactly.Config{q1, q2} {
 			cfg.SQS, cfg.DynamoDB = &faultySQS{p: p, inner: w.sqs}, &faultyDynamo{p: p, inner: w.db}
@@ -131,10 +137,15 @@ func (w *world) gracefulStop(ctx context.Context, p *proc, slot, inc int, ws []*
 	for _, wk := range ws {
 		_ = wk.Stop(context.Background())
 	}
+	w.exited(ctx, p, slot, inc)
+}
+
+// exited: p's task has exited after a stop (graceful or forced); its
+// successor starts as a crashed one's does.
+func (w *world) exited(ctx context.Context, p *proc, slot, inc int) {
 	if p.dead.Swap(true) {
-		return // it died while stopping: its kill restarts it
+		return // it died while stopping (or stopped twice): its kill restarts it
 	}
-	// The task has exited; its successor starts as a crashed one's does.
 	w.wg.Go(func() {
 		time.Sleep(5*time.Second + time.Duration(hash64(w.cfg.Seed, "restart", p.id)%uint64(20*time.Second)))
 		if ctx.Err() == nil {

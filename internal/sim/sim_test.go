@@ -71,6 +71,7 @@ var classes = []struct{ name, match, also string }{
 	{"expiry: a COMPLETED record claimed again before its TTL ended", "before its TTL (", ""},
 	{"expiry: a record past its TTL (not swept yet) refused a claim", "expiry: a record past its TTL blocked", ""},
 	{"expiry: a live lease outlives its record's expires_at", "expiry: a live lease outlives its record", ""},
+	{"ttl: a conflict note took effect on a record that was not COMPLETED (swept or claimed again)", "ttl: a conflict note took effect", ""},
 	{"DLQ: the product moved a message that does not fail permanently", "which never fails permanently now", ""},
 	{"DLQ: the product moved a message without a permanent verdict in its delivery", "without a permanent verdict in its delivery", ""},
 	{"read-dependent balance off: a stale read committed (lost update)", "read-dependent balance", ""},
@@ -95,6 +96,8 @@ var classes = []struct{ name, match, also string }{
 	{"applied and left in the DLQ", "applied but still in", ""},
 	{"tail: the redrive policy moved a message after the faults healed", "after the faults healed", ""},
 	{"tail: a claim left IN_PROGRESS", "claim left behind", ""},
+	// Last: a violation no class above names still shows in the summary.
+	{"unclassified (name its class in sim_test.go's classes)", "", ""},
 }
 
 func classify(vs []string) []string {
@@ -636,5 +639,18 @@ func checkDigest(t *testing.T, seed uint64, res Result) {
 		t.Logf("seed %d replayed exactly: digest %s", seed, d)
 	default:
 		t.Logf("seed %d replayed differently: digest %s, the reported run's %s (a divergence nothing orders yet: docs/TESTING.md, \"What a seed fixes\", says how to find it); REPEAT=20 runs it again until a run is red", seed, d, *flagDigest)
+	}
+}
+
+// TestEveryViolationIsClassified: a violation no class names is still
+// counted in the summary (the last class), never left out of it.
+func TestEveryViolationIsClassified(t *testing.T) {
+	got := classify([]string{"+1m2s something no class names yet"})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "unclassified") {
+		t.Fatalf("classify of an unnamed violation = %q, want the unclassified class", got)
+	}
+	got = classify([]string{"+5m ttl: a conflict note took effect on a record that was not COMPLETED: w1's note on k found it absent"})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "ttl: a conflict note") {
+		t.Fatalf("classify of a note's violation = %q", got)
 	}
 }

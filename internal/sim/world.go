@@ -138,8 +138,9 @@ type world struct {
 	order        map[string][]int // queue|group -> logical ids in order of first application
 	excused      map[int]bool     // claim mode: the window opened for it
 	effectBy     map[string]*proc // claim mode: the process that called a key's effect last (operators.go)
+	q2Commits    int              // Q2's claim-mode commits by pool workers so far (forcedstop.go)
 	commitFreeze *commitFreeze    // an operator waiting for a claim-mode commit to freeze (operators.go)
-	opFreezes    []opFreeze       // the freezes freezeAtCommit made, as the injector lists its own
+	opFreezes    []opFreeze       // the freezes the world made (freezeAtCommit, freezeAcrossSweep), as the injector lists its own
 	deadLettered map[int]bool
 	// what the product sent to the DLQs and the operator's redrives back
 	dlqSent     map[int]bool
@@ -734,7 +735,12 @@ func (w *world) workload() {
 				if qi == 0 && !s.poison && !s.fixable && !s.conflict && !strings.HasPrefix(s.dedupID, "shared-") && r(id, "invalid")%100 < 5 {
 					s.invalid = true
 				}
+				near, by := w.nearExpiry(lid)
 				switch {
+				case s.conflict && near:
+					// Near the expiry of the record it conflicts with
+					// (ttlsweep.go: freezeAcrossSweep).
+					t += shortTTL(w.cfg.Seed) - by
 				case s.fixable:
 					t += time.Duration(1+r(id, "gap")%10) * time.Second
 				case w.shape.Burst && qi == 1 && g%2 == 0:

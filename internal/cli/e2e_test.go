@@ -223,9 +223,8 @@ func TestEndToEnd(t *testing.T) {
 	require.Len(t, scanAll(t, db, table), 25, "the replay used the same dedup record")
 
 	// The 8 retries were absorbed by the ledger; /metrics says so.
-	addr, ok := w.field("serving /healthz, /readyz and /metrics", "addr")
-	require.True(t, ok, "metrics address logged")
-	metrics := httpGet(t, "http://"+addr.(string)+"/metrics")
+	addr := readyAddr(t, w)
+	metrics := httpGet(t, "http://"+addr+"/metrics")
 	require.Contains(t, metrics, `exactly_duplicates_total{queue="`+queue+`"} 8`)
 	require.Contains(t, metrics, `exactly_effects_applied_total{queue="`+queue+`"} 24`)
 	// Optimistic mode (the ledger's default): one transaction per message,
@@ -233,7 +232,7 @@ func TestEndToEnd(t *testing.T) {
 	// for the poison message, which failed and was tried under a claim.
 	require.Contains(t, metrics, `exactly_aws_requests_total{operation="TransactWriteItems",service="DynamoDB"} 32`)
 	require.Contains(t, metrics, `exactly_aws_requests_total{operation="ReceiveMessage",service="SQS"}`)
-	require.Contains(t, httpGet(t, "http://"+addr.(string)+"/readyz"), "ready")
+	require.Contains(t, httpGet(t, "http://"+addr+"/readyz"), "ready")
 
 	// SIGTERM: graceful stop, exit 0, promptly (open long polls of at most
 	// --wait-time are left to return, so that SQS strands no message).

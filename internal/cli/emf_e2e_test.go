@@ -75,14 +75,7 @@ func TestNotReadyWhileDraining(t *testing.T) {
 	t.Cleanup(let)
 	w := startWorker(t, "run", "--queue", url, "--table", table, "--effect", "http", "--http-url", endpoint.URL,
 		"--metrics-addr", "127.0.0.1:0", "--progress", "0", "--wait-time", "5s")
-	var addr string
-	testenv.Eventually(t, 30*time.Second, func() bool {
-		a, ok := w.field("serving /healthz, /readyz and /metrics", "addr")
-		if ok {
-			addr = a.(string)
-		}
-		return ok && status(addr, "/readyz") == http.StatusOK
-	}, "ready after the start-up checks")
+	addr := readyAddr(t, w)
 	_, err := sqsc.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String("{}"),
 		MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")})
 	require.NoError(t, err)
@@ -106,6 +99,22 @@ func TestNotReadyWhileDraining(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("worker did not exit after its drain")
 	}
+}
+
+// readyAddr waits until w's /readyz answers 200 (its start-up checks
+// passed) and returns the address it serves /healthz, /readyz and /metrics
+// on.
+func readyAddr(t *testing.T, w *proc) string {
+	t.Helper()
+	var addr string
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		a, ok := w.field("serving /healthz, /readyz and /metrics", "addr")
+		if ok {
+			addr = a.(string)
+		}
+		return ok && status(addr, "/readyz") == http.StatusOK
+	}, "ready after the start-up checks")
+	return addr
 }
 
 // status is the HTTP status of GET addr+path, or 0 when nothing answers.

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -26,14 +25,7 @@ func TestIdleStopIsPrompt(t *testing.T) {
 	for range 3 {
 		w := startWorker(t, "run", "--queue", fifo, "--queue", std, "--table", table, "--effect", "noop",
 			"--metrics-addr", "127.0.0.1:0", "--progress", "0")
-		var addr string
-		testenv.Eventually(t, 30*time.Second, func() bool {
-			a, ok := w.field("serving /healthz, /readyz and /metrics", "addr")
-			if ok {
-				addr = a.(string)
-			}
-			return ok && status(addr, "/readyz") == http.StatusOK
-		}, "ready after the start-up checks")
+		readyAddr(t, w)
 		time.Sleep(time.Second) // the receivers' long polls are open
 		at := time.Now()
 		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))

@@ -198,17 +198,14 @@ func (s *Server) deliver(ctx context.Context, sub *subscription, in *sqs.SendMes
 // whose filter policy matches, before it returns.
 func (s *Server) Publish(ctx context.Context, in *sns.PublishInput, _ ...func(*sns.Options)) (*sns.PublishOutput, error) {
 	const op = "Publish"
-	if err := s.enter(ctx, op); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
 	if in.TargetArn != nil || in.PhoneNumber != nil {
 		return nil, opErr(op, invalidParam("memsns publishes to topics only (TopicArn)"))
 	}
-	t, err := s.topicOf(in.TopicArn)
+	t, err := s.enterTopic(ctx, op, in.TopicArn)
 	if err != nil {
-		return nil, opErr(op, err)
+		return nil, err
 	}
+	defer s.mu.Unlock()
 	r := pubReq{message: in.Message, subject: in.Subject, structure: in.MessageStructure, attrs: in.MessageAttributes,
 		group: in.MessageGroupId, dedupID: in.MessageDeduplicationId}
 	if err := t.validate(r); err != nil {
@@ -228,14 +225,11 @@ func (s *Server) Publish(ctx context.Context, in *sns.PublishInput, _ ...func(*s
 // invalid, or the messages together pass the topic's MaximumMessageSize.
 func (s *Server) PublishBatch(ctx context.Context, in *sns.PublishBatchInput, _ ...func(*sns.Options)) (*sns.PublishBatchOutput, error) {
 	const op = "PublishBatch"
-	if err := s.enter(ctx, op); err != nil {
+	t, err := s.enterTopic(ctx, op, in.TopicArn)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	t, err := s.topicOf(in.TopicArn)
-	if err != nil {
-		return nil, opErr(op, err)
-	}
 	ents := in.PublishBatchRequestEntries
 	switch {
 	case len(ents) == 0:

@@ -38,6 +38,20 @@ func (s *Server) enter(ctx context.Context, op string) error {
 	return nil
 }
 
+// enterTopic enters op (as enter) and finds the topic arn names; the lock
+// is held only when it returns the topic.
+func (s *Server) enterTopic(ctx context.Context, op string, arn *string) (*topic, error) {
+	if err := s.enter(ctx, op); err != nil {
+		return nil, err
+	}
+	t, err := s.topicOf(arn)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, opErr(op, err)
+	}
+	return t, nil
+}
+
 func (s *Server) topicOf(arn *string) (*topic, error) {
 	if aws.ToString(arn) == "" {
 		return nil, invalidParam("TopicArn is required")
@@ -150,14 +164,11 @@ func (s *Server) DeleteTopic(ctx context.Context, in *sns.DeleteTopicInput, _ ..
 // GetTopicAttributes returns a topic's attributes.
 func (s *Server) GetTopicAttributes(ctx context.Context, in *sns.GetTopicAttributesInput, _ ...func(*sns.Options)) (*sns.GetTopicAttributesOutput, error) {
 	const op = "GetTopicAttributes"
-	if err := s.enter(ctx, op); err != nil {
+	t, err := s.enterTopic(ctx, op, in.TopicArn)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	t, err := s.topicOf(in.TopicArn)
-	if err != nil {
-		return nil, opErr(op, err)
-	}
 	out := map[string]string{
 		"TopicArn": t.arn, "Owner": s.account, "FifoTopic": strconv.FormatBool(t.fifo),
 		"ContentBasedDeduplication": strconv.FormatBool(t.contentDedup), "MaximumMessageSize": strconv.Itoa(t.maxSize),
@@ -176,14 +187,11 @@ func (s *Server) GetTopicAttributes(ctx context.Context, in *sns.GetTopicAttribu
 // SetTopicAttributes sets one attribute of a topic.
 func (s *Server) SetTopicAttributes(ctx context.Context, in *sns.SetTopicAttributesInput, _ ...func(*sns.Options)) (*sns.SetTopicAttributesOutput, error) {
 	const op = "SetTopicAttributes"
-	if err := s.enter(ctx, op); err != nil {
+	t, err := s.enterTopic(ctx, op, in.TopicArn)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	t, err := s.topicOf(in.TopicArn)
-	if err != nil {
-		return nil, opErr(op, err)
-	}
 	if err := t.apply(map[string]string{aws.ToString(in.AttributeName): aws.ToString(in.AttributeValue)}, false); err != nil {
 		return nil, opErr(op, err)
 	}
@@ -199,14 +207,11 @@ func (s *Server) SetTopicAttributes(ctx context.Context, in *sns.SetTopicAttribu
 // again with the same attributes returns the same subscription.
 func (s *Server) Subscribe(ctx context.Context, in *sns.SubscribeInput, _ ...func(*sns.Options)) (*sns.SubscribeOutput, error) {
 	const op = "Subscribe"
-	if err := s.enter(ctx, op); err != nil {
+	t, err := s.enterTopic(ctx, op, in.TopicArn)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	t, err := s.topicOf(in.TopicArn)
-	if err != nil {
-		return nil, opErr(op, err)
-	}
 	if p := aws.ToString(in.Protocol); p != "sqs" {
 		return nil, opErr(op, invalidParam("Protocol %q: memsns delivers to SQS queues only (protocol sqs)", p))
 	}
@@ -341,14 +346,11 @@ func (s *Server) SetSubscriptionAttributes(ctx context.Context, in *sns.SetSubsc
 // ListSubscriptionsByTopic lists a topic's subscriptions, all in one page.
 func (s *Server) ListSubscriptionsByTopic(ctx context.Context, in *sns.ListSubscriptionsByTopicInput, _ ...func(*sns.Options)) (*sns.ListSubscriptionsByTopicOutput, error) {
 	const op = "ListSubscriptionsByTopic"
-	if err := s.enter(ctx, op); err != nil {
+	t, err := s.enterTopic(ctx, op, in.TopicArn)
+	if err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	t, err := s.topicOf(in.TopicArn)
-	if err != nil {
-		return nil, opErr(op, err)
-	}
 	out := &sns.ListSubscriptionsByTopicOutput{}
 	for _, sub := range t.subs {
 		out.Subscriptions = append(out.Subscriptions, types.Subscription{SubscriptionArn: aws.String(sub.arn),

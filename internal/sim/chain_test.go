@@ -31,13 +31,7 @@ func TestChain(t *testing.T) {
 	stats := map[string]int{}
 	red := 0
 	start := time.Now()
-	next := make(chan uint64)
-	go func() {
-		defer close(next)
-		for _, s := range seeds {
-			next <- s
-		}
-	}()
+	next := feed(seeds)
 	t.Cleanup(func() {
 		var names []string
 		for k := range stats {
@@ -71,12 +65,13 @@ func TestChain(t *testing.T) {
 				}
 				if res.Failed() {
 					red++
+					reds.Add(1)
 				}
 				mu.Unlock()
 				if res.Failed() {
 					var b strings.Builder
 					cmd := fmt.Sprintf("go test ./internal/sim -run '^TestChain$' -sim.seed=%d -v -sim.rate=%g", seed, rate())
-					fmt.Fprintf(&b, "chain seed %d RED (%s virtual, %d faults)\nreplay: %s\n%sviolations:\n", seed, res.Virtual.Round(time.Second), len(res.Faults), cmd, recordRed(runChain, seed, cmd, res))
+					fmt.Fprintf(&b, "chain seed %d RED after %s wall since the start (%s virtual, %d faults)\nreplay: %s\n%sviolations:\n", seed, time.Since(start).Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults), cmd, recordRed(runChain, seed, cmd, res))
 					for _, v := range first(res.Violations, 8) {
 						fmt.Fprintf(&b, "  - %s\n", v)
 					}

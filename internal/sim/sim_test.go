@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,6 +32,7 @@ var (
 	flagRepeat  = flag.Int("sim.repeat", 1, "runs per seed: a seed is red when any run is (the sequencer orders the calls that arrive together, but not every goroutine of a process: a rare replay goes another way, docs/TESTING.md)")
 	flagDigest  = flag.String("sim.digest", "", "with sim.seed: the digest a red seed's report printed; the replay says whether its run matched it (replayed exactly)")
 	flagVerbose = flag.Bool("sim.verbose", false, "log every seed, green ones too")
+	flagStop    = flag.Int("sim.stopafter", 0, "stop taking new seeds once this many are red, in TestSim and TestChain together (0: run every seed; scripts/plants uses it)")
 	flagLogs    = flag.Bool("sim.logs", false, "keep every process's log lines (Debug and up) and print, for a red seed, those about the groups, keys and processes its violations name")
 )
 
@@ -242,13 +244,7 @@ func TestSim(t *testing.T) {
 	t.Cleanup(func() { sum.print(t, start, kinds, ops) })
 	// A few parallel workers take the seeds in turn: tens of thousands of
 	// parallel subtests would cost more than the runs.
-	next := make(chan uint64)
-	go func() {
-		defer close(next)
-		for _, s := range seeds {
-			next <- s
-		}
-	}()
+	next := feed(seeds)
 	workers := min(runtime.GOMAXPROCS(0), len(seeds))
 	for i := range workers {
 		t.Run(fmt.Sprintf("worker=%d", i), func(t *testing.T) {
@@ -258,6 +254,27 @@ func TestSim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reds counts the red seeds of TestSim and TestChain together, for
+// -sim.stopafter.
+var reds atomic.Int64
+
+// feed hands out seeds in order until they run out or -sim.stopafter red
+// seeds have been seen. Its goroutine ends when the seeds do: every
+// receiver ranges over the channel to its close.
+func feed(seeds []uint64) <-chan uint64 {
+	next := make(chan uint64)
+	go func() {
+		defer close(next)
+		for _, s := range seeds {
+			if *flagStop > 0 && reds.Load() >= int64(*flagStop) {
+				return
+			}
+			next <- s
+		}
+	}()
+	return next
 }
 
 func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool, sum *summary, start time.Time) {
@@ -286,6 +303,7 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 				t.Logf("seed %d green: %d faults, %s virtual in %s", seed, len(res.Faults), res.Virtual.Round(time.Second), took.Round(time.Millisecond))
 				return
 			}
+			reds.Add(1)
 			var b strings.Builder
 			fmt.Fprintf(&b, "seed %s RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seedAt(seed), runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
 			fmt.Fprintf(&b, "shape: %s\n", res.Shape)

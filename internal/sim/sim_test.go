@@ -305,7 +305,7 @@ func simSeed(t *testing.T, seed uint64, kinds map[Kind]bool, ops map[string]bool
 			}
 			reds.Add(1)
 			var b strings.Builder
-			fmt.Fprintf(&b, "seed %s RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected\n", seedAt(seed), runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults))
+			fmt.Fprintf(&b, "seed %s RED (run %d of up to %d) after %s wall (%s virtual), %d faults injected, found %s after the start\n", seedAt(seed), runs, *flagRepeat, took.Round(time.Millisecond), res.Virtual.Round(time.Second), len(res.Faults), time.Since(start).Round(time.Millisecond))
 			fmt.Fprintf(&b, "shape: %s\n", res.Shape)
 			fmt.Fprintf(&b, "replay: %s\n   (or: go test ./internal/sim -run 'TestSim' -sim.seed=%d -sim.digest=%s -v%s)\n", replay(seed, res.Digest()), seed, res.Digest(), extraFlags())
 			b.WriteString(recordRed(runWorld, seed, replay(seed, ""), res))

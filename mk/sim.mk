@@ -73,3 +73,13 @@ sim_flags = -sim.commit=$(SIM_COMMIT) -sim.seeds=$(SEEDS) -sim.chainseeds=$(CHAI
 .PHONY: sim
 sim: ## deterministic simulation: real pool/processor/ledger/Lambda/redrive on in-memory AWS with seeded faults (SEED= SEEDS= FAULTS= OPS=)
 	cd $(SIM_ROOT) && $(GO) test -v -count=1 -timeout 60m -run '^(TestSim|TestChain)$$' ./internal/sim -args $(sim_flags)
+
+# The planted bugs (internal/sim/testdata/plants/*.patch, docs/TESTING.md
+# "Planted bugs, kept"): each applied to a throwaway worktree of HEAD, the
+# simulation run until it is red (at most the CI budget), some of its red
+# seeds replayed from their recordings. Fails if one is not found, does not
+# apply, or does not replay. PLANTS="F1 hole2" runs only those.
+PLANTS ?=
+.PHONY: plants
+plants: ## rerun every planted bug on HEAD: found within the CI budget, and replayed (PLANTS="F1 E1" for some)
+	cd $(SIM_ROOT)/tools && $(GO) run ./cmd/plants -root $(SIM_ROOT) $(PLANTS)

@@ -1,7 +1,7 @@
 # The deterministic simulation (internal/sim). The top-level Makefile includes
 # this file; it also runs alone: make -f mk/sim.mk sim SEEDS=50000
 #
-#   make sim                 a fixed budget of seeds (SIM_SEEDS_DEFAULT and CHAIN_SEEDS, ~13 minutes on 2 idle cores; part of CI)
+#   make sim                 a fixed budget of seeds (SIM_SEEDS_DEFAULT and CHAIN_SEEDS, ~15 minutes on 2 idle cores; part of CI)
 #   make sim SEEDS=N         N seeds (from FIRST, default 1)
 #   make sim SEED=123        run one seed (once; REPEAT=N runs it up to N times, red when any run
 #                            is). The seed fixes the world, workload, faults, the product's jitter

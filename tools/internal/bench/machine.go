@@ -82,7 +82,9 @@ func parseStackStatus(out, sqsDef, ddbDef string) (sqsV, ddbV string) {
 	return sqsV, ddbV
 }
 
-func loadAvg() string {
+// LoadAvg is the machine's load averages over 1, 5 and 15 minutes, as
+// /proc/loadavg gives them ("unknown" without it): printed beside a figure.
+func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "unknown"

@@ -428,14 +428,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		h.self = self
 	}
-	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: loadAvg()}
+	res := &Result{Config: cfg, Machine: ReadMachine(), Started: time.Now(), LoadBefore: LoadAvg()}
 	if cfg.SweepOnly {
 		s, err := h.sweep(ctx)
 		if err != nil {
 			return nil, err
 		}
 		res.Sweep = s
-		res.Ended, res.LoadAfter = time.Now(), loadAvg()
+		res.Ended, res.LoadAfter = time.Now(), LoadAvg()
 		return res, nil
 	}
 	if h.bin == "" && emu {
@@ -575,7 +575,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.setShares()
 	res.Ended = time.Now()
-	res.LoadAfter = loadAvg()
+	res.LoadAfter = LoadAvg()
 	return res, nil
 }
 

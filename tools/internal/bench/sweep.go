@@ -264,7 +264,7 @@ func (h *harness) sweepTimes(p SweepPoint) (warmup, window time.Duration) {
 // worker for consumer points, the direct producer, the outbox with the
 // relay's defaults and with GroupBatch for relay points.
 func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
-	s := &Sweep{Started: time.Now(), LoadBefore: loadAvg(), Conc: h.cfg.SweepConc, Warmup: h.cfg.SweepWarmup, Window: h.cfg.SweepWindow,
+	s := &Sweep{Started: time.Now(), LoadBefore: LoadAvg(), Conc: h.cfg.SweepConc, Warmup: h.cfg.SweepWarmup, Window: h.cfg.SweepWindow,
 		LatencyScale: h.cfg.LatencyScale, Commit: ReadMachine().Commit}
 	for _, p := range h.cfg.Sweep {
 		warmup, window := h.sweepTimes(p)
@@ -272,7 +272,7 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 		hs.cfg.Warmup, hs.cfg.Window = warmup, window
 		if p.Dim == SweepRelay {
 			for _, mode := range []string{RelayDirect, RelayOutbox, RelayGroupBatch} {
-				load := loadAvg()
+				load := LoadAvg()
 				rr, err := hs.measureRelay(ctx, mode, p.RelayGroups, h.cfg.RelayWriters)
 				if err != nil {
 					if ctx.Err() != nil {
@@ -291,7 +291,7 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 					p.Dim, p.Label, 10*p.EffectDelay, SweepVisibility))
 				continue
 			}
-			load := loadAvg()
+			load := LoadAvg()
 			d, err := hs.sweepDrain(ctx, kind, p)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -304,7 +304,7 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 			s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: kind, Drain: d, Model: ModelRate(p, kind, h.cfg.SweepConc, h.cfg.LatencyScale), Load: load})
 		}
 	}
-	s.Ended, s.LoadAfter = time.Now(), loadAvg()
+	s.Ended, s.LoadAfter = time.Now(), LoadAvg()
 	return s, nil
 }
 

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/exactlyonce/exactly/tools/internal/bench"
 )
 
 // The CI budget of make sim (mk/sim.mk: SIM_SEEDS_DEFAULT, CHAIN_SEEDS):
@@ -292,7 +294,7 @@ type runner struct {
 
 func (r runner) run(ctx context.Context, p Plant) (o Outcome) {
 	o.Plant = p
-	o.Load = loadavg()
+	o.Load = bench.LoadAvg()
 	start := time.Now()
 	defer func() { o.Wall = time.Since(start) }()
 	tmp, err := os.MkdirTemp("", "plant-"+p.ID+"-")
@@ -479,18 +481,6 @@ func git(dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func firstLine(s string) string {

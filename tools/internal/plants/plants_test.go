@@ -35,10 +35,10 @@ func TestParsePlant(t *testing.T) {
 }
 
 // TestParseOutput reads red seeds from output the simulation printed
-// (testdata/sim.out: a TestSim red seed of the F1 plant, and a chain
+// (testdata/sim-output.txt: a TestSim red seed of the F1 plant, and a chain
 // seed's block in TestChain's format).
 func TestParseOutput(t *testing.T) {
-	b, err := os.ReadFile("testdata/sim.out")
+	b, err := os.ReadFile("testdata/sim-output.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

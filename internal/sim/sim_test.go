@@ -32,7 +32,7 @@ var (
 	flagRepeat  = flag.Int("sim.repeat", 1, "runs per seed: a seed is red when any run is (the sequencer orders the calls that arrive together, but not every goroutine of a process: a rare replay goes another way, docs/TESTING.md)")
 	flagDigest  = flag.String("sim.digest", "", "with sim.seed: the digest a red seed's report printed; the replay says whether its run matched it (replayed exactly)")
 	flagVerbose = flag.Bool("sim.verbose", false, "log every seed, green ones too")
-	flagStop    = flag.Int("sim.stopafter", 0, "stop taking new seeds once this many are red, in TestSim and TestChain together (0: run every seed; scripts/plants uses it)")
+	flagStop    = flag.Int("sim.stopafter", 0, "stop taking new seeds once this many are red, in TestSim and TestChain together (0: run every seed; make plants uses it)")
 	flagLogs    = flag.Bool("sim.logs", false, "keep every process's log lines (Debug and up) and print, for a red seed, those about the groups, keys and processes its violations name")
 )
 

@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,6 +140,7 @@ type queue struct {
 
 	std    list.List         // standard queue: all messages, oldest first
 	groups map[string]*group // FIFO: messages by group, in sequence order
+	index  groupIndex        // FIFO: the groups in the order receive serves them
 	byID   map[string]*message
 	seq    uint64
 	copies int // duplicate copies made (WithDuplicates)
@@ -175,6 +175,12 @@ type redrivePolicy struct {
 type group struct {
 	id   string
 	msgs list.List
+
+	// Its place in the queue's index (groupIndex.touch).
+	head         string    // the head's sequence number
+	receivableAt time.Time // when its head may be handed out
+	in           *groupHeap
+	idx          int
 }
 
 type dedupEntry struct {
@@ -496,7 +502,7 @@ func (s *Server) CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, _ ..
 			"MessageRetentionPeriod": strconv.Itoa(defaultRetention), "ReceiveMessageWaitTimeSeconds": "0",
 			"SqsManagedSseEnabled": "true",
 		},
-		byID: map[string]*message{}, groups: map[string]*group{}, dedup: map[string]dedupEntry{},
+		byID: map[string]*message{}, groups: map[string]*group{}, index: newGroupIndex(), dedup: map[string]dedupEntry{},
 		attempts: map[string]*attempt{}, changed: make(chan struct{}),
 	}
 	if q.fifo {
@@ -785,6 +791,7 @@ func (q *queue) enqueue(m *message) {
 		}
 		m.grp = g
 		m.elem = g.msgs.PushBack(m)
+		q.index.touch(g)
 	} else {
 		m.elem = q.std.PushBack(m)
 	}
@@ -795,6 +802,7 @@ func (q *queue) remove(m *message) {
 	delete(q.byID, m.ref())
 	if m.grp != nil {
 		m.grp.msgs.Remove(m.elem)
+		q.index.touch(m.grp)
 		if m.grp.msgs.Len() == 0 {
 			delete(q.groups, m.grp.id)
 		}
@@ -1025,49 +1033,19 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 // nextChange is the earliest time after now at which a message may become
 // receivable without anyone acting: a visibility timeout or a delay ends.
 func (q *queue) nextChange(now time.Time) (time.Time, bool) {
-	var next time.Time
-	consider := func(t time.Time) {
-		if t.After(now) && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
 	if q.fifo {
-		for _, g := range q.groups {
-			for e := g.msgs.Front(); e != nil; e = e.Next() {
-				m := e.Value.(*message)
-				consider(m.delayUntil)
-				if m.receives == 0 {
-					break // received messages are a prefix of their group
-				}
-				if m.inFlight(now) {
-					consider(m.visibleAt)
-				}
-			}
-		}
-	} else {
-		for e := q.std.Front(); e != nil; e = e.Next() {
-			m := e.Value.(*message)
-			consider(m.delayUntil)
-			if m.inFlight(now) {
-				consider(m.visibleAt)
+		return q.index.nextChange(now)
+	}
+	var next time.Time
+	for e := q.std.Front(); e != nil; e = e.Next() {
+		m := e.Value.(*message)
+		for _, t := range []time.Time{m.delayUntil, m.visibleAt} {
+			if t.After(now) && (next.IsZero() || t.Before(next)) {
+				next = t
 			}
 		}
 	}
 	return next, !next.IsZero()
-}
-
-// blocked reports whether a FIFO group has a message in flight.
-func (g *group) blocked(now time.Time) bool {
-	for e := g.msgs.Front(); e != nil; e = e.Next() {
-		m := e.Value.(*message)
-		if m.receives == 0 {
-			return false
-		}
-		if m.inFlight(now) {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessageInput) ([]types.Message, error) {
@@ -1091,6 +1069,7 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 				out := make([]types.Message, len(a.messages))
 				for i, m := range a.messages {
 					m.visibleAt = now.Add(vis)
+					q.index.touch(m.grp)
 					out[i] = s.view(q, m, in)
 				}
 				return out, nil
@@ -1129,16 +1108,14 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 	}
 	if q.fifo {
 		// Oldest available group first, as many of its messages as fit.
-		var ready []*group
-		for _, g := range q.groups {
-			if h := g.msgs.Front(); h != nil && !h.Value.(*message).delayed(now) && !g.blocked(now) {
-				ready = append(ready, g)
+		q.index.promote(now)
+		var served []*group
+		for len(got) < maxN {
+			g := q.index.next()
+			if g == nil {
+				break
 			}
-		}
-		sort.Slice(ready, func(i, j int) bool {
-			return seqLess(ready[i].msgs.Front().Value.(*message).seq, ready[j].msgs.Front().Value.(*message).seq)
-		})
-		for _, g := range ready {
+			served = append(served, g)
 			for e := g.msgs.Front(); e != nil && len(got) < maxN; {
 				m := e.Value.(*message)
 				e = e.Next()
@@ -1147,9 +1124,9 @@ func (s *Server) receive(q *queue, now time.Time, maxN int, in *sqs.ReceiveMessa
 				}
 				take(m)
 			}
-			if len(got) >= maxN {
-				break
-			}
+		}
+		for _, g := range served {
+			q.index.touch(g) // now blocked, emptied or delayed: waiting
 		}
 	} else {
 		for e := q.std.Front(); e != nil && len(got) < maxN; {
@@ -1400,6 +1377,9 @@ func (q *queue) changeOne(h *string, secs int32, now time.Time) error {
 	}
 	m.visibleAt = until
 	m.changes++
+	if m.grp != nil {
+		q.index.touch(m.grp)
+	}
 	if secs == 0 {
 		q.notify()
 	}
@@ -1493,6 +1473,7 @@ func (s *Server) PurgeQueue(ctx context.Context, in *sqs.PurgeQueueInput, _ ...f
 	defer s.mu.Unlock()
 	q.std.Init()
 	q.groups = map[string]*group{}
+	q.index = newGroupIndex()
 	q.byID = map[string]*message{}
 	return &sqs.PurgeQueueOutput{}, nil
 }

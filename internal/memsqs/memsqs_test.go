@@ -3,6 +3,7 @@ package memsqs_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -321,4 +322,44 @@ func waitParked(t *testing.T, c *memsqs.ManualClock, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestFIFOGroupsServedOldestHeadFirst follows the group index through the
+// ways a group changes place: a receive blocks it, a visibility set to 0
+// and a timeout's end free it, a delete moves its head. Whatever happened,
+// a receive serves the groups whose heads are oldest first.
+func TestFIFOGroupsServedOldestHeadFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	q, err := b.s.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("o.fifo"),
+		Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": "30"}})
+	require.NoError(t, err)
+	url := *q.QueueUrl
+	for i, m := range []struct{ body, group string }{{"a1", "A"}, {"b1", "B"}, {"c1", "C"}, {"a2", "A"}, {"d1", "D"}} {
+		b.send(t, url, m.body, m.group, strconv.Itoa(i))
+	}
+	bodies := func(ms []types.Message) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = aws.ToString(m.Body)
+		}
+		return out
+	}
+	a1 := b.recv(t, url, 1)
+	require.Equal(t, []string{"a1"}, bodies(a1))
+	require.Equal(t, []string{"b1"}, bodies(b.recv(t, url, 1)), "A is blocked: the next oldest head")
+	_, err = b.s.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: a1[0].ReceiptHandle})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2", "c1", "d1"}, bodies(b.recv(t, url, 10)), "a1 handed back: A's head is again the oldest")
+	require.Empty(t, b.recv(t, url, 10), "every group is in flight")
+	b.clock.Advance(31 * time.Second)
+	again := b.recv(t, url, 2)
+	require.Equal(t, []string{"a1", "a2"}, bodies(again), "the timeouts ended: oldest head first, as many of its group as fit")
+	for _, m := range again {
+		_, err := b.s.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle})
+		require.NoError(t, err)
+	}
+	b.send(t, url, "a3", "A", "9")
+	require.Equal(t, []string{"b1", "c1", "d1", "a3"}, bodies(b.recv(t, url, 10)), "A's new head is the youngest")
 }

@@ -362,7 +362,7 @@ func (r runner) run(ctx context.Context, p Plant) (o Outcome) {
 	case len(o.Reds) == 0:
 		o.Problem = fmt.Sprintf("not found in %d seeds and %d chain seeds", p.Seeds, p.ChainSeeds)
 	case o.Matching == 0:
-		o.Problem = fmt.Sprintf("red, but no red seed's report has %q (first: %s)", p.Expect, firstLine(o.Reds[0].Report))
+		o.Problem = fmt.Sprintf("red, but no red seed's report has %q (first: %s)", p.Expect, gist(o.Reds[0].Report))
 	case o.Replays > 0 && (o.RedAgain < o.Replays || o.Exact < o.Replays):
 		o.Problem = fmt.Sprintf("replays: %d of %d red again, %d exact", o.RedAgain, o.Replays, o.Exact)
 	}
@@ -481,6 +481,24 @@ func git(dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// gist is what a red seed's report says it broke: its classes line
+// (TestSim), or else its first violation (TestChain), or else its first
+// line.
+func gist(report string) string {
+	lines := strings.Split(report, "\n")
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "classes:") {
+			return l
+		}
+	}
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "violations:" && i+1 < len(lines) {
+			return strings.TrimSpace(lines[i+1])
+		}
+	}
+	return firstLine(report)
 }
 
 func firstLine(s string) string {

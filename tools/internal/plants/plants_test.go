@@ -54,6 +54,12 @@ func TestParseOutput(t *testing.T) {
 	if !c.Chain || c.Seed != 7 || c.After != 2500*time.Millisecond || c.Recording != "/tmp/r/chain-seed-7.rec" || !strings.Contains(c.Report, "end: deposit d3 never applied") {
 		t.Errorf("TestChain's red seed: %+v", c)
 	}
+	if g := gist(s.Report); g != "classes: fencing: a complete/extend/release took effect from a token that did not hold the record" {
+		t.Errorf("a TestSim red seed's gist is its classes line, got %q", g)
+	}
+	if g := gist(c.Report); g != "- end: deposit d3 never applied" {
+		t.Errorf("a chain red seed's gist: %q", g)
+	}
 	if got := ParseOutput("=== RUN TestSim\n--- PASS: TestSim\nok\n"); len(got) != 0 {
 		t.Errorf("a green run: %+v", got)
 	}

@@ -50,6 +50,7 @@ var classes = []struct{ name, match, also string }{
 	{"outbox: published after the operator dropped it", "published after the operator dropped it", ""},
 	{"outbox: a failed SendMessageBatch not counted (Round.Errors; hole 1)", "counted no error", ""},
 	{"outbox: a batch refused as too long neither split nor counted (hole 1)", "neither sent again in parts nor counted", ""},
+	{"outbox: keys a BatchGetItem left unprocessed not asked for again", "left unprocessed were not asked for again", ""},
 	// SQS's limits on attributes, ids and groups (sqslimits.go).
 	{"outbox: Write took a message past SQS's attribute, id or group limits", "outbox: Write took", "past SQS's limits:"},
 	{"outbox: a message received with other attributes or another group than written", "outbox: message ", "written in group"},
@@ -670,5 +671,9 @@ func TestEveryViolationIsClassified(t *testing.T) {
 	got = classify([]string{"+5m ttl: a conflict note took effect on a record that was not COMPLETED: w1's note on k found it absent"})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "ttl: a conflict note") {
 		t.Fatalf("classify of a note's violation = %q", got)
+	}
+	got = classify([]string{"+2m outbox: relay r1 read group g2 by Query while keys of it a BatchGetItem left unprocessed were not asked for again (UnprocessedKeys dropped)"})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "outbox: keys a BatchGetItem left unprocessed") {
+		t.Fatalf("classify of the relay's unread keys = %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package plants
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,42 @@ func TestTableSaysWhatWasNotAsExpected(t *testing.T) {
 	for _, want := range []string{"| A: a |", "seed 4 (1s)", "| found |", "**not found in 10 seeds and 0 chain seeds**", "missed: known", "Replayed: 2 red seeds, 1 red again on the first replay, 1 replayed exactly.", "- C, seed 9: step 3"} {
 		if !strings.Contains(tab, want) {
 			t.Errorf("table lacks %q:\n%s", want, tab)
+		}
+	}
+}
+
+// TestKeptPlantsParse reads every plant kept in the repository: each has
+// a header the tool can run, named by its file, and a diff that names only
+// files of the repository.
+func TestKeptPlantsParse(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "internal", "sim", "testdata", "plants")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.patch"))
+	if err != nil || len(paths) < 40 {
+		t.Fatalf("%d plants in %s (%v): the plants moved?", len(paths), dir, err)
+	}
+	ids := map[string]bool{}
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ParsePlant(path, f)
+		_ = f.Close()
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if want := strings.TrimSuffix(filepath.Base(path), ".patch"); p.ID != want || ids[p.ID] {
+			t.Errorf("%s: id %q (file %q, or a second plant of that id)", path, p.ID, want)
+		}
+		ids[p.ID] = true
+		b, _ := os.ReadFile(path)
+		for _, l := range strings.Split(string(b), "\n") {
+			if name, ok := strings.CutPrefix(l, "+++ b/"); ok {
+				if _, err := os.Stat(filepath.Join("..", "..", "..", name)); err != nil {
+					t.Errorf("%s changes %s, which is not in the repository: %v", path, name, err)
+				}
+			}
 		}
 	}
 }

@@ -39,7 +39,8 @@ var (
 // classes name the kinds of violations, for the summary.
 var classes = []struct{ name, match, also string }{
 	// The outbox half (outboxworld.go).
-	{"outbox: a message SQS refused for its size marked failed and passed (the group must be held)", "marked failed", "outbox: relay"},
+	{"outbox: a message SQS refused for a reason its producer could not know marked failed and passed (the group must be held)", "messages failed that Write took", "outbox: relay"},
+	{"outbox: a combined Write's messages not consecutive or not in its order", "not consecutive and in its order", "outbox: the Write of"},
 	// Relay.GroupBatch (groupbatch.go).
 	{"outbox group batch: a size limit refused a message and took a later one (runs not cut)", "outbox group batch: size break:", ""},
 	{"outbox group batch: a break SQS's answers showed, not counted in Round.Reordered", "outbox group batch: break not counted:", ""},
@@ -675,5 +676,13 @@ func TestEveryViolationIsClassified(t *testing.T) {
 	got = classify([]string{"+2m outbox: relay r1 read group g2 by Query while keys of it a BatchGetItem left unprocessed were not asked for again (UnprocessedKeys dropped)"})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "outbox: keys a BatchGetItem left unprocessed") {
 		t.Fatalf("classify of the relay's unread keys = %q", got)
+	}
+	for line, class := range map[string]string{
+		"+1m outbox: relay r2 marked 2 messages failed that Write took (SQS refused them for a reason their producer could not know: the group must be held)": "outbox: a message SQS refused",
+		"+1m outbox: the Write of w1 (messages [a b] of group g1) committed at sequence numbers [3 5]: not consecutive and in its order":                    "outbox: a combined Write's messages",
+	} {
+		if got := classify([]string{line}); len(got) != 1 || !strings.HasPrefix(got[0], class) {
+			t.Errorf("classify(%q) = %q, want %q", line, got, class)
+		}
 	}
 }

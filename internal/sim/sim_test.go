@@ -679,7 +679,7 @@ func TestEveryViolationIsClassified(t *testing.T) {
 	}
 	for line, class := range map[string]string{
 		"+1m outbox: relay r2 marked 2 messages failed that Write took (SQS refused them for a reason their producer could not know: the group must be held)": "outbox: a message SQS refused",
-		"+1m outbox: the Write of w1 (messages [a b] of group g1) committed at sequence numbers [3 5]: not consecutive and in its order":                    "outbox: a combined Write's messages",
+		"+1m outbox: the Write of w1 (messages [a b] of group g1) committed at sequence numbers [3 5]: not consecutive and in its order":                      "outbox: a combined Write's messages",
 	} {
 		if got := classify([]string{line}); len(got) != 1 || !strings.HasPrefix(got[0], class) {
 			t.Errorf("classify(%q) = %q, want %q", line, got, class)

@@ -43,6 +43,7 @@ type Plant struct {
 	ChainSeeds int    // TestChain seeds to search from 1
 	Args       []string
 	Missed     string // set when the simulation is known not to find it: why
+	Note       string // what a reader of the header should know (not used)
 	Path       string
 }
 
@@ -85,8 +86,10 @@ func ParsePlant(path string, r io.Reader) (Plant, error) {
 			p.Args = strings.Fields(v)
 		case "missed":
 			p.Missed = v
+		case "note":
+			p.Note = v
 		default:
-			return p, fmt.Errorf("%s: unknown header key %q (id, plant, where, expect, seeds, chainseeds, args, missed)", path, k)
+			return p, fmt.Errorf("%s: unknown header key %q (id, plant, where, expect, seeds, chainseeds, args, missed, note)", path, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("%s: %s: %w", path, k, err)

@@ -16,7 +16,8 @@
 // and [DynamoDB] have the methods of the SDK's clients, so they go wherever
 // a client goes (exactly.Config, idempotency.Config, outbox.New,
 // outbox.Relay); [NewEmptyDynamoDB] gives one without tables, for code
-// outside a test.
+// outside a test. [NewSNS] is an in-memory SNS delivering to an [SQS]'s
+// queues, for fan-out through topics (outbox.Relay.SNS).
 package exactlytest
 
 import (

@@ -3,8 +3,11 @@ package exactlytest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -56,4 +59,46 @@ func ExampleSendInput() {
 	m := out.Messages[0]
 	fmt.Println(*m.Body, *m.MessageAttributes["idempotency-key"].StringValue, m.Attributes["MessageGroupId"])
 	// Output: {"amount":5} pay-o-1 customer-42
+}
+
+// Fan-out without AWS: a FIFO topic with two FIFO queues subscribed (one
+// raw, one with SNS's envelope), one publication, and each queue's copy
+// with the group it was published in. outbox.Relay.SNS takes the same SNS.
+func ExampleNewSNS() {
+	t := &testing.T{} // in a test, the test's own t
+	ctx := context.Background()
+	q := exactlytest.NewSQS()
+	s := exactlytest.NewSNS(q)
+	topic := exactlytest.NewTopic(t, s, "orders.fifo")
+	billing, _ := exactlytest.NewQueue(t, q, "billing.fifo", 0)
+	audit, _ := exactlytest.NewQueue(t, q, "audit.fifo", 0)
+	exactlytest.SubscribeQueue(t, s, q, topic, billing, true)
+	exactlytest.SubscribeQueue(t, s, q, topic, audit, false)
+	if _, err := s.Publish(ctx, &sns.PublishInput{
+		TopicArn: &topic, Message: aws.String(`{"order":"o-1"}`),
+		MessageGroupId: aws.String("customer-42"), MessageDeduplicationId: aws.String("o-1"),
+	}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, url := range []string{billing, audit} {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: &url, MessageSystemAttributeNames: []types.MessageSystemAttributeName{"MessageGroupId"},
+		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		m := out.Messages[0]
+		body := *m.Body
+		if strings.Contains(body, `"Type":"Notification"`) {
+			body = "an envelope"
+		}
+		fmt.Println(body, m.Attributes["MessageGroupId"])
+	}
+	fmt.Println("undelivered:", s.Undelivered())
+	// Output:
+	// {"order":"o-1"} customer-42
+	// an envelope customer-42
+	// undelivered: 0
 }

@@ -97,6 +97,7 @@ type RelayRun struct {
 	Written        float64 // messages the producers committed (outbox) or sent (direct) in the window
 	Window         Sample  // requests and write units in the window; Counts["applied"] = messages that reached SQS
 	ProducerErrors float64
+	Load           string `json:",omitempty"` // the machine's load average as the run began
 }
 
 // relayRun returns the run of mode at groups.
@@ -112,7 +113,7 @@ func (r *Result) relayRun(mode string, groups int) (RelayRun, bool) {
 // measureRelay runs mode with writers producers over groups groups for
 // warmup + window on fresh fakes behind the latency layer.
 func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers int) (RelayRun, error) {
-	run := RelayRun{Mode: mode, Groups: groups, Writers: writers}
+	run := RelayRun{Mode: mode, Groups: groups, Writers: writers, Load: LoadAvg()}
 	srv := memsqs.New()
 	mdb := memdynamo.New()
 	q, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{

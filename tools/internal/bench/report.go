@@ -199,6 +199,10 @@ func (r *Result) throughputTable(regime string) *table {
 		t.head = append(t.head, "share of limit")
 	}
 	t.head = append(t.head, "× hand-written (same conc)", "SQS req/msg", "× floor", "DynamoDB req/msg", "WRU/msg", "CPU µs/msg", "CPU cores", "peak RSS MiB", "msgs/receive", "msgs/delete batch")
+	loads := r.loadsKept(regime)
+	if loads {
+		t.head = append(t.head, "load (1 min) at start")
+	}
 	for _, d := range r.Drains() {
 		if d.regime() != regime {
 			continue
@@ -217,9 +221,23 @@ func (r *Result) throughputTable(regime string) *table {
 		t.add(append(cells, vs, fmt.Sprintf("%.3f", d.PerMessage("SQS")), ratio(d.PerMessage("SQS"), SQSFloor), fmt.Sprintf("%.3f", d.PerMessage("DynamoDB")),
 			orDash("%.2f", d.WriteUnits()), orDash("%.0f", d.CPUPerMessage()), orDash("%.2f", d.CPUBusy()), orDash("%.0f", d.PeakRSS()),
 			d.perReceive(), perBatch(d.Op("SQS.DeleteMessageBatch")))...)
+		if loads {
+			t.rows[len(t.rows)-1] = append(t.rows[len(t.rows)-1], load1(d.Load))
+		}
 	}
 	return t
 }
+
+// loadsKept reports whether any run of regime kept the machine's load.
+func (r *Result) loadsKept(regime string) bool {
+	for _, d := range r.Runs {
+		if d.regime() == regime && d.Load != "" {
+			return true
+		}
+	}
+	return false
+}
+
 
 // orDash formats v, or "-" for 0 (not measured).
 func orDash(format string, v float64) string {

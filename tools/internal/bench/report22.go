@@ -25,7 +25,7 @@ func (r *Result) regimes() []string {
 }
 
 func (r *Result) hotGroupTable() *table {
-	t := &table{head: []string{"consumer", "conc/proc", "msg/s", "× hand-written", "group's wait for its next message", "wait − hand-written's", "ack delay", "SQS req/msg", "msgs/delete batch"}}
+	t := &table{head: []string{"consumer", "conc/proc", "msg/s", "× hand-written", "group's wait for its next message", "wait − hand-written's", "ack delay", "SQS req/msg", "msgs/delete batch", "load (1 min) at start"}}
 	var base Drain
 	for _, d := range r.HotGroup {
 		if d.Consumer == "baseline" {
@@ -41,7 +41,7 @@ func (r *Result) hotGroupTable() *table {
 			}
 		}
 		t.add(label(d.Consumer, d.Procs), fmt.Sprint(d.Conc), fmt.Sprintf("%.0f", d.Rate), vs, msf(d.GroupWait()), extra, msf(pool.DefaultAckDelay),
-			fmt.Sprintf("%.3f", d.PerMessage("SQS")), perBatch(d.Op("SQS.DeleteMessageBatch")))
+			fmt.Sprintf("%.3f", d.PerMessage("SQS")), perBatch(d.Op("SQS.DeleteMessageBatch")), load1(d.Load))
 	}
 	return t
 }
@@ -50,7 +50,7 @@ func (r *Result) hotGroupTable() *table {
 func msf(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 func (r *Result) relayTable() *table {
-	t := &table{head: []string{"producer", "groups", "writers", "msg/s reaching SQS", "× direct", "msg/s written", "DynamoDB req/msg", "SQS req/msg", "WRU/msg", "producer errors"}}
+	t := &table{head: []string{"producer", "groups", "writers", "msg/s reaching SQS", "× direct", "msg/s written", "DynamoDB req/msg", "SQS req/msg", "WRU/msg", "producer errors", "load (1 min) at start"}}
 	for _, x := range r.Relay {
 		vs := "-"
 		if x.Mode != RelayDirect {
@@ -59,7 +59,7 @@ func (r *Result) relayTable() *table {
 			}
 		}
 		t.add(relayName(x.Mode), fmt.Sprint(x.Groups), fmt.Sprint(x.Writers), fmt.Sprintf("%.0f", x.Rate), vs, fmt.Sprintf("%.0f", x.Written/max(x.Seconds, 1e-9)),
-			fmt.Sprintf("%.2f", perMessage(x.Window, "DynamoDB")), fmt.Sprintf("%.2f", perMessage(x.Window, "SQS")), fmt.Sprintf("%.1f", x.WriteUnits()), fmt.Sprintf("%.0f", x.ProducerErrors))
+			fmt.Sprintf("%.2f", perMessage(x.Window, "DynamoDB")), fmt.Sprintf("%.2f", perMessage(x.Window, "SQS")), fmt.Sprintf("%.1f", x.WriteUnits()), fmt.Sprintf("%.0f", x.ProducerErrors), load1(x.Load))
 	}
 	return t
 }

@@ -28,3 +28,28 @@ func TestAWSLeadStatesTheRatios(t *testing.T) {
 		t.Errorf("awsLead of no runs = %q", (&Result{}).awsLead())
 	}
 }
+
+// TestThroughputTableShowsEachRunsLoad: a run that kept the machine's load
+// shows it in its row; results from before it show the column only when
+// some run has it.
+func TestThroughputTableShowsEachRunsLoad(t *testing.T) {
+	t.Parallel()
+	r := &Result{Runs: []Drain{
+		{Regime: RegimeAWS, Consumer: "baseline", Procs: 1, Conc: 2, Rate: 100, Seconds: 1, Load: "3.25 2.00 1.00"},
+		{Regime: RegimeAWS, Consumer: "worker", Procs: 1, Conc: 2, Rate: 120, Seconds: 1},
+	}}
+	tab := r.throughputTable(RegimeAWS)
+	if last := tab.head[len(tab.head)-1]; last != "load (1 min) at start" {
+		t.Fatalf("last column %q, want the load", last)
+	}
+	if got := tab.rows[0][len(tab.rows[0])-1]; got != "3.25" {
+		t.Errorf("hand-written row's load %q, want 3.25", got)
+	}
+	if got := tab.rows[1][len(tab.rows[1])-1]; got != "-" {
+		t.Errorf("a run without a load shows %q, want -", got)
+	}
+	r.Runs[0].Load = ""
+	if h := r.throughputTable(RegimeAWS).head; h[len(h)-1] == "load (1 min) at start" {
+		t.Error("no run kept a load, and the column is there")
+	}
+}

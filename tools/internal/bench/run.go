@@ -334,6 +334,9 @@ type Drain struct {
 	Seconds     float64
 	Rate        float64 // messages applied per second in the window
 	Round       int     // 1-based
+	// Load is the machine's load average (1, 5, 15 min) as the run's
+	// window opened; "" in results from before it was kept.
+	Load string `json:",omitempty"`
 	// Profile is where the consumer's CPU went (aws regime, optimistic
 	// worker and hand-written consumer, unless NoProfile).
 	Profile *CPUProfile `json:",omitempty"`
@@ -839,6 +842,7 @@ func (h *harness) saturated(ctx context.Context, regime, kind string, procs, con
 // measure samples c's window over a backlog of n, stops c and fills run's
 // window, rate and counts, and logs them.
 func (h *harness) measure(ctx context.Context, c *consumer, n int, run *Drain) error {
+	run.Load = LoadAvg()
 	s0, s1, err := h.window(ctx, c, n)
 	if stopErr := c.stop(); err == nil {
 		err = stopErr

@@ -238,7 +238,6 @@ func (r *Result) loadsKept(regime string) bool {
 	return false
 }
 
-
 // orDash formats v, or "-" for 0 (not measured).
 func orDash(format string, v float64) string {
 	if v == 0 {

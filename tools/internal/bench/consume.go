@@ -69,7 +69,7 @@ type consumeOpts struct {
 	standard                   bool          // aws regime: standard queues instead of FIFO
 	batch                      int           // lambda consumers: the mapping's batch size
 	window                     time.Duration // lambda consumers: the mapping's batching window
-	queueURLs                  []string // aws regime: every queue of the fakes
+	queueURLs                  []string      // aws regime: every queue of the fakes
 	scale, jitter              float64
 	seed                       uint64
 	cpuProfile, metricsAddr    string

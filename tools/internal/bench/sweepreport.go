@@ -71,6 +71,10 @@ func dimTitle(dim string) string {
 		return "effect duration"
 	case SweepRelay:
 		return "relay: message groups of the producers"
+	case SweepLambda:
+		return "Lambda handler: batch size (FIFO)"
+	case SweepLambdaStandard:
+		return "Lambda handler: batch size (standard queue)"
 	}
 	return dim
 }
@@ -99,16 +103,20 @@ func (s *Sweep) table(dim string) *table {
 		return t
 	}
 	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "prefill"}}
+	if isLambda(dim) {
+		t.head[0] = "batch (+ window)"
+	}
+	baseName, libName := sweepConsumers(dim)
 	for _, p := range s.points(dim) {
-		base, hasBase := s.run(dim, p.Label, "baseline")
-		for _, c := range []string{"baseline", "worker"} {
+		base, hasBase := s.run(dim, p.Label, baseName)
+		for _, c := range []string{baseName, libName} {
 			r, ok := s.run(dim, p.Label, c)
 			if !ok {
 				continue
 			}
 			d := r.Drain
 			vsRate, vsCPU, vsRSS := "-", "-", "-"
-			if c != "baseline" && hasBase {
+			if c != baseName && hasBase {
 				vsRate, vsCPU = ratio(d.Rate, base.Drain.Rate), ratio(d.CPUPerMessage(), base.Drain.CPUPerMessage())
 				vsRSS = fmt.Sprintf("%+.0f", d.PeakRSS()-base.Drain.PeakRSS())
 			}
@@ -145,7 +153,8 @@ func (s *Sweep) span(dim, consumer string, f func(SweepRun) (float64, bool)) (lo
 // vsBase is f of a worker run over f of the hand-written run at its point.
 func (s *Sweep) vsBase(f func(Drain) float64) func(SweepRun) (float64, bool) {
 	return func(r SweepRun) (float64, bool) {
-		b, ok := s.run(r.Point.Dim, r.Point.Label, "baseline")
+		baseName, _ := sweepConsumers(r.Point.Dim)
+		b, ok := s.run(r.Point.Dim, r.Point.Label, baseName)
 		if !ok || f(b.Drain) <= 0 {
 			return 0, false
 		}
@@ -169,9 +178,14 @@ func (s *Sweep) Sentence(dim string) string {
 		return fmt.Sprintf("From %s to %s groups the outbox with the relay's defaults delivers %.2f to %.2f× what a direct producer sends in the same run, with GroupBatch %.2f to %.2f×.", first, last, lo, hi, glo, ghi)
 	}
 	// Points where the worker applied nothing in its window say so apart.
+	_, lib := sweepConsumers(dim)
+	who, base := "the worker", "the hand-written consumer"
+	if isLambda(dim) {
+		who, base = "the LambdaHandler", "the hand-written handler"
+	}
 	var measured, empty []string
 	for _, p := range ps {
-		if r, ok := s.run(dim, p.Label, "worker"); ok && r.Drain.Rate > 0 {
+		if r, ok := s.run(dim, p.Label, lib); ok && r.Drain.Rate > 0 {
 			measured = append(measured, p.Label)
 		} else if ok {
 			empty = append(empty, p.Label)
@@ -180,8 +194,8 @@ func (s *Sweep) Sentence(dim string) string {
 	if len(measured) == 0 {
 		return ""
 	}
-	w0, _ := s.run(dim, measured[0], "worker")
-	w1, _ := s.run(dim, measured[len(measured)-1], "worker")
+	w0, _ := s.run(dim, measured[0], lib)
+	w1, _ := s.run(dim, measured[len(measured)-1], lib)
 	applied := func(f func(SweepRun) (float64, bool)) func(SweepRun) (float64, bool) {
 		return func(r SweepRun) (float64, bool) {
 			if r.Drain.Rate <= 0 {
@@ -190,18 +204,18 @@ func (s *Sweep) Sentence(dim string) string {
 			return f(r)
 		}
 	}
-	rlo, rhi, rok := s.span(dim, "worker", applied(s.vsBase(func(d Drain) float64 { return d.Rate })))
-	mlo, mhi, _ := s.span(dim, "worker", applied(func(r SweepRun) (float64, bool) { return r.Drain.Rate / r.Model, r.Model > 0 }))
-	clo, chi, _ := s.span(dim, "worker", applied(s.vsBase(Drain.CPUPerMessage)))
+	rlo, rhi, rok := s.span(dim, lib, applied(s.vsBase(func(d Drain) float64 { return d.Rate })))
+	mlo, mhi, _ := s.span(dim, lib, applied(func(r SweepRun) (float64, bool) { return r.Drain.Rate / r.Model, r.Model > 0 }))
+	clo, chi, _ := s.span(dim, lib, applied(s.vsBase(Drain.CPUPerMessage)))
 	vs := ""
 	if rok {
-		vs = fmt.Sprintf("%.2f to %.2f× the hand-written consumer's, ", rlo, rhi)
+		vs = fmt.Sprintf("%.2f to %.2f× %s's, ", rlo, rhi, base)
 	}
-	line := fmt.Sprintf("From %s to %s %s the worker's rate goes from %.0f to %.0f msg/s (%s%.2f to %.2f× the model's), "+
-		"its CPU per message from %.0f to %.0f µs", measured[0], measured[len(measured)-1], dimUnit(dim), w0.Drain.Rate, w1.Drain.Rate, vs, mlo, mhi,
+	line := fmt.Sprintf("From %s to %s %s %s's rate goes from %.0f to %.0f msg/s (%s%.2f to %.2f× the model's), "+
+		"its CPU per message from %.0f to %.0f µs", measured[0], measured[len(measured)-1], dimUnit(dim), who, w0.Drain.Rate, w1.Drain.Rate, vs, mlo, mhi,
 		w0.Drain.CPUPerMessage(), w1.Drain.CPUPerMessage())
 	if rok {
-		line += fmt.Sprintf(" (%.2f to %.2f× the hand-written consumer's)", clo, chi)
+		line += fmt.Sprintf(" (%.2f to %.2f× %s's)", clo, chi, base)
 	}
 	line += fmt.Sprintf(" and its peak RSS from %.0f to %.0f MiB.", w0.Drain.PeakRSS(), w1.Drain.PeakRSS())
 	if len(empty) > 0 {
@@ -246,6 +260,8 @@ func dimUnit(dim string) string {
 		return "bodies"
 	case SweepEffect:
 		return "effects"
+	case SweepLambda, SweepLambdaStandard:
+		return "messages a batch"
 	}
 	return dim
 }
@@ -367,14 +383,19 @@ func SweepCharts(s *Sweep) map[string]string {
 				{"write units/msg", three(RelayRun.WriteUnits)},
 			}
 		} else {
+			base, lib := sweepConsumers(dim)
+			baseLabel, libLabel := "hand-written", "worker"
+			if isLambda(dim) {
+				baseLabel, libLabel = "hand-written handler", "LambdaHandler"
+			}
 			two := func(f func(Drain) float64) []curveSeries {
 				return []curveSeries{
-					{name: "hand-written", color: "#7f7f7f", dashed: true, ys: at("baseline", func(r SweepRun) float64 { return f(r.Drain) })},
-					{name: "worker", color: "#1f77b4", ys: at("worker", func(r SweepRun) float64 { return f(r.Drain) })},
+					{name: baseLabel, color: "#7f7f7f", dashed: true, ys: at(base, func(r SweepRun) float64 { return f(r.Drain) })},
+					{name: libLabel, color: "#1f77b4", ys: at(lib, func(r SweepRun) float64 { return f(r.Drain) })},
 				}
 			}
 			rate := append(two(func(d Drain) float64 { return d.Rate }),
-				curveSeries{name: "worker's model", color: "#2ca02c", dashed: true, ys: at("worker", func(r SweepRun) float64 { return r.Model })})
+				curveSeries{name: libLabel + "'s model", color: "#2ca02c", dashed: true, ys: at(lib, func(r SweepRun) float64 { return r.Model })})
 			panels = []curvePanel{
 				{"messages/s", rate},
 				{"CPU µs/msg", two(Drain.CPUPerMessage)},

@@ -243,6 +243,9 @@ func (o *consumeOpts) lambdaHandler(ctx context.Context, sq fakeSQS, db fakeDyna
 	h, err := exactly.NewLambdaHandler(ctx, exactly.Config{
 		SQS: sq, DynamoDB: db, Queues: o.queueURLs, Table: o.dedup, Effect: eff, Commit: exactly.CommitMode(DefaultCommit),
 		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Registerer: reg,
+		// The fakes' queues have no dead-letter queue to move a permanent
+		// failure to (the ledger's deposits have none).
+		LeaveToRedrivePolicy: true,
 	})
 	if err != nil {
 		return nil, err

@@ -24,9 +24,9 @@ func TestParseSweepDefault(t *testing.T) {
 	for _, p := range ps {
 		count[p.Dim]++
 	}
-	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepBacklog: 3, SweepEffect: 3, SweepRelay: 4}, count)
+	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepBacklog: 3, SweepEffect: 3, SweepRelay: 4, SweepLambda: 5, SweepLambdaStandard: 2}, count)
 	require.Equal(t, SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}, ps[0])
-	require.Equal(t, SweepRelay, ps[len(ps)-1].Dim)
+	require.Equal(t, SweepPoint{Dim: SweepLambdaStandard, Label: "10", Batch: 10}, ps[len(ps)-1])
 }
 
 func TestParseSweepValues(t *testing.T) {
@@ -43,6 +43,30 @@ func TestParseSweepValues(t *testing.T) {
 	}, ps)
 	require.Equal(t, 10.0, ps[4].X())
 	require.Equal(t, float64(10<<10), ps[1].X())
+}
+
+func TestParseSweepLambda(t *testing.T) {
+	t.Parallel()
+	ps, err := ParseSweep("lambda-standard=10;lambda=1, 10+500ms")
+	require.NoError(t, err)
+	require.Equal(t, []SweepPoint{
+		{Dim: SweepLambda, Label: "1", Batch: 1},
+		{Dim: SweepLambda, Label: "10+500ms", Batch: 10, BatchWindow: 500 * time.Millisecond},
+		{Dim: SweepLambdaStandard, Label: "10", Batch: 10},
+	}, ps)
+	require.Equal(t, 10.0, ps[1].X(), "the batch size on the axis")
+	for spec, want := range map[string]string{
+		"lambda=0":            "-sweep lambda=0: want a batch size from 1 to 10",
+		"lambda=11":           "-sweep lambda=11: want a batch size from 1 to 10",
+		"lambda=ten":          "want a batch size from 1 to 10",
+		"lambda=10+x":         `-sweep lambda=10+x: batching window "x": want a duration above 0`,
+		"lambda=10+0s":        "batching window",
+		"lambda=10+6m":        "up to 5m0s",
+		"lambda-standard=+1s": "want a batch size",
+	} {
+		_, err := ParseSweep(spec)
+		require.ErrorContains(t, err, want, spec)
+	}
 }
 
 func TestParseSweepErrors(t *testing.T) {

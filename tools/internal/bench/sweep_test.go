@@ -306,3 +306,45 @@ func TestSweepSentenceLeavesOutEmptyPoints(t *testing.T) {
 	require.Contains(t, line, "From 1 to 1000 groups the worker's rate goes from 63 to 1200 msg/s (1.05 to 1.20×")
 	require.Contains(t, line, "At 100000 groups it applied nothing in its window.")
 }
+
+// TestSweepLambdaRenders: a Lambda dimension's rows are the hand-written
+// handler and the LambdaHandler, the second against the first; its
+// sentence and chart name them; a window point sorts after its batch.
+func TestSweepLambdaRenders(t *testing.T) {
+	t.Parallel()
+	drain := func(kind string, rate float64) Drain {
+		d := Drain{Regime: RegimeAWS, Consumer: kind, Procs: 1, Conc: 16, Seconds: 2, Rate: rate, Prefill: 8000, Window: newSample(time.Unix(10, 0))}
+		d.Window.Counts["applied"] = 2 * rate
+		d.Window.Counts["cpu_seconds"] = rate * 2 * 100e-6
+		d.Window.Counts[peakRSS] = 30 << 20
+		return d
+	}
+	p1 := SweepPoint{Dim: SweepLambda, Label: "1", Batch: 1}
+	p10 := SweepPoint{Dim: SweepLambda, Label: "10", Batch: 10}
+	pw := SweepPoint{Dim: SweepLambda, Label: "10+500ms", Batch: 10, BatchWindow: 500 * time.Millisecond}
+	s := &Sweep{Conc: 16, LoadBefore: "5.00", LoadAfter: "6.00", LatencyScale: 1, Runs: []SweepRun{
+		{Point: p1, Consumer: ConsumerLambdaHandwritten, Drain: drain(ConsumerLambdaHandwritten, 400), Model: 380, Load: "5.00"},
+		{Point: p1, Consumer: ConsumerLambda, Drain: drain(ConsumerLambda, 300), Model: 380, Load: "5.10"},
+	}}
+	s = s.Merge(&Sweep{Runs: []SweepRun{
+		{Point: pw, Consumer: ConsumerLambda, Drain: drain(ConsumerLambda, 1100), Model: 1270},
+		{Point: p10, Consumer: ConsumerLambda, Drain: drain(ConsumerLambda, 1000), Model: 1270},
+		{Point: p10, Consumer: ConsumerLambdaHandwritten, Drain: drain(ConsumerLambdaHandwritten, 1000), Model: 1067},
+	}})
+	require.Equal(t, []string{"1", "10", "10+500ms"}, func() []string {
+		var out []string
+		for _, p := range s.points(SweepLambda) {
+			out = append(out, p.Label)
+		}
+		return out
+	}(), "a window point after its batch")
+	tb := s.table(SweepLambda)
+	require.Equal(t, "batch (+ window)", tb.head[0])
+	require.Equal(t, []string{"1", "5.00", "hand-written handler", "400", "-"}, tb.rows[0][:5])
+	require.Equal(t, []string{"1", "5.10", "LambdaHandler (optimistic)", "300", "0.75"}, tb.rows[1][:5])
+	require.Equal(t, []string{"10+500ms", "-", "LambdaHandler (optimistic)", "1100", "-"}, tb.rows[4][:5], "no hand-written run at that point")
+	require.True(t, strings.HasPrefix(s.Sentence(SweepLambda), "From 1 to 10+500ms messages a batch the LambdaHandler's rate goes from 300 to 1100 msg/s (0.75 to 1.00× the hand-written handler's, "), s.Sentence(SweepLambda))
+	svg := SweepCharts(s)[SweepLambda]
+	require.Contains(t, svg, "LambdaHandler&#39;s model")
+	require.Contains(t, svg, "hand-written handler")
+}

@@ -263,7 +263,8 @@ func TestSweepChartsAreSVG(t *testing.T) {
 		require.Equal(t, want, strings.Count(svg, "<polyline"), dim)
 	}
 	require.Contains(t, charts[SweepGroups], "worker&#39;s model")
-	require.Contains(t, charts[SweepGroups], "load 3.00 → 4.00")
+	require.Contains(t, charts[SweepGroups], "load 3.00 → 3.30", "as the dimension's runs started")
+	require.Contains(t, charts[SweepRelay], "load 3.40 → 3.40")
 	require.Contains(t, charts[SweepRelay], "GroupBatch")
 	require.Empty(t, SweepCharts(nil))
 }

@@ -410,9 +410,27 @@ func SweepCharts(s *Sweep) map[string]string {
 				{"SQS requests/msg", two(func(d Drain) float64 { return d.PerMessage("SQS") })},
 			}
 		}
-		out[dim] = curveChart(fmt.Sprintf("%s, aws-like latency, concurrency %d (load %s → %s)", dimTitle(dim), s.Conc, load1(s.LoadBefore), load1(s.LoadAfter)), dimTitle(dim), xs, panels)
+		from, to := s.dimLoads(dim)
+		out[dim] = curveChart(fmt.Sprintf("%s, aws-like latency, concurrency %d (load %s → %s)", dimTitle(dim), s.Conc, from, to), dimTitle(dim), xs, panels)
 	}
 	return out
+}
+
+// dimLoads are the 1-minute load averages as dim's first and last runs
+// started: a merged sweep's own (LoadBefore, LoadAfter) span other runs.
+// Runs without a reading: the sweep's.
+func (s *Sweep) dimLoads(dim string) (from, to string) {
+	from, to = load1(s.LoadBefore), load1(s.LoadAfter)
+	var loads []string
+	for _, r := range s.Runs {
+		if r.Point.Dim == dim && r.Load != "" {
+			loads = append(loads, load1(r.Load))
+		}
+	}
+	if len(loads) > 0 {
+		from, to = loads[0], loads[len(loads)-1]
+	}
+	return from, to
 }
 
 // curveChart draws panels side by side, each with its own y scale from

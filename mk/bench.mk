@@ -17,7 +17,7 @@
 #                       from docs/bench-results.json with the curves and their charts (docs/bench-sweep-*.svg).
 #                       A plan other than the default measures its points again into docs/bench-sweep.json.
 #
-# BENCH_SWEEP is the plan (default: the issue's; `dim=v1,v2;...` over groups, size, queues, backlog, effect, relay).
+# BENCH_SWEEP is the plan (default: the issue's; `dim=v1,v2;...` over groups, size, queues, backlog, effect, relay, lambda, lambda-standard).
 # BENCH_ARGS passes flags to tools/cmd/bench (BENCH_ARGS='-procs 1 -concurrency 16,32',
 # BENCH_ARGS=-quick; `cd tools && go run ./cmd/bench -help` lists them); BENCH_GO_ARGS to go test
 # (BENCH_GO_ARGS='-benchtime 3s -count 3'). Benchmarks are not part of make test or CI; the

@@ -49,7 +49,14 @@ const (
 	ConsumerWorker      = "worker"      // the library's worker, optimistic commit
 	ConsumerGrouped     = "grouped"     // the same with group commit (GroupCommitWindow)
 	ConsumerCarried     = "carried"     // the worker, carried commit: the ledger's entry carries the dedup record
+	// The Lambda consumers run under a modelled event source mapping (esm),
+	// aws regime only.
+	ConsumerLambda            = "lambda"             // the library's LambdaHandler, optimistic commit
+	ConsumerLambdaHandwritten = "lambda-handwritten" // a hand-written handler: each record's transaction in turn, no dedup
 )
+
+// consumerNames are the -consumer values, as its help and errors list them.
+const consumerNames = "handwritten, worker, grouped, carried, lambda or lambda-handwritten"
 
 // consumeOpts are the flags of `bench consume`.
 type consumeOpts struct {
@@ -59,7 +66,10 @@ type consumeOpts struct {
 	prefill, groups            int
 	size, queues               int
 	effectDelay                time.Duration
-	queueURLs                  []string // aws regime: every queue of the fakes
+	standard                   bool          // aws regime: standard queues instead of FIFO
+	batch                      int           // lambda consumers: the mapping's batch size
+	window                     time.Duration // lambda consumers: the mapping's batching window
+	queueURLs                  []string      // aws regime: every queue of the fakes
 	scale, jitter              float64
 	seed                       uint64
 	cpuProfile, metricsAddr    string
@@ -75,7 +85,7 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench consume", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o consumeOpts
-	fs.StringVar(&o.consumer, "consumer", ConsumerHandwritten, "handwritten, worker, grouped or carried")
+	fs.StringVar(&o.consumer, "consumer", ConsumerHandwritten, consumerNames)
 	fs.StringVar(&o.regime, "regime", RegimeEmulator, "emulator (the SDK against AWS_ENDPOINT_URL*) or aws (in-memory fakes held for AWS-like latency)")
 	fs.StringVar(&o.queue, "queue", "", "queue URL (emulator regime)")
 	fs.StringVar(&o.dedup, "table", "", "dedup table (emulator regime, worker)")
@@ -84,8 +94,11 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&o.prefill, "prefill", 0, "aws regime: messages sent to the fake queue before serving")
 	fs.IntVar(&o.groups, "groups", 1024, "aws regime: message groups of the pre-fill")
 	fs.IntVar(&o.size, "size", 0, "aws regime: bytes of each pre-filled body (padded; 0: the bare deposit, about 50 B)")
-	fs.IntVar(&o.queues, "queues", 1, "aws regime: FIFO queues the pre-fill is spread over, all consumed by the one consumer")
+	fs.IntVar(&o.queues, "queues", 1, "aws regime: queues (FIFO unless -standard) the pre-fill is spread over, all consumed by the one consumer")
 	fs.DurationVar(&o.effectDelay, "effect-delay", 0, "how long each effect takes before it builds its writes (a call the effect waits on)")
+	fs.BoolVar(&o.standard, "standard", false, "aws regime: standard queues (bench, bench-1, ...) instead of FIFO; the pre-fill has no group or dedup ids")
+	fs.IntVar(&o.batch, "batch", 10, "lambda consumers: the event source mapping's batch size, 1 to 10")
+	fs.DurationVar(&o.window, "window", 0, "lambda consumers: the event source mapping's batching window (0: none)")
 	fs.Float64Var(&o.scale, "latency-scale", 1, "aws regime: latency scale (0: the fakes at their own speed)")
 	fs.Float64Var(&o.jitter, "jitter", DefaultJitter, "aws regime: latency jitter, a fraction")
 	fs.Uint64Var(&o.seed, "seed", 1, "aws regime: seed of the jitter")
@@ -96,10 +109,19 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	lambda := o.consumer == ConsumerLambda || o.consumer == ConsumerLambdaHandwritten
 	switch o.consumer {
-	case ConsumerHandwritten, ConsumerWorker, ConsumerGrouped, ConsumerCarried:
+	case ConsumerHandwritten, ConsumerWorker, ConsumerGrouped, ConsumerCarried, ConsumerLambda, ConsumerLambdaHandwritten:
 	default:
-		return fmt.Errorf("-consumer %q: want handwritten, worker, grouped or carried", o.consumer)
+		return fmt.Errorf("-consumer %q: want %s", o.consumer, consumerNames)
+	}
+	switch {
+	case lambda && o.regime != RegimeAWS:
+		return fmt.Errorf("-consumer %s: runs only in -regime aws (its event source mapping is modelled on the in-memory fakes), not %q", o.consumer, o.regime)
+	case o.batch < 1 || o.batch > 10:
+		return fmt.Errorf("-batch %d: want 1 to 10 (an SQS event source mapping's batch size without a window, as one receive holds)", o.batch)
+	case o.window < 0 || o.window > maxBatchingWindow:
+		return fmt.Errorf("-window %s: want 0 to %s (Lambda's MaximumBatchingWindowInSeconds)", o.window, maxBatchingWindow)
 	}
 	if o.queues < 1 || o.size < 0 || o.size > maxBatchBytes || o.effectDelay < 0 {
 		return fmt.Errorf("bench consume: -queues %d, -size %d, -effect-delay %s: want at least 1 queue, a size from 0 to %d bytes and a delay of 0 or more",
@@ -136,7 +158,17 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	waits := newGroupWaits(reg)
 	var run func(context.Context) error
-	if o.consumer == ConsumerHandwritten {
+	if lambda {
+		handle, err := o.lambdaHandler(ctx, sq, db, reg, waits, st, stderr)
+		if err != nil {
+			return err
+		}
+		m, err := newESM(ctx, sq, o.queueURLs, o.batch, o.window, handle, reg)
+		if err != nil {
+			return err
+		}
+		run = func(ctx context.Context) error { return m.run(ctx, o.concurrency) }
+	} else if o.consumer == ConsumerHandwritten {
 		h := newHandwritten(sq, db, o.queueURLs, o.ledger, reg)
 		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits, states: st, delay: o.effectDelay}
 		run = func(ctx context.Context) error { return h.run(ctx, o.concurrency) }
@@ -197,19 +229,46 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	return run(ctx)
 }
 
+// lambdaHandler is the handler of a lambda consumer: the library's
+// LambdaHandler with the worker's effect and commit (its lines at warn and
+// above: "batch done" at info would be a line per batch on stderr), or the
+// hand-written one.
+func (o *consumeOpts) lambdaHandler(ctx context.Context, sq fakeSQS, db fakeDynamoDB, reg *prometheus.Registry, waits *groupWaits, st *states, stderr io.Writer) (lambdaHandle, error) {
+	eff := &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st, delay: o.effectDelay}
+	if o.consumer == ConsumerLambdaHandwritten {
+		h := newHandwrittenLambda(db, o.ledger, reg)
+		h.ledger = eff
+		return h.Handle, nil
+	}
+	h, err := exactly.NewLambdaHandler(ctx, exactly.Config{
+		SQS: sq, DynamoDB: db, Queues: o.queueURLs, Table: o.dedup, Effect: eff, Commit: exactly.CommitMode(DefaultCommit),
+		Logger: slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Registerer: reg,
+		// The fakes' queues have no dead-letter queue to move a permanent
+		// failure to (the ledger's deposits have none).
+		LeaveToRedrivePolicy: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
+}
+
 // fakes makes the aws regime's fake queue and tables, fills the queue at
 // full speed and returns the fakes behind the latency layer.
 func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer, st *states) (fakeSQS, fakeDynamoDB, error) {
 	srv := memsqs.New()
 	mdb := memdynamo.New()
 	for i := range max(o.queues, 1) {
-		name := "bench.fifo"
+		name := "bench"
 		if i > 0 {
-			name = "bench-" + strconv.Itoa(i) + ".fifo"
+			name += "-" + strconv.Itoa(i)
 		}
-		out, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{
-			QueueName: aws.String(name), Attributes: map[string]string{"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(SweepVisibility.Seconds()))},
-		})
+		attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(SweepVisibility.Seconds()))}
+		if !o.standard {
+			name += ".fifo"
+			attrs["FifoQueue"] = "true"
+		}
+		out, err := srv.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -231,6 +290,7 @@ func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer, st *
 	// its share of the backlog and each group stays in one queue.
 	w := Workload(o.prefill, o.groups)
 	w.Size = o.size
+	w.Standard = o.standard
 	for i, url := range o.queueURLs {
 		if err := fill(ctx, srv, url, w.Shard(i, len(o.queueURLs))); err != nil {
 			return nil, nil, err
@@ -409,7 +469,11 @@ func (h *handwritten) batch(ctx context.Context, url string) {
 	ok := out.Messages[:0]
 	for _, m := range out.Messages {
 		msg := sqsmsg.ToMessage(url, m)
-		o, err := h.ledger.Apply(wctx, effect.Input{Message: msg, Key: msg.DedupID})
+		key := msg.DedupID
+		if key == "" {
+			key = msg.ID // a standard queue's message has no dedup id
+		}
+		o, err := h.ledger.Apply(wctx, effect.Input{Message: msg, Key: key})
 		if err == nil {
 			_, err = h.db.TransactWriteItems(wctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.Writes})
 		}

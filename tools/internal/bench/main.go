@@ -55,7 +55,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	command := fs.String("command", "", "the command to record in the report (default: this one)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file (docs/bench-results.json)")
 	render := fs.String("render", "", "do not measure: render the tables and the report from a -json file")
-	sweep := fs.String("sweep", "", "curves, aws regime: \"default\" ("+DefaultSweep+") or dim=v1,v2;... over groups, size, queues, backlog, effect, relay")
+	sweep := fs.String("sweep", "", "curves, aws regime: \"default\" ("+DefaultSweep+") or dim=v1,v2;... over groups, size, queues, backlog, effect, relay, lambda (B or B+WINDOW: batch size 1 to 10, batching window), lambda-standard")
 	fs.BoolVar(&cfg.SweepOnly, "sweep-only", false, "run the sweep and nothing else (no emulators needed)")
 	fs.IntVar(&cfg.SweepConc, "sweep-concurrency", DefaultSweepConc, "concurrency of the sweep's consumers")
 	fs.DurationVar(&cfg.SweepWarmup, "sweep-warmup", DefaultSweepWarmup, "warm-up of a sweep point (a slow effect gets at least its own duration)")

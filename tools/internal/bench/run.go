@@ -707,6 +707,8 @@ func (h *harness) startFake(ctx context.Context, kind string, conc, n, groups in
 		c = ConsumerGrouped
 	case "worker/carried":
 		c = ConsumerCarried
+	case ConsumerLambda, ConsumerLambdaHandwritten:
+		c = kind
 	}
 	args := []string{"consume", "-regime", RegimeAWS, "-consumer", c, "-concurrency", strconv.Itoa(conc),
 		"-prefill", strconv.Itoa(n), "-groups", strconv.Itoa(groups),

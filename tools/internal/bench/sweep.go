@@ -22,14 +22,19 @@ const (
 	SweepBacklog = "backlog" // messages waiting when the consumer starts
 	SweepEffect  = "effect"  // how long each effect waits before it builds its writes
 	SweepRelay   = "relay"   // message groups of the relay's producers
+	// The Lambda handler under a modelled event source mapping, beside a
+	// hand-written handler: values B or B+WINDOW (batch size 1 to 10, and
+	// a batching window).
+	SweepLambda         = "lambda"          // on the FIFO queue
+	SweepLambdaStandard = "lambda-standard" // on a standard queue
 )
 
 // sweepDims are the dimensions in the order a plan runs and a report shows them.
-var sweepDims = []string{SweepGroups, SweepSize, SweepQueues, SweepBacklog, SweepEffect, SweepRelay}
+var sweepDims = []string{SweepGroups, SweepSize, SweepQueues, SweepBacklog, SweepEffect, SweepRelay, SweepLambda, SweepLambdaStandard}
 
 // DefaultSweep is the issue's sweep: -sweep default.
 const DefaultSweep = "groups=1,10,100,1000,10000,100000;size=100,10KiB,256KiB,1MiB;queues=1,10,50;" +
-	"backlog=10000,100000,1000000;effect=1ms,100ms,10s;relay=1,10,100,1000"
+	"backlog=10000,100000,1000000;effect=1ms,100ms,10s;relay=1,10,100,1000;lambda=1,2,5,10,10+500ms;lambda-standard=1,10"
 
 // Defaults of a sweep's runs.
 const (
@@ -59,6 +64,23 @@ type SweepPoint struct {
 	Backlog     int    // 0: sized to the window at the modelled rate
 	EffectDelay time.Duration
 	RelayGroups int // relay points only
+	// Lambda points only: the event source mapping's batch size and
+	// batching window.
+	Batch       int           `json:",omitempty"`
+	BatchWindow time.Duration `json:",omitempty"`
+}
+
+// isLambda reports whether dim runs the Lambda handlers.
+func isLambda(dim string) bool { return dim == SweepLambda || dim == SweepLambdaStandard }
+
+// sweepConsumers are the two consumers of dim's points: the baseline (the
+// "× hand-written" column) and the library's, as SweepRun.Consumer names
+// them.
+func sweepConsumers(dim string) (base, lib string) {
+	if isLambda(dim) {
+		return ConsumerLambdaHandwritten, ConsumerLambda
+	}
+	return "baseline", "worker"
 }
 
 // X is the point's value on its dimension's axis.
@@ -76,6 +98,8 @@ func (p SweepPoint) X() float64 {
 		return p.EffectDelay.Seconds()
 	case SweepRelay:
 		return float64(p.RelayGroups)
+	case SweepLambda, SweepLambdaStandard:
+		return float64(p.Batch)
 	}
 	return 0
 }
@@ -141,6 +165,22 @@ func sweepPoint(dim, v string) (SweepPoint, error) {
 			return p, errors.New("want a positive duration such as 100ms")
 		}
 		p.EffectDelay = d
+		return p, nil
+	}
+	if isLambda(dim) {
+		b, w, hasWindow := strings.Cut(v, "+")
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 1 || n > 10 {
+			return p, errors.New("want a batch size from 1 to 10, optionally with a batching window (10+500ms)")
+		}
+		p.Batch = n
+		if hasWindow {
+			d, err := time.ParseDuration(w)
+			if err != nil || d <= 0 || d > maxBatchingWindow {
+				return p, fmt.Errorf("batching window %q: want a duration above 0 and up to %s, such as 500ms", w, maxBatchingWindow)
+			}
+			p.BatchWindow = d
+		}
 		return p, nil
 	}
 	if dim == SweepSize {
@@ -222,6 +262,9 @@ type SweepRun struct {
 // over many groups); the hand-written consumer's conc loops each hold one
 // batch at a time. Both are bounded by the groups' batches.
 func ModelRate(p SweepPoint, consumer string, conc int, scale float64) float64 {
+	if isLambda(p.Dim) {
+		return LambdaModelRate(p, consumer, conc, scale, 1)
+	}
 	tx := Base("DynamoDB", "TransactWriteItems").Seconds() * scale
 	rt := Base("SQS", "ReceiveMessage").Seconds() * scale
 	m := tx + p.EffectDelay.Seconds()
@@ -234,6 +277,50 @@ func ModelRate(p SweepPoint, consumer string, conc int, scale float64) float64 {
 	return math.Min(float64(conc)/m, g*batch)
 }
 
+// LambdaModelRate is the rate the latency model allows a Lambda point's
+// consumer, with conc poller loops (the mapping's concurrency), batch size
+// b and depth messages waiting in each FIFO group. Each loop, a batch at a
+// time: one receive (rt), the batch's commits, one DeleteMessageBatch (rt):
+//
+//	rate = conc × b / (2·rt + lanes × m),   m = tx + the effect's wait
+//
+// where lanes is how many of the batch's messages go one after another.
+// The hand-written handler runs the batch in turn: lanes = b. The
+// library's handler runs a FIFO batch's groups in parallel (up to its
+// Config.Concurrency, 10: every group of a batch of at most 10) and each
+// group's messages in turn; a FIFO receive hands a group's waiting
+// messages together, so the longest group of a batch holds min(b, depth)
+// messages: lanes = min(b, ceil(depth)). On a standard queue every
+// message is its own lane: lanes = 1. A batching window adds nothing
+// while the backlog fills every batch at its first receive. FIFO points
+// are also bounded by their groups: at most one batch per group in flight.
+func LambdaModelRate(p SweepPoint, consumer string, conc int, scale, depth float64) float64 {
+	tx := Base("DynamoDB", "TransactWriteItems").Seconds() * scale
+	rt := Base("SQS", "ReceiveMessage").Seconds() * scale
+	m := tx + p.EffectDelay.Seconds()
+	b := float64(cmp0(p.Batch, 10))
+	lanes := b
+	if consumer == ConsumerLambda {
+		lanes = 1
+		if p.Dim == SweepLambda {
+			lanes = min(b, math.Ceil(max(depth, 1)))
+		}
+	}
+	loops := float64(conc)
+	if p.Dim == SweepLambda {
+		loops = min(loops, float64(p.groups()))
+	}
+	return loops * b / (2*rt + lanes*m)
+}
+
+// sweepModel is the model of a run at p that pre-filled prefill messages.
+func sweepModel(p SweepPoint, consumer string, conc int, scale float64, prefill int) float64 {
+	if isLambda(p.Dim) {
+		return LambdaModelRate(p, consumer, conc, scale, float64(prefill)/float64(p.groups()))
+	}
+	return ModelRate(p, consumer, conc, scale)
+}
+
 // sweepPrefill is the backlog of a consumer point: the point's own, or
 // enough for warmup and window at 1.5 times the model, at least one
 // message per group, within SweepBytes.
@@ -241,7 +328,16 @@ func sweepPrefill(p SweepPoint, conc int, scale float64, secs float64) int {
 	if p.Backlog > 0 {
 		return p.Backlog
 	}
-	n := int(math.Ceil(ModelRate(p, "worker", conc, scale) * secs * 1.5))
+	rate := ModelRate(p, "worker", conc, scale)
+	switch p.Dim {
+	case SweepLambda:
+		// Today's backlog, as the other dimensions' (about 8 messages a
+		// group at 1024 groups): a FIFO batch's groups depend on it.
+		rate = ModelRate(SweepPoint{Groups: p.Groups}, "worker", conc, scale)
+	case SweepLambdaStandard:
+		rate = LambdaModelRate(p, ConsumerLambda, conc, scale, 1)
+	}
+	n := int(math.Ceil(rate * secs * 1.5))
 	n = max(n, 500, min(p.groups(), 200000))
 	if p.Size > 0 {
 		n = min(n, max(SweepBytes/p.Size, 100))
@@ -285,7 +381,8 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 			}
 			continue
 		}
-		for _, kind := range []string{"baseline", "worker"} {
+		base, lib := sweepConsumers(p.Dim)
+		for _, kind := range []string{base, lib} {
 			if kind == "baseline" && 10*p.EffectDelay > SweepVisibility {
 				s.Failures = append(s.Failures, fmt.Sprintf("%s=%s hand-written consumer not run: its batch of 10 effects in turn (%s) outlives the queue's %s visibility timeout, and it does not extend it",
 					p.Dim, p.Label, 10*p.EffectDelay, SweepVisibility))
@@ -301,7 +398,7 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 				s.Failures = append(s.Failures, fmt.Sprintf("%s=%s %s: %v", p.Dim, p.Label, kind, firstLine(err.Error())))
 				continue
 			}
-			s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: kind, Drain: d, Model: ModelRate(p, kind, h.cfg.SweepConc, h.cfg.LatencyScale), Load: load})
+			s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: kind, Drain: d, Model: sweepModel(p, kind, h.cfg.SweepConc, h.cfg.LatencyScale, d.Prefill), Load: load})
 		}
 	}
 	s.Ended, s.LoadAfter = time.Now(), LoadAvg()
@@ -322,6 +419,12 @@ func (h *harness) sweepDrain(ctx context.Context, kind string, p SweepPoint) (Dr
 	run := Drain{Regime: RegimeAWS, Consumer: kind, Procs: 1, Conc: conc, Groups: p.groups()}
 	n := sweepPrefill(p, conc, h.cfg.LatencyScale, (h.cfg.Warmup + h.cfg.Window).Seconds())
 	extra := []string{"-size", strconv.Itoa(p.Size), "-queues", strconv.Itoa(p.queues()), "-effect-delay", p.EffectDelay.String()}
+	if isLambda(p.Dim) {
+		extra = append(extra, "-batch", strconv.Itoa(p.Batch), "-window", p.BatchWindow.String())
+		if p.Dim == SweepLambdaStandard {
+			extra = append(extra, "-standard")
+		}
+	}
 	h.logf("sweep %s=%s %s: pre-filling %d messages", p.Dim, p.Label, kind, n)
 	h.prefillWait = time.Duration(n)*PrefillTime + time.Duration(n*p.Size)*PrefillByteTime
 	c, err := h.startFake(ctx, kind, conc, n, p.groups(), "", extra...)
@@ -374,7 +477,7 @@ func (s *Sweep) Merge(later *Sweep) *Sweep {
 		if d := slices.Index(sweepDims, a.Point.Dim) - slices.Index(sweepDims, b.Point.Dim); d != 0 {
 			return d
 		}
-		return cmp.Compare(a.Point.X(), b.Point.X())
+		return cmp.Or(cmp.Compare(a.Point.X(), b.Point.X()), cmp.Compare(a.Point.BatchWindow, b.Point.BatchWindow))
 	})
 	out.Ended, out.LoadAfter = later.Ended, later.LoadAfter
 	out.Command = s.Command + "; then " + later.Command

@@ -24,9 +24,9 @@ func TestParseSweepDefault(t *testing.T) {
 	for _, p := range ps {
 		count[p.Dim]++
 	}
-	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepBacklog: 3, SweepEffect: 3, SweepRelay: 4}, count)
+	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepBacklog: 3, SweepEffect: 3, SweepRelay: 4, SweepLambda: 5, SweepLambdaStandard: 2}, count)
 	require.Equal(t, SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}, ps[0])
-	require.Equal(t, SweepRelay, ps[len(ps)-1].Dim)
+	require.Equal(t, SweepPoint{Dim: SweepLambdaStandard, Label: "10", Batch: 10}, ps[len(ps)-1])
 }
 
 func TestParseSweepValues(t *testing.T) {
@@ -43,6 +43,30 @@ func TestParseSweepValues(t *testing.T) {
 	}, ps)
 	require.Equal(t, 10.0, ps[4].X())
 	require.Equal(t, float64(10<<10), ps[1].X())
+}
+
+func TestParseSweepLambda(t *testing.T) {
+	t.Parallel()
+	ps, err := ParseSweep("lambda-standard=10;lambda=1, 10+500ms")
+	require.NoError(t, err)
+	require.Equal(t, []SweepPoint{
+		{Dim: SweepLambda, Label: "1", Batch: 1},
+		{Dim: SweepLambda, Label: "10+500ms", Batch: 10, BatchWindow: 500 * time.Millisecond},
+		{Dim: SweepLambdaStandard, Label: "10", Batch: 10},
+	}, ps)
+	require.Equal(t, 10.0, ps[1].X(), "the batch size on the axis")
+	for spec, want := range map[string]string{
+		"lambda=0":            "-sweep lambda=0: want a batch size from 1 to 10",
+		"lambda=11":           "-sweep lambda=11: want a batch size from 1 to 10",
+		"lambda=ten":          "want a batch size from 1 to 10",
+		"lambda=10+x":         `-sweep lambda=10+x: batching window "x": want a duration above 0`,
+		"lambda=10+0s":        "batching window",
+		"lambda=10+6m":        "up to 5m0s",
+		"lambda-standard=+1s": "want a batch size",
+	} {
+		_, err := ParseSweep(spec)
+		require.ErrorContains(t, err, want, spec)
+	}
 }
 
 func TestParseSweepErrors(t *testing.T) {
@@ -239,7 +263,8 @@ func TestSweepChartsAreSVG(t *testing.T) {
 		require.Equal(t, want, strings.Count(svg, "<polyline"), dim)
 	}
 	require.Contains(t, charts[SweepGroups], "worker&#39;s model")
-	require.Contains(t, charts[SweepGroups], "load 3.00 → 4.00")
+	require.Contains(t, charts[SweepGroups], "load 3.00 → 3.30", "as the dimension's runs started")
+	require.Contains(t, charts[SweepRelay], "load 3.40 → 3.40")
 	require.Contains(t, charts[SweepRelay], "GroupBatch")
 	require.Empty(t, SweepCharts(nil))
 }
@@ -281,4 +306,46 @@ func TestSweepSentenceLeavesOutEmptyPoints(t *testing.T) {
 	line := s.Sentence(SweepGroups)
 	require.Contains(t, line, "From 1 to 1000 groups the worker's rate goes from 63 to 1200 msg/s (1.05 to 1.20×")
 	require.Contains(t, line, "At 100000 groups it applied nothing in its window.")
+}
+
+// TestSweepLambdaRenders: a Lambda dimension's rows are the hand-written
+// handler and the LambdaHandler, the second against the first; its
+// sentence and chart name them; a window point sorts after its batch.
+func TestSweepLambdaRenders(t *testing.T) {
+	t.Parallel()
+	drain := func(kind string, rate float64) Drain {
+		d := Drain{Regime: RegimeAWS, Consumer: kind, Procs: 1, Conc: 16, Seconds: 2, Rate: rate, Prefill: 8000, Window: newSample(time.Unix(10, 0))}
+		d.Window.Counts["applied"] = 2 * rate
+		d.Window.Counts["cpu_seconds"] = rate * 2 * 100e-6
+		d.Window.Counts[peakRSS] = 30 << 20
+		return d
+	}
+	p1 := SweepPoint{Dim: SweepLambda, Label: "1", Batch: 1}
+	p10 := SweepPoint{Dim: SweepLambda, Label: "10", Batch: 10}
+	pw := SweepPoint{Dim: SweepLambda, Label: "10+500ms", Batch: 10, BatchWindow: 500 * time.Millisecond}
+	s := &Sweep{Conc: 16, LoadBefore: "5.00", LoadAfter: "6.00", LatencyScale: 1, Runs: []SweepRun{
+		{Point: p1, Consumer: ConsumerLambdaHandwritten, Drain: drain(ConsumerLambdaHandwritten, 400), Model: 380, Load: "5.00"},
+		{Point: p1, Consumer: ConsumerLambda, Drain: drain(ConsumerLambda, 300), Model: 380, Load: "5.10"},
+	}}
+	s = s.Merge(&Sweep{Runs: []SweepRun{
+		{Point: pw, Consumer: ConsumerLambda, Drain: drain(ConsumerLambda, 1100), Model: 1270},
+		{Point: p10, Consumer: ConsumerLambda, Drain: drain(ConsumerLambda, 1000), Model: 1270},
+		{Point: p10, Consumer: ConsumerLambdaHandwritten, Drain: drain(ConsumerLambdaHandwritten, 1000), Model: 1067},
+	}})
+	require.Equal(t, []string{"1", "10", "10+500ms"}, func() []string {
+		var out []string
+		for _, p := range s.points(SweepLambda) {
+			out = append(out, p.Label)
+		}
+		return out
+	}(), "a window point after its batch")
+	tb := s.table(SweepLambda)
+	require.Equal(t, "batch (+ window)", tb.head[0])
+	require.Equal(t, []string{"1", "5.00", "hand-written handler", "400", "-"}, tb.rows[0][:5])
+	require.Equal(t, []string{"1", "5.10", "LambdaHandler (optimistic)", "300", "0.75"}, tb.rows[1][:5])
+	require.Equal(t, []string{"10+500ms", "-", "LambdaHandler (optimistic)", "1100", "-"}, tb.rows[4][:5], "no hand-written run at that point")
+	require.True(t, strings.HasPrefix(s.Sentence(SweepLambda), "From 1 to 10+500ms messages a batch the LambdaHandler's rate goes from 300 to 1100 msg/s (0.75 to 1.00× the hand-written handler's, "), s.Sentence(SweepLambda))
+	svg := SweepCharts(s)[SweepLambda]
+	require.Contains(t, svg, "LambdaHandler&#39;s model")
+	require.Contains(t, svg, "hand-written handler")
 }

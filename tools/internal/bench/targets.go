@@ -249,6 +249,10 @@ func consumerName(c string) string {
 		return "hand-written"
 	case "worker":
 		return "worker (optimistic)"
+	case ConsumerLambda:
+		return "LambdaHandler (optimistic)"
+	case ConsumerLambdaHandwritten:
+		return "hand-written handler"
 	}
 	if m, ok := strings.CutPrefix(c, "worker/"); ok {
 		if m == "grouped" {

@@ -21,6 +21,10 @@ type Work struct {
 	Size int
 	// Prefix makes the deduplication ids unique to one run.
 	Prefix string
+	// Standard is the workload of a standard queue: no group id, no
+	// deduplication id, and no seq in the body (a standard queue keeps no
+	// order, and the ledger refuses a seq that goes back).
+	Standard bool
 }
 
 // maxBatchBytes is SQS's cap on a SendMessageBatch's total payload.
@@ -38,8 +42,14 @@ func (w Work) Entry(i int) sqstypes.SendMessageBatchRequestEntry {
 	seq := i/w.Groups + 1
 	acct := "g" + strconv.Itoa(g)
 	body := fmt.Sprintf(`{"account":%q,"amount_cents":%d,"seq":%d}`, acct, 1+i%97, seq)
+	if w.Standard {
+		body = fmt.Sprintf(`{"account":%q,"amount_cents":%d}`, acct, 1+i%97)
+	}
 	if pad := w.Size - len(body) - len(`,"pad":""`); pad > 0 {
 		body = body[:len(body)-1] + `,"pad":"` + strings.Repeat("x", pad) + `"}`
+	}
+	if w.Standard {
+		return sqstypes.SendMessageBatchRequestEntry{MessageBody: aws.String(body)}
 	}
 	return sqstypes.SendMessageBatchRequestEntry{
 		MessageBody:            aws.String(body),

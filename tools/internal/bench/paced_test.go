@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -171,4 +174,65 @@ func TestPacedConsumerOnTheFakes(t *testing.T) {
 		require.NoError(t, <-done)
 		time.Sleep(21 * time.Second)
 	})
+}
+
+// TestSweepPacedPoint runs a point's paced runs through `bench consume
+// -pace` processes (this test binary, as TestMain lets it): each consumer
+// at half the slower drain, its window's messages every one measured.
+func TestSweepPacedPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two `bench consume` processes for a few seconds each")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	var log strings.Builder
+	h := &harness{cfg: Config{Warmup: 500 * time.Millisecond, Window: time.Second, SweepConc: 4, LatencyScale: 1, Jitter: 0.2, Seed: 1}, log: &log, self: self}
+	p := SweepPoint{Dim: SweepGroups, Label: "10", Groups: 10}
+	s := &Sweep{Runs: []SweepRun{
+		{Point: p, Consumer: "baseline", Drain: Drain{Rate: 120}},
+		{Point: p, Consumer: "worker", Drain: Drain{Rate: 400}},
+	}}
+	require.NoError(t, h.sweepPacedPoint(t.Context(), s, p), log.String())
+	require.Empty(t, s.Failures, log.String())
+	for _, r := range s.Runs {
+		require.NotNil(t, r.Paced, r.Consumer)
+		pr := *r.Paced
+		require.Equal(t, 60.0, pr.Rate, "half the slower drain")
+		require.Equal(t, 60, pr.Messages, "the window's second at 60 msg/s")
+		require.Positive(t, pr.P50)
+		require.GreaterOrEqual(t, pr.P99, pr.P50)
+		require.NotEmpty(t, pr.Load)
+	}
+}
+
+// TestSweepPacedPointSkips: without both drains, or with one that applied
+// nothing, a point's paced runs are recorded as not measured.
+func TestSweepPacedPointSkips(t *testing.T) {
+	t.Parallel()
+	h := &harness{log: io.Discard}
+	p := SweepPoint{Dim: SweepEffect, Label: "10s", EffectDelay: 10 * time.Second}
+	s := &Sweep{Runs: []SweepRun{{Point: p, Consumer: "worker", Drain: Drain{Rate: 1.5}}}}
+	require.NoError(t, h.sweepPacedPoint(t.Context(), s, p))
+	require.Equal(t, []string{"effect=10s send → effect not measured: hand-written's drain did not run or failed (its pace is 50 % of the slower drain)"}, s.Failures)
+	require.Nil(t, s.Runs[0].Paced)
+	q := SweepPoint{Dim: SweepLambda, Label: "1", Batch: 1}
+	s = &Sweep{Runs: []SweepRun{{Point: q, Consumer: ConsumerLambdaHandwritten, Drain: Drain{Rate: 300}}, {Point: q, Consumer: ConsumerLambda}}}
+	require.NoError(t, h.sweepPacedPoint(t.Context(), s, q))
+	require.Equal(t, []string{"lambda=1 send → effect not measured: LambdaHandler (optimistic)'s drain applied nothing (its pace is 50 % of the slower drain)"}, s.Failures)
+}
+
+// TestPacedDims: the default plan's paced points are its consumer
+// points but the backlog's; the plan itself is as before.
+func TestPacedDims(t *testing.T) {
+	t.Parallel()
+	ps, err := ParseSweep("default")
+	require.NoError(t, err)
+	count := map[string]int{}
+	for _, p := range ps {
+		if pacedDim(p.Dim) {
+			count[p.Dim]++
+		}
+	}
+	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepEffect: 3, SweepLambda: 5, SweepLambdaStandard: 2}, count)
+	require.Len(t, ps, 30)
 }

@@ -102,7 +102,7 @@ func (s *Sweep) table(dim string) *table {
 		}
 		return t
 	}
-	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "prefill"}}
+	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "send → effect p50 at 50 % load", "p99", "prefill"}}
 	if isLambda(dim) {
 		t.head[0] = "batch (+ window)"
 	}
@@ -120,9 +120,13 @@ func (s *Sweep) table(dim string) *table {
 				vsRate, vsCPU = ratio(d.Rate, base.Drain.Rate), ratio(d.CPUPerMessage(), base.Drain.CPUPerMessage())
 				vsRSS = fmt.Sprintf("%+.0f", d.PeakRSS()-base.Drain.PeakRSS())
 			}
+			p50, p99 := "-", "-"
+			if r.Paced != nil {
+				p50, p99 = msf(r.Paced.P50), msf(r.Paced.P99)
+			}
 			t.add(p.Label, load1(r.Load), consumerName(c), fmt.Sprintf("%.0f", d.Rate), vsRate, fmt.Sprintf("%.0f", r.Model), ratio(d.Rate, r.Model),
 				fmt.Sprintf("%.0f", d.CPUPerMessage()), vsCPU, fmt.Sprintf("%.0f", d.PeakRSS()), vsRSS,
-				fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.1f", d.WriteUnits()), msf(d.StartWait()), fmt.Sprint(d.Prefill))
+				fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.1f", d.WriteUnits()), msf(d.StartWait()), p50, p99, fmt.Sprint(d.Prefill))
 		}
 	}
 	return t
@@ -221,7 +225,49 @@ func (s *Sweep) Sentence(dim string) string {
 	if len(empty) > 0 {
 		line += fmt.Sprintf(" At %s %s it applied nothing in its window.", strings.Join(empty, ", "), dimUnit(dim))
 	}
-	return line
+	return line + s.pacedSentence(dim, lib, base)
+}
+
+// pacedSentence is what dim's paced runs say, "" without any: the
+// library's send → effect p50 and p99 over the points, against the
+// hand-written consumer's at the same points.
+func (s *Sweep) pacedSentence(dim, lib, base string) string {
+	paced := func(f func(SweepPaced) time.Duration) func(SweepRun) (float64, bool) {
+		return func(r SweepRun) (float64, bool) {
+			if r.Paced == nil {
+				return 0, false
+			}
+			return f(*r.Paced).Seconds() * 1000, true
+		}
+	}
+	p50 := func(p SweepPaced) time.Duration { return p.P50 }
+	p99 := func(p SweepPaced) time.Duration { return p.P99 }
+	baseName, _ := sweepConsumers(dim)
+	lo, hi, ok := s.span(dim, lib, paced(p50))
+	if !ok {
+		return ""
+	}
+	qlo, qhi, _ := s.span(dim, lib, paced(p99))
+	line := fmt.Sprintf(" At %.0f %% of the slower drain a message's send → effect takes %.1f to %.1f ms at the median, %.1f to %.1f ms at p99", 100*PacedShare, lo, hi, qlo, qhi)
+	vs := func(f func(SweepPaced) time.Duration) func(SweepRun) (float64, bool) {
+		return func(r SweepRun) (float64, bool) {
+			b, ok := s.run(r.Point.Dim, r.Point.Label, baseName)
+			if !ok || r.Paced == nil || b.Paced == nil || f(*b.Paced) <= 0 {
+				return 0, false
+			}
+			return float64(f(*r.Paced)) / float64(f(*b.Paced)), true
+		}
+	}
+	if vlo, vhi, ok := s.span(dim, lib, vs(p50)); ok {
+		wlo, whi, _ := s.span(dim, lib, vs(p99))
+		line += fmt.Sprintf(" (%.2f to %.2f× %s's median, %.2f to %.2f× its p99)", vlo, vhi, base, wlo, whi)
+	}
+	return line + "."
+}
+
+// paced reports whether any run of the sweep has a paced run.
+func (s *Sweep) paced() bool {
+	return slices.ContainsFunc(s.Runs, func(r SweepRun) bool { return r.Paced != nil })
 }
 
 // sweepWhy is the mechanism behind each dimension's curve, in short.
@@ -307,8 +353,14 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 	b.WriteString("Model msg/s is what the latency allows: every message one transaction (12 ms) plus its effect's wait, a group's batch of up to 10 a receive and a delete (15 ms each) around them in order; ")
 	b.WriteString("the worker holds the concurrency's messages in flight, the hand-written consumer's loops one batch each. ")
 	b.WriteString("CPU and peak RSS are the whole process's, the fakes' included (they hold the backlog), so the column to read is the difference from the hand-written consumer at the same point, which holds the same backlog on the same fakes. ")
-	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d on one queue (the pool's default `MaxInFlight`, from its receivers; %d on 50 queues, each with its own receivers): that, times the body size, bounds what its memory may add as groups and backlog grow.\n\n",
+	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d on one queue (the pool's default `MaxInFlight`, from its receivers; %d on 50 queues, each with its own receivers): that, times the body size, bounds what its memory may add as groups and backlog grow.",
 		inFlight(s.Conc, 1), s.Conc, inFlight(s.Conc, 50))
+	if s.paced() {
+		fmt.Fprintf(b, " The send → effect columns are a second run of each consumer at the point, after both drains: a producer in the consumer's process sends %.0f %% of the slower consumer's drain rate at that point (spread over its groups and queues, with its bodies) into an empty queue, for the point's warm-up and window, "+
+			"and every message sent in the window is timed from the start of its SendMessage (held by the latency layer, 15 ms, as a real producer's) to the start of its first effect's writes (after the effect's own wait, where the ledger stamps `applied_at`: the span of the paced run above); p50 and p99 are nearest ranks over all of them. "+
+			"The backlog's points have none (a paced run starts from an empty queue, and there the backlog is the point), nor the relay's (they measure producers), nor a point where either drain failed or was not run.", 100*PacedShare)
+	}
+	b.WriteString("\n\n")
 	for _, dim := range s.dims() {
 		fmt.Fprintf(b, "### %s\n\n", strings.ToUpper(dimTitle(dim)[:1])+dimTitle(dim)[1:])
 		if line := s.Sentence(dim); line != "" {
@@ -408,6 +460,24 @@ func SweepCharts(s *Sweep) map[string]string {
 				{"CPU µs/msg", two(Drain.CPUPerMessage)},
 				{"peak RSS, MiB", two(Drain.PeakRSS)},
 				{"SQS requests/msg", two(func(d Drain) float64 { return d.PerMessage("SQS") })},
+			}
+			if slices.ContainsFunc(s.Runs, func(r SweepRun) bool { return r.Point.Dim == dim && r.Paced != nil }) {
+				ms := func(consumer string, f func(SweepPaced) time.Duration) []float64 {
+					return at(consumer, func(r SweepRun) float64 {
+						if r.Paced == nil {
+							return math.NaN()
+						}
+						return f(*r.Paced).Seconds() * 1000
+					})
+				}
+				p50 := func(p SweepPaced) time.Duration { return p.P50 }
+				p99 := func(p SweepPaced) time.Duration { return p.P99 }
+				panels = append(panels, curvePanel{fmt.Sprintf("send → effect, ms (%.0f %% load)", 100*PacedShare), []curveSeries{
+					{name: baseLabel + " p50", color: "#7f7f7f", dashed: true, ys: ms(base, p50)},
+					{name: baseLabel + " p99", color: "#c7c7c7", dashed: true, ys: ms(base, p99)},
+					{name: libLabel + " p50", color: "#1f77b4", ys: ms(lib, p50)},
+					{name: libLabel + " p99", color: "#9467bd", ys: ms(lib, p99)},
+				}})
 			}
 		}
 		from, to := s.dimLoads(dim)

@@ -236,3 +236,15 @@ func TestPacedDims(t *testing.T) {
 	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepEffect: 3, SweepLambda: 5, SweepLambdaStandard: 2}, count)
 	require.Len(t, ps, 30)
 }
+
+// TestConsumePaceFlags: -pace needs the aws regime's fakes and no
+// negative figure; each error is one line naming the flags.
+func TestConsumePaceFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range []string{"-pace 10", "-regime aws -pace -1", "-regime aws -pace 10 -pace-window -1s", "-regime aws -pace 10 -pace-warmup -1s"} {
+		err := Consume(context.Background(), strings.Fields(args), io.Discard)
+		require.ErrorContains(t, err, "-pace", args)
+		require.ErrorContains(t, err, "a producer only in -regime aws", args)
+		require.NotContains(t, err.Error(), "\n", args)
+	}
+}

@@ -13,7 +13,9 @@
 #
 #   make bench-sweep    the curves alone (tools/cmd/bench -sweep-only: the aws-like regime, no emulators): one
 #                       dimension at a time from today's point, each beside the hand-written consumer (the relay
-#                       beside a direct producer); writes docs/bench-sweep.json and re-renders docs/BENCHMARKS.md
+#                       beside a direct producer), then each consumer point but the backlog's paced at half the
+#                       slower drain for its send → effect p50/p99 (two more windows a point, about 9 s);
+#                       writes docs/bench-sweep.json and re-renders docs/BENCHMARKS.md
 #                       from docs/bench-results.json with the curves and their charts (docs/bench-sweep-*.svg).
 #                       A plan other than the default measures its points again into docs/bench-sweep.json.
 #

@@ -66,10 +66,13 @@ type consumeOpts struct {
 	prefill, groups            int
 	size, queues               int
 	effectDelay                time.Duration
-	standard                   bool          // aws regime: standard queues instead of FIFO
-	batch                      int           // lambda consumers: the mapping's batch size
-	window                     time.Duration // lambda consumers: the mapping's batching window
-	queueURLs                  []string      // aws regime: every queue of the fakes
+	standard                   bool           // aws regime: standard queues instead of FIFO
+	batch                      int            // lambda consumers: the mapping's batch size
+	window                     time.Duration  // lambda consumers: the mapping's batching window
+	queueURLs                  []string       // aws regime: every queue of the fakes
+	srv                        *memsqs.Server // aws regime: the fake queues, unheld
+	pace                       float64        // aws regime: a paced producer's msg/s (0: none)
+	paceWarmup, paceWindow     time.Duration
 	scale, jitter              float64
 	seed                       uint64
 	cpuProfile, metricsAddr    string
@@ -99,6 +102,10 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&o.standard, "standard", false, "aws regime: standard queues (bench, bench-1, ...) instead of FIFO; the pre-fill has no group or dedup ids")
 	fs.IntVar(&o.batch, "batch", 10, "lambda consumers: the event source mapping's batch size, 1 to 10")
 	fs.DurationVar(&o.window, "window", 0, "lambda consumers: the event source mapping's batching window (0: none)")
+	fs.Float64Var(&o.pace, "pace", 0, "aws regime: a producer in this process sends this many messages a second while the consumer runs, "+
+		"and each message's send-to-effect time is measured (exactly_bench_send_effect_*; 0: no producer)")
+	fs.DurationVar(&o.paceWarmup, "pace-warmup", 0, "-pace: messages sent in this first stretch are not measured")
+	fs.DurationVar(&o.paceWindow, "pace-window", 0, "-pace: the producer stops after -pace-warmup and this long, and the messages it sent in it are measured (0: it sends until the process ends)")
 	fs.Float64Var(&o.scale, "latency-scale", 1, "aws regime: latency scale (0: the fakes at their own speed)")
 	fs.Float64Var(&o.jitter, "jitter", DefaultJitter, "aws regime: latency jitter, a fraction")
 	fs.Uint64Var(&o.seed, "seed", 1, "aws regime: seed of the jitter")
@@ -122,6 +129,9 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-batch %d: want 1 to 10 (an SQS event source mapping's batch size without a window, as one receive holds)", o.batch)
 	case o.window < 0 || o.window > maxBatchingWindow:
 		return fmt.Errorf("-window %s: want 0 to %s (Lambda's MaximumBatchingWindowInSeconds)", o.window, maxBatchingWindow)
+	}
+	if o.pace < 0 || o.paceWarmup < 0 || o.paceWindow < 0 || o.pace > 0 && o.regime != RegimeAWS {
+		return fmt.Errorf("-pace %g, -pace-warmup %s, -pace-window %s: want 0 or more, a producer only in -regime aws (its fakes)", o.pace, o.paceWarmup, o.paceWindow)
 	}
 	if o.queues < 1 || o.size < 0 || o.size > maxBatchBytes || o.effectDelay < 0 {
 		return fmt.Errorf("bench consume: -queues %d, -size %d, -effect-delay %s: want at least 1 queue, a size from 0 to %d bytes and a delay of 0 or more",
@@ -157,9 +167,14 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	waits := newGroupWaits(reg)
+	var sends *sendEffects // nil: no paced producer
+	if o.pace > 0 {
+		sends = newSendEffects()
+		reg.MustRegister(sends)
+	}
 	var run func(context.Context) error
 	if lambda {
-		handle, err := o.lambdaHandler(ctx, sq, db, reg, waits, st, stderr)
+		handle, err := o.lambdaHandler(ctx, sq, db, reg, waits, st, sends, stderr)
 		if err != nil {
 			return err
 		}
@@ -170,12 +185,12 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 		run = func(ctx context.Context) error { return m.run(ctx, o.concurrency) }
 	} else if o.consumer == ConsumerHandwritten {
 		h := newHandwritten(sq, db, o.queueURLs, o.ledger, reg)
-		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits, states: st, delay: o.effectDelay}
+		h.ledger = &timedLedger{Ledger: h.ledger.(*builtin.Ledger), waits: waits, states: st, sends: sends, delay: o.effectDelay}
 		run = func(ctx context.Context) error { return h.run(ctx, o.concurrency) }
 	} else {
 		cfg := exactly.Config{
 			SQS: sq, DynamoDB: db, Queues: o.queueURLs, Table: o.dedup,
-			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st, delay: o.effectDelay}, Commit: exactly.CommitMode(DefaultCommit),
+			Effect: &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st, sends: sends, delay: o.effectDelay}, Commit: exactly.CommitMode(DefaultCommit),
 			Concurrency: o.concurrency, Logger: slog.New(slog.NewJSONHandler(stderr, nil)), Registerer: reg,
 		}
 		switch o.consumer {
@@ -224,6 +239,18 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}()
 	}
+	if sends != nil {
+		// The producer is this function's: it stops at its window's end or
+		// when ctx ends, and Consume returns after it has.
+		pctx, pstop := context.WithCancel(ctx)
+		p := o.pacedProducer(sends, func(err error) {
+			line, _ := json.Marshal(map[string]string{"level": "WARN", "msg": "paced send failed", "error": err.Error()})
+			fmt.Fprintln(stderr, string(line))
+		})
+		done := make(chan struct{})
+		go func() { defer close(done); p.run(pctx) }()
+		defer func() { pstop(); <-done }()
+	}
 	line, _ := json.Marshal(map[string]string{"msg": metricsLine, "addr": srv.Addr()})
 	fmt.Fprintln(stderr, string(line))
 	return run(ctx)
@@ -233,8 +260,8 @@ func Consume(ctx context.Context, args []string, stderr io.Writer) error {
 // LambdaHandler with the worker's effect and commit (its lines at warn and
 // above: "batch done" at info would be a line per batch on stderr), or the
 // hand-written one.
-func (o *consumeOpts) lambdaHandler(ctx context.Context, sq fakeSQS, db fakeDynamoDB, reg *prometheus.Registry, waits *groupWaits, st *states, stderr io.Writer) (lambdaHandle, error) {
-	eff := &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st, delay: o.effectDelay}
+func (o *consumeOpts) lambdaHandler(ctx context.Context, sq fakeSQS, db fakeDynamoDB, reg *prometheus.Registry, waits *groupWaits, st *states, sends *sendEffects, stderr io.Writer) (lambdaHandle, error) {
+	eff := &timedLedger{Ledger: &builtin.Ledger{Table: o.ledger}, waits: waits, states: st, sends: sends, delay: o.effectDelay}
 	if o.consumer == ConsumerLambdaHandwritten {
 		h := newHandwrittenLambda(db, o.ledger, reg)
 		h.ledger = eff
@@ -296,6 +323,7 @@ func (o *consumeOpts) fakes(ctx context.Context, reg prometheus.Registerer, st *
 			return nil, nil, err
 		}
 	}
+	o.srv = srv
 	l := NewLatency(o.scale, o.jitter, o.seed)
 	c := newCounter(reg)
 	return &heldSQS{s: srv, l: l, c: c, st: st}, &heldDynamoDB{d: mdb, l: l, c: c}, nil
@@ -359,6 +387,7 @@ type timedLedger struct {
 	*builtin.Ledger
 	waits  *groupWaits
 	states *states
+	sends  *sendEffects  // a paced run's send-to-effect times; nil: none
 	delay  time.Duration // how long the effect waits before it builds its writes (a slow call of its own)
 }
 
@@ -370,6 +399,8 @@ func (t *timedLedger) Apply(ctx context.Context, in effect.Input) (effect.Output
 	if err := hold(ctx, t.delay); err != nil {
 		return effect.Output{}, err
 	}
+	// The writes start: where the ledger stamps applied_at.
+	t.sends.effectAt(in.Message.ID, time.Now())
 	return t.Ledger.Apply(ctx, in)
 }
 

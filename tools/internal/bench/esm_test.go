@@ -366,7 +366,7 @@ func TestLambdaConsumersDrain(t *testing.T) {
 					sq, db, err := o.fakes(ctx, reg, st)
 					require.NoError(t, err)
 					require.Equal(t, !standard, strings.HasSuffix(o.queueURLs[0], ".fifo"))
-					handle, err := o.lambdaHandler(ctx, sq, db, reg, newGroupWaits(reg), st, io.Discard)
+					handle, err := o.lambdaHandler(ctx, sq, db, reg, newGroupWaits(reg), st, nil, io.Discard)
 					require.NoError(t, err)
 					m, err := newESM(ctx, sq, o.queueURLs, o.batch, o.window, handle, reg)
 					require.NoError(t, err)

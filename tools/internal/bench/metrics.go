@@ -38,6 +38,13 @@ var counterNames = map[string]string{
 	"exactly_bench_start_waits_total":         "start_waits",
 	"exactly_bench_delete_wait_seconds_total": "delete_wait_seconds",
 	"exactly_bench_delete_waits_total":        "delete_waits",
+	// A paced run's gauges (paced.go).
+	"exactly_bench_paced_sent":              "paced_sent",
+	"exactly_bench_paced_measured":          "paced_measured",
+	"exactly_bench_send_effect_p50_seconds": "send_effect_p50",
+	"exactly_bench_send_effect_p99_seconds": "send_effect_p99",
+	"exactly_bench_paced_offered_rate":      "paced_offered",
+	"exactly_bench_paced_done":              "paced_done",
 }
 
 func newSample(at time.Time) Sample {

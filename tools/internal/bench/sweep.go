@@ -253,7 +253,36 @@ type SweepRun struct {
 	Relay    *RelayRun `json:",omitempty"` // relay points
 	Model    float64   // the rate the modelled latency allows this consumer, msg/s
 	Load     string    // /proc/loadavg as the run started
+	// Paced is the consumer's paced run at the point, after both drains
+	// (consumer points but backlog points); nil: not measured, or a sweep
+	// from before paced runs.
+	Paced *SweepPaced `json:",omitempty"`
 }
+
+// PacedShare is a paced run's load: the share of the slower consumer's
+// drain rate at the point that its producer sends.
+const PacedShare = 0.5
+
+// SweepPaced is a consumer's paced run at a point: a producer in its
+// `bench consume` process sends PacedShare of the slower consumer's drain
+// rate, spread over the point's groups and queues with its bodies, from
+// an empty queue, for the point's warm-up and window; every message sent
+// in the window is measured, from the start of its SendMessage (held by
+// the latency layer as a real producer's) to the start of its first
+// effect's writes (where the ledger stamps applied_at).
+type SweepPaced struct {
+	Rate     float64       // msg/s asked
+	Offered  float64       // msg/s the window's messages were sent at
+	Messages int           // the window's messages, every one measured
+	P50, P99 time.Duration // send → effect start, nearest rank
+	Seconds  float64       // the run's wall time, from the process's start to its stop
+	Load     string        // /proc/loadavg as the run started
+}
+
+// pacedDim reports whether dim's points get paced runs: not the backlog's
+// (a paced run starts from an empty queue, and the backlog is the point)
+// nor the relay's (they measure producers, not consumers).
+func pacedDim(dim string) bool { return dim != SweepBacklog && dim != SweepRelay }
 
 // ModelRate is the rate the latency model allows at p for consumer at
 // concurrency conc: every message takes one transaction plus its effect's
@@ -400,6 +429,11 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 			}
 			s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: kind, Drain: d, Model: sweepModel(p, kind, h.cfg.SweepConc, h.cfg.LatencyScale, d.Prefill), Load: load})
 		}
+		if pacedDim(p.Dim) {
+			if err := hs.sweepPacedPoint(ctx, s, p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	s.Ended, s.LoadAfter = time.Now(), LoadAvg()
 	return s, nil
@@ -418,13 +452,7 @@ func (h *harness) sweepDrain(ctx context.Context, kind string, p SweepPoint) (Dr
 	conc := h.cfg.SweepConc
 	run := Drain{Regime: RegimeAWS, Consumer: kind, Procs: 1, Conc: conc, Groups: p.groups()}
 	n := sweepPrefill(p, conc, h.cfg.LatencyScale, (h.cfg.Warmup + h.cfg.Window).Seconds())
-	extra := []string{"-size", strconv.Itoa(p.Size), "-queues", strconv.Itoa(p.queues()), "-effect-delay", p.EffectDelay.String()}
-	if isLambda(p.Dim) {
-		extra = append(extra, "-batch", strconv.Itoa(p.Batch), "-window", p.BatchWindow.String())
-		if p.Dim == SweepLambdaStandard {
-			extra = append(extra, "-standard")
-		}
-	}
+	extra := sweepArgs(p)
 	h.logf("sweep %s=%s %s: pre-filling %d messages", p.Dim, p.Label, kind, n)
 	h.prefillWait = time.Duration(n)*PrefillTime + time.Duration(n*p.Size)*PrefillByteTime
 	c, err := h.startFake(ctx, kind, conc, n, p.groups(), "", extra...)
@@ -436,6 +464,113 @@ func (h *harness) sweepDrain(ctx context.Context, kind string, p SweepPoint) (Dr
 		return run, fmt.Errorf("sweep %s=%s %s: %w", p.Dim, p.Label, kind, err)
 	}
 	return run, nil
+}
+
+// sweepArgs are the `bench consume` flags of point p.
+func sweepArgs(p SweepPoint) []string {
+	extra := []string{"-size", strconv.Itoa(p.Size), "-queues", strconv.Itoa(p.queues()), "-effect-delay", p.EffectDelay.String()}
+	if isLambda(p.Dim) {
+		extra = append(extra, "-batch", strconv.Itoa(p.Batch), "-window", p.BatchWindow.String())
+		if p.Dim == SweepLambdaStandard {
+			extra = append(extra, "-standard")
+		}
+	}
+	return extra
+}
+
+// sweepPacedPoint runs each of p's two consumers paced at PacedShare of
+// the slower one's drain rate, and keeps the readings on their runs. A
+// point without both drains, or with one that applied nothing, is
+// recorded as not measured. It returns an error only when ctx ends.
+func (h *harness) sweepPacedPoint(ctx context.Context, s *Sweep, p SweepPoint) error {
+	base, lib := sweepConsumers(p.Dim)
+	var idx []int
+	var missing []string
+	rate := math.Inf(1)
+	for _, kind := range []string{base, lib} {
+		i := slices.IndexFunc(s.Runs, func(r SweepRun) bool { return r.Point.Dim == p.Dim && r.Point.Label == p.Label && r.Consumer == kind })
+		switch {
+		case i < 0:
+			missing = append(missing, consumerName(kind)+"'s drain did not run or failed")
+		case s.Runs[i].Drain.Rate <= 0:
+			missing = append(missing, consumerName(kind)+"'s drain applied nothing")
+		default:
+			idx = append(idx, i)
+			rate = min(rate, s.Runs[i].Drain.Rate)
+		}
+	}
+	if len(missing) > 0 {
+		s.Failures = append(s.Failures, fmt.Sprintf("%s=%s send → effect not measured: %s (its pace is %.0f %% of the slower drain)",
+			p.Dim, p.Label, strings.Join(missing, "; "), 100*PacedShare))
+		return nil
+	}
+	rate *= PacedShare
+	for _, i := range idx {
+		kind := s.Runs[i].Consumer
+		load := LoadAvg()
+		pr, err := h.sweepPaced(ctx, kind, p, rate)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			h.logf("FAILED, left out: %v", err)
+			s.Failures = append(s.Failures, fmt.Sprintf("%s=%s %s send → effect: %v", p.Dim, p.Label, kind, firstLine(err.Error())))
+			continue
+		}
+		pr.Load = load
+		s.Runs[i].Paced = &pr
+	}
+	return nil
+}
+
+// sweepPaced is one consumer's paced run at p: a `bench consume -pace`
+// process with no pre-fill, read once its producer has stopped and every
+// message of its window has had its effect.
+func (h *harness) sweepPaced(ctx context.Context, kind string, p SweepPoint, rate float64) (SweepPaced, error) {
+	pr := SweepPaced{Rate: rate}
+	began := time.Now()
+	extra := append(sweepArgs(p), "-pace", strconv.FormatFloat(rate, 'f', 1, 64),
+		"-pace-warmup", h.cfg.Warmup.String(), "-pace-window", h.cfg.Window.String())
+	h.logf("sweep %s=%s %s: paced at %.0f msg/s (%.0f %% of the slower drain)", p.Dim, p.Label, kind, rate, 100*PacedShare)
+	h.prefillWait = 0
+	c, err := h.startFake(ctx, kind, h.cfg.SweepConc, 0, p.groups(), "", extra...)
+	if err != nil {
+		return pr, fmt.Errorf("sweep %s=%s %s paced: %w", p.Dim, p.Label, kind, err)
+	}
+	var last Sample
+	deadline := time.Now().Add(h.cfg.Warmup + h.cfg.Window + 2*time.Minute)
+	for {
+		if err = sleep(ctx, 250*time.Millisecond); err != nil {
+			break
+		}
+		if last, err = c.sample(ctx); err != nil {
+			break
+		}
+		n := last.Counts
+		if n["paced_done"] > 0 && n["paced_measured"] >= n["paced_sent"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			err = fmt.Errorf("%.0f of the window's %.0f messages had their effect 2 minutes after the window", n["paced_measured"], n["paced_sent"])
+			break
+		}
+	}
+	if stopErr := c.stop(); err == nil {
+		err = stopErr
+	}
+	if err == nil && last.Counts["paced_sent"] == 0 {
+		err = errors.New("no message sent in the window")
+	}
+	if err != nil {
+		return pr, fmt.Errorf("sweep %s=%s %s paced: %w", p.Dim, p.Label, kind, err)
+	}
+	pr.Messages = int(last.Counts["paced_measured"])
+	pr.Offered = last.Counts["paced_offered"]
+	pr.P50 = time.Duration(last.Counts["send_effect_p50"] * float64(time.Second)).Round(time.Microsecond)
+	pr.P99 = time.Duration(last.Counts["send_effect_p99"] * float64(time.Second)).Round(time.Microsecond)
+	pr.Seconds = time.Since(began).Seconds()
+	h.logf("sweep %s=%s %s paced at %.0f msg/s (sent at %.0f): send → effect p50 %s, p99 %s over %d messages; %.1fs", p.Dim, p.Label, kind, rate, pr.Offered, pr.P50, pr.P99, pr.Messages, pr.Seconds)
+	return pr, nil
 }
 
 // Merge returns s with later's runs: a point and consumer later measured

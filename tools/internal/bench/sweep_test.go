@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"strings"
 	"testing"
@@ -232,7 +233,7 @@ func TestSweepSentenceAndTable(t *testing.T) {
 	require.Equal(t, "From 1 to 1 groups the outbox with the relay's defaults delivers 0.08 to 0.08× what a direct producer sends in the same run, with GroupBatch 0.60 to 0.60×.", s.Sentence(SweepRelay))
 	tb := s.table(SweepGroups)
 	require.Len(t, tb.rows, 4)
-	require.Equal(t, []string{"1000", "3.30", "worker (optimistic)", "1200", "1.20", "1333", "0.90", "250", "1.25", "50", "+10", "0.100", "0.0", "0.0 ms", "8000"}, tb.rows[3])
+	require.Equal(t, []string{"1000", "3.30", "worker (optimistic)", "1200", "1.20", "1333", "0.90", "250", "1.25", "50", "+10", "0.100", "0.0", "0.0 ms", "-", "-", "8000"}, tb.rows[3], "no paced run: dashes")
 	require.Equal(t, "3.00", tb.rows[0][1], "the load beside every figure")
 	var b strings.Builder
 	sweepMarkdown(&b, s)
@@ -348,4 +349,74 @@ func TestSweepLambdaRenders(t *testing.T) {
 	svg := SweepCharts(s)[SweepLambda]
 	require.Contains(t, svg, "LambdaHandler&#39;s model")
 	require.Contains(t, svg, "hand-written handler")
+}
+
+// TestSweepRendersLatency: paced runs fill the send → effect columns, add
+// a clause to the sentence, a panel to the chart and a sentence to the
+// section's introduction saying what they measure.
+func TestSweepRendersLatency(t *testing.T) {
+	t.Parallel()
+	s := testSweep()
+	paced := map[string]*SweepPaced{
+		"1/baseline":    {Rate: 30, Messages: 90, P50: 40 * time.Millisecond, P99: 120 * time.Millisecond},
+		"1/worker":      {Rate: 30, Messages: 90, P50: 30 * time.Millisecond, P99: 60 * time.Millisecond},
+		"1000/baseline": {Rate: 500, Messages: 1500, P50: 20 * time.Millisecond, P99: 40 * time.Millisecond},
+		"1000/worker":   {Rate: 500, Messages: 1500, P50: 25 * time.Millisecond, P99: 30 * time.Millisecond},
+	}
+	for i, r := range s.Runs {
+		s.Runs[i].Paced = paced[r.Point.Label+"/"+r.Consumer]
+	}
+	tb := s.table(SweepGroups)
+	require.Equal(t, []string{"receive → effect start", "send → effect p50 at 50 % load", "p99", "prefill"}, tb.head[13:])
+	require.Equal(t, []string{"40.0 ms", "120.0 ms"}, tb.rows[0][14:16])
+	require.Equal(t, []string{"25.0 ms", "30.0 ms", "8000"}, tb.rows[3][14:])
+	require.True(t, strings.HasSuffix(s.Sentence(SweepGroups), "and its peak RSS from 24 to 50 MiB. "+
+		"At 50 % of the slower drain a message's send → effect takes 25.0 to 30.0 ms at the median, 30.0 to 60.0 ms at p99 "+
+		"(0.75 to 1.25× the hand-written consumer's median, 0.50 to 0.75× its p99)."), s.Sentence(SweepGroups))
+	var b strings.Builder
+	sweepMarkdown(&b, s)
+	require.Contains(t, b.String(), "The send → effect columns are a second run of each consumer at the point, after both drains: a producer in the consumer's process sends 50 % of the slower consumer's drain rate")
+	require.Contains(t, b.String(), "from the start of its SendMessage")
+	require.Contains(t, b.String(), "| 1000 | 3.30 | worker (optimistic) | 1200 | 1.20 | 1333 | 0.90 | 250 | 1.25 | 50 | +10 | 0.100 | 0.0 | 0.0 ms | 25.0 ms | 30.0 ms | 8000 |")
+	charts := SweepCharts(s)
+	require.Equal(t, 2*3+3+4, strings.Count(charts[SweepGroups], "<polyline"), "a fifth panel: p50 and p99 of both consumers")
+	require.Contains(t, charts[SweepGroups], "send → effect, ms (50 % load)")
+	require.Contains(t, charts[SweepGroups], "worker p99 at 1000: 30")
+	require.Equal(t, 4*3, strings.Count(charts[SweepRelay], "<polyline"), "the relay's chart as before")
+}
+
+// TestSweepOldJSONRenders: a sweep from before paced runs (no Paced on
+// its runs) loads and renders with dashes, no latency panel and no word
+// of paced runs; a run without one writes none.
+func TestSweepOldJSONRenders(t *testing.T) {
+	t.Parallel()
+	const old = `{"Sweep": {"Started": "2026-12-02T03:17:44Z", "Ended": "2026-12-02T04:03:43Z", "LoadBefore": "18.29 19.71 12.91", "LoadAfter": "6.43 7.66 5.08",
+		"Command": "make bench-sweep", "Commit": "a7eec63", "Conc": 16, "Warmup": 1000000000, "Window": 3000000000, "LatencyScale": 1,
+		"Failures": ["effect=10s hand-written consumer not run"],
+		"Runs": [
+			{"Point": {"Dim": "groups", "Label": "1", "Groups": 1, "Size": 0, "Queues": 0, "Backlog": 0, "EffectDelay": 0, "RelayGroups": 0}, "Consumer": "baseline",
+			 "Drain": {"Regime": "aws", "Consumer": "baseline", "Procs": 1, "Conc": 16, "Groups": 1, "Prefill": 500,
+			  "Window": {"At": "2026-12-02T03:17:49Z", "Counts": {"applied": 200, "cpu_seconds": 0.2, "rss_peak_bytes": 25473024, "start_wait_seconds": 12, "start_waits": 197}, "Requests": {"SQS.ReceiveMessage": 20}},
+			  "Seconds": 3.09, "Rate": 64.67}, "Model": 66.67, "Load": "18.29 19.71 12.91"},
+			{"Point": {"Dim": "groups", "Label": "1", "Groups": 1}, "Consumer": "worker",
+			 "Drain": {"Regime": "aws", "Consumer": "worker", "Procs": 1, "Conc": 16, "Groups": 1, "Prefill": 500,
+			  "Window": {"At": "2026-12-02T03:17:59Z", "Counts": {"applied": 190, "cpu_seconds": 0.25, "rss_peak_bytes": 30473024}, "Requests": {"SQS.ReceiveMessage": 25}},
+			  "Seconds": 3.0, "Rate": 63.3}, "Model": 66.67, "Load": "18.00 19.71 12.91"}
+		]}}`
+	var res Result
+	require.NoError(t, json.Unmarshal([]byte(old), &res))
+	s := res.Sweep
+	require.NotNil(t, s)
+	require.Nil(t, s.Runs[0].Paced)
+	tb := s.table(SweepGroups)
+	require.Equal(t, []string{"60.9 ms", "-", "-", "500"}, tb.rows[0][13:])
+	require.NotContains(t, s.Sentence(SweepGroups), "send → effect")
+	var b strings.Builder
+	sweepMarkdown(&b, s)
+	require.NotContains(t, b.String(), "The send → effect columns")
+	require.Contains(t, b.String(), "| 1 | 18.00 | worker (optimistic) | 63 | 0.98 |")
+	require.Equal(t, 2*3+3, strings.Count(SweepCharts(s)[SweepGroups], "<polyline"))
+	out, err := json.Marshal(s.Runs[0])
+	require.NoError(t, err)
+	require.NotContains(t, string(out), "Paced")
 }

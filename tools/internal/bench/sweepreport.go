@@ -102,7 +102,7 @@ func (s *Sweep) table(dim string) *table {
 		}
 		return t
 	}
-	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "prefill"}}
+	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "send → effect p50 at 50 % load", "p99", "prefill"}}
 	if isLambda(dim) {
 		t.head[0] = "batch (+ window)"
 	}
@@ -120,9 +120,13 @@ func (s *Sweep) table(dim string) *table {
 				vsRate, vsCPU = ratio(d.Rate, base.Drain.Rate), ratio(d.CPUPerMessage(), base.Drain.CPUPerMessage())
 				vsRSS = fmt.Sprintf("%+.0f", d.PeakRSS()-base.Drain.PeakRSS())
 			}
+			p50, p99 := "-", "-"
+			if r.Paced != nil {
+				p50, p99 = msf(r.Paced.P50), msf(r.Paced.P99)
+			}
 			t.add(p.Label, load1(r.Load), consumerName(c), fmt.Sprintf("%.0f", d.Rate), vsRate, fmt.Sprintf("%.0f", r.Model), ratio(d.Rate, r.Model),
 				fmt.Sprintf("%.0f", d.CPUPerMessage()), vsCPU, fmt.Sprintf("%.0f", d.PeakRSS()), vsRSS,
-				fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.1f", d.WriteUnits()), msf(d.StartWait()), fmt.Sprint(d.Prefill))
+				fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.1f", d.WriteUnits()), msf(d.StartWait()), p50, p99, fmt.Sprint(d.Prefill))
 		}
 	}
 	return t
@@ -221,30 +225,76 @@ func (s *Sweep) Sentence(dim string) string {
 	if len(empty) > 0 {
 		line += fmt.Sprintf(" At %s %s it applied nothing in its window.", strings.Join(empty, ", "), dimUnit(dim))
 	}
-	return line
+	return line + s.pacedSentence(dim, lib, base)
+}
+
+// pacedSentence is what dim's paced runs say, "" without any: the
+// library's send → effect p50 and p99 over the points, against the
+// hand-written consumer's at the same points.
+func (s *Sweep) pacedSentence(dim, lib, base string) string {
+	paced := func(f func(SweepPaced) time.Duration) func(SweepRun) (float64, bool) {
+		return func(r SweepRun) (float64, bool) {
+			if r.Paced == nil {
+				return 0, false
+			}
+			return f(*r.Paced).Seconds() * 1000, true
+		}
+	}
+	p50 := func(p SweepPaced) time.Duration { return p.P50 }
+	p99 := func(p SweepPaced) time.Duration { return p.P99 }
+	baseName, _ := sweepConsumers(dim)
+	lo, hi, ok := s.span(dim, lib, paced(p50))
+	if !ok {
+		return ""
+	}
+	qlo, qhi, _ := s.span(dim, lib, paced(p99))
+	line := fmt.Sprintf(" At %.0f %% of the slower drain a message's send → effect takes %.1f to %.1f ms at the median, %.1f to %.1f ms at p99", 100*PacedShare, lo, hi, qlo, qhi)
+	vs := func(f func(SweepPaced) time.Duration) func(SweepRun) (float64, bool) {
+		return func(r SweepRun) (float64, bool) {
+			b, ok := s.run(r.Point.Dim, r.Point.Label, baseName)
+			if !ok || r.Paced == nil || b.Paced == nil || f(*b.Paced) <= 0 {
+				return 0, false
+			}
+			return float64(f(*r.Paced)) / float64(f(*b.Paced)), true
+		}
+	}
+	if vlo, vhi, ok := s.span(dim, lib, vs(p50)); ok {
+		wlo, whi, _ := s.span(dim, lib, vs(p99))
+		line += fmt.Sprintf(" (%.2f to %.2f× %s's median, %.2f to %.2f× its p99)", vlo, vhi, base, wlo, whi)
+	}
+	return line + "."
+}
+
+// paced reports whether any run of the sweep has a paced run.
+func (s *Sweep) paced() bool {
+	return slices.ContainsFunc(s.Runs, func(r SweepRun) bool { return r.Paced != nil })
 }
 
 // sweepWhy is the mechanism behind each dimension's curve, in short.
 var sweepWhy = map[string]string{
 	SweepGroups: "One group is bound by its order (the model's 67 msg/s: a receive, 10 commits in turn, a delete); from about 100 groups the concurrency is. " +
 		"Past 1,000 groups the curves are flat: the worker's CPU per message and its memory over the hand-written consumer's do not grow with the groups, and the RSS that does grow is the fake's backlog (a pre-fill of one message per group). " +
-		"Until 3741647 memsqs's FIFO receive sorted every ready group under its lock (116 ms a receive at 100,000 groups): the fakes' CPU bent both curves and at 100,000 groups the worker applied nothing in its window; a receive now costs the log of the groups (BenchmarkFIFOReceiveGroups in internal/memsqs).",
+		"Until 3741647 memsqs's FIFO receive sorted every ready group under its lock (116 ms a receive at 100,000 groups): the fakes' CPU bent both curves and at 100,000 groups the worker applied nothing in its window; a receive now costs the log of the groups (BenchmarkFIFOReceiveGroups in internal/memsqs). " +
+		"At half load a message is received about as soon as it is in the queue and both consumers start its effect 17 to 21 ms after its send at the median (a send's and a receive's trips); from 1,000 groups the hand-written consumer's p99 is 114 to 117 ms, a message received with others and applied after their transactions in turn, which the worker runs side by side (p99 32 to 34 ms). " +
+		"At one group the worker's p99 is the higher, 33 against 21 ms over 97 messages, not explained here.",
 	SweepSize: "Both consumers' CPU per message grows with the body: the fake checks every character and the ledger parses it; the worker also hashes it once (SHA-256, the record's `payload_sha256`). " +
 		"The RSS is the fake's backlog (bodies × pre-fill); what the worker adds is bounded by its messages in flight times the body.",
 	SweepQueues: "Each queue has its own receivers (two at concurrency 16), so 50 queues hold 100 long polls and up to " + fmt.Sprint(inFlight(DefaultSweepConc, 50)) +
 		" messages: receives return fewer messages each, the SQS requests per message grow, and messages wait longer between their receive and their effect.",
 	SweepBacklog: "The backlog lives in the fake: both consumers' RSS grows with it by the same amount, and the worker's difference stays within its in-flight bound.",
 	SweepEffect: "With a slow effect the worker's rate follows concurrency ÷ (commit + effect); what it holds beyond its handlers waits (receive → effect start) with its visibility extended, which costs SQS requests. " +
-		"The hand-written consumer applies its batch in turn, so at 10 s effects its batch outlives the visibility timeout and it is not run.",
+		"The hand-written consumer applies its batch in turn, so at 10 s effects its batch outlives the visibility timeout and it is not run. " +
+		"At half load (71 msg/s at 100 ms) a receive holds a message or two, so the batch in turn costs the hand-written consumer nothing: both start the effect's writes its 100 ms wait and about 17 ms after the send (p50 117 ms, p99 120 ms).",
 	SweepRelay: "With one hot group the relay's defaults publish one message of the group per SQS round trip; `GroupBatch` sends up to 10 of a group's consecutive messages in one request, in order " +
 		"(what that keeps and what it cannot promise: [OUTBOX.md](OUTBOX.md#a-hot-group---group-batch)). Over many groups a round carries many groups and the relay keeps up with the producers.",
 	SweepLambda: "Both handlers run under a modelled event source mapping (`bench consume`, tools/internal/bench/esm.go): 16 pollers, the mapping's maximum concurrency, each receiving a batch, invoking the handler with a 30 s deadline and deleting what it did not report. " +
 		"Both commit each message in one TransactWriteItems (the LambdaHandler's also writes the dedup record: 6 WRU a message against 4), so a poller's batch costs a receive, its commits and a delete: the model is 16 × B ÷ (30 ms + lanes × 12 ms), lanes the commits that go one after another. " +
-		"The hand-written handler runs the batch in turn (lanes = B). The LambdaHandler runs a batch's groups in parallel, but a FIFO receive hands a group's waiting messages together and today's backlog holds about 8 a group: up to batch 5 a batch is mostly one group and the two run alike (1.00, 0.90 and 1.03× here, within a point's noise), and at 10 only the next group's few messages overlap the first's, 1.18× (1.23× with the window; the model's lanes 8 against 10: 1270 against 1067 msg/s). " +
-		"The window adds nothing while there is a backlog: every first receive fills its batch. What the LambdaHandler pays is CPU, 1.10 to 1.55× the hand-written handler's per message (the dedup record built with each commit, a goroutine a lane, its metrics), on a machine at load 7 to 9.",
-	SweepLambdaStandard: "On a standard queue every record is its own lane: the LambdaHandler commits a batch of 10 at once (one commit's 12 ms against the hand-written handler's ten in turn), 3.21× the hand-written handler at batch 10 (the model's 3810 against 1067 msg/s), and a message waits 0.5 ms from its receive to its effect against 60 ms. " +
+		"The hand-written handler runs the batch in turn (lanes = B). The LambdaHandler runs a batch's groups in parallel, but a FIFO receive hands a group's waiting messages together and today's backlog holds about 8 a group: up to batch 5 a batch is mostly one group and the two run alike (1.00, 0.90 and 1.03× here, within a point's noise), and at 10 only the next group's few messages overlap the first's, 1.21× (1.23× with the window; the model's lanes 8 against 10: 1270 against 1067 msg/s). " +
+		"The window adds nothing while there is a backlog: every first receive fills its batch. What the LambdaHandler pays is CPU, 1.31 to 1.55× the hand-written handler's per message (the dedup record built with each commit, a goroutine a lane, its metrics), measured at load 7 to 9 (batches 1 and 10 again at about 3). " +
+		"At half load a batch holds what arrived during a receive's trip: at batch 1 both handlers start a record's effect 16 ms after its send (p99 20 ms); at batch 10 the hand-written handler's p99 is 122 ms (a record waits for the commits before it in its batch), the LambdaHandler's 28 ms.",
+	SweepLambdaStandard: "On a standard queue every record is its own lane: the LambdaHandler commits a batch of 10 at once (one commit's 12 ms against the hand-written handler's ten in turn), 3.39× the hand-written handler at batch 10 (the model's 3810 against 1067 msg/s), and a message waits 0.3 ms from its receive to its effect against 61 ms; at half load its send → effect p99 is 26 ms against 123 ms. " +
 		"At batch 1 both are a receive, a commit and a delete a message, 351 msg/s each, the LambdaHandler's CPU 1.25× the hand-written handler's. " +
-		"The backlog is sized to the LambdaHandler's model (2286 and 22858 messages); its RSS over the hand-written handler's at batch 10 (+33 MiB) is most likely the fake tables' rows, as it writes three times the messages in the window, each with a dedup record.",
+		"The backlog is sized to the LambdaHandler's model (2286 and 22858 messages); its RSS over the hand-written handler's at batch 10 (+38 MiB) is most likely the fake tables' rows, as it writes three times the messages in the window, each with a dedup record.",
 }
 
 func (s *Sweep) vsDirect(r SweepRun) (float64, bool) {
@@ -307,8 +357,15 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 	b.WriteString("Model msg/s is what the latency allows: every message one transaction (12 ms) plus its effect's wait, a group's batch of up to 10 a receive and a delete (15 ms each) around them in order; ")
 	b.WriteString("the worker holds the concurrency's messages in flight, the hand-written consumer's loops one batch each. ")
 	b.WriteString("CPU and peak RSS are the whole process's, the fakes' included (they hold the backlog), so the column to read is the difference from the hand-written consumer at the same point, which holds the same backlog on the same fakes. ")
-	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d on one queue (the pool's default `MaxInFlight`, from its receivers; %d on 50 queues, each with its own receivers): that, times the body size, bounds what its memory may add as groups and backlog grow.\n\n",
+	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d on one queue (the pool's default `MaxInFlight`, from its receivers; %d on 50 queues, each with its own receivers): that, times the body size, bounds what its memory may add as groups and backlog grow.",
 		inFlight(s.Conc, 1), s.Conc, inFlight(s.Conc, 50))
+	if s.paced() {
+		fmt.Fprintf(b, "\n\nThe send → effect columns are a second run of each consumer at the point, after both drains: a producer in the consumer's process sends %.0f %% of the slower consumer's drain rate at that point (spread over its groups and queues, with its bodies) into an empty queue, for the point's warm-up and window, "+
+			"and every message sent in the window is timed from the start of its SendMessage (held by the latency layer, 15 ms, as a real producer's) to the start of its first effect's writes (after the effect's own wait, where the ledger stamps `applied_at`: the span of [Send-to-effect latency](#send-to-effect-latency) below); p50 and p99 are nearest ranks over all of them. "+
+			"The backlog's points have none (a paced run starts from an empty queue, and there the backlog is the point), nor the relay's (they measure producers), nor a point where either drain failed or was not run, nor a point last measured before paced runs: a dash. "+
+			"Each paced run adds the point's warm-up and window and a process's start and stop (about 4.3 s at 1 s and 3 s), twice a point.", 100*PacedShare)
+	}
+	b.WriteString("\n\n")
 	for _, dim := range s.dims() {
 		fmt.Fprintf(b, "### %s\n\n", strings.ToUpper(dimTitle(dim)[:1])+dimTitle(dim)[1:])
 		if line := s.Sentence(dim); line != "" {
@@ -408,6 +465,24 @@ func SweepCharts(s *Sweep) map[string]string {
 				{"CPU µs/msg", two(Drain.CPUPerMessage)},
 				{"peak RSS, MiB", two(Drain.PeakRSS)},
 				{"SQS requests/msg", two(func(d Drain) float64 { return d.PerMessage("SQS") })},
+			}
+			if slices.ContainsFunc(s.Runs, func(r SweepRun) bool { return r.Point.Dim == dim && r.Paced != nil }) {
+				ms := func(consumer string, f func(SweepPaced) time.Duration) []float64 {
+					return at(consumer, func(r SweepRun) float64 {
+						if r.Paced == nil {
+							return math.NaN()
+						}
+						return f(*r.Paced).Seconds() * 1000
+					})
+				}
+				p50 := func(p SweepPaced) time.Duration { return p.P50 }
+				p99 := func(p SweepPaced) time.Duration { return p.P99 }
+				panels = append(panels, curvePanel{fmt.Sprintf("send → effect, ms (%.0f %% load)", 100*PacedShare), []curveSeries{
+					{name: baseLabel + " p50", color: "#7f7f7f", dashed: true, ys: ms(base, p50)},
+					{name: baseLabel + " p99", color: "#c7c7c7", dashed: true, ys: ms(base, p99)},
+					{name: libLabel + " p50", color: "#1f77b4", ys: ms(lib, p50)},
+					{name: libLabel + " p99", color: "#9467bd", ys: ms(lib, p99)},
+				}})
 			}
 		}
 		from, to := s.dimLoads(dim)

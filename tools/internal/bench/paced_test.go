@@ -234,7 +234,7 @@ func TestPacedDims(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]int{SweepGroups: 6, SweepSize: 4, SweepQueues: 3, SweepEffect: 3, SweepLambda: 5, SweepLambdaStandard: 2}, count)
-	require.Len(t, ps, 30)
+	require.Len(t, ps, 36)
 }
 
 // TestConsumePaceFlags: -pace needs the aws regime's fakes and no

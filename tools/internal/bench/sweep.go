@@ -22,6 +22,9 @@ const (
 	SweepBacklog = "backlog" // messages waiting when the consumer starts
 	SweepEffect  = "effect"  // how long each effect waits before it builds its writes
 	SweepRelay   = "relay"   // message groups of the relay's producers
+	// SweepRelayWriters is the relay's producer goroutines, over
+	// RelayWritersGroups groups.
+	SweepRelayWriters = "relay-writers"
 	// The Lambda handler under a modelled event source mapping, beside a
 	// hand-written handler: values B or B+WINDOW (batch size 1 to 10, and
 	// a batching window).
@@ -30,11 +33,11 @@ const (
 )
 
 // sweepDims are the dimensions in the order a plan runs and a report shows them.
-var sweepDims = []string{SweepGroups, SweepSize, SweepQueues, SweepBacklog, SweepEffect, SweepRelay, SweepLambda, SweepLambdaStandard}
+var sweepDims = []string{SweepGroups, SweepSize, SweepQueues, SweepBacklog, SweepEffect, SweepRelay, SweepRelayWriters, SweepLambda, SweepLambdaStandard}
 
 // DefaultSweep is the issue's sweep: -sweep default.
 const DefaultSweep = "groups=1,10,100,1000,10000,100000;size=100,10KiB,256KiB,1MiB;queues=1,10,50;" +
-	"backlog=10000,100000,1000000;effect=1ms,100ms,10s;relay=1,10,100,1000;lambda=1,2,5,10,10+500ms;lambda-standard=1,10"
+	"backlog=10000,100000,1000000;effect=1ms,100ms,10s;relay=1,10,100,1000,10000,100000;relay-writers=1,4,16,64;lambda=1,2,5,10,10+500ms;lambda-standard=1,10"
 
 // Defaults of a sweep's runs.
 const (
@@ -64,6 +67,9 @@ type SweepPoint struct {
 	Backlog     int    // 0: sized to the window at the modelled rate
 	EffectDelay time.Duration
 	RelayGroups int // relay points only
+	// RelayWriters is a relay-writers point's producers (0: the run's
+	// -relay-writers).
+	RelayWriters int `json:",omitempty"`
 	// Lambda points only: the event source mapping's batch size and
 	// batching window.
 	Batch       int           `json:",omitempty"`
@@ -72,6 +78,14 @@ type SweepPoint struct {
 
 // isLambda reports whether dim runs the Lambda handlers.
 func isLambda(dim string) bool { return dim == SweepLambda || dim == SweepLambdaStandard }
+
+// isRelay reports whether dim's points measure the outbox's producers and
+// relay against a direct producer (not a consumer).
+func isRelay(dim string) bool { return dim == SweepRelay || dim == SweepRelayWriters }
+
+// RelayWritersGroups is the groups a relay-writers point's producers
+// write to: many, so that the writers, not one group's head, set the pace.
+const RelayWritersGroups = 1000
 
 // sweepConsumers are the two consumers of dim's points: the baseline (the
 // "× hand-written" column) and the library's, as SweepRun.Consumer names
@@ -98,6 +112,8 @@ func (p SweepPoint) X() float64 {
 		return p.EffectDelay.Seconds()
 	case SweepRelay:
 		return float64(p.RelayGroups)
+	case SweepRelayWriters:
+		return float64(p.RelayWriters)
 	case SweepLambda, SweepLambdaStandard:
 		return float64(p.Batch)
 	}
@@ -207,6 +223,8 @@ func sweepPoint(dim, v string) (SweepPoint, error) {
 		p.Backlog = n
 	case SweepRelay:
 		p.RelayGroups = n
+	case SweepRelayWriters:
+		p.RelayGroups, p.RelayWriters = RelayWritersGroups, n
 	}
 	return p, nil
 }
@@ -282,7 +300,7 @@ type SweepPaced struct {
 // pacedDim reports whether dim's points get paced runs: not the backlog's
 // (a paced run starts from an empty queue, and the backlog is the point)
 // nor the relay's (they measure producers, not consumers).
-func pacedDim(dim string) bool { return dim != SweepBacklog && dim != SweepRelay }
+func pacedDim(dim string) bool { return dim != SweepBacklog && !isRelay(dim) }
 
 // ModelRate is the rate the latency model allows at p for consumer at
 // concurrency conc: every message takes one transaction plus its effect's
@@ -395,10 +413,11 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 		warmup, window := h.sweepTimes(p)
 		hs := *h
 		hs.cfg.Warmup, hs.cfg.Window = warmup, window
-		if p.Dim == SweepRelay {
+		if isRelay(p.Dim) {
+			writers := cmp0(p.RelayWriters, h.cfg.RelayWriters)
 			for _, mode := range []string{RelayDirect, RelayOutbox, RelayGroupBatch} {
 				load := LoadAvg()
-				rr, err := hs.measureRelay(ctx, mode, p.RelayGroups, h.cfg.RelayWriters)
+				rr, err := hs.measureRelay(ctx, mode, p.RelayGroups, writers)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()

@@ -71,6 +71,8 @@ func dimTitle(dim string) string {
 		return "effect duration"
 	case SweepRelay:
 		return "relay: message groups of the producers"
+	case SweepRelayWriters:
+		return fmt.Sprintf("relay: producers (over %d groups)", RelayWritersGroups)
 	case SweepLambda:
 		return "Lambda handler: batch size (FIFO)"
 	case SweepLambdaStandard:
@@ -82,8 +84,12 @@ func dimTitle(dim string) string {
 // table is dim's rows: each consumer at each point, beside the
 // hand-written consumer (or the direct producer) of the same point.
 func (s *Sweep) table(dim string) *table {
-	if dim == SweepRelay {
-		t := &table{head: []string{"groups", "load (1 min) at start", "producer", "msg/s reaching SQS", "× direct", "msg/s written", "SQS req/msg", "DynamoDB req/msg", "WRU/msg"}}
+	if isRelay(dim) {
+		first := "groups"
+		if dim == SweepRelayWriters {
+			first = "producers"
+		}
+		t := &table{head: []string{first, "load (1 min) at start", "producer", "msg/s reaching SQS", "× direct", "msg/s written", "SQS req/msg", "DynamoDB req/msg", "WRU/msg"}}
 		for _, p := range s.points(dim) {
 			direct, _ := s.run(dim, p.Label, RelayDirect)
 			for _, mode := range []string{RelayDirect, RelayOutbox, RelayGroupBatch} {
@@ -173,13 +179,17 @@ func (s *Sweep) Sentence(dim string) string {
 		return ""
 	}
 	first, last := ps[0].Label, ps[len(ps)-1].Label
-	if dim == SweepRelay {
+	if isRelay(dim) {
 		lo, hi, ok := s.span(dim, RelayOutbox, s.vsDirect)
 		glo, ghi, gok := s.span(dim, RelayGroupBatch, s.vsDirect)
 		if !ok || !gok {
 			return ""
 		}
-		return fmt.Sprintf("From %s to %s groups the outbox with the relay's defaults delivers %.2f to %.2f× what a direct producer sends in the same run, with GroupBatch %.2f to %.2f×.", first, last, lo, hi, glo, ghi)
+		unit := "groups"
+		if dim == SweepRelayWriters {
+			unit = "producers"
+		}
+		return fmt.Sprintf("From %s to %s %s the outbox with the relay's defaults delivers %.2f to %.2f× what a direct producer sends in the same run, with GroupBatch %.2f to %.2f×.", first, last, unit, lo, hi, glo, ghi)
 	}
 	// Points where the worker applied nothing in its window say so apart.
 	_, lib := sweepConsumers(dim)
@@ -424,7 +434,7 @@ func SweepCharts(s *Sweep) map[string]string {
 			return ys
 		}
 		var panels []curvePanel
-		if dim == SweepRelay {
+		if isRelay(dim) {
 			rel := func(f func(RelayRun) float64) func(SweepRun) float64 {
 				return func(r SweepRun) float64 {
 					if r.Relay == nil {

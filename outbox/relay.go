@@ -112,8 +112,10 @@ type Relay struct {
 	// 1, no SQS answer can reorder a group, and the relay keeps the
 	// numbers but never holds on them.
 	GroupBatch int
-	// Concurrency bounds the groups read and committed at once. Defaults to
-	// 32.
+	// Concurrency bounds the groups read, published and committed at
+	// once. Over many groups it bounds the relay's rate: about Concurrency
+	// messages per group round trip (its read, its SendMessageBatch and its
+	// progress). Defaults to 32 (DefaultConcurrency).
 	Concurrency int
 	// Logger receives what goes wrong. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -151,9 +153,10 @@ const (
 	DefaultPoll      = time.Second
 	DefaultRetention = 24 * time.Hour
 	perGroupDefault  = 10
-	// concurrencyDefault: DynamoDB requests of different groups run side
-	// by side; each is a round trip of a few milliseconds.
-	concurrencyDefault = 32
+	// DefaultConcurrency is Relay.Concurrency's default: DynamoDB
+	// requests of different groups run side by side; each is a round trip
+	// of a few milliseconds.
+	DefaultConcurrency = 32
 	perGroupMax        = 50
 	// maxGroupsPerSweep bounds one sweep's work (and memory); the oldest
 	// groups of each shard come first.
@@ -407,7 +410,7 @@ func (r *Relay) drain(ctx context.Context, heads []head, readHeads bool) Round {
 func (r *Relay) each(n int, f func(i int)) {
 	conc := r.Concurrency
 	if conc <= 0 {
-		conc = concurrencyDefault
+		conc = DefaultConcurrency
 	}
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup

@@ -30,6 +30,7 @@ type relaySettings struct {
 	retention     time.Duration
 	perGroup      int
 	groupBatch    int
+	concurrency   int
 	metricsAddr   string
 	metricsFormat string
 	emfNamespace  string
@@ -44,6 +45,7 @@ func (s *relaySettings) define(fs *config.Set, onLambda bool) {
 	fs.Duration(&s.retention, "retention", "WORKER_RELAY_RETENTION", outbox.DefaultRetention, "how long a published message stays in the table (its TTL) for worker outbox to show (1m to 365 days)")
 	fs.Int(&s.perGroup, "per-group", "WORKER_RELAY_PER_GROUP", 10, "messages of one group published per sweep (1 to 50)")
 	fs.Int(&s.groupBatch, "group-batch", "WORKER_RELAY_GROUP_BATCH", 1, "messages of one group in one SendMessageBatch, in order (1 to 10); above 1 a hot group is faster, and an entry failing inside SQS may reorder its group: detected, held and counted (docs/OUTBOX.md)")
+	fs.Int(&s.concurrency, "concurrency", "WORKER_RELAY_CONCURRENCY", outbox.DefaultConcurrency, "groups read, published and recorded at once (1 to 1000): with many groups it bounds the rate, about this many ÷ a group's round trips (docs/SCALING.md)")
 	fs.String(&s.logFormat, "log-format", "WORKER_LOG_FORMAT", "auto", "json, text, or auto (text on a terminal)")
 	fs.String(&s.logLevel, "log-level", "WORKER_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.String(&s.emfNamespace, "emf-namespace", "WORKER_EMF_NAMESPACE", exactly.DefaultEMFNamespace, "CloudWatch namespace of the EMF metrics")
@@ -72,12 +74,20 @@ func (s *relaySettings) validate(fs *config.Set, onLambda bool) error {
 		return config.Errorf("%s %d: want 1 to 50", fs.Name("per-group"), s.perGroup)
 	case s.groupBatch < 1 || s.groupBatch > 10:
 		return config.Errorf("%s %d: want 1 to 10", fs.Name("group-batch"), s.groupBatch)
+	case s.concurrency < 1 || s.concurrency > 1000:
+		return config.Errorf("%s %d: want 1 to 1000", fs.Name("concurrency"), s.concurrency)
 	case !slices.Contains(formats, s.metricsFormat):
 		return config.Errorf("%s %q: want %s", fs.Name("metrics-format"), s.metricsFormat, strings.Join(formats, ", "))
 	case !onLambda && s.metricsFormat != "prometheus" && s.emfInterval <= 0:
 		return config.Errorf("%s must be positive", fs.Name("emf-interval"))
 	}
 	return nil
+}
+
+// relay is the outbox.Relay the settings describe, on the clients given.
+func (s *relaySettings) relay(db outbox.API, q outbox.SQS, sn outbox.SNS, log *slog.Logger) *outbox.Relay {
+	return &outbox.Relay{DB: db, SQS: q, SNS: sn, Table: s.table, Poll: s.poll, Retention: s.retention,
+		PerGroup: s.perGroup, GroupBatch: s.groupBatch, Concurrency: s.concurrency, Logger: log}
 }
 
 // relayCommand publishes the outbox: a loop over the pending index on ECS
@@ -126,7 +136,7 @@ func relayCommand(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		registerer = reg
 	}
 	metrics := telemetry.NewOutboxMetrics(registerer, s.table, emf, s.emfNamespace)
-	relay := &outbox.Relay{DB: cl.dynamo, SQS: cl.sqs, SNS: cl.sns, Table: s.table, Poll: s.poll, Retention: s.retention, PerGroup: s.perGroup, GroupBatch: s.groupBatch, Logger: log}
+	relay := s.relay(cl.dynamo, cl.sqs, cl.sns, log)
 	if onLambda {
 		startLambda(ctx, relayLambdaHandler(relay, metrics, log))
 		return nil

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/exactlyonce/exactly/internal/outboxschema"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -16,8 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/exactlyonce/exactly/internal/config"
 	"github.com/exactlyonce/exactly/internal/memdynamo"
 	"github.com/exactlyonce/exactly/internal/memsqs"
+	"github.com/exactlyonce/exactly/internal/outboxschema"
 	"github.com/exactlyonce/exactly/internal/telemetry"
 	"github.com/exactlyonce/exactly/outbox"
 )
@@ -90,6 +92,8 @@ func TestRelayConfigErrors(t *testing.T) {
 		"--per-group 51":     "worker: --per-group (WORKER_RELAY_PER_GROUP) 51: want 1 to 50\n",
 		"--group-batch 11":   "worker: --group-batch (WORKER_RELAY_GROUP_BATCH) 11: want 1 to 10\n",
 		"--group-batch 0":    "worker: --group-batch (WORKER_RELAY_GROUP_BATCH) 0: want 1 to 10\n",
+		"--concurrency 0":    "worker: --concurrency (WORKER_RELAY_CONCURRENCY) 0: want 1 to 1000\n",
+		"--concurrency 1001": "worker: --concurrency (WORKER_RELAY_CONCURRENCY) 1001: want 1 to 1000\n",
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, ExitConfig, run(builtins(), append([]string{"relay"}, strings.Fields(args)...), &stdout, &stderr, env()), args)
@@ -142,4 +146,29 @@ func TestRelayMetricsShowHeldGroupsAndErrors(t *testing.T) {
 	require.Equal(t, 2.0, got["exactly_outbox_held_groups"])
 	require.Equal(t, 1.0, got["exactly_outbox_errors_total"])
 	require.Equal(t, 1.0, got["exactly_outbox_reordered_total"])
+}
+
+// TestRelaySettingsReachTheRelay: each relay flag lands on the
+// outbox.Relay the command runs, the defaults included.
+func TestRelaySettingsReachTheRelay(t *testing.T) {
+	t.Parallel()
+	parse := func(args ...string) *relaySettings {
+		var s relaySettings
+		fs := config.NewSet("worker relay", io.Discard, func(string) (string, bool) { return "", false })
+		s.define(fs, false)
+		require.NoError(t, fs.Parse(args))
+		require.NoError(t, s.validate(fs, false))
+		return &s
+	}
+	r := parse().relay(nil, nil, nil, nil)
+	require.Equal(t, outbox.DefaultConcurrency, r.Concurrency)
+	require.Equal(t, 10, r.PerGroup)
+	require.Equal(t, 1, r.GroupBatch)
+	r = parse("--outbox-table", "ob", "--concurrency", "128", "--per-group", "50", "--group-batch", "10", "--poll", "2s", "--retention", "1h").relay(nil, nil, nil, nil)
+	require.Equal(t, "ob", r.Table)
+	require.Equal(t, 128, r.Concurrency)
+	require.Equal(t, 50, r.PerGroup)
+	require.Equal(t, 10, r.GroupBatch)
+	require.Equal(t, 2*time.Second, r.Poll)
+	require.Equal(t, time.Hour, r.Retention)
 }

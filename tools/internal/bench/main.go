@@ -45,6 +45,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.NoProfile, "no-profile", false, "skip the CPU profiles (the worker's in the emulator regime; the worker's and the hand-written consumer's saturated runs in the aws regime)")
 	fs.BoolVar(&cfg.NoRelay, "no-relay", false, "skip the relay comparison (direct producer vs outbox + relay, aws regime)")
 	fs.IntVar(&cfg.RelayWriters, "relay-writers", DefaultRelayWriters, "producer goroutines of the relay comparison")
+	fs.IntVar(&cfg.RelayConcurrency, "relay-concurrency", 0, "the relay's Concurrency in the relay comparison and sweep (0: outbox.DefaultConcurrency)")
 	fs.BoolVar(&cfg.NoLatency, "no-latency", false, "skip the latency runs")
 	fs.BoolVar(&cfg.NoBaseline, "no-baseline", false, "skip the baseline consumer")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "repeat the saturated runs this many times (limits measured before each round); rates merge over rounds")

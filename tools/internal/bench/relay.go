@@ -186,7 +186,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 			}
 			msgs = msgs[k:]
 		}
-		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
+		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency,
 			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
 		if mode == RelayBacklogGroupBatch {
 			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
@@ -215,7 +215,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 				}
 			})
 		}
-		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler),
+		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency,
 			OnRound: func(r outbox.Round) { reached.Add(int64(r.Published)) }}
 		if mode != RelayOutbox {
 			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup

@@ -104,6 +104,7 @@ type Config struct {
 	NoProfile        bool          // skip the CPU profiles (emulator regime: the worker's; aws regime: its saturated runs')
 	RelayGroups      []int         // group counts of the relay comparison (DefaultRelayGroups)
 	RelayWriters     int           // producer goroutines of the relay comparison (DefaultRelayWriters)
+	RelayConcurrency int           // the relay's Concurrency (0: outbox.DefaultConcurrency)
 	Sweep            []SweepPoint  // the sweep's points (ParseSweep), aws regime; none: no sweep
 	SweepOnly        bool          // run the sweep and nothing else
 	SweepConc        int           // concurrency of the sweep's consumers (DefaultSweepConc)

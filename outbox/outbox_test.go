@@ -112,14 +112,15 @@ func (e *env) received(t *testing.T, queue string) (bodies map[string][]string, 
 	}
 }
 
-// receivedAll is received until n messages came or 30 s passed: on a loaded
-// machine an emulator's one-second poll can come back empty while a backlog of
-// large messages is still there.
+// receivedAll is received until n messages came or two minutes passed: on a
+// loaded machine an emulator's one-second poll can come back empty while a
+// backlog of large messages is still there, and 20 MB of them took fauxqs
+// more than 30 s on a fresh-clone CI run. The wait ends as soon as n came.
 func (e *env) receivedAll(t *testing.T, queue string, n int) (bodies map[string][]string) {
 	t.Helper()
 	bodies = map[string][]string{}
 	count := 0
-	for deadline := time.Now().Add(30 * time.Second); count < n && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(2 * time.Minute); count < n && time.Now().Before(deadline); {
 		more, _ := e.received(t, queue)
 		for g, b := range more {
 			bodies[g] = append(bodies[g], b...)

@@ -227,7 +227,9 @@ func limDeposit(k limKind) string {
 // start: every Write carries a put conditioned on its absence, which tells
 // a retry that an earlier attempt committed.
 func (c *chain) limit(ctx context.Context, p *cproc) {
-	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox, c.outboxClock()...)
+	// Write's retries draw their backoff from the seed: the runtime's
+	// jitter would move the limiter's next call (a replay diverged there).
+	ob := outbox.New(&cDynamo{p: p, inner: c.db}, chainOutbox, append(c.outboxClock(), outbox.WithRand(seededRand(c.cfg.Seed, p.id)))...)
 	raw := outbox.New(c.db, chainOutbox, c.outboxClock()...)
 	for g := range chainLimReadGroups {
 		var msgs []outbox.Message

@@ -95,10 +95,10 @@ func writeAndHold(t *testing.T, e *env, q string, msgs ...outbox.Message) *outbo
 // TestReleaseOfAHoldSinceReplacedIsRefused: an operator reads a hold at a1
 // and confirms its release; meanwhile a second operator drops a1 and the
 // relay holds the group at a3, for a reason the first never saw (here a
-// size; in the simulation, seed 7906, a Reordered break: its consumers may
-// have had messages out of order). Before the fix Release released
-// whatever hold it found, so the new one went unseen and the group moved on. Release
-// names the held message the operator saw, and is refused for another.
+// size; it may be a Reordered break, whose consumers may have had messages
+// out of order). Release names the held message the operator saw, and is
+// refused for another: releasing whatever hold it found would let a hold
+// no operator saw go unseen and the group move on.
 func TestReleaseOfAHoldSinceReplacedIsRefused(t *testing.T) {
 	each(t, func(t *testing.T, e *env) {
 		ctx := context.Background()

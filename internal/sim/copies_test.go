@@ -53,7 +53,7 @@ func TestAppliedFromCopyIsTheRunsDelivery(t *testing.T) {
 // TestFailedAgainBeforeIsWithinOneRedriveRun: a redrive run sent message 1
 // back, it failed again (the product dead-lettered it anew), then the run
 // sent message 2's copy: 2 may go ahead of 1, as behind any message a worker
-// dead-letters (seed 1948 of the operator worlds). A message that failed
+// dead-letters. A message that failed
 // again after an earlier run is one this run found in the DLQ: its group
 // waits for it, and 2 going ahead is a broken order.
 func TestFailedAgainBeforeIsWithinOneRedriveRun(t *testing.T) {

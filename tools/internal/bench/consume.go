@@ -499,16 +499,7 @@ func (h *handwritten) batch(ctx context.Context, url string) {
 	wctx := context.WithoutCancel(ctx)
 	ok := out.Messages[:0]
 	for _, m := range out.Messages {
-		msg := sqsmsg.ToMessage(url, m)
-		key := msg.DedupID
-		if key == "" {
-			key = msg.ID // a standard queue's message has no dedup id
-		}
-		o, err := h.ledger.Apply(wctx, effect.Input{Message: msg, Key: key})
-		if err == nil {
-			_, err = h.db.TransactWriteItems(wctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.Writes})
-		}
-		if err != nil {
+		if err := applyOnce(wctx, h.ledger, h.db, sqsmsg.ToMessage(url, m)); err != nil {
 			h.failed.Inc()
 			continue
 		}

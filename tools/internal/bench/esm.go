@@ -291,17 +291,24 @@ func (h *handwrittenLambda) one(ctx context.Context, r events.SQSMessage) error 
 		QueueName: r.EventSourceARN[strings.LastIndexByte(r.EventSourceARN, ':')+1:], ID: r.MessageId, Body: r.Body,
 		Group: r.Attributes["MessageGroupId"], DedupID: r.Attributes["MessageDeduplicationId"], SequenceNumber: r.Attributes["SequenceNumber"],
 	}
+	return applyOnce(ctx, h.ledger, h.db, msg)
+}
+
+// applyOnce is a hand-written consumer's effect: the ledger's writes for
+// msg, keyed by its dedup id (a standard queue's message has none: its
+// id), in one TransactWriteItems; no dedup record.
+func applyOnce(ctx context.Context, ledger effect.Effect, db fakeDynamoDB, msg effect.Message) error {
 	key := msg.DedupID
 	if key == "" {
-		key = msg.ID // a standard queue's message has no dedup id
+		key = msg.ID
 	}
-	o, err := h.ledger.Apply(ctx, effect.Input{Message: msg, Key: key})
+	o, err := ledger.Apply(ctx, effect.Input{Message: msg, Key: key})
 	if err != nil {
 		return err
 	}
 	if len(o.Writes) == 0 {
 		return errors.New("the ledger built no writes")
 	}
-	_, err = h.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.Writes})
+	_, err = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: o.Writes})
 	return err
 }

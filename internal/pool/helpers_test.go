@@ -225,6 +225,23 @@ func (b *testBundle) sendFIFO(t *testing.T, group string, bodies ...string) {
 	}
 }
 
+// sendFIFOAtOnce sends a group's messages in one SendMessageBatch, so that
+// a waiting long poll sees them all: sent one by one, a poll can wake
+// between two sends and take only the first.
+func (b *testBundle) sendFIFOAtOnce(t *testing.T, group string, bodies ...string) {
+	t.Helper()
+	entries := make([]types.SendMessageBatchRequestEntry, len(bodies))
+	for i, body := range bodies {
+		entries[i] = types.SendMessageBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), MessageGroupId: aws.String(group),
+			MessageDeduplicationId: aws.String(body),
+		}
+	}
+	out, err := b.sqs.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: &b.url, Entries: entries})
+	require.NoError(t, err)
+	require.Empty(t, out.Failed)
+}
+
 func sqsSend(url, body string) *sqs.SendMessageInput {
 	return &sqs.SendMessageInput{QueueUrl: &url, MessageBody: &body}
 }

@@ -60,8 +60,8 @@ func forceDuringLostAnswer(t *testing.T, refuse error) (*testBundle, *losingSQS)
 	}
 	b.start(t)
 	synctest.Wait()
-	b.sendFIFO(t, "A", "a1", "a2", "a3")
-	synctest.Wait() // the poll took them; its answer waits for the cancel
+	b.sendFIFOAtOnce(t, "A", "a1", "a2", "a3")
+	synctest.Wait() // the poll took all three; its answer waits for the cancel
 	require.True(t, l.lost.Load())
 	b.cancel()
 	b.pool.Force()

@@ -106,11 +106,13 @@ type DuplicateFunc func(queue, body string, receive int) (delay time.Duration, o
 func WithDuplicates(dup DuplicateFunc) Option { return func(s *Server) { s.dup = dup } }
 
 // WithWake calls woke each time a long poll wakes (a message may have
-// become receivable, or its timer ran out), with the request's context,
-// before the poll looks at the queue again. A simulation orders there the
-// polls that one send wakes together, which would otherwise race for the
-// message. A poll whose caller gave up goes on without a context, served
-// at the queue's next operations, and wakes nothing.
+// become receivable, its timer ran out, or its caller gave up), with the
+// request's context, before the poll looks at its context and the queue
+// again. A simulation orders there the polls that one send wakes together,
+// which would otherwise race for the message, and lets a cancel that comes
+// at the instant of a change land before the poll decides which it saw.
+// A poll whose caller gave up goes on without a context, served at the
+// queue's next operations, and wakes nothing after that.
 func WithWake(woke func(ctx context.Context)) Option { return func(s *Server) { s.woke = woke } }
 
 // New returns an empty server.
@@ -1011,8 +1013,11 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 		case <-timer:
 		case <-ctx.Done():
 		}
+		stop()
+		if s.woke != nil {
+			s.woke(ctx) // before ctx is looked at: WithWake
+		}
 		if ctx.Err() != nil { // also when it ended as the poll woke: select picks at random
-			stop()
 			s.mu.Lock()
 			if !q.deleted {
 				s.serveAbandoned(q, s.clock.Now())
@@ -1020,10 +1025,6 @@ func (s *Server) poll(ctx context.Context, q *queue, deadline time.Time, maxN in
 			}
 			s.mu.Unlock()
 			return nil, ctx.Err()
-		}
-		stop()
-		if s.woke != nil {
-			s.woke(ctx)
 		}
 		s.mu.Lock()
 		s.serveAbandoned(q, s.clock.Now())

@@ -340,7 +340,12 @@ func (c *cSQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opt ..
 
 // batch runs a batch call through the injector; a Partial fault fails some
 // entries (retryably) while the others go through.
-func batch[E any, O any](ctx context.Context, c *cSQS, op, subject string, entries []E, idOf func(E) string, do func([]E) (O, []types.BatchResultErrorEntry, error), failed func(O, []types.BatchResultErrorEntry) O) (O, error) {
+//
+// keyOf names an entry to the injector by what it carries, not by its
+// place: the product builds some batches in an order no seed fixes (lanes
+// stopped at one instant hand their messages back in the runtime's order),
+// and which entry fails must not depend on it.
+func batch[E any, O any](ctx context.Context, c *cSQS, op, subject string, entries []E, idOf, keyOf func(E) string, do func([]E) (O, []types.BatchResultErrorEntry, error), failed func(O, []types.BatchResultErrorEntry) O) (O, error) {
 	var zero O
 	k, id, err := c.p.before(ctx, op, subject)
 	if err != nil {
@@ -349,7 +354,7 @@ func batch[E any, O any](ctx context.Context, c *cSQS, op, subject string, entri
 	var keep []E
 	var fails []types.BatchResultErrorEntry
 	for _, e := range entries {
-		if k == Partial && c.p.c.inj.entryFails(id, idOf(e)) {
+		if k == Partial && c.p.c.inj.entryFails(id, keyOf(e)) {
 			fails = append(fails, types.BatchResultErrorEntry{Id: aws.String(idOf(e)), Code: aws.String("InternalError"), Message: aws.String("sim: entry failed")})
 			continue
 		}
@@ -371,8 +376,8 @@ func (c *cSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInp
 	if len(in.Entries) > 0 {
 		subject += "|" + aws.ToString(in.Entries[0].MessageDeduplicationId)
 	}
-	return batch(ctx, c, "SendMessageBatch", subject, in.Entries,
-		func(e types.SendMessageBatchRequestEntry) string { return aws.ToString(e.Id) },
+	id := func(e types.SendMessageBatchRequestEntry) string { return aws.ToString(e.Id) } // the relay's order is its outbox's
+	return batch(ctx, c, "SendMessageBatch", subject, in.Entries, id, id,
 		func(es []types.SendMessageBatchRequestEntry) (*sqs.SendMessageBatchOutput, []types.BatchResultErrorEntry, error) {
 			if len(es) == 0 {
 				return &sqs.SendMessageBatchOutput{}, nil, nil
@@ -403,12 +408,9 @@ func (c *cSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInp
 }
 
 func (c *cSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opt ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-	subject := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
-	if len(in.Entries) > 0 {
-		subject += "|" + receiptID(aws.ToString(in.Entries[0].ReceiptHandle))
-	}
-	return batch(ctx, c, "DeleteMessageBatch", subject, in.Entries,
-		func(e types.DeleteMessageBatchRequestEntry) string { return aws.ToString(e.Id) },
+	receipt := func(e types.DeleteMessageBatchRequestEntry) string { return receiptID(aws.ToString(e.ReceiptHandle)) }
+	return batch(ctx, c, "DeleteMessageBatch", leastEntry(in.QueueUrl, in.Entries, receipt), in.Entries,
+		func(e types.DeleteMessageBatchRequestEntry) string { return aws.ToString(e.Id) }, receipt,
 		func(es []types.DeleteMessageBatchRequestEntry) (*sqs.DeleteMessageBatchOutput, []types.BatchResultErrorEntry, error) {
 			if len(es) == 0 {
 				return &sqs.DeleteMessageBatchOutput{}, nil, nil
@@ -427,13 +429,26 @@ func (c *cSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatc
 		})
 }
 
-func (c *cSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	subject := sqsmsg.QueueName(aws.ToString(in.QueueUrl))
-	if len(in.Entries) > 0 {
-		subject += "|" + receiptID(aws.ToString(in.Entries[0].ReceiptHandle))
+// leastEntry names a batch call by its queue and the least of its entries'
+// keys (batch's keyOf), whatever their order.
+func leastEntry[E any](url *string, entries []E, key func(E) string) string {
+	subject := sqsmsg.QueueName(aws.ToString(url))
+	if len(entries) == 0 {
+		return subject
 	}
-	return batch(ctx, c, "ChangeMessageVisibilityBatch", subject, in.Entries,
-		func(e types.ChangeMessageVisibilityBatchRequestEntry) string { return aws.ToString(e.Id) },
+	least := key(entries[0])
+	for _, e := range entries[1:] {
+		least = min(least, key(e))
+	}
+	return subject + "|" + least
+}
+
+func (c *cSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opt ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	receipt := func(e types.ChangeMessageVisibilityBatchRequestEntry) string {
+		return receiptID(aws.ToString(e.ReceiptHandle))
+	}
+	return batch(ctx, c, "ChangeMessageVisibilityBatch", leastEntry(in.QueueUrl, in.Entries, receipt), in.Entries,
+		func(e types.ChangeMessageVisibilityBatchRequestEntry) string { return aws.ToString(e.Id) }, receipt,
 		func(es []types.ChangeMessageVisibilityBatchRequestEntry) (*sqs.ChangeMessageVisibilityBatchOutput, []types.BatchResultErrorEntry, error) {
 			if len(es) == 0 {
 				return &sqs.ChangeMessageVisibilityBatchOutput{}, nil, nil

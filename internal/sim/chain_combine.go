@@ -84,6 +84,10 @@ func (c *chain) combine(ctx context.Context, p *cproc) {
 				// Apart by a few µs drawn from the seed: the order in
 				// which they queue is the seed's.
 				time.Sleep(time.Duration(1+hash64(c.cfg.Seed, p.id, fmt.Sprint(w, "-", i))%50) * time.Microsecond)
+				// Two drawn alike, or woken together by the Write they
+				// shared, would queue in the runtime's order: a step
+				// orders them by the seed (sequencer.go).
+				c.seq.step(p.id, "outbox.Write", c.cmbPlan(w, i).id())
 				if !c.cmbWrite(ctx, p, ob, c.cmbPlan(w, i)) {
 					return
 				}

@@ -132,6 +132,7 @@ func before(ctx context.Context, p faulted, op, subject string) (Kind, string, e
 		seq.then(call, "paused")
 	case Crash:
 		p.die("crash before " + id)
+		seq.then(call, "died")
 		return k, id, errDead
 	}
 	if p.isDead() {
@@ -161,6 +162,7 @@ func after(ctx context.Context, p faulted, op string, k Kind, id string) error {
 		p.sequencer().then(id, "answered slowly")
 	case CrashAfter:
 		p.die("crash after " + id)
+		p.sequencer().then(id, "died")
 		return errDead
 	}
 	if p.isDead() {

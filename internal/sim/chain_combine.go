@@ -87,8 +87,9 @@ func (c *chain) combine(ctx context.Context, p *cproc) {
 				// Two drawn alike, or woken together by the Write they
 				// shared, would queue in the runtime's order: a step
 				// orders them by the seed (sequencer.go).
-				c.seq.step(p.id, "outbox.Write", c.cmbPlan(w, i).id())
-				if !c.cmbWrite(ctx, p, ob, c.cmbPlan(w, i)) {
+				cw := c.cmbPlan(w, i)
+				c.seq.step(p.id, "outbox.Write", cw.id())
+				if !c.cmbWrite(ctx, p, ob, cw) {
 					return
 				}
 			}

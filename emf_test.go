@@ -84,7 +84,10 @@ func TestLambdaObservability(t *testing.T) {
 			defer mu.Unlock()
 			outcomes[d.Outcome]++
 		}}})
-	require.Empty(t, handle(t, h, record(arn, "m1", "g", "d1", "a"), record(arn, "m2", "g", "d2", "b"), record(arn, "m3", "g2", "d1", "a")))
+	// m3 repeats m1's dedup id in m1's own group, so it runs after m1
+	// has committed and is a duplicate every time; in a group of its own
+	// it could meet m1's claim in flight and be retried as busy.
+	require.Empty(t, handle(t, h, record(arn, "m1", "g", "d1", "a"), record(arn, "m2", "g", "d2", "b"), record(arn, "m3", "g", "d1", "a")))
 	applied, lines := sumEMF(t, out.String(), "Applied")
 	require.Equal(t, 1, lines, "one line for the batch's queue")
 	require.EqualValues(t, 2, applied)

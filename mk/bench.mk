@@ -9,7 +9,8 @@
 #                       latency (bench consume processes); tables and issue 22's targets on stdout
 #                       (progress on stderr), about 13 minutes on the shared 2-core machine
 #   make bench-report   the same, and rewrites docs/BENCHMARKS.md, docs/bench-throughput.svg, docs/bench-budget.svg and
-#                       docs/bench-results.json (the raw numbers; tools/cmd/bench -render re-renders them)
+#                       docs/bench-results.json (the raw numbers; tools/cmd/bench -render re-renders them); the
+#                       curves are not measured again but taken from docs/bench-sweep.json (make bench-sweep)
 #
 #   make bench-sweep    the curves alone (tools/cmd/bench -sweep-only: the aws-like regime, no emulators): one
 #                       dimension at a time from today's point, each beside the hand-written consumer (the relay
@@ -57,7 +58,7 @@ bench: ## benchmarks as tables: in memory (go test -bench), then against the loc
 .PHONY: bench-report
 bench-report: ## make bench, and rewrite docs/BENCHMARKS.md, its chart and docs/bench-results.json with the results
 	@mkdir -p $(dir $(BENCH_ROOT)/$(BENCH_REPORT))
-	$(call exactly-bench,-report $(BENCH_REPORT) -json $(dir $(BENCH_REPORT))bench-results.json -command "make bench-report$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')$(if $(strip $(BENCH_GO_ARGS)), BENCH_GO_ARGS='$(BENCH_GO_ARGS)')")
+	$(call exactly-bench,-report $(BENCH_REPORT) -json $(dir $(BENCH_REPORT))bench-results.json $(if $(wildcard $(BENCH_ROOT)/$(dir $(BENCH_REPORT))bench-sweep.json),-sweep-from $(dir $(BENCH_REPORT))bench-sweep.json) -command "make bench-report$(if $(strip $(BENCH_ARGS)), BENCH_ARGS='$(BENCH_ARGS)')$(if $(strip $(BENCH_GO_ARGS)), BENCH_GO_ARGS='$(BENCH_GO_ARGS)')")
 
 .PHONY: bench-sweep
 bench-sweep: ## the curves alone (aws-like latency, no emulators): docs/bench-sweep.json, then re-render docs/BENCHMARKS.md with them

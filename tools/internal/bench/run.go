@@ -866,7 +866,13 @@ func (h *harness) measure(ctx context.Context, c *consumer, n int, run *Drain) e
 	return nil
 }
 
-// window waits for the first effect, then Warmup, and samples the window.
+// WarmupShare is the share of a run's backlog after which its warm-up
+// ends early. A backlog sized for warm-up and window at 1.5 times the
+// model is about a sixth applied when a warm-up at the model ends.
+const WarmupShare = 0.3
+
+// window waits for the first effect, then Warmup (or WarmupShare of the
+// backlog applied), and samples the window.
 func (h *harness) window(ctx context.Context, c *consumer, n int) (s0, s1 Sample, err error) {
 	const poll = 250 * time.Millisecond
 	deadline := time.Now().Add(2 * time.Minute)
@@ -885,11 +891,21 @@ func (h *harness) window(ctx context.Context, c *consumer, n int) (s0, s1 Sample
 			return s0, s1, err
 		}
 	}
-	if err := sleep(ctx, h.cfg.Warmup); err != nil {
-		return s0, s1, err
-	}
-	if s0, err = c.sample(ctx); err != nil {
-		return s0, s1, err
+	// Warm up for Warmup, or until WarmupShare of the backlog is applied:
+	// a backlog capped below what warm-up and window need at the consumer's
+	// rate (the sweep's largest bodies: SweepBytes) keeps a window of its
+	// own instead of running out during the warm-up.
+	warm := time.Now().Add(h.cfg.Warmup)
+	for {
+		if s0, err = c.sample(ctx); err != nil {
+			return s0, s1, err
+		}
+		if !time.Now().Before(warm) || s0.Counts["applied"] >= WarmupShare*float64(n) {
+			break
+		}
+		if err := sleep(ctx, min(poll, time.Until(warm))); err != nil {
+			return s0, s1, err
+		}
 	}
 	// Close early while the backlog is still deep enough to keep every
 	// consumer busy.

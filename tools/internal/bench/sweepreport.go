@@ -289,8 +289,9 @@ var sweepWhy = map[string]string{
 		"At one group the worker's p99 is the higher, 54 against 32 ms, and at 10 groups its median, 40 against 17 ms (one paced run each, 2026-12-03; the loaded run of 2026-12-02 had 33 against 21 ms at one group): not explained here.",
 	SweepSize: "Both consumers' CPU per message grows with the body: the fake checks every character and the ledger parses it; the worker also hashes it once (SHA-256, the record's `payload_sha256`). " +
 		"The RSS is the fake's backlog (bodies × pre-fill); what the worker adds is bounded by its messages in flight times the body. " +
-		"From 256 KiB the rate is bound by CPU, not latency: 1.6 ms of CPU a message at 256 KiB and 5.1 ms at 1 MiB, most of it the fake's (it copies and checks every body), on 2 cores shared by the whole process. " +
-		"At 1 MiB the hand-written consumer applied nothing in its window on 2026-12-03 (32 msg/s in the loaded run of 2026-12-02), so that point has no ratio: not explained here.",
+		"From 256 KiB the rate is bound by CPU, not latency: 1.7 ms of CPU a message at 256 KiB and 5.7 ms at 1 MiB (the hand-written consumer's 1.4 and 3.5 ms: it does not hash the body), most of it the fake's (it copies and checks every body), on 2 cores shared by the whole process. " +
+		"The size points were measured again on 2026-12-04: a 1 MiB point's backlog is 512 messages (SweepBytes), which ran out during a 1 s warm-up, so its window was one 0.25 s sample and on 2026-12-03 the hand-written consumer applied nothing in it. " +
+		"A warm-up now also ends once WarmupShare (30 %) of the backlog is applied, and the window closes at 85 %: about 0.7 s at 1 MiB, so that point is noisy (the worker 0.80, 0.61 and 0.76× the hand-written consumer in three runs that day).",
 	SweepQueues: "Each queue has its own receivers (two at concurrency 16), so 50 queues hold 100 long polls and up to " + fmt.Sprint(inFlight(DefaultSweepConc, 50)) +
 		" messages: receives return fewer messages each, the SQS requests per message grow, and messages wait longer between their receive and their effect.",
 	SweepBacklog: "The backlog lives in the fake: both consumers' RSS grows with it by the same amount, and the worker's difference stays within its in-flight bound. " +

@@ -23,7 +23,7 @@ func Markdown(r *Result) string {
 
 	b.WriteString("## Where and how\n\n")
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
-	fmt.Fprintf(&b, "| date | %s to %s (%s) |\n", r.Started.UTC().Format("2006-01-02 15:04"), r.Ended.UTC().Format("15:04 MST"), r.Ended.Sub(r.Started).Round(time.Second))
+	fmt.Fprintf(&b, "| date | %s |\n", timeSpan(r.Started, r.Ended))
 	fmt.Fprintf(&b, "| CPU | %d × %s |\n", m.CPUs, m.CPUModel)
 	fmt.Fprintf(&b, "| memory | %.1f GiB |\n", m.MemoryGB)
 	fmt.Fprintf(&b, "| kernel | Linux %s |\n", m.Kernel)
@@ -146,4 +146,16 @@ func groupsText(groups int) string {
 		return "every message its own message group"
 	}
 	return fmt.Sprintf("%d message groups, round-robin, in order within each", groups)
+}
+
+// timeSpan is a run's dates as the page prints them: "2026-12-04 13:15 to
+// 13:23 UTC (7m51s)", the end's day too when it is another day's (a sweep
+// merged from runs of several days).
+func timeSpan(start, end time.Time) string {
+	start, end = start.UTC(), end.UTC()
+	layout := "15:04 MST"
+	if start.Format(time.DateOnly) != end.Format(time.DateOnly) {
+		layout = "2006-01-02 15:04 MST"
+	}
+	return fmt.Sprintf("%s to %s (%s)", start.Format("2006-01-02 15:04"), end.Format(layout), end.Sub(start).Round(time.Second))
 }

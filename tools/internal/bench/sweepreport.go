@@ -367,8 +367,8 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 	b.WriteString("## Curves: cost as work grows (aws-like latency)\n\n")
 	fmt.Fprintf(b, "One dimension at a time from today's point (%d groups, the bare deposit of about 50 B, one queue, a backlog sized to the window, an effect with no wait of its own), ", DefaultFakeGroups)
 	fmt.Fprintf(b, "each consumer in its own `bench consume` process on the in-memory fakes held at the latency model × %g, at concurrency %d, beside the hand-written consumer (the relay: beside a direct producer) at the same point in the same run. ", s.LatencyScale, s.Conc)
-	fmt.Fprintf(b, "Measured %s to %s (%s), load average %s at start and %s at end, worker built from `%s`; `%s`. ",
-		s.Started.UTC().Format("2006-01-02 15:04"), s.Ended.UTC().Format("15:04 MST"), s.Ended.Sub(s.Started).Round(time.Second), s.LoadBefore, s.LoadAfter, s.Commit, s.Command)
+	fmt.Fprintf(b, "Measured %s, load average %s at start and %s at end, worker built from `%s`; `%s`. ",
+		timeSpan(s.Started, s.Ended), s.LoadBefore, s.LoadAfter, s.Commit, s.Command)
 	fmt.Fprintf(b, "Each point has a %s warm-up and a %s window (a slow effect: at least its duration and three times it), one round: a sweep samples, the main tables above measure; read a single point within about 15 %%. ", s.Warmup, s.Window)
 	b.WriteString("`make bench-sweep` runs it apart from `make bench-report` (the two together pass 15 minutes on 2 cores) and merges a plan of its own into the same results. ")
 	b.WriteString("Model msg/s is what the latency allows: every message one transaction (12 ms) plus its effect's wait, a group's batch of up to 10 a receive and a delete (15 ms each) around them in order; ")

@@ -48,3 +48,13 @@ func TestWindowKeepsASmallBacklogsWindow(t *testing.T) {
 		require.Equal(t, 3*time.Second, s1.At.Sub(s0.At), "and its window the whole Window")
 	})
 }
+
+func TestTimeSpan(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, "2026-12-04 13:15 to 13:23 UTC (7m51s)", timeSpan(at("2026-12-04T13:15:10Z"), at("2026-12-04T13:23:01Z")))
+	require.Equal(t, "2026-12-03 19:14 to 2026-12-04 13:31 UTC (18h17m0s)", timeSpan(at("2026-12-03T19:14:00Z"), at("2026-12-04T13:31:00Z")))
+}

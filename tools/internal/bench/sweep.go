@@ -77,6 +77,13 @@ type SweepPoint struct {
 }
 
 // isLambda reports whether dim runs the Lambda handlers.
+// same says whether p and q are one point, however their values were
+// written ("100" and "100B" are one size).
+func (p SweepPoint) same(q SweepPoint) bool {
+	p.Label, q.Label = "", ""
+	return p == q
+}
+
 func isLambda(dim string) bool { return dim == SweepLambda || dim == SweepLambdaStandard }
 
 // isRelay reports whether dim's points measure the outbox's producers and
@@ -604,7 +611,7 @@ func (s *Sweep) Merge(later *Sweep) *Sweep {
 	out.Runs = slices.Clone(s.Runs)
 	for _, r := range later.Runs {
 		i := slices.IndexFunc(out.Runs, func(o SweepRun) bool {
-			return o.Point.Dim == r.Point.Dim && o.Point.Label == r.Point.Label && o.Consumer == r.Consumer
+			return o.Point.same(r.Point) && o.Consumer == r.Consumer
 		})
 		if i >= 0 {
 			out.Runs[i] = r

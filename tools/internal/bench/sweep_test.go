@@ -295,6 +295,11 @@ func TestSweepMerge(t *testing.T) {
 	w0, _ := first.run(SweepGroups, "1", "worker")
 	require.Equal(t, 63.0, w0.Drain.Rate, "the first sweep is left as it was")
 	require.Equal(t, later.Runs, (*Sweep)(nil).Merge(later).Runs)
+
+	// One point written two ways is one point: the later replaces it.
+	small := &Sweep{Runs: []SweepRun{{Point: SweepPoint{Dim: SweepSize, Label: "100", Size: 100}, Consumer: "worker", Drain: Drain{Rate: 1}}}}
+	again := &Sweep{Runs: []SweepRun{{Point: SweepPoint{Dim: SweepSize, Label: "100B", Size: 100}, Consumer: "worker", Drain: Drain{Rate: 2}}}}
+	require.Equal(t, again.Runs, small.Merge(again).Runs)
 }
 
 func TestSweepSentenceLeavesOutEmptyPoints(t *testing.T) {

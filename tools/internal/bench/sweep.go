@@ -76,7 +76,6 @@ type SweepPoint struct {
 	BatchWindow time.Duration `json:",omitempty"`
 }
 
-// isLambda reports whether dim runs the Lambda handlers.
 // same says whether p and q are one point, however their values were
 // written ("100" and "100B" are one size).
 func (p SweepPoint) same(q SweepPoint) bool {
@@ -84,6 +83,7 @@ func (p SweepPoint) same(q SweepPoint) bool {
 	return p == q
 }
 
+// isLambda reports whether dim runs the Lambda handlers.
 func isLambda(dim string) bool { return dim == SweepLambda || dim == SweepLambdaStandard }
 
 // isRelay reports whether dim's points measure the outbox's producers and

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,14 +16,26 @@ type GoBench struct {
 	N       int
 	Values  map[string]float64 // by unit: ns/op, allocs/op, msgs/s, ...
 	Units   []string           // in the order printed
+	// Load is the 1-minute load average as its package's benchmarks
+	// began: a "load: " line (/proc/loadavg) before the package's
+	// output, as make bench writes one.
+	Load string `json:",omitempty"`
 }
+
+// GoBenchLoadPrefix starts a line of /proc/loadavg in `go test -bench`
+// output: the load as the next package's benchmarks begin.
+const GoBenchLoadPrefix = "load: "
 
 // ParseGoBench reads `go test -bench` output; lines it does not know are
 // skipped.
 func ParseGoBench(out string) []GoBench {
 	var res []GoBench
-	pkg := ""
+	pkg, load := "", ""
 	for _, line := range strings.Split(out, "\n") {
+		if l, ok := strings.CutPrefix(line, GoBenchLoadPrefix); ok {
+			load = load1(l)
+			continue
+		}
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
 			pkg = strings.TrimSpace(p)
 			continue
@@ -41,7 +54,7 @@ func ParseGoBench(out string) []GoBench {
 				name = name[:i]
 			}
 		}
-		b := GoBench{Package: pkg, Name: name, N: n, Values: map[string]float64{}}
+		b := GoBench{Package: pkg, Name: name, N: n, Values: map[string]float64{}, Load: load}
 		ok := true
 		for i := 2; i+1 < len(fs); i += 2 {
 			v, err := strconv.ParseFloat(fs[i], 64)
@@ -159,11 +172,11 @@ func goBenchMarkdown(b *strings.Builder, bs []GoBench) {
 		for _, c := range cols {
 			fmt.Fprintf(b, " %s |", c)
 		}
-		b.WriteString("\n|---|")
+		b.WriteString(" load (1 min) at start |\n|---|")
 		for range cols {
 			b.WriteString("---:|")
 		}
-		b.WriteString("\n")
+		b.WriteString("---:|\n")
 		for _, r := range g {
 			fmt.Fprintf(b, "| %s |", r.Name)
 			for _, c := range cols {
@@ -173,7 +186,7 @@ func goBenchMarkdown(b *strings.Builder, bs []GoBench) {
 					b.WriteString(" |")
 				}
 			}
-			b.WriteString("\n")
+			fmt.Fprintf(b, " %s |\n", cmp.Or(r.Load, "-"))
 		}
 		b.WriteString("\n")
 	}

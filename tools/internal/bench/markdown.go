@@ -135,7 +135,7 @@ func Markdown(r *Result) string {
 	b.WriteString("It is not part of `make test` or CI; the harness's own logic (ratios, targets, the latency model's distribution, the /proc and pprof parsing) is unit-tested there, in the tools module.\n\n")
 	b.WriteString("```sh\nmake bench          # tables on stdout: in-memory benchmarks, then the harness (emulators and aws-like latency)\n")
 	b.WriteString("make bench-report   # the same, and rewrites docs/BENCHMARKS.md, docs/" + ChartFile + " and docs/bench-results.json\n")
-	b.WriteString("make bench-sweep    # the curves alone (aws-like latency, no emulators): docs/bench-sweep.json, then this page re-rendered with them\n")
+	b.WriteString("make bench-sweep    # the curves alone (aws-like latency, no emulators): their points replace theirs in docs/bench-results.json, then this page is re-rendered\n")
 	b.WriteString("cd tools && go run ./cmd/bench -render ../docs/bench-results.json -report ../docs/BENCHMARKS.md   # re-render from the raw numbers, no measuring\n")
 	b.WriteString("cd tools && go run ./cmd/bench -help   # the harness's knobs (process counts, concurrency, windows, ...)\n```\n")
 	return b.String()

@@ -53,3 +53,23 @@ func TestThroughputTableShowsEachRunsLoad(t *testing.T) {
 		t.Error("no run kept a load, and the column is there")
 	}
 }
+
+// TestTargetsTableShowsTheirRunsLoads: a target's row carries the load as
+// each run it compares began, the worker's first.
+func TestTargetsTableShowsTheirRunsLoads(t *testing.T) {
+	t.Parallel()
+	r := &Result{Config: Config{Concurrency: []int{2}}, Runs: []Drain{
+		{Regime: RegimeAWS, Consumer: "baseline", Procs: 1, Conc: 2, Rate: 100, Seconds: 1, Load: "3.25 2.00 1.00"},
+		{Regime: RegimeAWS, Consumer: "worker", Procs: 1, Conc: 2, Rate: 120, Seconds: 1, Load: "1.50 2.00 1.00"},
+	}}
+	tab := r.targetsTable()
+	if last := tab.head[len(tab.head)-1]; last != "load (1 min) at start" {
+		t.Fatalf("last column %q, want the load", last)
+	}
+	if len(tab.rows) == 0 || tab.rows[0][0] != "rate × hand-written" {
+		t.Fatalf("first row %v, want the worker's rate target", tab.rows)
+	}
+	if got := tab.rows[0][len(tab.rows[0])-1]; got != "1.50/3.25" {
+		t.Errorf("the rate target's load %q, want 1.50/3.25 (worker/hand-written)", got)
+	}
+}

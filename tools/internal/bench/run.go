@@ -28,11 +28,11 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultWarmup          = 2 * time.Second
-	DefaultWindow          = 8 * time.Second
+	DefaultWarmup          = 1500 * time.Millisecond
+	DefaultWindow          = 6 * time.Second
 	DefaultLimitMessages   = 6000
 	DefaultLimitDuration   = 4 * time.Second
-	DefaultLatencyDuration = 10 * time.Second
+	DefaultLatencyDuration = 6 * time.Second
 	DefaultLatencyLoad     = 0.5
 	DefaultMaxPrefill      = 20000
 	DefaultEffect          = "ledger"

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -42,8 +43,8 @@ const DefaultSweep = "groups=1,10,100,1000,10000,100000;size=100,10KiB,256KiB,1M
 // Defaults of a sweep's runs.
 const (
 	DefaultSweepConc   = 16
-	DefaultSweepWarmup = time.Second
-	DefaultSweepWindow = 3 * time.Second
+	DefaultSweepWarmup = 500 * time.Millisecond
+	DefaultSweepWindow = 2 * time.Second
 	// SweepBytes caps a point's pre-fill at this many body bytes, so that
 	// the largest messages fit the machine's memory: 1 MiB bodies drain
 	// from a backlog of 512.
@@ -267,7 +268,41 @@ type Sweep struct {
 	Warmup, Window        time.Duration
 	LatencyScale          float64
 	Runs                  []SweepRun
-	Failures              []string
+	Failures              []SweepFailure
+}
+
+// SweepFailure is a run of a point that failed or was not run, and why.
+type SweepFailure struct {
+	Point SweepPoint
+	// Text says which run and why, the point first ("effect=10s
+	// hand-written consumer not run: ..."), as the page lists it.
+	Text string
+}
+
+// UnmarshalJSON reads a failure, or the bare string of results written
+// before failures had their point: such a failure's point is its text's
+// first word ("size=1MiB") and Merge matches it by that.
+func (f *SweepFailure) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		f.Point = SweepPoint{}
+		return json.Unmarshal(b, &f.Text)
+	}
+	type plain SweepFailure
+	return json.Unmarshal(b, (*plain)(f))
+}
+
+// failed records a failure of a run at p.
+func (s *Sweep) failed(p SweepPoint, format string, args ...any) {
+	s.Failures = append(s.Failures, SweepFailure{Point: p, Text: p.Dim + "=" + p.Label + " " + fmt.Sprintf(format, args...)})
+}
+
+// of reports whether f is a failure at p: by its point, or, for a failure
+// read from older results, by the point's name starting its text.
+func (f SweepFailure) of(p SweepPoint) bool {
+	if f.Point.Dim == "" {
+		return strings.HasPrefix(f.Text, p.Dim+"="+p.Label+" ")
+	}
+	return f.Point.same(p)
 }
 
 // SweepRun is one consumer at one point.
@@ -429,7 +464,7 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 					if ctx.Err() != nil {
 						return nil, ctx.Err()
 					}
-					s.Failures = append(s.Failures, fmt.Sprintf("%s=%s %s: %v", p.Dim, p.Label, mode, err))
+					s.failed(p, "%s: %v", mode, err)
 					continue
 				}
 				s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: mode, Relay: &rr, Load: load})
@@ -439,8 +474,8 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 		base, lib := sweepConsumers(p.Dim)
 		for _, kind := range []string{base, lib} {
 			if kind == "baseline" && 10*p.EffectDelay > SweepVisibility {
-				s.Failures = append(s.Failures, fmt.Sprintf("%s=%s hand-written consumer not run: its batch of 10 effects in turn (%s) outlives the queue's %s visibility timeout, and it does not extend it",
-					p.Dim, p.Label, 10*p.EffectDelay, SweepVisibility))
+				s.failed(p, "hand-written consumer not run: its batch of 10 effects in turn (%s) outlives the queue's %s visibility timeout, and it does not extend it",
+					10*p.EffectDelay, SweepVisibility)
 				continue
 			}
 			load := LoadAvg()
@@ -450,7 +485,7 @@ func (h *harness) sweep(ctx context.Context) (*Sweep, error) {
 					return nil, ctx.Err()
 				}
 				h.logf("FAILED, left out: %v", err)
-				s.Failures = append(s.Failures, fmt.Sprintf("%s=%s %s: %v", p.Dim, p.Label, kind, firstLine(err.Error())))
+				s.failed(p, "%s: %v", kind, firstLine(err.Error()))
 				continue
 			}
 			s.Runs = append(s.Runs, SweepRun{Point: p, Consumer: kind, Drain: d, Model: sweepModel(p, kind, h.cfg.SweepConc, h.cfg.LatencyScale, d.Prefill), Load: load})
@@ -526,8 +561,8 @@ func (h *harness) sweepPacedPoint(ctx context.Context, s *Sweep, p SweepPoint) e
 		}
 	}
 	if len(missing) > 0 {
-		s.Failures = append(s.Failures, fmt.Sprintf("%s=%s send → effect not measured: %s (its pace is %.0f %% of the slower drain)",
-			p.Dim, p.Label, strings.Join(missing, "; "), 100*PacedShare))
+		s.failed(p, "send → effect not measured: %s (its pace is %.0f %% of the slower drain)",
+			strings.Join(missing, "; "), 100*PacedShare)
 		return nil
 	}
 	rate *= PacedShare
@@ -540,7 +575,7 @@ func (h *harness) sweepPacedPoint(ctx context.Context, s *Sweep, p SweepPoint) e
 				return ctx.Err()
 			}
 			h.logf("FAILED, left out: %v", err)
-			s.Failures = append(s.Failures, fmt.Sprintf("%s=%s %s send → effect: %v", p.Dim, p.Label, kind, firstLine(err.Error())))
+			s.failed(p, "%s send → effect: %v", kind, firstLine(err.Error()))
 			continue
 		}
 		pr.Load = load
@@ -620,16 +655,20 @@ func (s *Sweep) Merge(later *Sweep) *Sweep {
 		}
 	}
 	// A point later measured, or later failed again, keeps only its later word.
-	var points []string
+	var points []SweepPoint
 	for _, r := range later.Runs {
-		points = append(points, r.Point.Dim+"="+r.Point.Label+" ")
+		points = append(points, r.Point)
 	}
 	for _, f := range later.Failures {
-		points = append(points, strings.SplitAfterN(f, " ", 2)[0])
+		if f.Point.Dim != "" {
+			points = append(points, f.Point)
+		}
 	}
 	out.Failures = nil
 	for _, f := range s.Failures {
-		if !slices.ContainsFunc(points, func(p string) bool { return strings.HasPrefix(f, p) }) {
+		if !slices.ContainsFunc(points, f.of) && !slices.ContainsFunc(later.Failures, func(g SweepFailure) bool {
+			return g.Point.Dim == "" && strings.SplitAfterN(g.Text, " ", 2)[0] == strings.SplitAfterN(f.Text, " ", 2)[0]
+		}) {
 			out.Failures = append(out.Failures, f)
 		}
 	}

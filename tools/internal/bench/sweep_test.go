@@ -274,16 +274,18 @@ func TestSweepMerge(t *testing.T) {
 	t.Parallel()
 	first := testSweep()
 	first.Command, first.Commit = "make bench-sweep", "abc"
-	first.Failures = []string{"size=1MiB worker: did not serve", "backlog=1000000 worker: did not serve"}
 	big := SweepPoint{Dim: SweepSize, Label: "1MiB", Size: 1 << 20}
+	huge := SweepPoint{Dim: SweepBacklog, Label: "1000000", Backlog: 1000000}
+	first.failed(big, "worker: did not serve")
+	first.failed(huge, "worker: did not serve")
 	later := &Sweep{Command: "make bench-sweep BENCH_SWEEP='size=1MiB'", Commit: "abc", LoadAfter: "9.00",
-		Failures: []string{"backlog=1000000 worker: did not serve within 4m20s"},
+		Failures: []SweepFailure{{Point: huge, Text: "backlog=1000000 worker: did not serve within 4m20s"}},
 		Runs: []SweepRun{
 			{Point: big, Consumer: "worker", Drain: Drain{Rate: 100}},
 			{Point: SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}, Consumer: "worker", Drain: Drain{Rate: 70}},
 		}}
 	m := first.Merge(later)
-	require.Equal(t, []string{"backlog=1000000 worker: did not serve within 4m20s"}, m.Failures, "a point measured or failed since has only its later word")
+	require.Equal(t, later.Failures, m.Failures, "a point measured or failed since has only its later word")
 	require.Equal(t, []string{SweepGroups, SweepSize, SweepRelay}, m.dims())
 	w, ok := m.run(SweepGroups, "1", "worker")
 	require.True(t, ok)
@@ -295,6 +297,22 @@ func TestSweepMerge(t *testing.T) {
 	w0, _ := first.run(SweepGroups, "1", "worker")
 	require.Equal(t, 63.0, w0.Drain.Rate, "the first sweep is left as it was")
 	require.Equal(t, later.Runs, (*Sweep)(nil).Merge(later).Runs)
+
+	// A failure is its point's, however the point was written: a later
+	// run of "100B" clears the failure of "100".
+	hundred := SweepPoint{Dim: SweepSize, Label: "100", Size: 100}
+	failedFirst := &Sweep{}
+	failedFirst.failed(hundred, "worker: did not serve")
+	cleared := failedFirst.Merge(&Sweep{Runs: []SweepRun{{Point: SweepPoint{Dim: SweepSize, Label: "100B", Size: 100}, Consumer: "worker", Drain: Drain{Rate: 1}}}})
+	require.Empty(t, cleared.Failures, "a point measured since, written another way, keeps no failure")
+	require.Len(t, failedFirst.Merge(&Sweep{Runs: []SweepRun{{Point: SweepPoint{Dim: SweepSize, Label: "10KiB", Size: 10 << 10}, Consumer: "worker"}}}).Failures, 1,
+		"another point's run leaves the failure")
+	// A failure from results written before failures had their point is
+	// its text's first word.
+	var legacy Sweep
+	require.NoError(t, json.Unmarshal([]byte(`{"Failures": ["size=100 worker: did not serve"]}`), &legacy))
+	require.Equal(t, []SweepFailure{{Text: "size=100 worker: did not serve"}}, legacy.Failures)
+	require.Empty(t, legacy.Merge(&Sweep{Runs: []SweepRun{{Point: hundred, Consumer: "worker"}}}).Failures)
 
 	// One point written two ways is one point: the later replaces it.
 	small := &Sweep{Runs: []SweepRun{{Point: SweepPoint{Dim: SweepSize, Label: "100", Size: 100}, Consumer: "worker", Drain: Drain{Rate: 1}}}}

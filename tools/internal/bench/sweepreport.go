@@ -354,7 +354,7 @@ func writeSweepText(w io.Writer, s *Sweep) {
 		}
 	}
 	for _, f := range s.Failures {
-		fmt.Fprintln(w, "FAILED, left out: "+f)
+		fmt.Fprintln(w, "FAILED, left out: "+f.Text)
 	}
 	fmt.Fprintln(w)
 }
@@ -398,7 +398,7 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 	if len(s.Failures) > 0 {
 		b.WriteString("Points left out:\n\n")
 		for _, f := range s.Failures {
-			b.WriteString("- " + f + "\n")
+			b.WriteString("- " + f.Text + "\n")
 		}
 		b.WriteString("\n")
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type Target struct {
 	// Reference, when set, says why this row is shown beside a target
 	// rather than as one: it is not judged, and not counted.
 	Reference string
+	// Load is the 1-minute load average as each run it compares began,
+	// "1.54/1.60" for two runs: the machine's load beside the figure.
+	Load string
 }
 
 // Holds reports whether the target holds.
@@ -92,7 +96,18 @@ func (r *Result) vsBaseline(name, regime, consumer string, conc int, bound float
 		return t
 	}
 	t.Value = value(d) / value(b)
+	t.Load = loads(d.Load, b.Load)
 	return t
+}
+
+// loads is the 1-minute load averages of /proc/loadavg readings, "/"
+// between them, as a target's row prints them.
+func loads(readings ...string) string {
+	out := make([]string, 0, len(readings))
+	for _, l := range readings {
+		out = append(out, load1(l))
+	}
+	return strings.Join(out, "/")
 }
 
 // Targets checks every target of issue 22 the run measured: one line per
@@ -142,6 +157,7 @@ func (r *Result) Targets() []Target {
 				t := Target{Name: "SQS requests/msg × the receive-10/delete-batch floor", Bound: TargetSQS, AtMost: true,
 					Run: fmt.Sprintf("%s, %s, concurrency %d", regimeName(g), consumerName(w), c)}
 				v := d.PerMessage("SQS")
+				t.Load = loads(d.Load)
 				switch del := d.Op("SQS.DeleteMessageBatch"); {
 				case del > 0 && 1/del > 10.5:
 					// A batch holds at most 10: the effects outran the
@@ -186,6 +202,7 @@ func (r *Result) Targets() []Target {
 			Run: fmt.Sprintf("aws-like latency, %s, one group, concurrency %d", consumerName(d.Consumer), d.Conc), Bound: float64(pool.DefaultAckDelay) / float64(time.Millisecond)}
 		if d.GroupWait() > 0 && hand.GroupWait() > 0 {
 			t.Value = float64(d.GroupWait()-hand.GroupWait()) / float64(time.Millisecond)
+			t.Load = loads(d.Load, hand.Load)
 		} else {
 			t.Missing = true
 		}
@@ -207,6 +224,7 @@ func (r *Result) Targets() []Target {
 		}
 		if d, ok := r.relayRun(RelayDirect, rl.Groups); ok && d.Rate > 0 && rl.Rate > 0 {
 			t.Value = rl.Rate / d.Rate
+			t.Load = loads(rl.Load, d.Load)
 		} else {
 			t.Missing = true
 		}
@@ -264,13 +282,13 @@ func consumerName(c string) string {
 }
 
 func (r *Result) targetsTable() *table {
-	t := &table{head: []string{"target", "run", "measured", "bound", "verdict"}}
+	t := &table{head: []string{"target", "run", "measured", "bound", "verdict", "load (1 min) at start"}}
 	for _, g := range r.Targets() {
 		v := "-"
 		if !g.Missing {
 			v = fmt.Sprintf("%.2f", g.Value)
 		}
-		t.add(g.Name, g.Run, v, g.bound(), g.Verdict())
+		t.add(g.Name, g.Run, v, g.bound(), g.Verdict(), cmp.Or(g.Load, "-"))
 	}
 	return t
 }

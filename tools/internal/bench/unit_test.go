@@ -114,6 +114,7 @@ cpu: Intel(R) Xeon(R) Processor
 BenchmarkPoolLedger/effect=ledger/concurrency=1-2   9669   123250 ns/op   8114 msgs/s   45.00 p50-us   18532 B/op   278 allocs/op
 BenchmarkBroken-2   x   1 ns/op
 PASS
+load: 1.75 0.90 0.40 3/200 999
 pkg: github.com/exactlyonce/exactly/internal/dedup
 BenchmarkClaimComplete   500   2000 ns/op   12 allocs/op
 ok  	github.com/exactlyonce/exactly/tools/internal/bench	14.892s
@@ -127,6 +128,11 @@ ok  	github.com/exactlyonce/exactly/tools/internal/bench	14.892s
 	require.Equal(t, []string{"ns/op", "msgs/s", "p50-us", "B/op", "allocs/op"}, bs[0].Units)
 	require.Equal(t, "ClaimComplete", bs[1].Name)
 	require.Equal(t, "github.com/exactlyonce/exactly/internal/dedup", bs[1].Package)
+	require.Empty(t, bs[0].Load, "no load line before the first package")
+	require.Equal(t, "1.75", bs[1].Load, "the load line before a package is its load")
+	var md strings.Builder
+	goBenchMarkdown(&md, bs)
+	require.Contains(t, md.String(), "| ClaimComplete | 12 | 2000 | 1.75 |", "the load is printed beside the figures")
 
 	var text bytes.Buffer
 	WriteGoBenchText(&text, bs)
@@ -246,7 +252,7 @@ func TestReports(t *testing.T) {
 	r.Command = "make bench-report"
 	md := Markdown(r)
 	for _, want := range []string{"# Benchmarks", "`make bench-report`", "2 × Test CPU <x>", "fauxqs 2.4.1", "DynamoDB Local 3.3.1",
-		"![throughput against concurrency, both regimes](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 109% | 0.20 | 1.300 | 6.50 | 2.000 | 6.00 | - | - | - | 1.1 | 2.5 |", "## In memory", "| X | 3 | 5 |"} {
+		"![throughput against concurrency, both regimes](bench-throughput.svg)", "| worker ×1 | 16 | 320 | 109% | 0.20 | 1.300 | 6.50 | 2.000 | 6.00 | - | - | - | 1.1 | 2.5 |", "## In memory", "| X | 3 | 5 | - |"} {
 		require.Contains(t, md, want)
 	}
 }

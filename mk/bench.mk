@@ -40,6 +40,7 @@ BENCH_SWEEP ?= default
 # $(call exactly-bench,EXTRA tools/cmd/bench FLAGS)
 define exactly-bench
 	@set -euo pipefail; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; cd $(BENCH_ROOT); \
+	echo "started: $$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$$tmp/inmem.txt"; \
 	for m in $(BENCH_MODULES); do \
 		echo ">> go test -run '^$$' -bench . -benchmem $(BENCH_GO_ARGS) in $$m, one package of $(BENCH_PKGS) at a time"; \
 		for p in $$(cd $$m && $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(BENCH_PKGS)); do \

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // GoBench is one result line of `go test -bench`.
@@ -20,6 +21,22 @@ type GoBench struct {
 	// began: a "load: " line (/proc/loadavg) before the package's
 	// output, as make bench writes one.
 	Load string `json:",omitempty"`
+}
+
+// GoBenchStartedPrefix starts a line with the time (RFC 3339) make bench
+// began its in-memory benchmarks.
+const GoBenchStartedPrefix = "started: "
+
+// goBenchStarted is the time of out's "started: " line, zero without one.
+func goBenchStarted(out string) time.Time {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, GoBenchStartedPrefix); ok {
+			if t, err := time.Parse(time.RFC3339, strings.TrimSpace(v)); err == nil {
+				return t
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // GoBenchLoadPrefix starts a line of /proc/loadavg in `go test -bench`

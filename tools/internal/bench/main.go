@@ -157,6 +157,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		res.GoBench = ParseGoBench(string(b))
+		if t := goBenchStarted(string(b)); !t.IsZero() && *render == "" {
+			res.GoBenchStarted = t
+		}
 	}
 	if len(res.GoBench) > 0 {
 		fmt.Fprintln(stdout, "In memory (go test -bench):")

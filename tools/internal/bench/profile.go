@@ -194,13 +194,11 @@ func profileMarkdown(b *strings.Builder, r *Result) {
 	}
 	p := r.Profile
 	b.WriteString("## Where the worker's CPU goes\n\n")
-	fmt.Fprintf(b, "A CPU profile (`runtime/pprof`) of the worker in its own process at %s, concurrency %d, from the moment it serves to its exit (a saturated run as above, start-up checks excluded): ", regimeName(p.Regime), p.Conc)
-	b.WriteString("`bench consume -consumer worker -cpuprofile` runs the library's worker with the SDK clients, the JSON logger at info and the Prometheus registry, as `worker run` does. ")
-	b.WriteString("Each sample counts once, for the leaf-most frame that belongs to a category (an allocation counts for what allocated; SHA-256 under the signer for signing, under TLS for the network); `go tool pprof -traces` gives the stacks.\n\n")
 	p.table().markdown(b)
 	n := int(p.Total / (10 * time.Millisecond))
-	fmt.Fprintf(b, "\nTotal %s of CPU samples (%d samples at pprof's 100 Hz; a share is known to about ±%.0f points, two standard errors, at this count).\n\n",
-		p.Total.Round(time.Millisecond), n, 100/math.Sqrt(float64(max(n, 1))))
+	fmt.Fprintf(b, "\nThe worker at %s, concurrency %d: %d samples, a share ±%.0f points. ",
+		regimeName(p.Regime), p.Conc, n, 100/math.Sqrt(float64(max(n, 1))))
+	b.WriteString(r.cpuMissSentence(p) + "\n\n")
 	awsProfileMarkdown(b, r, false)
 }
 
@@ -268,7 +266,6 @@ func awsProfileMarkdown(b *strings.Builder, r *Result, heading bool) {
 		b.WriteString("## Where the worker's CPU goes\n\n")
 	}
 	b.WriteString("### Per message, against the hand-written consumer (aws-like latency)\n\n")
-	b.WriteString("The saturated runs of the aws-like regime above, the optimistic worker's and the hand-written consumer's, each ran under `bench consume -cpuprofile`; a category's µs per message is its share of the profile (serving to exit, warm-up and the end of the drain included) times the run's CPU µs/msg over its window, averaged over the rounds. Both processes hold the same in-memory fakes and latency layer, so that category is theirs, not the product's, but the worker's fakes store its dedup record (a third transaction item) too. No SDK here (the emulator regime has it); the worker logs JSON at info and keeps its Prometheus metrics, as `worker run` does. Categories are those of the emulator profile (the worker's own code by package); largest difference first.\n\n")
 	t := &table{head: []string{"where the CPU went, µs/msg"}}
 	for _, c := range concs {
 		t.head = append(t.head, fmt.Sprintf("worker, conc %d", c), fmt.Sprintf("hand-written, conc %d", c), fmt.Sprintf("difference, conc %d", c))
@@ -316,5 +313,32 @@ func awsProfileMarkdown(b *strings.Builder, r *Result, heading bool) {
 		t.add(row...)
 	}
 	t.markdown(b)
-	b.WriteString("\n")
+	b.WriteString("\nOn the in-memory fakes, no SDK: the fakes' row is the dedup record they store for the worker, the scheduler's the idle polling of a low rate.\n\n")
+}
+
+// ownCode is the profile categories of the worker's own packages.
+const ownCode = "the worker's own code"
+
+// cpuMissSentence says what the CPU target's ratio is made of: the
+// worker's own code's share of its profile, and what the rest is.
+func (r *Result) cpuMissSentence(p *CPUProfile) string {
+	var own time.Duration
+	for _, c := range p.Categories {
+		if strings.HasPrefix(c.Name, ownCode) {
+			own += c.Time
+		}
+	}
+	var ratios, concs []string
+	for _, t := range r.Targets() {
+		if strings.HasPrefix(t.Name, "CPU/msg") && !t.Missing {
+			ratios = append(ratios, fmt.Sprintf("%.2f", t.Value))
+			concs = append(concs, strings.TrimPrefix(t.Run[strings.LastIndex(t.Run, " ")+1:], " "))
+		}
+	}
+	line := fmt.Sprintf("The worker's own code is %.0f %% of it", 100*float64(own)/float64(max(p.Total, 1)))
+	if len(ratios) > 0 {
+		line = fmt.Sprintf("Its CPU per message is %s× the hand-written consumer's at concurrency %s (bound %.2f): its own code is %.0f %% of it",
+			strings.Join(ratios, ", "), strings.Join(concs, ", "), TargetCPU, 100*float64(own)/float64(max(p.Total, 1)))
+	}
+	return line + "; the rest is the SDK, HTTP, signing and garbage of requests that also carry the dedup record, which an at-least-once consumer does not write."
 }

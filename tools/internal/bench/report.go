@@ -352,34 +352,33 @@ func (r *Result) Findings() []string {
 	}
 	m := r.MeanLimits()
 	perMsg := m.Put / float64(max(m.WritesPerMessage, 1))
-	f := fmt.Sprintf("The limit is set by %s: %.0f conditional puts/s ÷ %s per message = %.0f msg/s, against %.0f msg/s for SQS receive+delete (%.0f× more).",
-		r.first().By(), m.Put, writes(m.WritesPerMessage, "write"), perMsg, m.SQS, m.SQS/perMsg)
+	f := fmt.Sprintf("The limit is set by %s: %.0f conditional puts/s ÷ %s a message = %.0f msg/s (SQS: %.0f)",
+		r.first().By(), m.Put, writes(m.WritesPerMessage, "write"), perMsg, m.SQS)
 	if n := len(r.Limits); n > 1 {
 		lo, hi := limit, limit
 		for _, l := range r.Limits {
 			lo, hi = min(lo, l.Limit()), max(hi, l.Limit())
 		}
-		f += fmt.Sprintf(" Measured %d times in the run (these are the means), the limit ranged over %.0f-%.0f msg/s with the other load on the machine; each run's share uses the limit interpolated to its window.", n, lo, hi)
+		f += fmt.Sprintf(", %.0f-%.0f over %d measurements", lo, hi, n)
 	}
-	out = append(out, f)
+	out = append(out, f+".")
 	if w, ok := r.best("worker"); ok {
 		f := fmt.Sprintf("Best worker run: %s at concurrency %d, %.0f msg/s = %.0f%% of the limit", label("worker", w.Procs), w.Conc, w.Rate, 100*w.Share())
 		if m.Path > 0 {
 			// Both as shares of the limit, which moved during the run.
 			of := w.Share() * limit / m.Path
-			f += fmt.Sprintf(" and %.0f%% of what the worker's own DynamoDB calls reach alone, without SQS or the pool (%.0f msg/s, %.0f%% of the limit)", 100*of, m.Path, 100*m.Path/limit)
+			f += fmt.Sprintf(" and %.0f%% of what its DynamoDB calls reach alone", 100*of)
 			if of >= 0.8 {
-				f += ": DynamoDB Local's cost per message limits the worker, not SQS or the pool"
+				f += ": DynamoDB Local binds it, not SQS or the pool"
 			}
 		}
-		out = append(out, f+".")
-		if k, lo, hi, ok := r.commitCost(); ok {
-			out = append(out, fmt.Sprintf("A commit costs DynamoDB Local about %.1f conditional puts' worth (put rate ÷ rate of the DynamoDB calls alone − 1, per limit measurement: median %.1f, range %.1f-%.1f), so the limit as defined (puts ÷ %d) is out of the worker's reach on this emulator.",
-				k, k, lo, hi, max(m.WritesPerMessage, 1)))
+		if k, _, _, ok := r.commitCost(); ok {
+			f += fmt.Sprintf(" (a commit costs it about %.1f puts)", k)
 		}
+		out = append(out, f+".")
 		if bl, ok := r.best("baseline"); ok {
-			out = append(out, fmt.Sprintf("Best hand-written run (receive 10, %s for each, one DeleteMessageBatch): concurrency %d, %.0f msg/s = %.0f%% of the limit; the best worker run does %s× the best hand-written run, which writes to DynamoDB once per message (the worker, in %s mode, %s) and is only at-least-once.",
-				baselineWork(r.Config.Effect), bl.Conc, bl.Rate, 100*bl.Share(), ratio(w.Rate, bl.Rate), r.Config.Commit, times(m.WritesPerMessage)))
+			out = append(out, fmt.Sprintf("It does %s× the best hand-written run (concurrency %d, %.0f msg/s), which is only at-least-once.",
+				ratio(w.Rate, bl.Rate), bl.Conc, bl.Rate))
 		}
 	}
 	if len(r.Config.Procs) > 1 {
@@ -402,26 +401,10 @@ func (r *Result) Findings() []string {
 		if s.PerMessage("SQS") > 0.25 {
 			verdict = "above"
 		}
-		out = append(out, fmt.Sprintf("SQS requests per message at steady load (%s, concurrency %d, saturated): %.3f, %s the 0.25 target; %s dominates with %.3f per message; a receive returns %s messages on average, a delete batch holds %s.",
+		out = append(out, fmt.Sprintf("SQS requests per message at steady load (%s, concurrency %d): %.3f, %s the 0.25 target (%s %.3f); %s messages a receive, %s a delete batch.",
 			label("worker", s.Procs), s.Conc, s.PerMessage("SQS"), verdict, strings.TrimPrefix(op, "SQS."), v, s.perReceive(), perBatch(s.Op("SQS.DeleteMessageBatch"))))
 	}
-	var lat []string
-	for _, p := range r.Latency {
-		lat = append(lat, fmt.Sprintf("%s p50 %s, p99 %s", label(p.Consumer, p.Procs), ms(p.P50), ms(p.P99)))
-	}
-	if len(lat) > 0 {
-		p := r.Latency[0]
-		out = append(out, fmt.Sprintf("Send-to-effect latency at %.0f msg/s offered (%.0f%% of the slower consumer's saturated rate), concurrency %d: %s.",
-			p.Offered, 100*r.Config.LatencyLoad, p.Conc, strings.Join(lat, "; ")))
-	}
 	return out
-}
-
-func baselineWork(eff string) string {
-	if eff == "ledger" {
-		return "the ledger's writes in one TransactWriteItems"
-	}
-	return "no effect"
 }
 
 // commitCost is what one commit costs DynamoDB Local in conditional puts,

@@ -107,14 +107,9 @@ func latencyModelTable(scale, jitter float64) *table {
 // aws-like one models.
 func regimesMarkdown(b *strings.Builder, r *Result) {
 	b.WriteString("## Two regimes\n\n")
-	b.WriteString("Every figure below says which regime it was measured in:\n\n")
-	b.WriteString("- **emulator speed**: the built `worker run` and the hand-written consumer, each its own process, through aws-sdk-go-v2 against fauxqs and DynamoDB Local on this machine. ")
-	b.WriteString("Rates here are bound by the emulators' CPU (DynamoDB Local spends milliseconds of CPU per transaction item, more than a round trip on AWS), so their ratios say where the CPU goes, not what AWS gives. ")
-	b.WriteString("The consumers' CPU per message is measured here: it includes the SDK (signing, serialisation, HTTP), as on AWS, and nothing of the emulators.\n")
-	b.WriteString("- **aws-like latency**: each consumer in its own `bench consume` process on the in-memory fakes (`internal/memsqs`, `internal/memdynamo`: the fakes `exactlytest` exposes) behind a layer that holds every call for the in-region latency below, half before the fake answers and half after, with uniform seeded jitter. ")
-	b.WriteString("The fakes answer in microseconds, so throughput is bound by the modelled latency and the consumer's own concurrency, as on AWS. ")
-	b.WriteString("No SDK and no network: the SDK's marshalling and signing are measured in the emulator regime; the CPU figures of this regime include the fakes' and are not the target's.\n\n")
-	b.WriteString("The latency model (commonly measured in-region round trips from a client in the same region, warm connection, not AWS guarantees: SQS answers in 10-20 ms; DynamoDB reads a single item in a few ms, writes in 5-10 ms; a transaction coordinates its items and takes longer):\n\n")
+	b.WriteString("- **emulator speed**: `worker run` and the hand-written consumer through aws-sdk-go-v2 against fauxqs and DynamoDB Local, whose CPU binds the rates: it measures CPU per message with the SDK.\n")
+	b.WriteString("- **aws-like latency**: each consumer on the in-memory fakes, every call held for the latency below, so the model and the concurrency bind the rates, as on AWS.\n\n")
+	b.WriteString("The latency model (typical in-region round trips, not AWS guarantees):\n\n")
 	scale, jitter := r.Config.LatencyScale, r.Config.Jitter
 	if scale <= 0 {
 		scale = 1
@@ -143,7 +138,7 @@ func fillNote(b *strings.Builder, r *Result) {
 	if len(slow) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "The SQS-requests misses above are runs slower than the %.0f msg/s a queue needs to fill a delete batch of 10 within the ack delay (%s): %s. A FIFO group's deletes wait for its last message in flight (SQS hands out none of the group before they are all deleted), so a group's run of 10 goes in one request at any rate; below that rate, the last deletes of runs shorter than 10 go out with fewer, so that a FIFO group waits at most the ack delay for its next message (the emulators' rates move with the machine's load).\n\n",
+	fmt.Fprintf(b, "The SQS-requests misses are runs below the %.0f msg/s that fill a delete batch of 10 within the ack delay (%s), by design: a FIFO group waits at most the ack delay for its next message (%s).\n\n",
 		need, pool.DefaultAckDelay, strings.Join(slow, "; "))
 }
 
@@ -165,8 +160,6 @@ func targetsMarkdown(b *strings.Builder, r *Result) {
 		return
 	}
 	b.WriteString("## Targets of issue 22\n\n")
-	b.WriteString("Each target is a ratio of two runs of this report (same regime, same concurrency), checked against its bound. ")
-	b.WriteString("A target that does not hold is printed as such: these are today's product's figures.\n\n")
 	r.targetsTable().markdown(b)
 	held, judged := 0, 0
 	for _, t := range ts {
@@ -178,9 +171,9 @@ func targetsMarkdown(b *strings.Builder, r *Result) {
 			held++
 		}
 	}
-	fmt.Fprintf(b, "\n%d of %d hold.", held, judged)
+	fmt.Fprintf(b, "\n%d of %d hold, each a ratio of two runs of this report at the same regime and concurrency.", held, judged)
 	if n := len(ts) - judged; n > 0 {
-		fmt.Fprintf(b, " %d row(s) marked reference are shown beside a target, not judged.", n)
+		fmt.Fprintf(b, " %d reference row(s) are not judged.", n)
 	}
 	b.WriteString("\n\n")
 	fillNote(b, r)
@@ -196,20 +189,12 @@ func awsMarkdown(b *strings.Builder, r *Result) {
 	b.WriteString("## At AWS-like latency\n\n")
 	b.WriteString(r.awsLead() + "\n\n")
 	r.throughputTable(RegimeAWS).markdown(b)
-	b.WriteString("\n")
-	fmt.Fprintf(b, "Saturated runs: each consumer's own process makes its fakes, pre-fills a FIFO queue with ledger deposits over %d message groups, and serves `/metrics` under the worker's names; the window opens %s after the first effect and closes after %s (or before the backlog runs low). ",
-		r.Config.FakeGroups, r.Config.Warmup, r.Config.Window)
-	fmt.Fprintf(b, "The worker is the library's `exactly.New` with the ledger effect and everything at its default (optimistic commit, one receiver per %d of the concurrency and at least %d, ack delay %s); group commit (grouped) adds `GroupCommit: %s`; carried sets `Commit: CommitCarried`, where the ledger's entry item carries the dedup record: 4 write units a message, as the hand-written consumer's, instead of 6. ",
-		pool.HandlersPerReceiver, pool.DefaultReceivers, pool.DefaultAckDelay, GroupCommitWindow)
-	b.WriteString("The hand-written consumer is the same code as in the emulator regime, on the fakes: N receive loops against the worker's N handlers, so at most N transactions under way for either. ")
-	b.WriteString("With its concurrency in full use the worker's rate is its concurrency over its transaction's time, where the hand-written consumer's loops spend about a fifth of theirs in receives and deletes: about 1.25× is what the model gives; a shortfall shows in the next table as the worker's transactions held longer (the latency layer's timers firing late in the busier process of a loaded machine). ")
-	b.WriteString("Why the comparison is fair, what it found (the worker's in-flight bound), the profiles and same-run ratios under load, and how group commit came to its rule: [TESTING.md](TESTING.md#the-saturated-runs-at-aws-like-latency-what-they-found).\n\n")
+	b.WriteString("\nThe model gives the worker about 1.25×: its rate is its concurrency over a transaction's time, where the hand-written consumer's loops spend a fifth of theirs in receives and deletes. ")
+	b.WriteString("Why the comparison is fair and what it found: [TESTING.md](TESTING.md#the-saturated-runs-at-aws-like-latency-what-they-found).\n\n")
 	if st := r.statesTable(); len(st.rows) > 0 {
-		b.WriteString("Where a message's time goes, measured in each consumer's process: receives and transactions under way are the time the latency layer held those calls over the window's length (how many were under way on average); × conc is transactions under way over the concurrency, the share of the consumer's concurrency it used; a transaction took is the mean time one was held, modelled at ")
-		fmt.Fprintf(b, "%s ± %.0f %% (more is the layer's timers firing late, and waits on the fakes' locks). ", Base("DynamoDB", "TransactWriteItems"), 100*r.Config.Jitter)
-		b.WriteString("Receive → effect start is from the answer of the message's receive to the start of its effect: the hand-written consumer's message waits for its batch's predecessors, the worker's for its group's. Effect end → delete sent holds the commit (one transaction) and, for the worker, its ack delay, for the hand-written consumer the rest of its batch.\n\n")
 		st.markdown(b)
-		b.WriteString("\n")
+		b.WriteString("\nWhere a message's time goes, in each consumer's process: a transaction held longer than the model's ")
+		fmt.Fprintf(b, "%s is the latency layer's timers firing late on a loaded machine.\n\n", Base("DynamoDB", "TransactWriteItems"))
 	}
 	for _, d := range r.Drains() {
 		del := d.Op("SQS.DeleteMessageBatch")
@@ -217,32 +202,19 @@ func awsMarkdown(b *strings.Builder, r *Result) {
 			continue
 		}
 		ceiling := 10 / Base("SQS", "DeleteMessageBatch").Seconds()
-		fmt.Fprintf(b, "- %s at concurrency %d applied %.0f msg/s but sent %.3f `DeleteMessageBatch` per message applied (%.1f messages a batch, where a batch holds at most 10): its deletes fell behind its effects. "+
-			"At a %s round trip one delete batch at a time tops out near %.0f msg/s (`internal/pool` now sends up to 16 at once); what waits longer than the visibility timeout comes back (a duplicate to the ledger, and requests). "+
-			"Its SQS requests per message in the window are not comparable with the floor (the targets table says so).\n",
-			label(d.Consumer, d.Procs), d.Conc, d.Rate, del, 1/del, Base("SQS", "DeleteMessageBatch"), ceiling)
+		fmt.Fprintf(b, "- %s at concurrency %d: its deletes fell behind its effects (%.1f messages a delete batch, at most 10; one batch at a time at %s tops out near %.0f msg/s).\n",
+			label(d.Consumer, d.Procs), d.Conc, 1/del, Base("SQS", "DeleteMessageBatch"), ceiling)
 	}
 	b.WriteString("\n")
 	if len(r.HotGroup) > 0 {
 		b.WriteString("### One hot FIFO group\n\n")
-		b.WriteString("The same consumers on a queue whose messages are all in one group (at the highest concurrency): SQS hands out a group's next messages only once its in-flight ones are deleted, so a group's pace is one receive, its messages' effects one after the other, and the delete. ")
-		b.WriteString("The group's wait for its next message is measured in the consumer's process, from the end of one message's effect (its writes built, before the commit) to the start of the next one's: it holds the commit, the delete (with the worker's ack delay) and the next receive. ")
-		b.WriteString("The target: the worker adds at most its ack delay to what the hand-written consumer waits.\n\n")
 		r.hotGroupTable().markdown(b)
-		b.WriteString("\n")
+		b.WriteString("\nOne group moves a receive, its effects in turn and a delete at a time; the worker may add at most its ack delay to the hand-written consumer's wait.\n\n")
 	}
 	if len(r.Relay) > 0 {
 		b.WriteString("### The relay against a direct producer\n\n")
-		fmt.Fprintf(b, "In the harness's process, on fresh fakes behind the same latency layer, %d producer goroutines for a %s window after %s: ", r.Config.RelayWriters, r.Config.Window, r.Config.Warmup)
-		b.WriteString("the direct producer writes a business item (`PutItem`) and then sends its message straight to SQS (`SendMessage`): the dual write the outbox replaces, which loses the message if the process dies in between. ")
-		b.WriteString("The outbox producer commits the same item and the message in one `outbox.Write` (`TransactWriteItems`), and an `outbox.Relay` with its defaults publishes the messages. ")
-		b.WriteString("The rate is messages that reached SQS per second; requests and write units are all of the run's (producers and relay) per message that reached SQS.\n\n")
 		r.relayTable().markdown(b)
-		b.WriteString("\n")
-		fmt.Fprintf(b, "`GroupBatch %d, PerGroup %d` rows run the relay set for a hot group: `Relay.GroupBatch` (`worker relay --group-batch`, opt-in: its order guarantee is in OUTBOX.md) puts up to %d of a group's messages in one `SendMessageBatch`, in order, and `Relay.PerGroup` (`--per-group`) takes up to %d of a group a round; by default a request holds one message of a group, so a hot group moves one message per SQS round trip, and a round takes 10. ", RelayGroupBatchSize, RelayGroupBatchPerGroup, RelayGroupBatchSize, RelayGroupBatchPerGroup)
-		b.WriteString("Every `outbox.Write` of a group advances the group's head on a condition. By default concurrent Writes of one group in one process are combined: while a transaction of the group is under way the others wait and then go together in one transaction. The row without combining (`outbox.WithoutCombining`) shows what that replaces: each Write reads the head and sends its own transaction, so concurrent writers of one group retry and a group's Writes go one at a time; compare msg/s written with msg/s reaching SQS. ")
-		b.WriteString("The backlog rows measure the relay alone: the table is filled before the relay starts and no producer runs. ")
-		b.WriteString("Spread over many groups (200 above), the relay batches across groups.\n\n")
+		fmt.Fprintf(b, "\nThe outbox and its relay against the dual write it replaces (`PutItem`, then `SendMessage`), %d producers each; `GroupBatch` is the hot-group setting ([OUTBOX.md](OUTBOX.md#a-hot-group---group-batch)).\n\n", r.Config.RelayWriters)
 	}
 }
 
@@ -281,6 +253,6 @@ func (r *Result) awsLead() string {
 	for _, c := range concs {
 		cs = append(cs, strconv.Itoa(c))
 	}
-	return fmt.Sprintf("At concurrency %s, against the hand-written at-least-once consumer in the same run: %s (load average %s at the run's start, %s at its end).",
-		strings.Join(cs, ", "), strings.Join(parts, "; "), r.LoadBefore, r.LoadAfter)
+	return fmt.Sprintf("At concurrency %s, against the hand-written at-least-once consumer in the same run: %s.",
+		strings.Join(cs, ", "), strings.Join(parts, "; "))
 }

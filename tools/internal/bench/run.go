@@ -215,6 +215,9 @@ type Result struct {
 	Config         Config
 	Machine        Machine
 	Started, Ended time.Time
+	// GoBenchStarted is when make bench's in-memory benchmarks began, before
+	// the harness (a "started: " line of -inmem's file): zero if unknown.
+	GoBenchStarted time.Time `json:",omitzero"`
 	LoadBefore     string // /proc/loadavg at start
 	LoadAfter      string
 	Limits         []Limits // measured before each round and at the end

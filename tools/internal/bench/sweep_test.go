@@ -228,8 +228,7 @@ func TestSweepSentenceAndTable(t *testing.T) {
 	t.Parallel()
 	s := testSweep()
 	require.Equal(t, []string{SweepGroups, SweepRelay}, s.dims())
-	require.Equal(t, "From 1 to 1000 groups the worker's rate goes from 63 to 1200 msg/s (1.05 to 1.20× the hand-written consumer's, 0.90 to 0.94× the model's), "+
-		"its CPU per message from 600 to 250 µs (1.20 to 1.25× the hand-written consumer's) and its peak RSS from 24 to 50 MiB.", s.Sentence(SweepGroups))
+	require.Equal(t, "From 1 to 1000 groups the worker runs at 0.90 to 0.94× the model's rate and 1.05 to 1.20× the hand-written consumer's, with 1.20 to 1.25× its CPU per message.", s.Sentence(SweepGroups))
 	require.Equal(t, "From 1 to 1 groups the outbox with the relay's defaults delivers 0.08 to 0.08× what a direct producer sends in the same run, with GroupBatch 0.60 to 0.60×.", s.Sentence(SweepRelay))
 	tb := s.table(SweepGroups)
 	require.Len(t, tb.rows, 4)
@@ -241,7 +240,9 @@ func TestSweepSentenceAndTable(t *testing.T) {
 	for _, want := range []string{"## Curves: cost as work grows", "### Message groups", "![message groups](bench-sweep-groups.svg)", "| 1000 | 3.30 | worker (optimistic) |", "at most 180 messages at concurrency 16", "`make bench-sweep`"} {
 		require.Contains(t, md, want)
 	}
-	require.Less(t, strings.Index(md, "From 1 to 1000 groups"), strings.Index(md, "![message groups]"), "the sentence leads, the chart and table follow")
+	require.Less(t, strings.Index(md, "| 1000 | 3.30 | worker (optimistic) |"), strings.Index(md, "![message groups]"), "the table leads")
+	require.Less(t, strings.Index(md, "![message groups]"), strings.Index(md, "From 1 to 1000 groups"), "then the chart, then the sentence")
+	require.Contains(t, md, "CPU per message. "+sweepWhy[SweepGroups], "the sentence and the mechanism in one paragraph")
 }
 
 func TestSweepChartsAreSVG(t *testing.T) {
@@ -328,7 +329,7 @@ func TestSweepSentenceLeavesOutEmptyPoints(t *testing.T) {
 		SweepRun{Point: huge, Consumer: "baseline", Model: 1067},
 		SweepRun{Point: huge, Consumer: "worker", Model: 1333})
 	line := s.Sentence(SweepGroups)
-	require.Contains(t, line, "From 1 to 1000 groups the worker's rate goes from 63 to 1200 msg/s (1.05 to 1.20×")
+	require.Contains(t, line, "From 1 to 1000 groups the worker runs at 0.90 to 0.94× the model's rate and 1.05 to 1.20×")
 	require.Contains(t, line, "At 100000 groups it applied nothing in its window.")
 }
 
@@ -368,7 +369,7 @@ func TestSweepLambdaRenders(t *testing.T) {
 	require.Equal(t, []string{"1", "5.00", "hand-written handler", "400", "-"}, tb.rows[0][:5])
 	require.Equal(t, []string{"1", "5.10", "LambdaHandler (optimistic)", "300", "0.75"}, tb.rows[1][:5])
 	require.Equal(t, []string{"10+500ms", "-", "LambdaHandler (optimistic)", "1100", "-"}, tb.rows[4][:5], "no hand-written run at that point")
-	require.True(t, strings.HasPrefix(s.Sentence(SweepLambda), "From 1 to 10+500ms messages a batch the LambdaHandler's rate goes from 300 to 1100 msg/s (0.75 to 1.00× the hand-written handler's, "), s.Sentence(SweepLambda))
+	require.True(t, strings.HasPrefix(s.Sentence(SweepLambda), "From 1 to 10+500ms messages a batch the LambdaHandler runs at 0.79 to 0.87× the model's rate and 0.75 to 1.00× the hand-written handler's, "), s.Sentence(SweepLambda))
 	svg := SweepCharts(s)[SweepLambda]
 	require.Contains(t, svg, "LambdaHandler&#39;s model")
 	require.Contains(t, svg, "hand-written handler")
@@ -393,13 +394,10 @@ func TestSweepRendersLatency(t *testing.T) {
 	require.Equal(t, []string{"receive → effect start", "send → effect p50 at 50 % load", "p99", "prefill"}, tb.head[13:])
 	require.Equal(t, []string{"40.0 ms", "120.0 ms"}, tb.rows[0][14:16])
 	require.Equal(t, []string{"25.0 ms", "30.0 ms", "8000"}, tb.rows[3][14:])
-	require.True(t, strings.HasSuffix(s.Sentence(SweepGroups), "and its peak RSS from 24 to 50 MiB. "+
-		"At 50 % of the slower drain a message's send → effect takes 25.0 to 30.0 ms at the median, 30.0 to 60.0 ms at p99 "+
-		"(0.75 to 1.25× the hand-written consumer's median, 0.50 to 0.75× its p99)."), s.Sentence(SweepGroups))
+	require.True(t, strings.HasSuffix(s.Sentence(SweepGroups), "its CPU per message. Its send → effect p99 is 30 to 60 ms, the hand-written consumer's 40 to 120."), s.Sentence(SweepGroups))
 	var b strings.Builder
 	sweepMarkdown(&b, s)
-	require.Contains(t, b.String(), "The send → effect columns are a second run of each consumer at the point, after both drains: a producer in the consumer's process sends 50 % of the slower consumer's drain rate")
-	require.Contains(t, b.String(), "from the start of its SendMessage")
+	require.Contains(t, b.String(), "send → effect is a second run at 50 % of the slower drain")
 	require.Contains(t, b.String(), "| 1000 | 3.30 | worker (optimistic) | 1200 | 1.20 | 1333 | 0.90 | 250 | 1.25 | 50 | +10 | 0.100 | 0.0 | 0.0 ms | 25.0 ms | 30.0 ms | 8000 |")
 	charts := SweepCharts(s)
 	require.Equal(t, 2*3+3+4, strings.Count(charts[SweepGroups], "<polyline"), "a fifth panel: p50 and p99 of both consumers")

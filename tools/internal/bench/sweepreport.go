@@ -208,8 +208,6 @@ func (s *Sweep) Sentence(dim string) string {
 	if len(measured) == 0 {
 		return ""
 	}
-	w0, _ := s.run(dim, measured[0], lib)
-	w1, _ := s.run(dim, measured[len(measured)-1], lib)
 	applied := func(f func(SweepRun) (float64, bool)) func(SweepRun) (float64, bool) {
 		return func(r SweepRun) (float64, bool) {
 			if r.Drain.Rate <= 0 {
@@ -221,17 +219,11 @@ func (s *Sweep) Sentence(dim string) string {
 	rlo, rhi, rok := s.span(dim, lib, applied(s.vsBase(func(d Drain) float64 { return d.Rate })))
 	mlo, mhi, _ := s.span(dim, lib, applied(func(r SweepRun) (float64, bool) { return r.Drain.Rate / r.Model, r.Model > 0 }))
 	clo, chi, _ := s.span(dim, lib, applied(s.vsBase(Drain.CPUPerMessage)))
-	vs := ""
+	line := fmt.Sprintf("From %s to %s %s %s runs at %.2f to %.2f× the model's rate", measured[0], measured[len(measured)-1], dimUnit(dim), who, mlo, mhi)
 	if rok {
-		vs = fmt.Sprintf("%.2f to %.2f× %s's, ", rlo, rhi, base)
+		line += fmt.Sprintf(" and %.2f to %.2f× %s's, with %.2f to %.2f× its CPU per message", rlo, rhi, base, clo, chi)
 	}
-	line := fmt.Sprintf("From %s to %s %s %s's rate goes from %.0f to %.0f msg/s (%s%.2f to %.2f× the model's), "+
-		"its CPU per message from %.0f to %.0f µs", measured[0], measured[len(measured)-1], dimUnit(dim), who, w0.Drain.Rate, w1.Drain.Rate, vs, mlo, mhi,
-		w0.Drain.CPUPerMessage(), w1.Drain.CPUPerMessage())
-	if rok {
-		line += fmt.Sprintf(" (%.2f to %.2f× %s's)", clo, chi, base)
-	}
-	line += fmt.Sprintf(" and its peak RSS from %.0f to %.0f MiB.", w0.Drain.PeakRSS(), w1.Drain.PeakRSS())
+	line += "."
 	if len(empty) > 0 {
 		line += fmt.Sprintf(" At %s %s it applied nothing in its window.", strings.Join(empty, ", "), dimUnit(dim))
 	}
@@ -250,27 +242,15 @@ func (s *Sweep) pacedSentence(dim, lib, base string) string {
 			return f(*r.Paced).Seconds() * 1000, true
 		}
 	}
-	p50 := func(p SweepPaced) time.Duration { return p.P50 }
 	p99 := func(p SweepPaced) time.Duration { return p.P99 }
 	baseName, _ := sweepConsumers(dim)
-	lo, hi, ok := s.span(dim, lib, paced(p50))
+	qlo, qhi, ok := s.span(dim, lib, paced(p99))
 	if !ok {
 		return ""
 	}
-	qlo, qhi, _ := s.span(dim, lib, paced(p99))
-	line := fmt.Sprintf(" At %.0f %% of the slower drain a message's send → effect takes %.1f to %.1f ms at the median, %.1f to %.1f ms at p99", 100*PacedShare, lo, hi, qlo, qhi)
-	vs := func(f func(SweepPaced) time.Duration) func(SweepRun) (float64, bool) {
-		return func(r SweepRun) (float64, bool) {
-			b, ok := s.run(r.Point.Dim, r.Point.Label, baseName)
-			if !ok || r.Paced == nil || b.Paced == nil || f(*b.Paced) <= 0 {
-				return 0, false
-			}
-			return float64(f(*r.Paced)) / float64(f(*b.Paced)), true
-		}
-	}
-	if vlo, vhi, ok := s.span(dim, lib, vs(p50)); ok {
-		wlo, whi, _ := s.span(dim, lib, vs(p99))
-		line += fmt.Sprintf(" (%.2f to %.2f× %s's median, %.2f to %.2f× its p99)", vlo, vhi, base, wlo, whi)
+	line := fmt.Sprintf(" Its send → effect p99 is %.0f to %.0f ms", qlo, qhi)
+	if blo, bhi, ok := s.span(dim, baseName, paced(p99)); ok {
+		line += fmt.Sprintf(", %s's %.0f to %.0f", base, blo, bhi)
 	}
 	return line + "."
 }
@@ -280,38 +260,20 @@ func (s *Sweep) paced() bool {
 	return slices.ContainsFunc(s.Runs, func(r SweepRun) bool { return r.Paced != nil })
 }
 
-// sweepWhy is the mechanism behind each dimension's curve, in short.
+// sweepWhy is the mechanism behind each dimension's curve, in a sentence
+// or two; the reasoning and the figures behind it are in docs/TESTING.md's
+// history of the curves.
 var sweepWhy = map[string]string{
-	SweepGroups: "One group is bound by its order (the model's 67 msg/s: a receive, 10 commits in turn, a delete); from about 100 groups the concurrency is. " +
-		"Past 1,000 groups the curves are flat: the worker's CPU per message and its memory over the hand-written consumer's do not grow with the groups, and the RSS that does grow is the fake's backlog (a pre-fill of one message per group). " +
-		"Until 3741647 memsqs's FIFO receive sorted every ready group under its lock (116 ms a receive at 100,000 groups): the fakes' CPU bent both curves and at 100,000 groups the worker applied nothing in its window; a receive now costs the log of the groups (BenchmarkFIFOReceiveGroups in internal/memsqs). " +
-		"At half load a message is received about as soon as it is in the queue and both consumers start its effect 17 to 21 ms after its send at the median (a send's and a receive's trips); from 100 groups the hand-written consumer's p99 is 114 to 134 ms, a message received with others and applied after their transactions in turn, which the worker runs side by side (p99 30 to 32 ms). " +
-		"At one group the worker's p99 is the higher, 54 against 32 ms, and at 10 groups its median, 40 against 17 ms (one paced run each, 2026-12-03; the loaded run of 2026-12-02 had 33 against 21 ms at one group): not explained here.",
-	SweepSize: "Both consumers' CPU per message grows with the body: the fake checks every character and the ledger parses it; the worker also hashes it once (SHA-256, the record's `payload_sha256`). " +
-		"The RSS is the fake's backlog (bodies × pre-fill); what the worker adds is bounded by its messages in flight times the body. " +
-		"From 256 KiB the rate is bound by CPU, not latency: 1.7 ms of CPU a message at 256 KiB and 5.7 ms at 1 MiB (the hand-written consumer's 1.4 and 3.5 ms: it does not hash the body), most of it the fake's (it copies and checks every body), on 2 cores shared by the whole process. " +
-		"The size points were measured again on 2026-12-04: a 1 MiB point's backlog is 512 messages (SweepBytes), which ran out during a 1 s warm-up, so its window was one 0.25 s sample and on 2026-12-03 the hand-written consumer applied nothing in it. " +
-		"A warm-up now also ends once WarmupShare (30 %) of the backlog is applied, and the window closes at 85 %: about 0.7 s at 1 MiB, so that point is noisy (the worker 0.80, 0.61 and 0.76× the hand-written consumer in three runs that day).",
-	SweepQueues: "Each queue has its own receivers (two at concurrency 16), so 50 queues hold 100 long polls and up to " + fmt.Sprint(inFlight(DefaultSweepConc, 50)) +
-		" messages: receives return fewer messages each, the SQS requests per message grow, and messages wait longer between their receive and their effect.",
-	SweepBacklog: "The backlog lives in the fake: both consumers' RSS grows with it by the same amount, and the worker's difference stays within its in-flight bound. " +
-		"At 1,000,000 the worker's CPU per message bends (605 µs against the hand-written consumer's 100, 0.78× the model) in this run, not in the others: the loaded run of 2026-12-02 measured 151 µs and 0.88×, and the point alone again that evening (`bench -sweep-only -sweep backlog=1000000`, load 2, beside a simulation) 155 against 130 µs (1.19×) and 1189 msg/s (0.89×). The bend is one window's: about 1.4 s of CPU more over its 3,100 messages, what one collection marking the fake's 1.4 GB of backlog costs when it lands in a 3 s window (a sweep samples one round). Not profiled.",
-	SweepEffect: "With a slow effect the worker's rate follows concurrency ÷ (commit + effect); what it holds beyond its handlers waits (receive → effect start) with its visibility extended, which costs SQS requests. " +
-		"The hand-written consumer applies its batch in turn, so at 10 s effects its batch outlives the visibility timeout and it is not run. " +
-		"At half load (71 msg/s at 100 ms) a receive holds a message or two, so the batch in turn costs the hand-written consumer nothing: both start the effect's writes its 100 ms wait and about 17 ms after the send (p50 117 ms, p99 120 ms).",
-	SweepRelay: "With one hot group the relay's defaults publish one message of the group per SQS round trip; `GroupBatch` sends up to 10 of a group's consecutive messages in one request, in order " +
-		"(what that keeps and what it cannot promise: [OUTBOX.md](OUTBOX.md#a-hot-group---group-batch)). Over many groups a round carries many groups and the relay keeps up with the producers, to 100,000 groups (1.67 to 1.69× the direct producer at 10,000 and 100,000, whose writers are slower than the outbox's).",
-	SweepRelayWriters: "Each producer is a goroutine writing one message at a time over " + fmt.Sprint(RelayWritersGroups) + " groups, so the producers set the pace up to 16: the outbox's producers write faster than the direct producer's (one transaction against a PutItem and then a SendMessage) and the relay publishes what they write. " +
-		"At 64 producers one relay nears its ceiling: it publishes 2,814 msg/s while they write 3,124 (0.90), because it reads, publishes and records `Relay.Concurrency` groups at once (32 by default, `worker relay --concurrency`) and each group's turn is its read, its SendMessageBatch and its progress; the backlog it leaves costs requests and write units per message published (2.72 DynamoDB requests a message against 1.71 at 16). " +
-		"On a loaded machine (load 5, 2026-12-02) the same point published 930 msg/s of 2,257 written, and with `-relay-concurrency 128` (`bench -sweep-only -sweep relay-writers=64 -relay-concurrency 128`) 1,940 of 2,095: the ceiling moves with the setting and with the CPU the relay gets.",
-	SweepLambda: "Both handlers run under a modelled event source mapping (`bench consume`, tools/internal/bench/esm.go): 16 pollers, the mapping's maximum concurrency, each receiving a batch, invoking the handler with a 30 s deadline and deleting what it did not report. " +
-		"Both commit each message in one TransactWriteItems (the LambdaHandler's also writes the dedup record: 6 WRU a message against 4), so a poller's batch costs a receive, its commits and a delete: the model is 16 × B ÷ (30 ms + lanes × 12 ms), lanes the commits that go one after another. " +
-		"The hand-written handler runs the batch in turn (lanes = B). The LambdaHandler runs a batch's groups in parallel, but a FIFO receive hands a group's waiting messages together and today's backlog holds about 8 a group: up to batch 5 a batch is mostly one group and the two run alike (1.03, 1.00 and 1.00× here), and at 10 only the next group's few messages overlap the first's, 1.23× (1.23× with the window too; the model's lanes 8 against 10: 1270 against 1067 msg/s). " +
-		"The window adds nothing while there is a backlog: every first receive fills its batch. What the LambdaHandler pays is CPU, 1.20 to 1.35× the hand-written handler's per message (the dedup record built with each commit, a goroutine a lane, its metrics). " +
-		"At half load a batch holds what arrived during a receive's trip: at batch 1 both handlers start a record's effect 16 ms after its send (p99 19 ms); at batch 10 the hand-written handler's p99 is 122 ms (a record waits for the commits before it in its batch), the LambdaHandler's 24 ms.",
-	SweepLambdaStandard: "On a standard queue every record is its own lane: the LambdaHandler commits a batch of 10 at once (one commit's 12 ms against the hand-written handler's ten in turn), 3.42× the hand-written handler at batch 10 (the model's 3810 against 1067 msg/s), and a message waits 0.3 ms from its receive to its effect against 59 ms; at half load its send → effect p99 is 25 ms against 125 ms. " +
-		"At batch 1 both are a receive, a commit and a delete a message, 352 msg/s each, the LambdaHandler's CPU 1.46× the hand-written handler's. " +
-		"The backlog is sized to the LambdaHandler's model (2286 and 22858 messages); its RSS over the hand-written handler's at batch 10 (+36 MiB) is most likely the fake tables' rows, as it writes three times the messages in the window, each with a dedup record.",
+	SweepGroups: "One group is bound by its order (a receive, 10 commits in turn, a delete); from about 100 groups the concurrency is, and past 1,000 CPU and memory are flat: the RSS that grows is the fake's backlog.",
+	SweepSize: "CPU grows with the body (the fake checks it, the ledger parses it, the worker also hashes it), and from 256 KiB it binds the rate, mostly the fake's; a 1 MiB point drains a 512-message backlog in under a second, so it is noisy.",
+	SweepQueues: "Each queue has its own receivers, so 50 queues hold 100 long polls and up to " + fmt.Sprint(inFlight(DefaultSweepConc, 50)) +
+		" messages: receives return fewer messages each, and SQS requests per message grow.",
+	SweepBacklog: "The backlog lives in the fake: both consumers' RSS grows with it alike, and the worker's difference stays within its in-flight bound.",
+	SweepEffect: "The worker's rate follows concurrency ÷ (commit + effect), what it holds beyond its handlers waiting with its visibility extended; the hand-written consumer's batch of 10-second effects in turn would outlive its visibility timeout.",
+	SweepRelay: "With its defaults the relay moves a hot group one message per SQS round trip; `GroupBatch` sends up to 10 of a group's messages in one request, in order. Over many groups a round carries many groups.",
+	SweepRelayWriters: "The producers set the pace up to 16; at 64 one relay nears its ceiling, `Relay.Concurrency` groups at once (32 by default, `worker relay --concurrency`).",
+	SweepLambda: "A FIFO receive hands a group's waiting messages together, so a batch is mostly one group and the LambdaHandler's parallel lanes overlap little; what it pays is CPU, for its dedup record.",
+	SweepLambdaStandard: "On a standard queue every record is its own lane: the LambdaHandler commits a batch of 10 at once, the hand-written handler in turn.",
 }
 
 func (s *Sweep) vsDirect(r SweepRun) (float64, bool) {
@@ -365,34 +327,20 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 		return
 	}
 	b.WriteString("## Curves: cost as work grows (aws-like latency)\n\n")
-	fmt.Fprintf(b, "One dimension at a time from today's point (%d groups, the bare deposit of about 50 B, one queue, a backlog sized to the window, an effect with no wait of its own), ", DefaultFakeGroups)
-	fmt.Fprintf(b, "each consumer in its own `bench consume` process on the in-memory fakes held at the latency model × %g, at concurrency %d, beside the hand-written consumer (the relay: beside a direct producer) at the same point in the same run. ", s.LatencyScale, s.Conc)
-	fmt.Fprintf(b, "Measured %s, load average %s at start and %s at end, worker built from `%s`; `%s`. ",
-		timeSpan(s.Started, s.Ended), s.LoadBefore, s.LoadAfter, s.Commit, s.Command)
-	fmt.Fprintf(b, "Each point has a %s warm-up and a %s window (a slow effect: at least its duration and three times it), one round: a sweep samples, the main tables above measure; read a single point within about 15 %%. ", s.Warmup, s.Window)
-	b.WriteString("`make bench-sweep` runs it apart from `make bench-report` (the two together pass 15 minutes on 2 cores) and merges a plan of its own into the same results. ")
-	b.WriteString("Model msg/s is what the latency allows: every message one transaction (12 ms) plus its effect's wait, a group's batch of up to 10 a receive and a delete (15 ms each) around them in order; ")
-	b.WriteString("the worker holds the concurrency's messages in flight, the hand-written consumer's loops one batch each. ")
-	b.WriteString("CPU and peak RSS are the whole process's, the fakes' included (they hold the backlog), so the column to read is the difference from the hand-written consumer at the same point, which holds the same backlog on the same fakes. ")
-	fmt.Fprintf(b, "The worker holds at most %d messages at concurrency %d on one queue (the pool's default `MaxInFlight`, from its receivers; %d on 50 queues, each with its own receivers): that, times the body size, bounds what its memory may add as groups and backlog grow.",
-		inFlight(s.Conc, 1), s.Conc, inFlight(s.Conc, 50))
+	fmt.Fprintf(b, "One dimension at a time from the main point (%d groups, 50 B bodies, one queue, no effect wait), at concurrency %d, beside the hand-written consumer (or a direct producer) in the same run. ", DefaultFakeGroups, s.Conc)
+	fmt.Fprintf(b, "One round of a %s warm-up and a %s window: a point is good to about 15 %%. Model msg/s is what the latency allows", s.Warmup, s.Window)
 	if s.paced() {
-		fmt.Fprintf(b, "\n\nThe send → effect columns are a second run of each consumer at the point, after both drains: a producer in the consumer's process sends %.0f %% of the slower consumer's drain rate at that point (spread over its groups and queues, with its bodies) into an empty queue, for the point's warm-up and window, "+
-			"and every message sent in the window is timed from the start of its SendMessage (held by the latency layer, 15 ms, as a real producer's) to the start of its first effect's writes (after the effect's own wait, where the ledger stamps `applied_at`: the span of [Send-to-effect latency](#send-to-effect-latency) below); p50 and p99 are nearest ranks over all of them. "+
-			"The backlog's points have none (a paced run starts from an empty queue, and there the backlog is the point), nor the relay's (they measure producers), nor a point where either drain failed or was not run, nor a point last measured before paced runs: a dash. "+
-			"Each paced run adds the point's warm-up and window and a process's start and stop (about 4.3 s at 1 s and 3 s), twice a point.", 100*PacedShare)
+		fmt.Fprintf(b, "; send → effect is a second run at %.0f %% of the slower drain", 100*PacedShare)
 	}
-	b.WriteString("\n\n")
+	fmt.Fprintf(b, ". The worker holds at most %d messages at concurrency %d on one queue (%d on 50): that times the body bounds what its memory adds. ", inFlight(s.Conc, 1), s.Conc, inFlight(s.Conc, 50))
+	fmt.Fprintf(b, "Measured %s from `%s` by `%s`.\n\n", timeSpan(s.Started, s.Ended), s.Commit, s.Command)
 	for _, dim := range s.dims() {
 		fmt.Fprintf(b, "### %s\n\n", strings.ToUpper(dimTitle(dim)[:1])+dimTitle(dim)[1:])
-		if line := s.Sentence(dim); line != "" {
-			b.WriteString(line + "\n\n")
-		}
-		fmt.Fprintf(b, "![%s](%s)\n\n", dimTitle(dim), SweepChartFile(dim))
 		s.table(dim).markdown(b)
-		b.WriteString("\n")
-		if why := sweepWhy[dim]; why != "" {
-			b.WriteString(why + "\n\n")
+		fmt.Fprintf(b, "\n![%s](%s)\n\n", dimTitle(dim), SweepChartFile(dim))
+		line := strings.TrimSpace(s.Sentence(dim) + " " + sweepWhy[dim])
+		if line != "" {
+			b.WriteString(line + "\n\n")
 		}
 	}
 	if len(s.Failures) > 0 {

@@ -248,3 +248,22 @@ func TestConsumePaceFlags(t *testing.T) {
 		require.NotContains(t, err.Error(), "\n", args)
 	}
 }
+
+// TestPacedRateKeepsAGroupBelowItsLimit: a paced run goes at half the
+// slower drain, but no faster than half of what its groups move one
+// message at a time (a receive's answer, a commit and a delete's trip,
+// 27 ms at the model); many groups, or a standard queue, leave the drain's
+// half.
+func TestPacedRateKeepsAGroupBelowItsLimit(t *testing.T) {
+	t.Parallel()
+	cycle := 0.0075 + 0.012 + 0.0075
+	one := SweepPoint{Dim: SweepGroups, Label: "1", Groups: 1}
+	require.InDelta(t, 0.5/cycle, pacedRate(one, 66, 1), 1e-9, "one group: half its one-at-a-time limit, not 33 msg/s")
+	require.InDelta(t, 10*0.5/cycle, pacedRate(SweepPoint{Dim: SweepGroups, Label: "10", Groups: 10}, 650, 1), 1e-9)
+	require.InDelta(t, 600.0, pacedRate(SweepPoint{Dim: SweepGroups, Label: "1000", Groups: 1000}, 1200, 1), 1e-9, "many groups: half the drain")
+	require.InDelta(t, 0.5/(2*cycle), pacedRate(one, 66, 2), 1e-9, "the latency scale stretches the cycle")
+	slow := SweepPoint{Dim: SweepEffect, Label: "100ms", EffectDelay: 100 * time.Millisecond}
+	require.InDelta(t, 71.0, pacedRate(slow, 142, 1), 1e-9, "1024 groups carry more than a slow effect's drain")
+	require.InDelta(t, 0.5*float64(DefaultFakeGroups)/(cycle+0.1), pacedRate(slow, 1e6, 1), 1e-9, "the effect's wait is part of a group's cycle")
+	require.InDelta(t, 1000.0, pacedRate(SweepPoint{Dim: SweepLambdaStandard, Label: "1", Batch: 1, Groups: 1}, 2000, 1), 1e-9, "a standard queue has no groups")
+}

@@ -564,7 +564,7 @@ func (h *harness) sweepPacedPoint(ctx context.Context, s *Sweep, p SweepPoint) e
 		s.failed(p, "send → effect not measured: %s", strings.Join(missing, "; "))
 		return nil
 	}
-	rate *= PacedShare
+	rate = pacedRate(p, rate, h.cfg.LatencyScale)
 	for _, i := range idx {
 		kind := s.Runs[i].Consumer
 		load := LoadAvg()
@@ -583,6 +583,27 @@ func (h *harness) sweepPacedPoint(ctx context.Context, s *Sweep, p SweepPoint) e
 	return nil
 }
 
+// pacedRate is the pace of p's paced runs: PacedShare of the slower
+// drain, and no more than PacedShare of what its FIFO groups carry one
+// message at a time. A drain receives a group's messages 10 at a time, but
+// a paced message arrives alone, and SQS hands out none of its group until
+// the one before is deleted: a group then moves one message a cycle (the
+// receive's answer, the commit, the delete reaching SQS, and the effect's
+// own wait), about 27 ms at the model. At one or ten groups half the drain
+// is that limit, and a message's time would be queueing behind its group's
+// last delete, not the consumer's.
+func pacedRate(p SweepPoint, slower, scale float64) float64 {
+	rate := PacedShare * slower
+	if p.Dim == SweepLambdaStandard {
+		return rate // no groups
+	}
+	cycle := (Base("SQS", "ReceiveMessage")/2 + Base("DynamoDB", "TransactWriteItems") + Base("SQS", "DeleteMessageBatch")/2).Seconds()*max(scale, 0) + p.EffectDelay.Seconds()
+	if cycle <= 0 {
+		return rate
+	}
+	return min(rate, PacedShare*float64(p.groups())/cycle)
+}
+
 // sweepPaced is one consumer's paced run at p: a `bench consume -pace`
 // process with no pre-fill, read once its producer has stopped and every
 // message of its window has had its effect.
@@ -591,7 +612,7 @@ func (h *harness) sweepPaced(ctx context.Context, kind string, p SweepPoint, rat
 	began := time.Now()
 	extra := append(sweepArgs(p), "-pace", strconv.FormatFloat(rate, 'f', 1, 64),
 		"-pace-warmup", h.cfg.Warmup.String(), "-pace-window", h.cfg.Window.String())
-	h.logf("sweep %s=%s %s: paced at %.0f msg/s (%.0f %% of the slower drain)", p.Dim, p.Label, kind, rate, 100*PacedShare)
+	h.logf("sweep %s=%s %s: paced at %.0f msg/s", p.Dim, p.Label, kind, rate)
 	h.prefillWait = 0
 	c, err := h.startFake(ctx, kind, h.cfg.SweepConc, 0, p.groups(), "", extra...)
 	if err != nil {

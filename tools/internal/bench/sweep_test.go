@@ -232,7 +232,7 @@ func TestSweepSentenceAndTable(t *testing.T) {
 	require.Equal(t, "From 1 to 1 groups the outbox with the relay's defaults delivers 0.08 to 0.08× what a direct producer sends in the same run, with GroupBatch 0.60 to 0.60×.", s.Sentence(SweepRelay))
 	tb := s.table(SweepGroups)
 	require.Len(t, tb.rows, 4)
-	require.Equal(t, []string{"1000", "3.30", "worker (optimistic)", "1200", "1.20", "1333", "0.90", "250", "1.25", "50", "+10", "0.100", "0.0", "0.0 ms", "-", "-", "8000"}, tb.rows[3], "no paced run: dashes")
+	require.Equal(t, []string{"1000", "3.30", "worker (optimistic)", "1200", "1.20", "1333", "0.90", "250", "1.25", "50", "+10", "0.100", "0.0", "0.0 ms", "-", "-", "-", "8000"}, tb.rows[3], "no paced run: dashes")
 	require.Equal(t, "3.00", tb.rows[0][1], "the load beside every figure")
 	var b strings.Builder
 	sweepMarkdown(&b, s)
@@ -391,17 +391,17 @@ func TestSweepRendersLatency(t *testing.T) {
 		s.Runs[i].Paced = paced[r.Point.Label+"/"+r.Consumer]
 	}
 	tb := s.table(SweepGroups)
-	require.Equal(t, []string{"receive → effect start", "send → effect p50 at 50 % load", "p99", "prefill"}, tb.head[13:])
-	require.Equal(t, []string{"40.0 ms", "120.0 ms"}, tb.rows[0][14:16])
-	require.Equal(t, []string{"25.0 ms", "30.0 ms", "8000"}, tb.rows[3][14:])
+	require.Equal(t, []string{"receive → effect start", "paced msg/s", "send → effect p50", "p99", "prefill"}, tb.head[13:])
+	require.Equal(t, []string{"30", "40.0 ms", "120.0 ms"}, tb.rows[0][14:17])
+	require.Equal(t, []string{"500", "25.0 ms", "30.0 ms", "8000"}, tb.rows[3][14:])
 	require.True(t, strings.HasSuffix(s.Sentence(SweepGroups), "its CPU per message. Its send → effect p99 is 30 to 60 ms, the hand-written consumer's 40 to 120."), s.Sentence(SweepGroups))
 	var b strings.Builder
 	sweepMarkdown(&b, s)
-	require.Contains(t, b.String(), "send → effect is a second run at 50 % of the slower drain")
-	require.Contains(t, b.String(), "| 1000 | 3.30 | worker (optimistic) | 1200 | 1.20 | 1333 | 0.90 | 250 | 1.25 | 50 | +10 | 0.100 | 0.0 | 0.0 ms | 25.0 ms | 30.0 ms | 8000 |")
+	require.Contains(t, b.String(), "send → effect is a second run paced at 50 % of the slower drain, or of what a group moves one message at a time")
+	require.Contains(t, b.String(), "| 1000 | 3.30 | worker (optimistic) | 1200 | 1.20 | 1333 | 0.90 | 250 | 1.25 | 50 | +10 | 0.100 | 0.0 | 0.0 ms | 500 | 25.0 ms | 30.0 ms | 8000 |")
 	charts := SweepCharts(s)
 	require.Equal(t, 2*3+3+4, strings.Count(charts[SweepGroups], "<polyline"), "a fifth panel: p50 and p99 of both consumers")
-	require.Contains(t, charts[SweepGroups], "send → effect, ms (50 % load)")
+	require.Contains(t, charts[SweepGroups], "send → effect, ms (paced at 50 %)")
 	require.Contains(t, charts[SweepGroups], "worker p99 at 1000: 30")
 	require.Equal(t, 4*3, strings.Count(charts[SweepRelay], "<polyline"), "the relay's chart as before")
 }
@@ -430,7 +430,7 @@ func TestSweepOldJSONRenders(t *testing.T) {
 	require.NotNil(t, s)
 	require.Nil(t, s.Runs[0].Paced)
 	tb := s.table(SweepGroups)
-	require.Equal(t, []string{"60.9 ms", "-", "-", "500"}, tb.rows[0][13:])
+	require.Equal(t, []string{"60.9 ms", "-", "-", "-", "500"}, tb.rows[0][13:])
 	require.NotContains(t, s.Sentence(SweepGroups), "send → effect")
 	var b strings.Builder
 	sweepMarkdown(&b, s)

@@ -108,7 +108,7 @@ func (s *Sweep) table(dim string) *table {
 		}
 		return t
 	}
-	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "send → effect p50 at 50 % load", "p99", "prefill"}}
+	t := &table{head: []string{dim, "load (1 min) at start", "consumer", "msg/s", "× hand-written", "model msg/s", "× model", "CPU µs/msg", "CPU × hand-written", "peak RSS MiB", "RSS − hand-written", "SQS req/msg", "WRU/msg", "receive → effect start", "paced msg/s", "send → effect p50", "p99", "prefill"}}
 	if isLambda(dim) {
 		t.head[0] = "batch (+ window)"
 	}
@@ -126,13 +126,13 @@ func (s *Sweep) table(dim string) *table {
 				vsRate, vsCPU = ratio(d.Rate, base.Drain.Rate), ratio(d.CPUPerMessage(), base.Drain.CPUPerMessage())
 				vsRSS = fmt.Sprintf("%+.0f", d.PeakRSS()-base.Drain.PeakRSS())
 			}
-			p50, p99 := "-", "-"
+			pace, p50, p99 := "-", "-", "-"
 			if r.Paced != nil {
-				p50, p99 = msf(r.Paced.P50), msf(r.Paced.P99)
+				pace, p50, p99 = fmt.Sprintf("%.0f", r.Paced.Rate), msf(r.Paced.P50), msf(r.Paced.P99)
 			}
 			t.add(p.Label, load1(r.Load), consumerName(c), fmt.Sprintf("%.0f", d.Rate), vsRate, fmt.Sprintf("%.0f", r.Model), ratio(d.Rate, r.Model),
 				fmt.Sprintf("%.0f", d.CPUPerMessage()), vsCPU, fmt.Sprintf("%.0f", d.PeakRSS()), vsRSS,
-				fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.1f", d.WriteUnits()), msf(d.StartWait()), p50, p99, fmt.Sprint(d.Prefill))
+				fmt.Sprintf("%.3f", d.PerMessage("SQS")), fmt.Sprintf("%.1f", d.WriteUnits()), msf(d.StartWait()), pace, p50, p99, fmt.Sprint(d.Prefill))
 		}
 	}
 	return t
@@ -330,7 +330,7 @@ func sweepMarkdown(b *strings.Builder, s *Sweep) {
 	fmt.Fprintf(b, "One dimension at a time from the main point (%d groups, 50 B bodies, one queue, no effect wait), at concurrency %d, beside the hand-written consumer (or a direct producer) in the same run. ", DefaultFakeGroups, s.Conc)
 	fmt.Fprintf(b, "One round of a %s warm-up and a %s window: a point is good to about 15 %%. Model msg/s is what the latency allows", s.Warmup, s.Window)
 	if s.paced() {
-		fmt.Fprintf(b, "; send → effect is a second run at %.0f %% of the slower drain", 100*PacedShare)
+		fmt.Fprintf(b, "; send → effect is a second run paced at %.0f %% of the slower drain, or of what a group moves one message at a time", 100*PacedShare)
 	}
 	fmt.Fprintf(b, ". The worker holds at most %d messages at concurrency %d on one queue (%d on 50): that times the body bounds what its memory adds. ", inFlight(s.Conc, 1), s.Conc, inFlight(s.Conc, 50))
 	fmt.Fprintf(b, "Measured %s from `%s` by `%s`.\n\n", timeSpan(s.Started, s.Ended), s.Commit, s.Command)
@@ -442,7 +442,7 @@ func SweepCharts(s *Sweep) map[string]string {
 				}
 				p50 := func(p SweepPaced) time.Duration { return p.P50 }
 				p99 := func(p SweepPaced) time.Duration { return p.P99 }
-				panels = append(panels, curvePanel{fmt.Sprintf("send → effect, ms (%.0f %% load)", 100*PacedShare), []curveSeries{
+				panels = append(panels, curvePanel{fmt.Sprintf("send → effect, ms (paced at %.0f %%)", 100*PacedShare), []curveSeries{
 					{name: baseLabel + " p50", color: "#7f7f7f", dashed: true, ys: ms(base, p50)},
 					{name: baseLabel + " p99", color: "#c7c7c7", dashed: true, ys: ms(base, p99)},
 					{name: libLabel + " p50", color: "#1f77b4", ys: ms(lib, p50)},

@@ -264,7 +264,7 @@ func (s *Sweep) paced() bool {
 // or two; the reasoning and the figures behind it are in docs/TESTING.md's
 // history of the curves.
 var sweepWhy = map[string]string{
-	SweepGroups: "One group is bound by its order (a receive, 10 commits in turn, a delete); from about 100 groups the concurrency is, and past 1,000 CPU and memory are flat: the RSS that grows is the fake's backlog.",
+	SweepGroups: "One group is bound by its order (a receive, 10 commits in turn, a delete); from about 100 groups the concurrency is, and past 1,000 CPU and memory are flat. At few groups a paced message waits for its group's last delete, which the worker batches for up to its ack delay.",
 	SweepSize: "CPU grows with the body (the fake checks it, the ledger parses it, the worker also hashes it), and from 256 KiB it binds the rate, mostly the fake's; a 1 MiB point drains a 512-message backlog in under a second, so it is noisy.",
 	SweepQueues: "Each queue has its own receivers, so 50 queues hold 100 long polls and up to " + fmt.Sprint(inFlight(DefaultSweepConc, 50)) +
 		" messages: receives return fewer messages each, and SQS requests per message grow.",

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
 )
 
 // MethodLink is where the page's methods and columns are explained: the

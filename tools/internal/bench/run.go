@@ -218,7 +218,7 @@ type Result struct {
 	// GoBenchStarted is when make bench's in-memory benchmarks began, before
 	// the harness (a "started: " line of -inmem's file): zero if unknown.
 	GoBenchStarted time.Time `json:",omitzero"`
-	LoadBefore     string // /proc/loadavg at start
+	LoadBefore     string    // /proc/loadavg at start
 	LoadAfter      string
 	Limits         []Limits // measured before each round and at the end
 	Args           string   // the harness's flags, for the report

@@ -597,7 +597,7 @@ func pacedRate(p SweepPoint, slower, scale float64) float64 {
 	if p.Dim == SweepLambdaStandard {
 		return rate // no groups
 	}
-	cycle := (Base("SQS", "ReceiveMessage")/2 + Base("DynamoDB", "TransactWriteItems") + Base("SQS", "DeleteMessageBatch")/2).Seconds()*max(scale, 0) + p.EffectDelay.Seconds()
+	cycle := (Base("SQS", "ReceiveMessage")/2+Base("DynamoDB", "TransactWriteItems")+Base("SQS", "DeleteMessageBatch")/2).Seconds()*max(scale, 0) + p.EffectDelay.Seconds()
 	if cycle <= 0 {
 		return rate
 	}

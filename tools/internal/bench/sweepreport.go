@@ -265,14 +265,14 @@ func (s *Sweep) paced() bool {
 // history of the curves.
 var sweepWhy = map[string]string{
 	SweepGroups: "One group is bound by its order (a receive, 10 commits in turn, a delete); from about 100 groups the concurrency is, and past 1,000 CPU and memory are flat. At few groups a paced message waits for its group's last delete, which the worker batches for up to its ack delay.",
-	SweepSize: "CPU grows with the body (the fake checks it, the ledger parses it, the worker also hashes it), and from 256 KiB it binds the rate, mostly the fake's; a 1 MiB point drains a 512-message backlog in under a second, so it is noisy.",
+	SweepSize:   "CPU grows with the body (the fake checks it, the ledger parses it, the worker also hashes it), and from 256 KiB it binds the rate, mostly the fake's; a 1 MiB point drains a 512-message backlog in under a second, so it is noisy.",
 	SweepQueues: "Each queue has its own receivers, so 50 queues hold 100 long polls and up to " + fmt.Sprint(inFlight(DefaultSweepConc, 50)) +
 		" messages: receives return fewer messages each, and SQS requests per message grow.",
-	SweepBacklog: "The backlog lives in the fake: both consumers' RSS grows with it alike, and the worker's difference stays within its in-flight bound.",
-	SweepEffect: "The worker's rate follows concurrency ÷ (commit + effect), what it holds beyond its handlers waiting with its visibility extended; the hand-written consumer's batch of 10-second effects in turn would outlive its visibility timeout.",
-	SweepRelay: "With its defaults the relay moves a hot group one message per SQS round trip; `GroupBatch` sends up to 10 of a group's messages in one request, in order. Over many groups a round carries many groups.",
-	SweepRelayWriters: "The producers set the pace up to 16; at 64 one relay nears its ceiling, `Relay.Concurrency` groups at once (32 by default, `worker relay --concurrency`).",
-	SweepLambda: "A FIFO receive hands a group's waiting messages together, so a batch is mostly one group and the LambdaHandler's parallel lanes overlap little; what it pays is CPU, for its dedup record.",
+	SweepBacklog:        "The backlog lives in the fake: both consumers' RSS grows with it alike, and the worker's difference stays within its in-flight bound.",
+	SweepEffect:         "The worker's rate follows concurrency ÷ (commit + effect), what it holds beyond its handlers waiting with its visibility extended; the hand-written consumer's batch of 10-second effects in turn would outlive its visibility timeout.",
+	SweepRelay:          "With its defaults the relay moves a hot group one message per SQS round trip; `GroupBatch` sends up to 10 of a group's messages in one request, in order. Over many groups a round carries many groups.",
+	SweepRelayWriters:   "The producers set the pace up to 16; at 64 one relay nears its ceiling, `Relay.Concurrency` groups at once (32 by default, `worker relay --concurrency`).",
+	SweepLambda:         "A FIFO receive hands a group's waiting messages together, so a batch is mostly one group and the LambdaHandler's parallel lanes overlap little; what it pays is CPU, for its dedup record.",
 	SweepLambdaStandard: "On a standard queue every record is its own lane: the LambdaHandler commits a batch of 10 at once, the hand-written handler in turn.",
 }
 

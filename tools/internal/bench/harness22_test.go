@@ -373,3 +373,18 @@ func TestRelayRateCountsWhatReachesSQSInTheWindow(t *testing.T) {
 		require.Less(t, o.Window.Requests["SQS.SendMessageBatch"]/o.Window.Counts["applied"], 0.2)
 	})
 }
+
+// TestRelayRateIsWhatItSustains: with a relay that keeps up, what reaches
+// SQS in the window is what the producers write in it. A window that
+// opened before the relay's first busy sweep (its idle Poll is a second)
+// counted the backlog of the warm-up too: 1.2× the writes here.
+func TestRelayRateIsWhatItSustains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &harness{cfg: Config{Warmup: 500 * time.Millisecond, Window: 2 * time.Second, LatencyScale: 1, Jitter: 0.2, Seed: 1}, log: io.Discard}
+		for _, mode := range []string{RelayOutbox, RelayGroupBatch} {
+			o, err := h.measureRelay(context.Background(), mode, 1000, 16)
+			require.NoError(t, err)
+			require.InEpsilon(t, o.Written/o.Seconds, o.Rate, 0.1, mode)
+		}
+	})
+}

@@ -149,6 +149,25 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		return strconv.ParseInt(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], 10, 64)
 	}
 	var written, failed atomic.Int64
+	// The warm-up begins when the relay's first sweep that published ends:
+	// before it the relay waits out its idle Poll (a second) while the
+	// producers fill the table, and a window opened then counts that
+	// backlog too. A sweep over many groups moves each group's messages
+	// once, in a pass that can take seconds: the window holds at least
+	// three passes as long as that first one, or it counts a part of one.
+	busy := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	lastRound, pass := time.Now(), time.Duration(0)
+	onRound := func(r outbox.Round) {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		if r.Published > 0 {
+			once.Do(func() { pass = now.Sub(lastRound); close(busy) })
+		}
+		lastRound = now
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -162,6 +181,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 	group := func(i int64) string { return "g" + strconv.FormatInt(i%int64(groups), 10) }
 	switch mode {
 	case RelayDirect:
+		close(busy)
 		for range writers {
 			wg.Go(func() {
 				for rctx.Err() == nil {
@@ -199,7 +219,8 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 			}
 			msgs = msgs[k:]
 		}
-		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency}
+		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency,
+			OnRound: onRound}
 		if mode == RelayBacklogGroupBatch {
 			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
 		}
@@ -227,7 +248,8 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 				}
 			})
 		}
-		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency}
+		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency,
+			OnRound: onRound}
 		if mode != RelayOutbox {
 			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
 		}
@@ -249,10 +271,16 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		s.Counts["failed"] = float64(failed.Load())
 		return s
 	}
-	err = sleep(ctx, h.cfg.Warmup)
-	s0 := snap()
+	err = awaitBusy(ctx, busy, relayFirstSweepLimit)
 	if err == nil {
-		err = sleep(ctx, h.cfg.Window)
+		err = sleep(ctx, h.cfg.Warmup)
+	}
+	s0 := snap()
+	mu.Lock()
+	window := max(h.cfg.Window, 3*pass)
+	mu.Unlock()
+	if err == nil {
+		err = sleep(ctx, window)
 	}
 	s1 := snap()
 	cancel()
@@ -274,6 +302,24 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 	h.logf("relay %s, %d groups, %d writers: %.0f msg/s reached SQS (%.0f msg/s written), DynamoDB %.2f req/msg, SQS %.2f req/msg, %.1f WRU/msg",
 		mode, groups, writers, run.Rate, run.Written/run.Seconds, perMessage(run.Window, "DynamoDB"), perMessage(run.Window, "SQS"), run.WriteUnits())
 	return run, nil
+}
+
+// relayFirstSweepLimit bounds the wait for a relay's first sweep that
+// published: its idle Poll and a round (which Run bounds at 20 s).
+const relayFirstSweepLimit = outbox.DefaultPoll + 20*time.Second
+
+// awaitBusy waits for busy to close, for at most limit.
+func awaitBusy(ctx context.Context, busy <-chan struct{}, limit time.Duration) error {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-busy:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("relay published nothing within %s", limit)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // WriteUnits is DynamoDB write units per message that reached SQS.

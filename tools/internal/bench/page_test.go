@@ -38,3 +38,17 @@ func TestProseWords(t *testing.T) {
 	require.Equal(t, 5, ProseWords(md))
 	require.Equal(t, 0, ProseWords(strings.Repeat("| t |\n", 3)))
 }
+
+// TestDominantBreaksTiesByName: SQS receives and delete batches are often
+// as many as each other; the page names the same one every rendering.
+func TestDominantBreaksTiesByName(t *testing.T) {
+	t.Parallel()
+	s := Sample{Counts: map[string]float64{"applied": 1000}, Requests: map[string]float64{
+		"SQS.ReceiveMessage": 100, "SQS.DeleteMessageBatch": 100, "SQS.ChangeMessageVisibilityBatch": 3, "DynamoDB.PutItem": 1000,
+	}}
+	for range 50 {
+		op, v := dominant(s, "SQS.")
+		require.Equal(t, "SQS.DeleteMessageBatch", op)
+		require.InDelta(t, 0.1, v, 1e-12)
+	}
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -441,8 +442,10 @@ func (r *Result) steadySQS() (Drain, bool) {
 func dominant(s Sample, prefix string) (string, float64) {
 	n := s.Counts["applied"]
 	best, v := "", 0.0
-	for k, c := range s.Requests {
-		if strings.HasPrefix(k, prefix) && n > 0 && c/n > v {
+	// In name order, the first of equals wins: a page rendered twice from
+	// one results file is the same page.
+	for _, k := range slices.Sorted(maps.Keys(s.Requests)) {
+		if c := s.Requests[k]; strings.HasPrefix(k, prefix) && n > 0 && c/n > v {
 			best, v = k, c/n
 		}
 	}

@@ -271,7 +271,7 @@ var sweepWhy = map[string]string{
 	SweepBacklog:        "The backlog lives in the fake: both consumers' RSS grows with it alike, and the worker's difference stays within its in-flight bound.",
 	SweepEffect:         "The worker's rate follows concurrency ÷ (commit + effect), what it holds beyond its handlers waiting with its visibility extended; the hand-written consumer's batch of 10-second effects in turn would outlive its visibility timeout.",
 	SweepRelay:          "With its defaults the relay moves a hot group one message per SQS round trip; `GroupBatch` sends up to 10 of a group's messages in one request, in order. Over many groups a round carries many groups.",
-	SweepRelayWriters:   "The producers set the pace up to 16; at 64 one relay nears its ceiling, `Relay.Concurrency` groups at once (32 by default, `worker relay --concurrency`).",
+	SweepRelayWriters:   "The producers set the pace up to 16; at 64 one relay falls behind them, at its ceiling of `Relay.Concurrency` groups at once (32 by default, `worker relay --concurrency`).",
 	SweepLambda:         "A FIFO receive hands a group's waiting messages together, so a batch is mostly one group and the LambdaHandler's parallel lanes overlap little; what it pays is CPU, for its dedup record.",
 	SweepLambdaStandard: "On a standard queue every record is its own lane: the LambdaHandler commits a batch of 10 at once, the hand-written handler in turn.",
 }

@@ -388,3 +388,25 @@ func TestRelayRateIsWhatItSustains(t *testing.T) {
 		}
 	})
 }
+
+// TestRelayTimesWriteToSQS: the direct producer's message reaches SQS a
+// PutItem and a SendMessage after its write began (8 + 15 ms, ±20 %); the
+// outbox's waits for the relay's read and SendMessageBatch after its
+// transaction, so it takes longer; a backlog's messages are not timed.
+func TestRelayTimesWriteToSQS(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &harness{cfg: Config{Warmup: 500 * time.Millisecond, Window: 2 * time.Second, LatencyScale: 1, Jitter: 0.2, Seed: 1}, log: io.Discard}
+		d, err := h.measureRelay(context.Background(), RelayDirect, 200, 4)
+		require.NoError(t, err)
+		require.InDelta(t, 23, float64(d.P50)/float64(time.Millisecond), 3)
+		require.LessOrEqual(t, d.P99, 28*time.Millisecond)
+		o, err := h.measureRelay(context.Background(), RelayOutbox, 200, 4)
+		require.NoError(t, err)
+		// Write (12 ms) + the relay's index read, item read and send (6 + 8 + 15 ms) at least.
+		require.Greater(t, o.P50, 35*time.Millisecond)
+		require.GreaterOrEqual(t, o.P99, o.P50)
+		b, err := h.measureRelay(context.Background(), RelayBacklog, 1, 0)
+		require.NoError(t, err)
+		require.Zero(t, b.P50)
+	})
+}

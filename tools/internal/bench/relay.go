@@ -100,6 +100,12 @@ type RelayRun struct {
 	Window         Sample  // requests and write units in the window; Counts["applied"] = messages that reached SQS
 	ProducerErrors float64
 	Load           string `json:",omitempty"` // the machine's load average as the run began
+	// P50 and P99 are the time from a producer beginning a message's write
+	// (outbox.Write, or the direct producer's PutItem) to SQS taking it,
+	// over the messages SQS took in the window: zero for the backlog modes
+	// (their messages were written before the run) and runs before
+	// 2026-12-04.
+	P50, P99 time.Duration `json:",omitzero"`
 }
 
 // relayRun returns the run of mode at groups.
@@ -149,6 +155,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		return strconv.ParseInt(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], 10, 64)
 	}
 	var written, failed atomic.Int64
+	lat := newWriteToSQS()
 	// The warm-up begins when the relay's first sweep that published ends:
 	// before it the relay waits out its idle Poll (a second) while the
 	// producers fill the table, and a window opened then counts that
@@ -187,6 +194,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 				for rctx.Err() == nil {
 					i := seq.Add(1)
 					p := business(i)
+					began := time.Now()
 					if _, err := db.PutItem(rctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item}); err != nil {
 						failed.Add(1)
 						continue
@@ -198,6 +206,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 						continue
 					}
 					written.Add(1)
+					lat.took(began, time.Now())
 				}
 			})
 		}
@@ -236,6 +245,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 				for rctx.Err() == nil {
 					i := seq.Add(1)
 					p := business(i)
+					lat.began(i, time.Now())
 					err := ob.Write(rctx, []outbox.Message{{QueueURL: url, Group: group(i), Body: body(i), ID: strconv.FormatInt(i, 10)}},
 						ddbtypes.TransactWriteItem{Put: &p})
 					if err != nil {
@@ -248,7 +258,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 				}
 			})
 		}
-		relay := &outbox.Relay{DB: db, SQS: sq, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency,
+		relay := &outbox.Relay{DB: db, SQS: &tookSQS{SQS: sq, lat: lat}, Table: "outbox", Logger: slog.New(slog.DiscardHandler), Concurrency: h.cfg.RelayConcurrency,
 			OnRound: onRound}
 		if mode != RelayOutbox {
 			relay.GroupBatch, relay.PerGroup = RelayGroupBatchSize, RelayGroupBatchPerGroup
@@ -276,6 +286,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		err = sleep(ctx, h.cfg.Warmup)
 	}
 	s0 := snap()
+	lat.open(true)
 	mu.Lock()
 	window := max(h.cfg.Window, 3*pass)
 	mu.Unlock()
@@ -283,6 +294,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		err = sleep(ctx, window)
 	}
 	s1 := snap()
+	lat.open(false)
 	cancel()
 	wg.Wait()
 	if err = cmp.Or(err, qerr); err != nil {
@@ -293,6 +305,10 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 	run.Rate = run.Window.Counts["applied"] / run.Seconds
 	run.Written = run.Window.Counts["written"]
 	run.ProducerErrors = run.Window.Counts["failed"]
+	if ds := lat.samples(); len(ds) > 0 {
+		ps := Percentiles(ds, 0.5, 0.99)
+		run.P50, run.P99 = ps[0], ps[1]
+	}
 	if mode == RelayBacklog || mode == RelayBacklogGroupBatch {
 		run.Writers = 0
 		if n := float64(h.relayBacklogSize()); applied >= int64(n) {
@@ -302,6 +318,82 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 	h.logf("relay %s, %d groups, %d writers: %.0f msg/s reached SQS (%.0f msg/s written), DynamoDB %.2f req/msg, SQS %.2f req/msg, %.1f WRU/msg",
 		mode, groups, writers, run.Rate, run.Written/run.Seconds, perMessage(run.Window, "DynamoDB"), perMessage(run.Window, "SQS"), run.WriteUnits())
 	return run, nil
+}
+
+// writeToSQS times messages from a producer beginning their write to SQS
+// taking them, for the messages SQS takes while it is open.
+type writeToSQS struct {
+	mu    sync.Mutex
+	on    bool
+	begun map[int64]time.Time // by message number, until SQS takes it
+	ds    []time.Duration
+}
+
+func newWriteToSQS() *writeToSQS { return &writeToSQS{begun: map[int64]time.Time{}} }
+
+func (w *writeToSQS) open(on bool) {
+	w.mu.Lock()
+	w.on = on
+	w.mu.Unlock()
+}
+
+// began notes that message i's write began at t.
+func (w *writeToSQS) began(i int64, t time.Time) {
+	w.mu.Lock()
+	w.begun[i] = t
+	w.mu.Unlock()
+}
+
+// took records a message whose write began at began and reached SQS at at.
+func (w *writeToSQS) took(began, at time.Time) {
+	w.mu.Lock()
+	if w.on {
+		w.ds = append(w.ds, at.Sub(began))
+	}
+	w.mu.Unlock()
+}
+
+// tookBody records the message of body (`{"order":N}`) as taken at at.
+func (w *writeToSQS) tookBody(body string, at time.Time) {
+	var i int64
+	if _, err := fmt.Sscanf(body, `{"order":%d}`, &i); err != nil {
+		return
+	}
+	w.mu.Lock()
+	began, ok := w.begun[i]
+	delete(w.begun, i)
+	if ok && w.on {
+		w.ds = append(w.ds, at.Sub(began))
+	}
+	w.mu.Unlock()
+}
+
+func (w *writeToSQS) samples() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.ds)
+}
+
+// tookSQS is the relay's SQS, noting what SQS takes of each batch.
+type tookSQS struct {
+	outbox.SQS
+	lat *writeToSQS
+}
+
+func (t *tookSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, o ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	out, err := t.SQS.SendMessageBatch(ctx, in, o...)
+	if err != nil {
+		return out, err
+	}
+	now := time.Now()
+	bodies := make(map[string]string, len(in.Entries))
+	for _, e := range in.Entries {
+		bodies[aws.ToString(e.Id)] = aws.ToString(e.MessageBody)
+	}
+	for _, ok := range out.Successful {
+		t.lat.tookBody(bodies[aws.ToString(ok.Id)], now)
+	}
+	return out, nil
 }
 
 // relayFirstSweepLimit bounds the wait for a relay's first sweep that

@@ -46,11 +46,19 @@ func (r *Result) hotGroupTable() *table {
 	return t
 }
 
+// msOr is msf(d), or "-" for zero (not measured).
+func msOr(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return msf(d)
+}
+
 // msf formats a duration in ms with one decimal.
 func msf(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
 func (r *Result) relayTable() *table {
-	t := &table{head: []string{"producer", "groups", "writers", "msg/s reaching SQS", "× direct", "msg/s written", "DynamoDB req/msg", "SQS req/msg", "WRU/msg", "producer errors", "load (1 min) at start"}}
+	t := &table{head: []string{"producer", "groups", "writers", "msg/s reaching SQS", "× direct", "msg/s written", "DynamoDB req/msg", "SQS req/msg", "WRU/msg", "write → SQS p50", "p99", "producer errors", "load (1 min) at start"}}
 	for _, x := range r.Relay {
 		vs := "-"
 		if x.Mode != RelayDirect {
@@ -59,7 +67,7 @@ func (r *Result) relayTable() *table {
 			}
 		}
 		t.add(relayName(x.Mode), fmt.Sprint(x.Groups), fmt.Sprint(x.Writers), fmt.Sprintf("%.0f", x.Rate), vs, fmt.Sprintf("%.0f", x.Written/max(x.Seconds, 1e-9)),
-			fmt.Sprintf("%.2f", perMessage(x.Window, "DynamoDB")), fmt.Sprintf("%.2f", perMessage(x.Window, "SQS")), fmt.Sprintf("%.1f", x.WriteUnits()), fmt.Sprintf("%.0f", x.ProducerErrors), load1(x.Load))
+			fmt.Sprintf("%.2f", perMessage(x.Window, "DynamoDB")), fmt.Sprintf("%.2f", perMessage(x.Window, "SQS")), fmt.Sprintf("%.1f", x.WriteUnits()), msOr(x.P50), msOr(x.P99), fmt.Sprintf("%.0f", x.ProducerErrors), load1(x.Load))
 	}
 	return t
 }

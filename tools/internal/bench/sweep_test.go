@@ -474,4 +474,18 @@ func TestRelayWritersDimension(t *testing.T) {
 	require.Equal(t, "producers", tb.head[0])
 	require.Len(t, tb.rows, 6)
 	require.Equal(t, []string{"64", "2.00", "outbox.Write + Relay", "1200", "1.20"}, tb.rows[4][:5])
+	require.Equal(t, []string{"-", "-"}, tb.rows[4][9:], "no write → SQS times: dashes")
+
+	// With write → SQS times, the sentence and the table carry them.
+	for i, p99 := range []time.Duration{23, 600, 0, 27, 1100, 900} {
+		s.Runs[i].Relay.P50, s.Runs[i].Relay.P99 = p99*time.Millisecond/2, p99*time.Millisecond
+	}
+	require.Equal(t, "From 1 to 64 producers the outbox with the relay's defaults delivers 0.90 to 1.20× what a direct producer sends in the same run, with GroupBatch 0.80 to 1.10×. Write → SQS p99: 600 to 1100 ms (direct: 23 to 27).", s.Sentence(SweepRelayWriters))
+	tb = s.table(SweepRelayWriters)
+	require.Equal(t, []string{"write → SQS p50", "p99"}, tb.head[9:])
+	require.Equal(t, []string{"550.0 ms", "1100.0 ms"}, tb.rows[4][9:])
+	require.Equal(t, []string{"-", "-"}, tb.rows[2][9:])
+	chart := SweepCharts(s)[SweepRelayWriters]
+	require.Equal(t, 5*3, strings.Count(chart, "<polyline"), "a fifth panel: write → SQS p99 of the three producers")
+	require.Contains(t, chart, "write → SQS p99, ms")
 }

@@ -89,7 +89,7 @@ func (s *Sweep) table(dim string) *table {
 		if dim == SweepRelayWriters {
 			first = "producers"
 		}
-		t := &table{head: []string{first, "load (1 min) at start", "producer", "msg/s reaching SQS", "× direct", "msg/s written", "SQS req/msg", "DynamoDB req/msg", "WRU/msg"}}
+		t := &table{head: []string{first, "load (1 min) at start", "producer", "msg/s reaching SQS", "× direct", "msg/s written", "SQS req/msg", "DynamoDB req/msg", "WRU/msg", "write → SQS p50", "p99"}}
 		for _, p := range s.points(dim) {
 			direct, _ := s.run(dim, p.Label, RelayDirect)
 			for _, mode := range []string{RelayDirect, RelayOutbox, RelayGroupBatch} {
@@ -103,7 +103,7 @@ func (s *Sweep) table(dim string) *table {
 					vs = ratio(x.Rate, direct.Relay.Rate)
 				}
 				t.add(p.Label, load1(r.Load), relayName(mode), fmt.Sprintf("%.0f", x.Rate), vs, fmt.Sprintf("%.0f", x.Written/max(x.Seconds, 1e-9)),
-					fmt.Sprintf("%.2f", perMessage(x.Window, "SQS")), fmt.Sprintf("%.2f", perMessage(x.Window, "DynamoDB")), fmt.Sprintf("%.1f", x.WriteUnits()))
+					fmt.Sprintf("%.2f", perMessage(x.Window, "SQS")), fmt.Sprintf("%.2f", perMessage(x.Window, "DynamoDB")), fmt.Sprintf("%.1f", x.WriteUnits()), msOr(x.P50), msOr(x.P99))
 			}
 		}
 		return t
@@ -189,7 +189,21 @@ func (s *Sweep) Sentence(dim string) string {
 		if dim == SweepRelayWriters {
 			unit = "producers"
 		}
-		return fmt.Sprintf("From %s to %s %s the outbox with the relay's defaults delivers %.2f to %.2f× what a direct producer sends in the same run, with GroupBatch %.2f to %.2f×.", first, last, unit, lo, hi, glo, ghi)
+		line := fmt.Sprintf("From %s to %s %s the outbox with the relay's defaults delivers %.2f to %.2f× what a direct producer sends in the same run, with GroupBatch %.2f to %.2f×.", first, last, unit, lo, hi, glo, ghi)
+		p99 := func(r SweepRun) (float64, bool) {
+			if r.Relay == nil || r.Relay.P99 <= 0 {
+				return 0, false
+			}
+			return float64(r.Relay.P99) / float64(time.Millisecond), true
+		}
+		if qlo, qhi, ok := s.span(dim, RelayOutbox, p99); ok {
+			line += fmt.Sprintf(" Write → SQS p99: %.0f to %.0f ms", qlo, qhi)
+			if dlo, dhi, ok := s.span(dim, RelayDirect, p99); ok {
+				line += fmt.Sprintf(" (direct: %.0f to %.0f)", dlo, dhi)
+			}
+			line += "."
+		}
+		return line
 	}
 	// Points where the worker applied nothing in its window say so apart.
 	_, lib := sweepConsumers(dim)
@@ -270,8 +284,8 @@ var sweepWhy = map[string]string{
 		" messages: receives return fewer messages each, and SQS requests per message grow.",
 	SweepBacklog:        "The backlog lives in the fake: both consumers' RSS grows with it alike, and the worker's difference stays within its in-flight bound.",
 	SweepEffect:         "The worker's rate follows concurrency ÷ (commit + effect), what it holds beyond its handlers waiting with its visibility extended; the hand-written consumer's batch of 10-second effects in turn would outlive its visibility timeout.",
-	SweepRelay:          "With its defaults the relay moves a hot group one message per SQS round trip; `GroupBatch` sends up to 10 of a group's messages in one request, in order. Over many groups a round carries many groups.",
-	SweepRelayWriters:   "The producers set the pace up to 16; at 64 one relay falls behind them, at its ceiling of `Relay.Concurrency` groups at once (32 by default, `worker relay --concurrency`).",
+	SweepRelay:          "By default a hot group moves one message per SQS round trip; `GroupBatch` sends up to 10 of its messages in one request, in order. A round carries many groups; where the relay falls behind, write → SQS grows with the backlog.",
+	SweepRelayWriters:   "The producers set the pace up to 16; at 64 one relay falls behind, at its ceiling of `Relay.Concurrency` groups at once (32 by default, `--concurrency`).",
 	SweepLambda:         "A FIFO receive hands a group's waiting messages together, so a batch is mostly one group and the LambdaHandler's parallel lanes overlap little; what it pays is CPU, for its dedup record.",
 	SweepLambdaStandard: "On a standard queue every record is its own lane: the LambdaHandler commits a batch of 10 at once, the hand-written handler in turn.",
 }
@@ -365,6 +379,16 @@ type curvePanel struct {
 	series []curveSeries
 }
 
+// any reports whether any series of p has a value.
+func (p curvePanel) any() bool {
+	for _, c := range p.series {
+		if slices.ContainsFunc(c.ys, func(y float64) bool { return !math.IsNaN(y) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // SweepCharts draws each dimension's curves: one SVG per dimension, its
 // panels side by side over the points.
 func SweepCharts(s *Sweep) map[string]string {
@@ -410,6 +434,15 @@ func SweepCharts(s *Sweep) map[string]string {
 				{"SQS requests/msg", three(func(x RelayRun) float64 { return perMessage(x.Window, "SQS") })},
 				{"DynamoDB requests/msg", three(func(x RelayRun) float64 { return perMessage(x.Window, "DynamoDB") })},
 				{"write units/msg", three(RelayRun.WriteUnits)},
+			}
+			// Runs measured before the relay's write → SQS times have none.
+			if latency := (curvePanel{"write → SQS p99, ms", three(func(x RelayRun) float64 {
+				if x.P99 == 0 {
+					return math.NaN()
+				}
+				return float64(x.P99) / float64(time.Millisecond)
+			})}); latency.any() {
+				panels = append(panels, latency)
 			}
 		} else {
 			base, lib := sweepConsumers(dim)

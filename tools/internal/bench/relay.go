@@ -245,7 +245,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 				for rctx.Err() == nil {
 					i := seq.Add(1)
 					p := business(i)
-					lat.began(i, time.Now())
+					lat.began(body(i), time.Now())
 					err := ob.Write(rctx, []outbox.Message{{QueueURL: url, Group: group(i), Body: body(i), ID: strconv.FormatInt(i, 10)}},
 						ddbtypes.TransactWriteItem{Put: &p})
 					if err != nil {
@@ -267,7 +267,6 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 	default:
 		return run, fmt.Errorf("relay mode %q", mode)
 	}
-	var applied int64
 	var qerr error
 	snap := func() Sample {
 		s := c.sample()
@@ -275,8 +274,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 		if e != nil {
 			qerr = cmp.Or(qerr, e)
 		}
-		applied = n
-		s.Counts["applied"] = float64(applied)
+		s.Counts["applied"] = float64(n)
 		s.Counts["written"] = float64(written.Load())
 		s.Counts["failed"] = float64(failed.Load())
 		return s
@@ -311,7 +309,7 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 	}
 	if mode == RelayBacklog || mode == RelayBacklogGroupBatch {
 		run.Writers = 0
-		if n := float64(h.relayBacklogSize()); applied >= int64(n) {
+		if n := float64(h.relayBacklogSize()); s1.Counts["applied"] >= n {
 			return run, fmt.Errorf("relay %s: the backlog of %.0f ran out before the window ended", mode, n)
 		}
 	}
@@ -325,11 +323,11 @@ func (h *harness) measureRelay(ctx context.Context, mode string, groups, writers
 type writeToSQS struct {
 	mu    sync.Mutex
 	on    bool
-	begun map[int64]time.Time // by message number, until SQS takes it
+	begun map[string]time.Time // by message body (each is unique), until SQS takes it
 	ds    []time.Duration
 }
 
-func newWriteToSQS() *writeToSQS { return &writeToSQS{begun: map[int64]time.Time{}} }
+func newWriteToSQS() *writeToSQS { return &writeToSQS{begun: map[string]time.Time{}} }
 
 func (w *writeToSQS) open(on bool) {
 	w.mu.Lock()
@@ -337,10 +335,10 @@ func (w *writeToSQS) open(on bool) {
 	w.mu.Unlock()
 }
 
-// began notes that message i's write began at t.
-func (w *writeToSQS) began(i int64, t time.Time) {
+// began notes that the write of the message of body began at t.
+func (w *writeToSQS) began(body string, t time.Time) {
 	w.mu.Lock()
-	w.begun[i] = t
+	w.begun[body] = t
 	w.mu.Unlock()
 }
 
@@ -353,19 +351,16 @@ func (w *writeToSQS) took(began, at time.Time) {
 	w.mu.Unlock()
 }
 
-// tookBody records the message of body (`{"order":N}`) as taken at at.
+// tookBody records the message of body, noted by began, as taken at at:
+// once (SQS answers a deduplicated copy as taken too).
 func (w *writeToSQS) tookBody(body string, at time.Time) {
-	var i int64
-	if _, err := fmt.Sscanf(body, `{"order":%d}`, &i); err != nil {
-		return
-	}
 	w.mu.Lock()
-	began, ok := w.begun[i]
-	delete(w.begun, i)
-	if ok && w.on {
-		w.ds = append(w.ds, at.Sub(began))
-	}
+	began, ok := w.begun[body]
+	delete(w.begun, body)
 	w.mu.Unlock()
+	if ok {
+		w.took(began, at)
+	}
 }
 
 func (w *writeToSQS) samples() []time.Duration {
